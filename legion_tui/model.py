@@ -1,0 +1,231 @@
+"""The closed sets and plain records of a legion. No I/O.
+
+Every closed set lives here once; the ledger's CHECK constraints, the CLI's choices and
+the dashboard's glyph tables are generated from these definitions.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+__all__ = [
+    "BACKENDS",
+    "KINDS",
+    "LIVE_STATUSES",
+    "MAIL_MOVES",
+    "ROLES",
+    "Backend",
+    "Event",
+    "EventType",
+    "IllegalMailMove",
+    "InFlightTool",
+    "Kind",
+    "MailKind",
+    "MailState",
+    "MailboxStats",
+    "Message",
+    "Node",
+    "NodeStatus",
+    "Role",
+    "Urgency",
+    "Usage",
+    "Verdict",
+    "check_mail_move",
+]
+
+
+class NodeStatus(enum.StrEnum):
+    STARTING = "starting"
+    RUNNING = "running"
+    BLOCKED = "blocked"
+    SETTLED = "settled"
+    FAILED = "failed"
+    RETIRED = "retired"
+
+    @property
+    def live(self) -> bool:
+        return self in LIVE_STATUSES
+
+
+LIVE_STATUSES: frozenset[NodeStatus] = frozenset(
+    {NodeStatus.STARTING, NodeStatus.RUNNING, NodeStatus.BLOCKED}
+)
+
+
+class EventType(enum.StrEnum):
+    NODE_LAUNCHED = "node_launched"
+    NODE_SETTLED = "node_settled"
+    NODE_FAILED = "node_failed"
+    NODE_RETIRED = "node_retired"
+    NODE_ABORTED = "node_aborted"
+    NODE_STEERED = "node_steered"
+    NODE_BLOCKED = "node_blocked"
+    NODE_HANDLED = "node_handled"
+    NODE_ORPHANED = "node_orphaned"
+    PHASE_CHANGE = "phase_change"
+    PHASE_TIMEOUT = "phase_timeout"
+    VERIFICATION_RESULT = "verification_result"
+    MAIL_SENT = "mail_sent"
+    MAIL_DELIVERED = "mail_delivered"
+    MAIL_BOUNCED = "mail_bounced"
+    BUDGET_EXCEEDED = "budget_exceeded"
+
+
+class MailKind(enum.StrEnum):
+    QUESTION = "question"
+    REPORT = "report"
+    HANDOFF = "handoff"
+    NOTICE = "notice"
+
+
+class Urgency(enum.StrEnum):
+    NORMAL = "normal"
+    ACTION_NEEDED = "action-needed"
+
+
+class MailState(enum.IntEnum):
+    """`messages.delivered`: the five delivery states of one letter."""
+
+    PENDING = 0
+    ACCEPTED = 1
+    BOUNCED = 2
+    DELIVERED = 3
+    OBSOLETE = 4
+
+    @property
+    def final(self) -> bool:
+        return not MAIL_MOVES[self]
+
+
+# Legal moves: 0→1|2|4, 1→3|4; 2, 3, 4 are final. The same value is a no-op.
+MAIL_MOVES: dict[MailState, frozenset[MailState]] = {
+    MailState.PENDING: frozenset({MailState.ACCEPTED, MailState.BOUNCED, MailState.OBSOLETE}),
+    MailState.ACCEPTED: frozenset({MailState.DELIVERED, MailState.OBSOLETE}),
+    MailState.BOUNCED: frozenset(),
+    MailState.DELIVERED: frozenset(),
+    MailState.OBSOLETE: frozenset(),
+}
+
+
+class IllegalMailMove(ValueError):
+    """A delivery-state move that the five-state machine does not allow."""
+
+
+def check_mail_move(current: MailState, target: MailState) -> bool:
+    """Return True when the move changes the state, False for a same-value no-op.
+
+    Raises IllegalMailMove for anything the machine does not allow.
+    """
+    if current == target:
+        return False
+    if target not in MAIL_MOVES[current]:
+        raise IllegalMailMove(
+            f"illegal mail move {current.name} ({current.value}) → {target.name} ({target.value})"
+        )
+    return True
+
+
+Role = Literal["root", "centurion", "worker", "scout"]
+ROLES: tuple[Role, ...] = ("root", "centurion", "worker", "scout")
+
+Kind = Literal["sim", "pi", "exec"]
+KINDS: tuple[Kind, ...] = ("sim", "pi", "exec")
+
+Backend = Literal["inprocess", "process", "pi-rpc"]
+BACKENDS: tuple[Backend, ...] = ("inprocess", "process", "pi-rpc")
+
+
+@dataclass(frozen=True, slots=True)
+class Verdict:
+    """The `{"ok": bool, "reason": ...}` object an agent ends with."""
+
+    ok: bool
+    reason: str | None = None
+    raw: dict[str, Any] = field(default_factory=dict, compare=False)
+
+
+@dataclass(slots=True)
+class Usage:
+    """Token counts and cost; also the ledger's `usage` row (plus node id)."""
+
+    input: int = 0
+    output: int = 0
+    cache_read: int = 0
+    cache_write: int = 0
+    cost: float = 0.0
+    generation_ms: float = 0.0
+    turns: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class InFlightTool:
+    """A tool call of the active path without a result yet."""
+
+    id: str
+    name: str
+    started_at: float  # epoch seconds
+    parent_id: str | None = None  # parentToolCallId, when RPC events give it
+
+
+@dataclass(slots=True)
+class Node:
+    """One agent of the legion: a `nodes` row."""
+
+    id: str
+    run_id: str
+    parent_id: str | None
+    name: str
+    path: str
+    role: Role
+    kind: Kind
+    backend: Backend
+    status: NodeStatus = NodeStatus.STARTING
+    phase: str | None = None
+    phase_since: float | None = None
+    rework_count: int = 0
+    machine: str | None = None  # declared phase machine, JSON
+    session_file: str | None = None
+    pid: int | None = None
+    task: str = ""
+    verdict: str | None = None  # verdict JSON
+    error: str | None = None
+    created_at: float = 0.0
+    updated_at: float = 0.0
+
+    @property
+    def live(self) -> bool:
+        return self.status in LIVE_STATUSES
+
+
+@dataclass(frozen=True, slots=True)
+class Event:
+    id: int
+    node_id: str | None
+    type: EventType
+    data: dict[str, Any]
+    at: float
+
+
+@dataclass(frozen=True, slots=True)
+class Message:
+    id: int
+    from_node: str
+    to_node: str
+    kind: MailKind
+    urgency: Urgency
+    subject: str
+    body: str
+    delivered: MailState
+    delivered_at: float | None
+    created_at: float
+
+
+@dataclass(frozen=True, slots=True)
+class MailboxStats:
+    pending: int = 0
+    accepted: int = 0
+    delivered: int = 0
+    bounced: int = 0
+    obsolete: int = 0

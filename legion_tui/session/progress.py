@@ -1,0 +1,55 @@
+"""What one session file says about its agent: the parser's output record."""
+
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass, field
+
+from legion_tui.model import InFlightTool, Usage, Verdict
+
+
+@dataclass(frozen=True, slots=True)
+class RateSegment:
+    """One assistant message: `tokens` output tokens decoded evenly over [start, end)."""
+
+    start: float  # epoch seconds (request start)
+    end: float  # epoch seconds (message end)
+    tokens: int
+
+
+@dataclass(slots=True)
+class SessionProgress:
+    """Everything derived from one pi session file (SPEC §3).
+
+    `unreadable` is set (e.g. "EACCES", "deleted") when the file could not be read; the
+    other figures then describe what was read before, never an empty session.
+    """
+
+    version: int = 3
+    entries: int = 0
+    skipped_lines: int = 0
+    model: str | None = None
+    tokens: Usage = field(default_factory=Usage)
+    turns: int = 0
+    generation_ms: float = 0.0
+    rate_series: list[RateSegment] = field(default_factory=list)
+    in_flight: list[InFlightTool] = field(default_factory=list)  # top = last = innermost
+    last_text: str = ""
+    verdict: Verdict | None = None
+    empty_generation: bool = False
+    last_stop_reason: str | None = None
+    last_entry_at: float | None = None  # epoch seconds of the newest entry
+    # User messages of the active path's last 20 turns (mail delivery evidence, SPEC §6.5).
+    recent_user_texts: deque[str] = field(default_factory=lambda: deque(maxlen=20))
+    unreadable: str | None = None
+
+    @property
+    def cost(self) -> float:
+        return self.tokens.cost
+
+    @property
+    def tok_s(self) -> float:
+        """Decode rate: output tokens ÷ generation seconds (never ÷ wall clock)."""
+        if self.generation_ms <= 0:
+            return 0.0
+        return self.tokens.output / (self.generation_ms / 1000.0)

@@ -1,0 +1,173 @@
+"""LegionModel: the one in-memory picture of a legion that the dashboard reads.
+
+The supervisor and the session tailer write it; widgets only read it. Writers mark nodes
+dirty; subscribers hear one coalesced signal per event-loop turn carrying the dirty ids,
+so a flood of session appends costs one repaint, not one per line.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections import deque
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+
+from legion_tui.model import Event, MailboxStats, Message, Node, NodeStatus
+from legion_tui.session.progress import SessionProgress
+
+Clock = Callable[[], float]  # epoch seconds; tests inject a fixed one
+Listener = Callable[[frozenset[str]], None]
+
+EVENTS_PER_NODE = 200
+MESSAGES_PER_NODE = 200
+
+
+@dataclass(slots=True)
+class NodeView:
+    """A node as the dashboard sees it. `revision` grows on every change (cache key)."""
+
+    node: Node
+    progress: SessionProgress = field(default_factory=SessionProgress)
+    mail: MailboxStats = field(default_factory=MailboxStats)
+    events: deque[Event] = field(default_factory=lambda: deque(maxlen=EVENTS_PER_NODE))
+    messages: deque[Message] = field(default_factory=lambda: deque(maxlen=MESSAGES_PER_NODE))
+    interrupted: bool = False  # retired by a session shutdown, resumable with `r`
+    revision: int = 0
+
+
+class LegionModel:
+    def __init__(
+        self,
+        run_id: str,
+        session_name: str,
+        *,
+        started_at: float | None = None,
+        clock: Clock = time.time,
+    ) -> None:
+        self.run_id = run_id
+        self.session_name = session_name
+        self.clock = clock
+        self.started_at = clock() if started_at is None else started_at
+        self.nodes: dict[str, NodeView] = {}
+        self._children: dict[str | None, list[str]] = {}
+        self._listeners: list[Listener] = []
+        self._dirty: set[str] = set()
+        self._flush_scheduled = False
+        self.version = 0  # grows on every structural or data change
+
+    # ----- reading -------------------------------------------------------------------
+    def children(self, node_id: str | None) -> list[str]:
+        """Ids of the children of `node_id` (None: the top-level nodes), in launch order."""
+        return self._children.get(node_id, [])
+
+    @property
+    def root_id(self) -> str | None:
+        top = self._children.get(None)
+        return top[0] if top else None
+
+    def walk(self, node_id: str | None = None) -> Iterator[tuple[NodeView, int]]:
+        """Depth-first (view, depth) over the subtree below `node_id` (None: everything)."""
+        stack: list[tuple[str, int]] = [(c, 0) for c in reversed(self.children(node_id))]
+        while stack:
+            nid, depth = stack.pop()
+            view = self.nodes[nid]
+            yield view, depth
+            stack.extend((c, depth + 1) for c in reversed(self.children(nid)))
+
+    def by_path(self, path: str) -> NodeView | None:
+        for view in self.nodes.values():
+            if view.node.path == path or view.node.name == path:
+                return view
+        return None
+
+    def counts(self) -> dict[str, int]:
+        """live / settled / failed / retired, as the header shows them."""
+        out = {"live": 0, "settled": 0, "failed": 0, "retired": 0}
+        for view in self.nodes.values():
+            status = view.node.status
+            if status.live:
+                out["live"] += 1
+            else:
+                out[status.value] += 1
+        return out
+
+    def total_tok_s(self) -> float:
+        return sum(v.progress.tok_s for v in self.nodes.values() if v.node.live)
+
+    # ----- writing -------------------------------------------------------------------
+    def upsert(self, node: Node) -> NodeView:
+        view = self.nodes.get(node.id)
+        if view is None:
+            view = NodeView(node=node)
+            self.nodes[node.id] = view
+            self._children.setdefault(node.parent_id, []).append(node.id)
+        else:
+            view.node = node
+            if node.status is not NodeStatus.RETIRED:
+                view.interrupted = False
+        self._touch(view)
+        return view
+
+    def set_progress(self, node_id: str, progress: SessionProgress) -> None:
+        view = self.nodes.get(node_id)
+        if view is not None:
+            view.progress = progress
+            self._touch(view)
+
+    def add_event(self, event: Event) -> None:
+        view = self.nodes.get(event.node_id or "")
+        if view is not None:
+            view.events.append(event)
+            self._touch(view)
+
+    def set_mail(self, node_id: str, stats: MailboxStats, messages: list[Message]) -> None:
+        view = self.nodes.get(node_id)
+        if view is not None:
+            view.mail = stats
+            view.messages.clear()
+            view.messages.extend(messages)
+            self._touch(view)
+
+    def mark_interrupted(self, node_id: str, interrupted: bool = True) -> None:
+        view = self.nodes.get(node_id)
+        if view is not None:
+            view.interrupted = interrupted
+            self._touch(view)
+
+    def interrupted(self) -> list[NodeView]:
+        return [v for v in self.nodes.values() if v.interrupted]
+
+    # ----- change signal -------------------------------------------------------------
+    def subscribe(self, listener: Listener) -> Callable[[], None]:
+        self._listeners.append(listener)
+
+        def unsubscribe() -> None:
+            if listener in self._listeners:
+                self._listeners.remove(listener)
+
+        return unsubscribe
+
+    def _touch(self, view: NodeView) -> None:
+        view.revision += 1
+        self.version += 1
+        self._dirty.add(view.node.id)
+        if self._flush_scheduled:
+            return
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            self.flush()  # no loop (plain scripts, sync tests): tell listeners at once
+            return
+        self._flush_scheduled = True
+        loop.call_soon(self.flush)
+
+    def flush(self) -> None:
+        """Deliver the pending dirty set to every listener, once."""
+        self._flush_scheduled = False
+        if not self._dirty:
+            return
+        dirty = frozenset(self._dirty)
+        self._dirty.clear()
+        for listener in list(self._listeners):
+            listener(dirty)
