@@ -1,0 +1,130 @@
+"""The one interface the supervisor core drives an agent through (SPEC §6).
+
+Three backends implement `AgentHandle`:
+
+- ``inprocess`` — the simulated agent as an asyncio task in the supervisor (pid None);
+- ``process``   — a child OS process: ``legion-sim`` speaking pi's RPC subset, or an
+                  ``exec`` command from a card (no turn notion);
+- ``pi-rpc``    — ``pi --mode rpc`` on stdin/stdout pipes.
+
+`make_handle` picks one from the launch spec's kind and ``isolate`` flag. The concrete
+classes live in `legion_tui.supervisor.backends`; they are imported lazily so that the
+supervisor core can import this module (the contract) without pulling the process layer.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal, Protocol, runtime_checkable
+
+from legion_tui.model import Backend
+
+__all__ = [
+    "ABORT_BOUND",
+    "STOP_GRACE",
+    "AbortOutcome",
+    "AbortResult",
+    "AgentHandle",
+    "LaunchSpec",
+    "SteerOutcome",
+    "SweepReport",
+    "backend_for",
+    "make_handle",
+]
+
+AbortOutcome = Literal["interrupted", "no-turn", "timeout"]
+SteerOutcome = Literal["queued", "accepted", "intercepted"]
+
+# SPEC §6.3: the whole abort (clear queue + interrupt + wait for the turn to end) fits
+# in one bound; §6.2: SIGTERM grace before SIGKILL.
+ABORT_BOUND = 5.0
+STOP_GRACE = 5.0
+
+
+@dataclass(frozen=True)
+class SweepReport:
+    signalled: list[int]  # pids signalled
+    survivors: list[int]  # pids still alive after the sweep (should be empty)
+
+
+@dataclass(frozen=True)
+class AbortResult:
+    outcome: AbortOutcome
+    dropped: int  # queued steering messages dropped first
+
+
+@dataclass(frozen=True)
+class LaunchSpec:
+    node_id: str
+    run_id: str
+    name: str
+    role: str
+    kind: str  # "sim" | "pi" | "exec"
+    task: str
+    session_file: Path
+    run_dir: Path
+    cwd: Path
+    socket_path: Path  # the supervisor's socket (for LEGION_SOCKET)
+    command: list[str] | None = None  # exec/pi argv from the card (placeholders unresolved)
+    isolate: bool = False  # sim as an OS process
+    seed: int = 0
+    speed: float = 1.0
+    sim_behaviour: dict[str, Any] = field(default_factory=dict)  # stall_seconds, fail, ...
+    resume: bool = False  # continue on an existing session file
+
+
+@runtime_checkable
+class AgentHandle(Protocol):
+    node_id: str
+    backend: Backend
+    pid: int | None
+
+    async def start(self) -> None:
+        """Launch the agent; returns once it runs (the task prompt is sent)."""
+        ...
+
+    def turn_running(self) -> bool:
+        """True while a turn is in progress (exec: while the process lives)."""
+        ...
+
+    async def idle(self) -> None:
+        """Return when no turn runs (settled/idle) or the agent exited."""
+        ...
+
+    @property
+    def exited(self) -> int | None:
+        """Exit code once the agent is gone (in-process: 0 ok, 1 failed); else None."""
+        ...
+
+    async def abort(self, *, keep_queue: bool = False, bound: float = ABORT_BOUND) -> AbortResult:
+        """SPEC §6.3: drop queued steering (unless keep_queue), interrupt, within `bound`."""
+        ...
+
+    async def steer(self, text: str) -> SteerOutcome:
+        """Hand a steering message over; `accepted` starts a turn when idle."""
+        ...
+
+    async def deliver(self, envelope: str) -> None:
+        """Mail hand-over: a follow-up the agent reads at its next turn boundary."""
+        ...
+
+    async def stop(self, *, force: bool, grace: float = STOP_GRACE) -> SweepReport:
+        """SPEC §6.2: the sweep; resolves only after it, reporting survivors."""
+        ...
+
+
+def backend_for(spec: LaunchSpec) -> Backend:
+    """Which backend a launch spec gets: pi ⇒ pi-rpc, exec or isolated sim ⇒ process."""
+    if spec.kind == "pi":
+        return "pi-rpc"
+    if spec.kind == "exec" or spec.isolate:
+        return "process"
+    return "inprocess"
+
+
+def make_handle(spec: LaunchSpec) -> AgentHandle:
+    """Build (not start) the handle for `spec`; call `await handle.start()` next."""
+    from legion_tui.supervisor import backends
+
+    return backends.build(spec, backend_for(spec))
