@@ -1,0 +1,350 @@
+"""Run directories, `run.json`, session continuity and finding the live supervisor.
+
+Layout (SPEC §2)::
+
+    .legion/runs/<runId>/{run.json, legion.db, sessions/, terminal/, outputs/, supervisor.sock}
+
+Session continuity (SPEC §6.6, upstream legion-session-continuity-v1): the same session
+name reopens the same run; a different name must never read, scan or write an old run.
+So the session → run mapping is NOT found by scanning every `run.json`; it lives in one
+small pointer file per session name, `.legion/sessions/<name>.run`, holding the run id.
+Opening session "b" therefore touches only `sessions/b.run` and its own new run.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import re
+import secrets
+import socket
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import psutil
+
+from legion_tui.supervisor.client import (
+    ENV_NODE_ID,
+    ENV_SOCKET,
+    ROOT_CALLER,
+    LegionClient,
+    LegionRequestError,
+)
+
+__all__ = [
+    "DEFAULT_SESSION",
+    "RunInfo",
+    "SessionBusy",
+    "SessionNameError",
+    "client_for",
+    "create_run",
+    "find_live_run",
+    "find_session_run",
+    "legion_dir",
+    "list_runs",
+    "newest_run",
+    "open_session",
+    "owner_alive",
+    "read_run",
+    "socket_path_for",
+    "touch_run",
+    "validate_session_name",
+]
+
+DEFAULT_SESSION = "main"
+SESSION_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
+RUN_SUBDIRS = ("sessions", "terminal", "outputs")
+# AF_UNIX paths are limited to 108 bytes (107 + NUL) on Linux; keep a margin.
+MAX_SOCKET_PATH = 100
+
+
+class SessionNameError(ValueError):
+    """A session name that cannot name a pointer file."""
+
+
+class SessionBusy(RuntimeError):
+    """The session's run is hosted by another live supervisor."""
+
+
+@dataclass(frozen=True, slots=True)
+class RunInfo:
+    run_id: str
+    session_name: str
+    created_at: float
+    updated_at: float
+    cwd: str
+    owner_pid: int
+    task: str
+    dir: Path
+
+    @property
+    def ledger_path(self) -> Path:
+        return self.dir / "legion.db"
+
+    @property
+    def sessions_dir(self) -> Path:
+        return self.dir / "sessions"
+
+    @property
+    def outputs_dir(self) -> Path:
+        return self.dir / "outputs"
+
+    @property
+    def socket_link(self) -> Path:
+        """`supervisor.sock` in the run dir (a symlink when the real path is too long)."""
+        return self.dir / "supervisor.sock"
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "runId": self.run_id,
+            "sessionName": self.session_name,
+            "createdAt": self.created_at,
+            "updatedAt": self.updated_at,
+            "cwd": self.cwd,
+            "ownerPid": self.owner_pid,
+            "task": self.task,
+        }
+
+
+def legion_dir(project_dir: Path) -> Path:
+    return project_dir / ".legion"
+
+
+def validate_session_name(name: str) -> str:
+    if not SESSION_NAME.fullmatch(name):
+        raise SessionNameError(
+            f"invalid session name {name!r}: use 1-64 of [A-Za-z0-9._-], starting alphanumeric"
+        )
+    return name
+
+
+def _atomic_write(path: Path, text: str) -> None:
+    # A reader (legion status in another terminal) must never see half a run.json.
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+
+
+def read_run(run_dir: Path) -> RunInfo | None:
+    """The run described by `run_dir/run.json`, or None when it is missing or unreadable."""
+    try:
+        data = json.loads((run_dir / "run.json").read_text(encoding="utf-8"))
+        return RunInfo(
+            run_id=str(data["runId"]),
+            session_name=str(data["sessionName"]),
+            created_at=float(data["createdAt"]),
+            updated_at=float(data["updatedAt"]),
+            cwd=str(data["cwd"]),
+            owner_pid=int(data["ownerPid"]),
+            task=str(data.get("task", "")),
+            dir=run_dir,
+        )
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
+def _write_run(info: RunInfo) -> None:
+    _atomic_write(info.dir / "run.json", json.dumps(info.to_json(), indent=2) + "\n")
+
+
+def _pointer(project_dir: Path, session_name: str) -> Path:
+    return legion_dir(project_dir) / "sessions" / f"{session_name}.run"
+
+
+def new_run_id(clock: float) -> str:
+    """Sortable by creation time, unique by a random suffix."""
+    return time.strftime("%Y%m%d-%H%M%S", time.gmtime(clock)) + "-" + secrets.token_hex(3)
+
+
+def create_run(
+    project_dir: Path, session_name: str, *, task: str = "", now: float | None = None
+) -> RunInfo:
+    """A brand-new run for `session_name`; the session pointer is moved to it."""
+    validate_session_name(session_name)
+    now = time.time() if now is None else now
+    runs = legion_dir(project_dir) / "runs"
+    run_id = new_run_id(now)
+    run_dir = runs / run_id
+    for sub in RUN_SUBDIRS:
+        (run_dir / sub).mkdir(parents=True, exist_ok=True)
+    info = RunInfo(
+        run_id=run_id,
+        session_name=session_name,
+        created_at=now,
+        updated_at=now,
+        cwd=str(project_dir.resolve()),
+        owner_pid=os.getpid(),
+        task=task,
+        dir=run_dir,
+    )
+    _write_run(info)
+    pointer = _pointer(project_dir, session_name)
+    pointer.parent.mkdir(parents=True, exist_ok=True)
+    _atomic_write(pointer, run_id + "\n")
+    return info
+
+
+def find_session_run(project_dir: Path, session_name: str) -> RunInfo | None:
+    """The run of `session_name`, reading only that session's pointer and run."""
+    validate_session_name(session_name)
+    try:
+        run_id = _pointer(project_dir, session_name).read_text(encoding="utf-8").strip()
+    except OSError:
+        return None
+    if not run_id or "/" in run_id or run_id.startswith("."):
+        return None
+    info = read_run(legion_dir(project_dir) / "runs" / run_id)
+    # A pointer to a run of another session (hand-edited) is not this session's run.
+    if info is None or info.session_name != session_name:
+        return None
+    return info
+
+
+def touch_run(info: RunInfo, *, now: float | None = None, owner_pid: int | None = None) -> RunInfo:
+    """Reopen: the same run, a new owner and updatedAt (upstream §2: never a new run.json)."""
+    updated = RunInfo(
+        run_id=info.run_id,
+        session_name=info.session_name,
+        created_at=info.created_at,
+        updated_at=time.time() if now is None else now,
+        cwd=info.cwd,
+        owner_pid=os.getpid() if owner_pid is None else owner_pid,
+        task=info.task,
+        dir=info.dir,
+    )
+    _write_run(updated)
+    return updated
+
+
+def socket_path_for(info: RunInfo) -> Path:
+    """Where the supervisor binds. `supervisor.sock` in the run dir when the path fits
+    AF_UNIX's limit; otherwise a short path under the temp dir, linked from the run dir."""
+    link = info.socket_link
+    if len(os.fsencode(link)) <= MAX_SOCKET_PATH:
+        return link
+    short_dir = Path(tempfile.gettempdir()) / f"legion-{os.getuid()}"
+    short_dir.mkdir(mode=0o700, exist_ok=True)
+    return short_dir / f"{info.run_id}.sock"
+
+
+def resolve_socket(info: RunInfo) -> Path | None:
+    """The socket path to connect to for `info`, following the run-dir link."""
+    link = info.socket_link
+    try:
+        if link.is_symlink():
+            return Path(os.readlink(link))
+    except OSError:
+        return None
+    return link if link.exists() else None
+
+
+def _socket_answers(path: Path) -> bool:
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    sock.settimeout(1.0)
+    try:
+        sock.connect(os.fspath(path))
+    except OSError:
+        return False
+    finally:
+        sock.close()
+    return True
+
+
+def owner_alive(info: RunInfo) -> bool:
+    """Is the run's owner still hosting it? A pid alone can be reused, so a live pid
+    whose socket does not answer counts as dead."""
+    if info.owner_pid == os.getpid():
+        return True
+    if not psutil.pid_exists(info.owner_pid):
+        return False
+    sock = resolve_socket(info)
+    return sock is not None and _socket_answers(sock)
+
+
+def open_session(
+    project_dir: Path, session_name: str, *, task: str = "", now: float | None = None
+) -> tuple[RunInfo, bool]:
+    """(run, reopened): the session's run reopened, or a new run when it has none.
+
+    Raises SessionBusy when another live supervisor hosts that run."""
+    found = find_session_run(project_dir, session_name)
+    if found is None:
+        return create_run(project_dir, session_name, task=task, now=now), False
+    if found.owner_pid != os.getpid() and owner_alive(found):
+        raise SessionBusy(
+            f"session {session_name!r} (run {found.run_id}) is hosted by pid {found.owner_pid}"
+        )
+    return found, True
+
+
+def list_runs(project_dir: Path) -> list[RunInfo]:
+    """Every readable run of the project, newest first. Used by the CLI only (status,
+    finding the live run) — never by a supervisor opening a session."""
+    runs_dir = legion_dir(project_dir) / "runs"
+    try:
+        entries = list(runs_dir.iterdir())
+    except OSError:
+        return []
+    infos = [info for d in entries if d.is_dir() and (info := read_run(d)) is not None]
+    infos.sort(key=lambda i: i.created_at, reverse=True)
+    return infos
+
+
+def newest_run(project_dir: Path, session_name: str | None = None) -> RunInfo | None:
+    if session_name is not None:
+        return find_session_run(project_dir, session_name)
+    runs = list_runs(project_dir)
+    return runs[0] if runs else None
+
+
+def find_live_run(project_dir: Path, session_name: str | None = None) -> RunInfo | None:
+    """The newest run whose supervisor answers on its socket."""
+    if session_name is not None:
+        candidates = [r for r in [find_session_run(project_dir, session_name)] if r]
+    else:
+        candidates = list_runs(project_dir)
+    for info in candidates:
+        sock = resolve_socket(info)
+        if sock is not None and psutil.pid_exists(info.owner_pid) and _socket_answers(sock):
+            return info
+    return None
+
+
+def find_project_dir(start: Path) -> Path:
+    """The nearest directory at or above `start` holding `.legion/` (else `start`)."""
+    start = start.resolve()
+    for candidate in (start, *start.parents):
+        if (candidate / ".legion").is_dir():
+            return candidate
+    return start
+
+
+def client_for(cwd: Path | None = None, session_name: str | None = None) -> LegionClient:
+    """The client the CLI verbs use: env `LEGION_SOCKET`/`LEGION_NODE_ID` (an agent inside
+    a legion), else root on the newest live run of `./.legion/` (a user's own shell).
+
+    Raises LegionRequestError("NO_SUPERVISOR") when there is no live run."""
+    env_socket = os.environ.get(ENV_SOCKET)
+    if env_socket and session_name is None:
+        return LegionClient(env_socket, os.environ.get(ENV_NODE_ID) or ROOT_CALLER)
+    project = find_project_dir(cwd or Path.cwd())
+    info = find_live_run(project, session_name)
+    if info is None:
+        raise LegionRequestError(
+            "NO_SUPERVISOR",
+            f"no live legion supervisor in {legion_dir(project)} "
+            "(start one with `legion tui`, `legion run` or `legion demo`)",
+        )
+    sock = resolve_socket(info)
+    assert sock is not None
+    return LegionClient(sock, ROOT_CALLER)
