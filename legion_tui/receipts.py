@@ -66,3 +66,94 @@ def stop_confirm(name: str, role: str, pid: int | None, force: bool = False) -> 
     verb = "Force stop" if force else "Stop"
     pid_text = f"pid {pid}" if pid is not None else "in-process"
     return f"{verb} {name} ({role}, {pid_text})? y confirms · any other key cancels"
+
+
+# ----- team machinery: mail, worktrees, verification, phase timeouts ------------------
+MAIL_ROUTE_RULE = "mail travels parent↔child and between siblings"
+PHASE_TIMEOUT_PREFIX = "Phase timeout:"  # the postman's OBSOLETE rule keys on it
+VERIFY_BY_CONTRACT = "by contract (0 commands)"
+
+
+def mail_invalid_text(field: str, offset: int) -> str:
+    return (
+        f"MAIL_INVALID_TEXT: {field} contains U+0000 (NUL) at offset {offset}; "
+        "NUL is not supported in mail text — nothing was sent"
+    )
+
+
+def mail_subject_multiline(offset: int) -> str:
+    return (
+        f"MAIL_INVALID_TEXT: subject contains a line break at offset {offset}; "
+        "keep it on one line"
+    )
+
+
+def mail_too_long(field: str, length: int, limit: int) -> str:
+    return f"MAIL_INVALID_TEXT: {field} is {length} characters; the limit is {limit}"
+
+
+def mail_empty_subject() -> str:
+    return "MAIL_INVALID_TEXT: subject is empty"
+
+
+def mail_to_self() -> str:
+    return f"mail to yourself is not a route: {MAIL_ROUTE_RULE}"
+
+
+def mail_route_refused(sender: str, recipient: str, via: str | None) -> str:
+    text = f"no mail route from {sender} to {recipient}: {MAIL_ROUTE_RULE}"
+    if via is not None:
+        text += f"; write to {via} and ask it to forward"
+    return text
+
+
+def worktree_demoted(name: str, role: str) -> str:
+    return (
+        f"worktree is reserved for a centurion: {name} ({role}) runs without one, in its "
+        "parent's checkout — dispatch a centurion when you need an isolated branch"
+    )
+
+
+def phase_timeout_subject(name: str, phase: str, elapsed_s: float) -> str:
+    return f"{PHASE_TIMEOUT_PREFIX} {name} in {phase} for {fmt_duration(elapsed_s)}"
+
+
+def phase_timeout_body(name: str, phase: str, elapsed_s: float, limit_s: float) -> str:
+    return (
+        f"{name} has been in phase {phase} for {fmt_duration(elapsed_s)}, past its advisory "
+        f"limit of {fmt_duration(limit_s)}. Nothing was stopped: a phase timeout only reports. "
+        f"Let it run, steer it (legion steer {name} TEXT), or stop it (legion stop {name})."
+    )
+
+
+def verification_passed(count: int) -> str:
+    return f"verification passed ({count} command{'s' if count != 1 else ''})"
+
+
+def verification_failed(failed: int, count: int) -> str:
+    return f"verification failed ({failed} of {count} command{'s' if count != 1 else ''} failed)"
+
+
+# ----- phase machine (upstream centurion-declared-phases-v1 G1–G5, declarative v5) -----
+PHASE_DONE_RESERVED = "done is controlled by the parent or supervisor"
+PHASE_ABORT_RESERVED = "aborted is reserved for a parent retire"
+PHASE_FAILED_NEEDS_REASON = "failed needs a reason (legion phase --to failed --reason TEXT)"
+PHASES_CENTURION_ONLY = "phases belong to a centurion team; dispatch a worker for solo work"
+
+
+def centurion_root_only(parent: str, node: str) -> str:
+    return f"centurion is dispatchable only from the root shell; '{parent}' at '{node}' cannot"
+
+
+def phases_root_only(node: str) -> str:
+    return f"phases are declared by the root shell only; '{node}' cannot"
+
+
+def phase_no_terminal(start: str) -> str:
+    return f"phase machine cannot reach a terminal phase from '{start}'"
+
+
+def phase_refused(current: str, target: str, why: str, legal: list[str]) -> str:
+    """A refused `legion phase --to`: always ends with the phases that ARE legal now."""
+    listed = ", ".join(legal) if legal else "none right now"
+    return f"cannot move {current} → {target}: {why}. Legal next phases from {current}: {listed}"
