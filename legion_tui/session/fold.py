@@ -1,0 +1,176 @@
+"""Fold session entries, one at a time, into a `SessionProgress` (SPEC §3).
+
+Two kinds of figures:
+- file-wide sums (tokens, cost, turns, generation time, the rate series, the model):
+  every assistant message in the file was really paid for, whichever branch it is on,
+  so these only ever grow by the new entry;
+- active-path figures (in-flight tools, last text, verdict, stop reason, empty
+  generation, recent user texts): they describe the conversation the agent is in now —
+  the path from the last entry back to the root through `parentId`.
+
+The common case is a linear append (the new entry's parent is the current leaf): the
+path state is updated in O(1). When the leaf jumps to another branch, the path is
+rebuilt from per-entry records kept by id — O(path length), paid only on a branch
+switch. Legacy v1 files have no ids: the file order is the path.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass, field
+
+from legion_tui.model import InFlightTool
+from legion_tui.session.entries import (
+    AssistantEntry,
+    Entry,
+    HeaderEntry,
+    OtherEntry,
+    ToolResultEntry,
+    UserEntry,
+)
+from legion_tui.session.progress import RateSegment, SessionProgress
+from legion_tui.session.verdict import extract_verdict
+
+__all__ = ["RECENT_USER_TEXTS", "SessionFold"]
+
+RECENT_USER_TEXTS = 20
+
+PathEntry = AssistantEntry | UserEntry | ToolResultEntry | OtherEntry
+
+
+@dataclass(slots=True)
+class _PathState:
+    """What the active path says about the agent right now."""
+
+    open_tools: dict[str, InFlightTool] = field(default_factory=dict)  # call order
+    last_text: str = ""
+    last_stop_reason: str | None = None
+    empty_generation: bool = False
+    user_texts: deque[str] = field(default_factory=lambda: deque(maxlen=RECENT_USER_TEXTS))
+
+    def apply(self, entry: PathEntry) -> None:
+        if isinstance(entry, AssistantEntry):
+            started_at = (entry.at_ms or 0.0) / 1000.0
+            for call in entry.tool_calls:
+                self.open_tools[call.id] = InFlightTool(call.id, call.name, started_at)
+            if entry.text.strip():
+                self.last_text = entry.text
+            self.last_stop_reason = entry.stop_reason
+            # provider-empty-generation: the shape, never the usage or the error text.
+            self.empty_generation = (
+                entry.stop_reason == "error"
+                and not entry.text.strip()
+                and not entry.tool_calls
+            )
+        elif isinstance(entry, ToolResultEntry):
+            self.open_tools.pop(entry.tool_call_id, None)
+        elif isinstance(entry, UserEntry):
+            self.user_texts.append(entry.text)
+            # A new turn has started: it has no assistant record yet.
+            self.empty_generation = False
+
+
+class SessionFold:
+    """Incremental derivation. `feed` each entry, then `finish` once per batch."""
+
+    def __init__(self) -> None:
+        self.progress = SessionProgress()
+        self._path = _PathState()
+        self._leaf: str | None = None  # id of the last entry with an id
+        self._by_id: dict[str, PathEntry] = {}
+        self._verdict_text: str | None = None  # last_text the verdict was computed from
+
+    def feed(self, entry: Entry) -> None:
+        p = self.progress
+        if isinstance(entry, HeaderEntry):
+            p.version = entry.version
+            if entry.model is not None:
+                p.model = entry.model
+            self._stamp(entry.at_ms)
+            return
+        p.entries += 1
+        self._stamp(entry.at_ms)
+        if isinstance(entry, AssistantEntry):
+            self._sum_assistant(entry)
+        elif isinstance(entry, OtherEntry) and entry.model is not None:
+            p.model = entry.model
+        self._follow_path(entry)
+
+    def skip(self) -> None:
+        self.progress.skipped_lines += 1
+
+    def finish(self) -> SessionProgress:
+        """Publish the active-path figures into `progress` (once per batch of lines)."""
+        p = self.progress
+        path = self._path
+        p.in_flight = list(path.open_tools.values())
+        p.last_stop_reason = path.last_stop_reason
+        p.empty_generation = path.empty_generation
+        p.recent_user_texts = deque(path.user_texts, maxlen=RECENT_USER_TEXTS)
+        if path.last_text != self._verdict_text:
+            # Verdict extraction is linear in the text: redo it only when the text moved.
+            p.last_text = path.last_text
+            p.verdict = extract_verdict(path.last_text)
+            self._verdict_text = path.last_text
+        return p
+
+    # ----- internals -------------------------------------------------------------------
+    def _stamp(self, at_ms: float | None) -> None:
+        if at_ms is None:
+            return
+        at = at_ms / 1000.0
+        p = self.progress
+        if p.last_entry_at is None or at > p.last_entry_at:
+            p.last_entry_at = at
+
+    def _sum_assistant(self, entry: AssistantEntry) -> None:
+        p = self.progress
+        usage = p.tokens
+        usage.input += entry.input
+        usage.output += entry.output
+        usage.cache_read += entry.cache_read
+        usage.cache_write += entry.cache_write
+        usage.cost += entry.cost
+        p.turns += 1
+        usage.turns = p.turns
+        if entry.model is not None:
+            p.model = entry.model
+        generation = entry.generation()
+        if generation is None:
+            return
+        start_ms, duration_ms = generation
+        p.generation_ms += duration_ms
+        usage.generation_ms = p.generation_ms
+        # A zero-length interval carries no rate (and would divide by zero downstream).
+        if entry.output > 0 and duration_ms > 0:
+            start = start_ms / 1000.0
+            p.rate_series.append(RateSegment(start, start + duration_ms / 1000.0, entry.output))
+
+    def _follow_path(self, entry: PathEntry) -> None:
+        if entry.id is None:
+            # Legacy v1 (or an id-less entry): the file order is the path.
+            self._path.apply(entry)
+            return
+        self._by_id[entry.id] = entry
+        if entry.parent_id != self._leaf:
+            self._rebuild_path(entry)
+        else:
+            self._path.apply(entry)
+        self._leaf = entry.id
+
+    def _rebuild_path(self, leaf: PathEntry) -> None:
+        """The leaf moved to another branch: replay root → leaf from the id records."""
+        chain: list[PathEntry] = [leaf]
+        seen = {leaf.id}
+        parent = leaf.parent_id
+        while parent is not None and parent not in seen:
+            node = self._by_id.get(parent)
+            if node is None:
+                break  # parent not in this file (forked or cut): the path starts here
+            seen.add(parent)
+            chain.append(node)
+            parent = node.parent_id
+        state = _PathState()
+        for node in reversed(chain):
+            state.apply(node)
+        self._path = state
