@@ -1,0 +1,246 @@
+"""A centurion's git worktree and its delivery (SPEC §6.7).
+
+Where the worktree lives: `<project>/.legion/worktrees/<name>-<nonce>`. SPEC §2 allows
+one write outside `.legion/` for a centurion's worktree; we do not need it for the
+checkout itself, so the checkout stays inside `.legion/` where every other file of a
+legion lives (one place to look, one place to clean). The only bytes written outside are
+the ones git itself must write for any worktree: `.git/worktrees/<id>/` and the branch
+ref `legion/<name>-<nonce>` — that is what the SPEC's exception covers. A `.gitignore`
+holding `*` inside `.legion/worktrees/` keeps the parent checkout's `git status` clean
+(a nested checkout would otherwise show up as an untracked directory there).
+
+Nothing here deletes anything on its own: `remove_worktree` exists for an explicit user
+command only, and refuses a dirty checkout unless forced.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+import secrets
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+
+from legion_tui import receipts
+
+__all__ = [
+    "BRANCH_PREFIX",
+    "Delivery",
+    "Worktree",
+    "WorktreeDecision",
+    "WorktreeError",
+    "create_worktree",
+    "delivery",
+    "demote_worktree",
+    "is_git_repo",
+    "remove_worktree",
+    "worktrees_dir",
+]
+
+BRANCH_PREFIX = "legion/"
+GIT_TIMEOUT = 120.0  # a checkout of a big repository takes a while; a hung git does not
+LINK_TIMEOUT = 20.0  # gh/glab talk to the network; never let them hold a delivery up
+
+
+class WorktreeError(RuntimeError):
+    """git refused or failed; the message carries git's own words."""
+
+
+@dataclass(frozen=True, slots=True)
+class Worktree:
+    path: Path  # the checkout (top of the repository's tree)
+    branch: str  # legion/<name>-<nonce>
+    base_sha: str  # the commit it was created from
+    cwd: Path  # where the team works: `path` + the project's prefix inside its repo
+
+
+@dataclass(frozen=True, slots=True)
+class Delivery:
+    """What a centurion delivers: a branch and a commit; a link only if a tool reported one."""
+
+    branch: str
+    head_sha: str
+    link: str | None = None
+    commits: int = 0  # commits on the branch since base_sha (when base was known)
+    dirty: bool = False  # uncommitted changes left in the checkout (not part of the delivery)
+
+
+@dataclass(frozen=True, slots=True)
+class WorktreeDecision:
+    use: bool
+    warning: str | None = None
+
+
+def demote_worktree(role: str, name: str, requested: bool | None = None) -> WorktreeDecision:
+    """Only a centurion holds a worktree (upstream REV-17). Anyone else asking for one is
+    demoted to none — not refused, because a refusal would block the launch for a flag
+    the parent may not even control — with exactly one warning in the spawn's answer.
+    A centurion always gets one (when the project is a git repository).
+    """
+    if role == "centurion":
+        return WorktreeDecision(use=True)
+    if requested:
+        return WorktreeDecision(use=False, warning=receipts.worktree_demoted(name, role))
+    return WorktreeDecision(use=False)
+
+
+# ----- git plumbing -------------------------------------------------------------------
+
+
+def _git_env() -> dict[str, str]:
+    env = dict(os.environ)
+    # Never wait on a credential prompt; parse git's words in one language.
+    env["GIT_TERMINAL_PROMPT"] = "0"
+    env["LC_ALL"] = "C"
+    return env
+
+
+async def _run(argv: list[str], cwd: Path, bound: float = GIT_TIMEOUT) -> tuple[int, str, str]:
+    """Run a short-lived tool and return (code, stdout, stderr); the wait is bounded."""
+    try:
+        proc = await asyncio.create_subprocess_exec(
+            *argv,
+            cwd=cwd,
+            stdin=asyncio.subprocess.DEVNULL,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+            env=_git_env(),
+        )
+    except OSError as err:
+        return 127, "", f"{argv[0]}: {err.strerror or err}"
+    try:
+        out, err_bytes = await asyncio.wait_for(proc.communicate(), bound)
+    except TimeoutError:
+        with contextlib.suppress(ProcessLookupError):
+            proc.kill()
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(proc.wait(), 5.0)
+        return 124, "", f"{' '.join(argv[:3])} did not finish within {bound:g}s"
+    assert proc.returncode is not None
+    return proc.returncode, out.decode(errors="replace"), err_bytes.decode(errors="replace")
+
+
+async def _git(cwd: Path, *args: str, bound: float = GIT_TIMEOUT) -> str:
+    code, out, err = await _run(["git", *args], cwd, bound)
+    if code != 0:
+        raise WorktreeError(f"git {' '.join(args)}: {err.strip() or f'exit {code}'}")
+    return out.strip()
+
+
+async def is_git_repo(path: Path) -> bool:
+    """True inside a git working tree (bare repositories and plain folders: False)."""
+    if shutil.which("git") is None:
+        return False
+    code, out, _ = await _run(["git", "rev-parse", "--is-inside-work-tree"], Path(path))
+    return code == 0 and out.strip() == "true"
+
+
+def worktrees_dir(project: Path) -> Path:
+    return Path(project) / ".legion" / "worktrees"
+
+
+def _prepare_dir(project: Path) -> Path:
+    folder = worktrees_dir(project)
+    folder.mkdir(parents=True, exist_ok=True)
+    ignore = folder / ".gitignore"
+    if not ignore.exists():
+        ignore.write_text("# legion worktrees: checkouts of their own, not part of this one\n*\n")
+    return folder
+
+
+async def create_worktree(project: Path, name: str, *, nonce: str | None = None) -> Worktree:
+    """`git worktree add -b legion/<name>-<nonce> .legion/worktrees/<name>-<nonce> HEAD`.
+
+    Raises WorktreeError when the project is not a git repository or has no commit yet
+    (there is nothing to branch from) — call it only after `is_git_repo`.
+    """
+    nonce = nonce or secrets.token_hex(3)
+    slug = f"{name}-{nonce}"
+    try:
+        prefix = await _git(project, "rev-parse", "--show-prefix")
+        # git's own (symlink-free) name of the project: the path is reported to agents
+        project = Path(await _git(project, "rev-parse", "--show-toplevel")) / prefix
+        base_sha = await _git(project, "rev-parse", "--verify", "--quiet", "HEAD^{commit}")
+    except WorktreeError as err:
+        raise WorktreeError(
+            f"cannot create a worktree in {project}: it is not a git repository with a "
+            f"commit to branch from ({err})"
+        ) from err
+    path = _prepare_dir(project) / slug
+    branch = f"{BRANCH_PREFIX}{slug}"
+    await _git(project, "worktree", "add", "-b", branch, str(path), base_sha)
+    return Worktree(path=path, branch=branch, base_sha=base_sha, cwd=path / prefix)
+
+
+async def _remote_link(worktree: Path, branch: str) -> str | None:
+    """The MR/PR URL that gh or glab reports for `branch`, or None.
+
+    Only a URL a tool printed is ever returned: no remote, no tool, a tool error, no
+    open PR/MR, or output that is not an http(s) URL — all mean None (upstream REV-29:
+    the branch and sha are the delivery; a link is a convenience, never invented).
+    """
+    code, remotes, _ = await _run(["git", "remote"], worktree)
+    if code != 0 or not remotes.split():
+        return None
+    code, url, _ = await _run(["git", "remote", "get-url", remotes.split()[0]], worktree)
+    prefer_glab = code == 0 and "gitlab" in url.lower()
+    tools = ["glab", "gh"] if prefer_glab else ["gh", "glab"]
+    for tool in tools:
+        if shutil.which(tool) is None:
+            continue
+        if tool == "gh":
+            argv = ["gh", "pr", "view", branch, "--json", "url", "--jq", ".url"]
+        else:
+            argv = ["glab", "mr", "view", branch, "--output", "json"]
+        code, out, _ = await _run(argv, worktree, LINK_TIMEOUT)
+        if code != 0:
+            continue
+        link = _link_from(tool, out)
+        if link is not None:
+            return link
+    return None
+
+
+def _link_from(tool: str, out: str) -> str | None:
+    text = out.strip()
+    if tool == "glab":
+        try:
+            data = json.loads(text)
+        except ValueError:
+            return None
+        text = str(data.get("web_url", "")) if isinstance(data, dict) else ""
+    first = text.splitlines()[0].strip() if text else ""
+    if first.startswith(("https://", "http://")) and " " not in first:
+        return first
+    return None
+
+
+async def delivery(worktree: Worktree | Path, base_sha: str | None = None) -> Delivery:
+    """Branch + HEAD sha of a worktree (+ a PR/MR link only when a tool reports one)."""
+    if isinstance(worktree, Worktree):
+        path, base_sha = worktree.path, base_sha or worktree.base_sha
+    else:
+        path = Path(worktree)
+    head_sha = await _git(path, "rev-parse", "HEAD")
+    branch = await _git(path, "rev-parse", "--abbrev-ref", "HEAD")
+    commits = 0
+    if base_sha:
+        commits = int(await _git(path, "rev-list", "--count", f"{base_sha}..HEAD") or "0")
+    dirty = bool(await _git(path, "status", "--porcelain", "--untracked-files=normal"))
+    link = await _remote_link(path, branch) if branch != "HEAD" else None
+    return Delivery(branch=branch, head_sha=head_sha, link=link, commits=commits, dirty=dirty)
+
+
+async def remove_worktree(project: Path, worktree: Path, *, force: bool = False) -> None:
+    """Remove a checkout (its branch is kept: the branch *is* the delivery).
+
+    For an explicit user command only; nothing in the supervisor calls it. git itself
+    refuses a checkout with uncommitted changes unless `force`.
+    """
+    args = ["worktree", "remove"]
+    if force:
+        args.append("--force")
+    await _git(Path(project), *args, str(worktree))
