@@ -1,0 +1,276 @@
+"""Spawning agent processes and learning their exit, with every wait bounded (SPEC §6.2).
+
+Why it looks like this (see notes/runtime-facts.md "Processes"):
+
+- Each child gets its own session and process group (`start_new_session=True`) so a
+  Ctrl-C in the terminal reaches only the supervisor, and the stop sweep can signal the
+  group.
+- Output goes to `terminal/<nodeId>.log`, never to an unread pipe. Only pi RPC needs
+  stdin/stdout pipes; its stderr still goes to the log.
+- Children die with the supervisor: the argv is prefixed with `setpriv --pdeathsig KILL`
+  (or a tiny Python launcher calling prctl) and we spawn from the event-loop thread,
+  because the parent-death signal fires when the parent *thread* exits.
+- The exit is learned from a pidfd (`os.pidfd_open` + `loop.add_reader`), not from
+  `Process.wait()`, which on 3.11 can hang while a grandchild holds a pipe (gh-119710).
+  `os.waitid(P_PIDFD, …, WNOWAIT)` reads the status without reaping, leaving the reap to
+  asyncio's child watcher, which owns it.
+- The supervisor is a child subreaper so that orphans of its agents re-parent to it
+  (not to a PID 1 that may never reap); the sweep reaps the pids it killed, by pid —
+  never `waitpid(-1)`, which would steal asyncio's exit statuses.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import ctypes
+import os
+import shutil
+import signal
+import sys
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+from legion_tui.supervisor.client import ENV_NODE_ID, ENV_RUN_DIR, ENV_RUN_ID, ENV_SOCKET
+
+__all__ = [
+    "ENV_INBOX",
+    "ENV_SESSION_FILE",
+    "ChildProcess",
+    "death_signal_prefix",
+    "enable_subreaper",
+    "exit_code_of",
+    "marker_env",
+    "python_launcher_prefix",
+    "reap",
+    "spawn_child",
+    "wait_pid_exit",
+]
+
+ENV_SESSION_FILE = "LEGION_SESSION_FILE"
+ENV_INBOX = "LEGION_INBOX"
+
+_PR_SET_PDEATHSIG = 1
+_PR_SET_CHILD_SUBREAPER = 36
+
+# Used when util-linux's setpriv is missing: set the parent-death signal, then become
+# the command. Kept inline so the launcher never imports this package (fast start).
+_PY_LAUNCHER = (
+    "import ctypes,os,signal,sys;"
+    "ctypes.CDLL(None,use_errno=True).prctl(1,signal.SIGKILL,0,0,0);"
+    "os.getppid()==int(sys.argv[1]) or os.kill(os.getpid(),signal.SIGKILL);"
+    "os.execvp(sys.argv[2],sys.argv[2:])"
+)
+
+_subreaper_enabled = False
+
+
+def enable_subreaper() -> bool:
+    """Make this process the reaper of its agents' orphans (process-wide, idempotent)."""
+    global _subreaper_enabled
+    if _subreaper_enabled:
+        return True
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        _subreaper_enabled = libc.prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0
+    except (OSError, AttributeError):
+        _subreaper_enabled = False
+    return _subreaper_enabled
+
+
+def death_signal_prefix() -> list[str]:
+    """The argv prefix that makes the command die with this process (SIGKILL)."""
+    setpriv = "/usr/bin/setpriv" if os.path.exists("/usr/bin/setpriv") else shutil.which("setpriv")
+    if setpriv:
+        return [setpriv, "--pdeathsig", "KILL", "--"]
+    return python_launcher_prefix()
+
+
+def python_launcher_prefix() -> list[str]:
+    """The fallback: prctl(PR_SET_PDEATHSIG) from a tiny Python, then execvp the command.
+
+    The launcher checks its parent is still us after prctl: had we died in between, the
+    signal would never come.
+    """
+    return [sys.executable, "-c", _PY_LAUNCHER, str(os.getpid())]
+
+
+def marker_env(
+    *,
+    run_id: str,
+    node_id: str,
+    socket_path: Path | str,
+    run_dir: Path | str,
+    session_file: Path | str,
+    inbox: Path | str | None = None,
+    base: Mapping[str, str] | None = None,
+) -> dict[str, str]:
+    """The child's environment: the caller's plus the run marker the sweep looks for."""
+    env = dict(os.environ if base is None else base)
+    env[ENV_RUN_ID] = run_id
+    env[ENV_NODE_ID] = node_id
+    env[ENV_SOCKET] = str(socket_path)
+    env[ENV_RUN_DIR] = str(run_dir)
+    env[ENV_SESSION_FILE] = str(session_file)
+    if inbox is not None:
+        env[ENV_INBOX] = str(inbox)
+    return env
+
+
+def exit_code_of(si_code: int, si_status: int) -> int:
+    """Turn a waitid result into a returncode the way asyncio does (-N for a signal)."""
+    if si_code == os.CLD_EXITED:
+        return si_status
+    return -si_status
+
+
+def wait_pid_exit(pid: int) -> asyncio.Future[None]:
+    """A future that resolves when `pid` terminates (zombie or gone), via a pidfd.
+
+    Works for any pid of ours to signal, not only our children. Already gone ⇒ done.
+    """
+    loop = asyncio.get_running_loop()
+    fut: asyncio.Future[None] = loop.create_future()
+    try:
+        fd = os.pidfd_open(pid)
+    except ProcessLookupError:
+        fut.set_result(None)
+        return fut
+
+    def fired() -> None:
+        loop.remove_reader(fd)
+        os.close(fd)
+        if not fut.done():
+            fut.set_result(None)
+
+    def cancelled(f: asyncio.Future[None]) -> None:
+        if f.cancelled():
+            with contextlib.suppress(ValueError, OSError):
+                loop.remove_reader(fd)
+                os.close(fd)
+
+    loop.add_reader(fd, fired)
+    fut.add_done_callback(cancelled)
+    return fut
+
+
+def reap(pids: Sequence[int]) -> list[int]:
+    """Reap the given pids if they are our zombies (WNOHANG, by pid). Returns the reaped."""
+    reaped: list[int] = []
+    for pid in pids:
+        with contextlib.suppress(ChildProcessError, OSError):
+            got, _status = os.waitpid(pid, os.WNOHANG)
+            if got == pid:
+                reaped.append(pid)
+    return reaped
+
+
+class ChildProcess:
+    """One spawned agent process: pid, log file and an exit future fed by its pidfd."""
+
+    def __init__(self, proc: asyncio.subprocess.Process, log_path: Path) -> None:
+        self.proc = proc
+        self.pid: int = proc.pid
+        self.log_path = log_path
+        loop = asyncio.get_running_loop()
+        self._exit: asyncio.Future[int] = loop.create_future()
+        self._fd: int | None = None
+        self._tasks: set[asyncio.Task[None]] = set()  # keep references (asyncio holds weak ones)
+        try:
+            self._fd = os.pidfd_open(self.pid)
+        except ProcessLookupError:
+            # Gone before we looked: asyncio's watcher has (or will have) the status.
+            self._tasks.add(loop.create_task(self._from_returncode()))
+        else:
+            loop.add_reader(self._fd, self._on_pidfd)
+
+    @property
+    def returncode(self) -> int | None:
+        return self._exit.result() if self._exit.done() else None
+
+    @property
+    def pgid(self) -> int:
+        # start_new_session makes the child its own group leader: pgid == pid.
+        return self.pid
+
+    def _on_pidfd(self) -> None:
+        fd = self._fd
+        assert fd is not None
+        asyncio.get_running_loop().remove_reader(fd)
+        try:
+            # WNOWAIT: read the status but leave the zombie for asyncio's watcher to reap.
+            info = os.waitid(os.P_PIDFD, fd, os.WEXITED | os.WNOWAIT)
+        except ChildProcessError:
+            info = None  # the watcher reaped it first; its returncode is on the transport
+        os.close(fd)
+        self._fd = None
+        if info is not None and not self._exit.done():
+            self._exit.set_result(exit_code_of(info.si_code, info.si_status))
+            return
+        self._tasks.add(asyncio.get_running_loop().create_task(self._from_returncode()))
+
+    async def _from_returncode(self) -> None:
+        # The watcher thread sets returncode via call_soon_threadsafe; bounded poll.
+        for _ in range(200):
+            if self.proc.returncode is not None:
+                break
+            await asyncio.sleep(0.005)
+        if not self._exit.done():
+            code = self.proc.returncode
+            self._exit.set_result(code if code is not None else -signal.SIGKILL)
+
+    async def wait(self, bound: float) -> int | None:
+        """The exit code, or None if it did not exit within `bound` seconds."""
+        try:
+            return await asyncio.wait_for(asyncio.shield(self._exit), bound)
+        except TimeoutError:
+            return None
+
+    def exited_future(self) -> asyncio.Future[int]:
+        return self._exit
+
+    def close(self) -> None:
+        """Release the pidfd and the transport (after exit); safe to call twice."""
+        if self._fd is not None:
+            with contextlib.suppress(ValueError, OSError):
+                asyncio.get_running_loop().remove_reader(self._fd)
+            os.close(self._fd)
+            self._fd = None
+        transport = getattr(self.proc, "_transport", None)
+        if transport is not None and self._exit.done():
+            # Without this the transport warns (ResourceWarning) when collected.
+            transport.close()
+
+
+async def spawn_child(
+    argv: Sequence[str],
+    *,
+    env: Mapping[str, str],
+    cwd: Path,
+    log_path: Path,
+    pipes: bool = False,
+) -> ChildProcess:
+    """Start `argv` in its own session, output to `log_path`, dying with us.
+
+    pipes=True gives stdin/stdout pipes (pi RPC); stderr still goes to the log.
+    Must run on the event-loop thread (the parent-death signal follows the thread).
+    """
+    enable_subreaper()
+    log_path.parent.mkdir(parents=True, exist_ok=True)
+    # A raw descriptor: the child inherits its own copy; ours is closed right after.
+    log = os.open(log_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o644)
+    try:
+        proc = await asyncio.create_subprocess_exec(
+            *death_signal_prefix(),
+            *argv,
+            stdin=asyncio.subprocess.PIPE if pipes else asyncio.subprocess.DEVNULL,
+            stdout=asyncio.subprocess.PIPE if pipes else log,
+            stderr=log,
+            cwd=str(cwd),
+            env=dict(env),
+            start_new_session=True,
+            limit=16 * 1024 * 1024,
+        )
+    finally:
+        os.close(log)
+    return ChildProcess(proc, log_path)

@@ -1,0 +1,96 @@
+"""Shared helpers of the process/sim/backend tests: /proc scans and bounded polls."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+# An agent that leaves every kind of process the sweep must catch (SPEC §10):
+# (a) a plain child, (b) a start_new_session child, (c) a double-forked setsid daemon,
+# (d) a child ignoring SIGTERM. It writes "ready" once all four exist, then waits.
+TREE_AGENT = r"""
+import os, signal, subprocess, sys, time
+out = sys.argv[1]
+sleeper = [sys.executable, "-c", "import time\nwhile True: time.sleep(1)"]
+a = subprocess.Popen(sleeper)
+b = subprocess.Popen(sleeper, start_new_session=True)
+if os.fork() == 0:
+    os.setsid()
+    if os.fork() == 0:
+        os.execv(sys.executable, sleeper)
+    os._exit(0)
+stubborn = (
+    "import signal, time\nsignal.signal(signal.SIGTERM, signal.SIG_IGN)\n"
+    "while True: time.sleep(1)"
+)
+d = subprocess.Popen([sys.executable, "-c", stubborn])
+time.sleep(0.3)  # let the daemon's exec and the SIGTERM handler land
+with open(out, "w") as fh:
+    fh.write("ready")
+while True:
+    time.sleep(1)
+"""
+
+
+def marked(run_id: str) -> list[int]:
+    """Every live (non-zombie) process carrying LEGION_RUN_ID=<run_id>."""
+    want = f"LEGION_RUN_ID={run_id}".encode()
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/environ", "rb") as fh:
+                env = fh.read().split(b"\0")
+        except OSError:
+            continue
+        if want in env and not is_zombie(int(entry)):
+            found.append(int(entry))
+    return found
+
+
+def proc_state(pid: int) -> str | None:
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    return stat.rsplit(")", 1)[1].split()[0]
+
+
+def is_zombie(pid: int) -> bool:
+    return proc_state(pid) == "Z"
+
+
+def our_zombies() -> list[int]:
+    """Zombie processes whose parent is this test process."""
+    me = os.getpid()
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            stat = Path(f"/proc/{entry}/stat").read_text()
+        except OSError:
+            continue
+        fields = stat.rsplit(")", 1)[1].split()
+        if fields[0] == "Z" and int(fields[1]) == me:
+            found.append(int(entry))
+    return found
+
+
+def gone(pid: int) -> bool:
+    state = proc_state(pid)
+    return state is None or state == "Z"
+
+
+async def until(cond: Callable[[], bool], bound: float = 5.0, step: float = 0.02) -> bool:
+    """Poll `cond` until true or `bound` seconds passed (a deadline, never a blind sleep)."""
+    deadline = time.monotonic() + bound
+    while time.monotonic() < deadline:
+        if cond():
+            return True
+        await asyncio.sleep(step)
+    return cond()

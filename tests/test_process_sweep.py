@@ -1,0 +1,125 @@
+"""The stop sweep against a real process tree (SPEC §6.2, §10 'child ignores SIGTERM…')."""
+
+from __future__ import annotations
+
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from process_helpers import TREE_AGENT, marked, our_zombies, until
+
+from legion_tui.supervisor.process import ChildProcess, marker_env, spawn_child
+from legion_tui.supervisor.sweep import marked_pids, sweep
+
+
+async def _spawn_tree(tmp_path: Path, run_id: str, node_id: str) -> ChildProcess:
+    script = tmp_path / "tree_agent.py"
+    script.write_text(TREE_AGENT)
+    ready = tmp_path / f"{node_id}.ready"
+    env = marker_env(
+        run_id=run_id,
+        node_id=node_id,
+        socket_path=tmp_path / "s.sock",
+        run_dir=tmp_path,
+        session_file=tmp_path / f"{node_id}.jsonl",
+    )
+    child = await spawn_child(
+        [sys.executable, str(script), str(ready)],
+        env=env,
+        cwd=tmp_path,
+        log_path=tmp_path / "terminal" / f"{node_id}.log",
+    )
+    assert await until(ready.exists, bound=10.0), "the tree agent never got ready"
+    return child
+
+
+@pytest.mark.parametrize("force", [True, False])
+async def test_sweep_leaves_no_marked_process_and_no_zombie(tmp_path: Path, force: bool) -> None:
+    run_id = f"run-sweep-{force}-{time.monotonic_ns()}"
+    child = await _spawn_tree(tmp_path, run_id, "n1")
+    before = marked(run_id)
+    # root + plain + new-session + daemon + stubborn (python may add none of its own).
+    assert len(before) >= 5, before
+    assert set(marked_pids(run_id, {"n1"})) >= set(before)
+
+    started = time.monotonic()
+    report = await sweep(
+        root_pid=child.pid,
+        pgid=child.pgid,
+        run_id=run_id,
+        node_ids={"n1"},
+        force=force,
+        grace=1.0,
+        root_exit=child.exited_future(),
+    )
+    elapsed = time.monotonic() - started
+
+    assert report.survivors == []
+    assert set(before) <= set(report.signalled)
+    assert marked(run_id) == []
+    # Orphans re-parented to us (subreaper) were reaped by the sweep, not left as zombies.
+    assert await until(lambda: not set(before) & set(our_zombies()), bound=2.0), our_zombies()
+    assert child.returncode is not None and child.returncode < 0  # killed by a signal
+    # The stubborn child keeps the group alive for the whole grace; force skips it.
+    assert elapsed < (0.9 if force else 3.5)
+    child.close()
+
+
+async def test_sweep_of_one_node_spares_its_siblings(tmp_path: Path) -> None:
+    run_id = f"run-siblings-{time.monotonic_ns()}"
+    doomed = await _spawn_tree(tmp_path, run_id, "doomed")
+    sibling = await _spawn_tree(tmp_path, run_id, "sibling")
+    try:
+        report = await sweep(
+            root_pid=doomed.pid,
+            pgid=doomed.pgid,
+            run_id=run_id,
+            node_ids={"doomed"},
+            force=True,
+            root_exit=doomed.exited_future(),
+        )
+        assert report.survivors == []
+        assert set(marked_pids(run_id, {"sibling"})) == set(marked(run_id))
+        assert sibling.returncode is None
+    finally:
+        await sweep(
+            root_pid=sibling.pid,
+            pgid=sibling.pgid,
+            run_id=run_id,
+            node_ids={"sibling"},
+            force=True,
+            root_exit=sibling.exited_future(),
+        )
+        doomed.close()
+        sibling.close()
+    assert marked(run_id) == []
+
+
+async def test_sweep_of_an_already_dead_child_is_quiet(tmp_path: Path) -> None:
+    env = marker_env(
+        run_id="run-dead",
+        node_id="n1",
+        socket_path=tmp_path / "s.sock",
+        run_dir=tmp_path,
+        session_file=tmp_path / "n1.jsonl",
+    )
+    child = await spawn_child(
+        [sys.executable, "-c", "print('bye')"],
+        env=env,
+        cwd=tmp_path,
+        log_path=tmp_path / "terminal" / "n1.log",
+    )
+    assert await child.wait(10.0) == 0
+    report = await sweep(
+        root_pid=child.pid,
+        pgid=child.pgid,
+        run_id="run-dead",
+        node_ids={"n1"},
+        force=False,
+        grace=5.0,
+        root_exit=child.exited_future(),
+    )
+    assert report.survivors == []
+    assert (tmp_path / "terminal" / "n1.log").read_text() == "bye\n"
+    child.close()
