@@ -1,0 +1,157 @@
+"""Recognise a ledger file WITHOUT writing to it.
+
+Opening a foreign or damaged file read-write (or even setting journal_mode) writes to
+it, so every check here reads: first the raw 100-byte SQLite header (no SQLite at all),
+then, where the header cannot decide, a `mode=ro` connection. A file refused here is
+left byte-identical and no -wal/-shm file appears.
+"""
+
+from __future__ import annotations
+
+import enum
+import os
+import sqlite3
+import struct
+from dataclasses import dataclass
+from pathlib import Path
+
+from legion_tui.ledger.connection import configure, readonly_uri
+from legion_tui.ledger.errors import LedgerError
+from legion_tui.ledger.schema import APPLICATION_ID, SCHEMA_VERSION, TABLES_BY_VERSION
+
+_MAGIC = b"SQLite format 3\x00"
+_HEADER_SIZE = 100
+
+
+class FileState(enum.Enum):
+    MISSING = "missing"
+    BLANK = "blank"  # zero bytes, or a valid SQLite file with no tables and no identity
+    LEDGER = "ledger"
+
+
+@dataclass(frozen=True, slots=True)
+class _Header:
+    page_size: int
+    page_count: int | None  # None when the header's count is not known to be valid
+    application_id: int
+    user_version: int
+
+
+def _refuse(path: Path, why: str) -> LedgerError:
+    return LedgerError(f"{path}: {why}")
+
+
+def _read_header(path: Path, size: int) -> _Header:
+    with path.open("rb") as f:
+        raw = f.read(_HEADER_SIZE)
+    if len(raw) < _HEADER_SIZE or not raw.startswith(_MAGIC):
+        raise _refuse(path, "not an SQLite database (no SQLite header), not a legion ledger")
+    (page_size,) = struct.unpack_from(">H", raw, 16)
+    page_size = 65536 if page_size == 1 else page_size
+    if page_size < 512 or page_size & (page_size - 1):
+        raise _refuse(path, f"corrupt SQLite header (page size {page_size})")
+    change_counter, page_count = struct.unpack_from(">II", raw, 24)
+    (user_version,) = struct.unpack_from(">I", raw, 60)
+    (application_id,) = struct.unpack_from(">I", raw, 68)
+    (valid_for,) = struct.unpack_from(">I", raw, 92)
+    if size % page_size:
+        raise _refuse(
+            path,
+            f"truncated or corrupt: {size} bytes is not a whole number of {page_size}-byte pages",
+        )
+    known = valid_for == change_counter and page_count > 0
+    if known and size < page_count * page_size:
+        raise _refuse(
+            path,
+            f"truncated: the header says {page_count} pages of {page_size} "
+            f"bytes but the file has {size} bytes",
+        )
+    return _Header(page_size, page_count if known else None, application_id, user_version)
+
+
+def _wal_has_frames(path: Path) -> bool:
+    """A non-empty -wal means the header in the main file may be stale (not checkpointed)."""
+    try:
+        return os.path.getsize(f"{path}-wal") > 0
+    except OSError:
+        return False
+
+
+def _check_identity(path: Path, app_id: int, version: int, tables: set[str] | None) -> FileState:
+    if app_id == APPLICATION_ID:
+        if version > SCHEMA_VERSION:
+            raise _refuse(
+                path,
+                f"ledger schema version {version} is newer than this legion-tui understands "
+                f"({SCHEMA_VERSION}); upgrade legion-tui",
+            )
+        if tables is not None:
+            missing = TABLES_BY_VERSION.get(version, frozenset()) - tables
+            if version == 0 or missing:
+                raise _refuse(
+                    path,
+                    "corrupt legion ledger (tables missing: "
+                    f"{', '.join(sorted(missing)) or 'all'})",
+                )
+        return FileState.LEDGER
+    if app_id == 0 and version == 0 and tables is not None and not tables:
+        return FileState.BLANK
+    if tables:
+        shown = ", ".join(sorted(tables)[:5])
+        raise _refuse(
+            path,
+            f"an SQLite database of another application (tables: {shown}), not a legion ledger",
+        )
+    if app_id != 0 or version != 0:
+        raise _refuse(
+            path,
+            f"an SQLite database of another application (application_id "
+            f"{app_id:#010x}, user_version {version}), not a legion ledger",
+        )
+    return FileState.BLANK  # pragma: no cover - tables is None only for app_id != 0
+
+
+def _read_identity(path: Path, *, immutable: bool) -> tuple[int, int, set[str]]:
+    """application_id, user_version and table names through a read-only connection."""
+    conn = sqlite3.connect(readonly_uri(path, immutable=immutable), uri=True, isolation_level=None)
+    try:
+        configure(conn)
+        app_id = int(conn.execute("PRAGMA application_id").fetchone()[0])
+        version = int(conn.execute("PRAGMA user_version").fetchone()[0])
+        rows = conn.execute(
+            "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'"
+        ).fetchall()
+        return app_id, version, {str(r[0]) for r in rows}
+    finally:
+        conn.close()
+
+
+def inspect_file(path: Path) -> FileState:
+    """Say what `path` is, or raise LedgerError naming the path and what is wrong."""
+    try:
+        size = path.stat().st_size
+    except FileNotFoundError:
+        return FileState.MISSING
+    except OSError as exc:
+        raise _refuse(path, f"cannot read ({exc.strerror})") from None
+    if path.is_dir():
+        raise _refuse(path, "is a directory, not a legion ledger")
+    if size == 0:
+        return FileState.BLANK
+    try:
+        header = _read_header(path, size)
+    except PermissionError:
+        raise _refuse(path, "cannot read (permission denied)") from None
+    wal = _wal_has_frames(path)
+    if not wal and header.application_id not in (0, APPLICATION_ID):
+        # Decided from the header alone: no SQLite connection ever touches the file.
+        _check_identity(path, header.application_id, header.user_version, None)
+    if not wal and header.user_version > SCHEMA_VERSION and header.application_id:
+        _check_identity(path, header.application_id, header.user_version, None)
+    try:
+        # Without a -wal the main file holds everything: `immutable` reads it without
+        # creating -shm/-wal. With a -wal, a plain read-only open sees the live state.
+        app_id, version, tables = _read_identity(path, immutable=not wal)
+    except sqlite3.DatabaseError as exc:
+        raise _refuse(path, f"corrupt SQLite database ({exc})") from None
+    return _check_identity(path, app_id, version, tables)

@@ -1,0 +1,119 @@
+"""The ledger's schema, generated from the closed sets in `legion_tui.model`.
+
+Version history (each step is a tuple of single statements, applied in order inside one
+`BEGIN IMMEDIATE` transaction; never `executescript`, which would commit first):
+- v1: nodes, events, messages (the pi-legion 3.x ledger).
+- v2: the `usage` table (token counts written from the session tailer).
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Iterable
+
+from legion_tui.model import (
+    BACKENDS,
+    KINDS,
+    ROLES,
+    EventType,
+    MailKind,
+    MailState,
+    NodeStatus,
+    Urgency,
+)
+
+SCHEMA_VERSION = 2
+# `PRAGMA application_id`: header bytes 68..71 say "this file is a legion ledger", so a
+# file can be recognised from its first 100 bytes without SQLite touching it.
+APPLICATION_ID = int.from_bytes(b"LGN1", "big")
+
+LEDGER_TABLES: frozenset[str] = frozenset({"nodes", "events", "messages", "usage"})
+TABLES_BY_VERSION: dict[int, frozenset[str]] = {
+    1: frozenset({"nodes", "events", "messages"}),
+    2: LEDGER_TABLES,
+}
+
+
+def _sql_literal(value: str | int) -> str:
+    if isinstance(value, int):
+        return str(int(value))
+    return "'" + value.replace("'", "''") + "'"
+
+
+def check_in(column: str, values: Iterable[str | int | enum.Enum]) -> str:
+    """`CHECK (column IN (...))` from a closed set — the only way such lists reach SQL."""
+    literals = []
+    for v in values:
+        raw = v.value if isinstance(v, enum.Enum) else v
+        literals.append(_sql_literal(raw))
+    return f"CHECK ({column} IN ({', '.join(literals)}))"
+
+
+_V1: tuple[str, ...] = (
+    f"""CREATE TABLE nodes (
+        id TEXT PRIMARY KEY,
+        run_id TEXT NOT NULL,
+        parent_id TEXT,
+        name TEXT NOT NULL,
+        path TEXT NOT NULL,
+        role TEXT NOT NULL {check_in("role", ROLES)},
+        kind TEXT NOT NULL {check_in("kind", KINDS)},
+        backend TEXT NOT NULL {check_in("backend", BACKENDS)},
+        status TEXT NOT NULL {check_in("status", NodeStatus)},
+        phase TEXT,
+        phase_since REAL,
+        rework_count INTEGER NOT NULL DEFAULT 0,
+        machine TEXT,
+        session_file TEXT,
+        pid INTEGER,
+        task TEXT NOT NULL DEFAULT '',
+        verdict TEXT,
+        error TEXT,
+        created_at REAL NOT NULL,
+        updated_at REAL NOT NULL
+    )""",
+    # A NULL parent_id is never equal to another NULL in a UNIQUE index, so two roots
+    # of one run with one name would both pass; fold NULL to '' (ids are never empty).
+    "CREATE UNIQUE INDEX nodes_sibling_name ON nodes (run_id, ifnull(parent_id, ''), name)",
+    "CREATE INDEX nodes_run ON nodes (run_id)",
+    f"""CREATE TABLE events (
+        id INTEGER PRIMARY KEY,
+        node_id TEXT,
+        type TEXT NOT NULL {check_in("type", EventType)},
+        data TEXT NOT NULL DEFAULT '{{}}' CHECK (json_valid(data)),
+        at REAL NOT NULL
+    )""",
+    "CREATE INDEX events_node ON events (node_id, id)",
+    f"""CREATE TABLE messages (
+        id INTEGER PRIMARY KEY,
+        from_node TEXT NOT NULL,
+        to_node TEXT NOT NULL,
+        kind TEXT NOT NULL {check_in("kind", MailKind)},
+        urgency TEXT NOT NULL {check_in("urgency", Urgency)},
+        subject TEXT NOT NULL,
+        body TEXT NOT NULL,
+        delivered INTEGER NOT NULL DEFAULT 0 {check_in("delivered", MailState)},
+        delivered_at REAL,
+        created_at REAL NOT NULL
+    )""",
+    "CREATE INDEX messages_to ON messages (to_node, delivered)",
+    "CREATE INDEX messages_from ON messages (from_node)",
+)
+
+_V2: tuple[str, ...] = (
+    """CREATE TABLE usage (
+        node_id TEXT PRIMARY KEY,
+        input INTEGER NOT NULL DEFAULT 0,
+        output INTEGER NOT NULL DEFAULT 0,
+        cache_read INTEGER NOT NULL DEFAULT 0,
+        cache_write INTEGER NOT NULL DEFAULT 0,
+        cost REAL NOT NULL DEFAULT 0,
+        generation_ms REAL NOT NULL DEFAULT 0,
+        turns INTEGER NOT NULL DEFAULT 0,
+        updated_at REAL NOT NULL
+    )""",
+)
+
+# MIGRATIONS[n] brings a version n-1 ledger to version n (v0 = a blank file).
+MIGRATIONS: dict[int, tuple[str, ...]] = {1: _V1, 2: _V2}
+assert sorted(MIGRATIONS) == list(range(1, SCHEMA_VERSION + 1))

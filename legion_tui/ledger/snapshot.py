@@ -1,0 +1,52 @@
+"""`read_snapshot`: the whole tree from a ledger file, synchronously and read-only.
+
+For `legion status` when no supervisor is live: no event loop, no writer, no WAL switch.
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+from pathlib import Path
+
+from legion_tui.ledger.connection import configure, readonly_uri
+from legion_tui.ledger.errors import LedgerError
+from legion_tui.ledger.recognise import FileState, inspect_file
+from legion_tui.ledger.rows import NODE_COLUMNS, USAGE_COLUMNS, node_from_row, usage_from_row
+from legion_tui.model import Node, Usage
+
+
+def read_snapshot(path: Path) -> tuple[list[Node], dict[str, Usage]]:
+    """Nodes (insertion order) and usage by node id. Raises LedgerError if not a ledger."""
+    path = Path(path)
+    state = inspect_file(path)
+    if state is not FileState.LEDGER:
+        what = "does not exist" if state is FileState.MISSING else "is empty"
+        raise LedgerError(f"{path}: {what}, not a legion ledger")
+    # With no -wal every committed row is in the main file; `immutable` then reads it
+    # without creating -wal/-shm next to a ledger nobody has open.
+    immutable = not os.path.exists(f"{path}-wal")
+    try:
+        conn = sqlite3.connect(
+            readonly_uri(path, immutable=immutable), uri=True, isolation_level=None
+        )
+    except sqlite3.Error as exc:
+        raise LedgerError(f"{path}: cannot open read-only ({exc})") from exc
+    try:
+        configure(conn)
+        nodes = [
+            node_from_row(r)
+            for r in conn.execute(f"SELECT {', '.join(NODE_COLUMNS)} FROM nodes ORDER BY rowid")
+        ]
+        usage: dict[str, Usage] = {}
+        has_usage = conn.execute(
+            "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'usage'"
+        ).fetchone()
+        if has_usage:  # a v1 ledger read before any writer migrated it
+            for row in conn.execute(f"SELECT node_id, {', '.join(USAGE_COLUMNS)} FROM usage"):
+                usage[row[0]] = usage_from_row(row[1:])
+        return nodes, usage
+    except sqlite3.Error as exc:
+        raise LedgerError(f"{path}: read failed ({exc})") from exc
+    finally:
+        conn.close()
