@@ -157,3 +157,37 @@ def phase_refused(current: str, target: str, why: str, legal: list[str]) -> str:
     """A refused `legion phase --to`: always ends with the phases that ARE legal now."""
     listed = ", ".join(legal) if legal else "none right now"
     return f"cannot move {current} → {target}: {why}. Legal next phases from {current}: {listed}"
+
+
+# ----- supervisor core (stop/steer/resume/wait) -----------------------------------------
+def nothing_to_stop() -> str:
+    return "No non-retired children to stop."
+
+
+def stop_survivors(name: str, pids: list[int]) -> str:
+    listed = ", ".join(str(p) for p in pids)
+    return f"Stopping {name} left {len(pids)} process(es) alive: pid {listed} — not stopped."
+
+
+_STEER_TEXT = {
+    "queued": "queued for {name}'s next turn boundary",
+    "accepted": "accepted by {name} (it was idle: a turn started)",
+    "intercepted": "intercepted: {name} consumed it in an interrupt; it did not start a turn",
+}
+
+
+def steered(name: str, outcome: str) -> str:
+    """`queued`, `accepted` or `intercepted`, said plainly."""
+    return "Steer " + _STEER_TEXT.get(outcome, outcome + " ({name})").format(name=name) + "."
+
+
+def resumed(name: str, session_file: object) -> str:
+    return f"Resumed {name} on its session file {session_file}."
+
+
+def wait_timeout(seconds: float, still_running: list[str]) -> str:
+    names = ", ".join(still_running) if still_running else "none"
+    return (
+        f"Stopped waiting after {seconds:g}s — nothing was stopped; still running: {names}. "
+        "Wait again, or stop them explicitly."
+    )
