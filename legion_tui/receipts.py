@@ -191,3 +191,20 @@ def wait_timeout(seconds: float, still_running: list[str]) -> str:
         f"Stopped waiting after {seconds:g}s — nothing was stopped; still running: {names}. "
         "Wait again, or stop them explicitly."
     )
+
+
+# ----- dashboard (SPEC §7.3): not upstream-frozen, but pinned like the others ---------
+QUIT_CONFIRM = (
+    "Quit? Live agents will be paused (resumable with r next time). "
+    "y confirms · any other key cancels"
+)
+
+
+def already_ended(name: str, status: str) -> str:
+    """`y` arrived after the node ended on its own: say so instead of acting."""
+    return f"{name} already ended ({status}) — nothing stopped."
+
+
+def interrupted_banner(names: list[str]) -> str:
+    shown = ", ".join(names[:6]) + (f" (+{len(names) - 6} more)" if len(names) > 6 else "")
+    return f"Interrupted by the last shutdown: {shown} — select one and press r to resume"
