@@ -1,0 +1,383 @@
+"""The galaxy: the legion as a braille star map (SPEC §7.1), drawn into frame buffers.
+
+Root sits at the centre; its children (centurions) orbit it on one ring, their children
+orbit them, and so on down the tree. A star's size and brightness follow its live tok/s;
+ended stars are one dim dot; the selected star wears an accent ring. Orbit angles are
+`base(sibling slot, crc32(parent id)) + speed(depth) × clock`: a pure function of (state,
+clock) — no randomness, and crc32 rather than `hash()` because str hashes are salted per
+process.
+
+Per frame the work is a handful of vector operations over preallocated arrays: place
+every star (one slice per depth level, parents first), stamp each star's stencil, raise
+cell keys, encode, cut rows into runs. Python touches each node once (its rate and ink)
+and each colour run once; never each pixel or cell.
+"""
+
+from __future__ import annotations
+
+import math
+import zlib
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+from rich.segment import Segment
+from rich.style import Style
+
+from legion_tui.render.braille import PRIORITY_SHIFT, BrailleCanvas
+from legion_tui.render.inks import ROLE_BRIGHT_INK, ROLE_INK, Ink
+from legion_tui.render.rates import node_rate
+from legion_tui.render.reentry import not_reentrant
+from legion_tui.render.rows import RunFinder
+from legion_tui.state import LegionModel
+
+F64 = npt.NDArray[np.float64]
+Idx = npt.NDArray[np.intp]
+U32 = npt.NDArray[np.uint32]
+Bool = npt.NDArray[np.bool_]
+
+# Seconds per revolution by depth (1 = around the root): inner orbits are slow and
+# stately, moons quicker; alternate directions keep neighbouring levels readable.
+ORBIT_PERIOD_S: tuple[float, ...] = (240.0, 90.0, 50.0, 30.0)
+FAST_TOK_S = 60.0  # at or above: the biggest, bold star
+CROWDED = 10  # more siblings than this: alternate two ring radii so they do not touch
+
+# Star stencils, ordered so that size level L uses the first STENCIL_COUNT[L] offsets:
+# a dot, a plus, a 3×3 block, a radius-2 disc.
+_STENCIL: list[tuple[int, int]] = [(0, 0)]
+_STENCIL += [(1, 0), (-1, 0), (0, 1), (0, -1)]
+_STENCIL += [(1, 1), (1, -1), (-1, 1), (-1, -1)]
+_STENCIL += [(2, 0), (-2, 0), (0, 2), (0, -2)]
+_STENCIL += [(2, 1), (2, -1), (-2, 1), (-2, -1), (1, 2), (-1, 2), (1, -2), (-1, -2)]
+STENCIL_X = np.array([p[0] for p in _STENCIL], dtype=np.intp)
+STENCIL_Y = np.array([p[1] for p in _STENCIL], dtype=np.intp)
+STENCIL_K = np.arange(len(_STENCIL), dtype=np.intp)
+STENCIL_COUNT = np.array([1, 5, 9, len(_STENCIL)], dtype=np.intp)
+K = len(_STENCIL)
+
+# The selection ring: every pixel at (rounded) distance 4 from the star's centre.
+_RING = [(x, y) for x in range(-4, 5) for y in range(-4, 5) if round(math.hypot(x, y)) == 4]
+RING_X = np.array([p[0] for p in _RING], dtype=np.intp)
+RING_Y = np.array([p[1] for p in _RING], dtype=np.intp)
+SELECTED_KEY = np.uint32((0xFFFF << PRIORITY_SHIFT) | Ink.ACCENT)
+
+
+def _crc_unit(text: str) -> float:
+    """A stable number in [0, 1) from a string (the same in every process)."""
+    return zlib.crc32(text.encode()) / 2**32
+
+
+@dataclass(slots=True)
+class _Layout:
+    """The tree's shape as arrays, parents before children (rebuilt when nodes appear)."""
+
+    ids: list[str]
+    index: dict[str, int]  # node id → star index
+    parent: Idx  # index of the parent star; -1 for the centre star
+    levels: list[tuple[int, int]]  # [lo, hi) slices of each depth, depth 1 first
+    base_angle: F64
+    speed: F64  # rad/s, signed
+    ring_scale: F64  # 1.0, or 0.72 for every other sibling on a crowded ring
+    depth: Idx
+    n_top_orbiters: int  # stars on the ring around the centre
+
+
+def _build_layout(model: LegionModel) -> _Layout:
+    """Breadth-first over the tree. Extra top-level nodes orbit the centre with the root's
+    children: the centre belongs to the first root."""
+    top = model.children(None)
+    ids: list[str] = []
+    parents: list[int] = []
+    depths: list[int] = []
+    slots: list[tuple[int, int]] = []  # (sibling index, sibling count)
+    if top:
+        ids.append(top[0])
+        parents.append(-1)
+        depths.append(0)
+        slots.append((0, 1))
+        frontier = [(0, [*model.children(top[0]), *top[1:]])]
+        depth = 1
+        while frontier:
+            nxt: list[tuple[int, list[str]]] = []
+            for parent_idx, kids in frontier:
+                for i, kid in enumerate(kids):
+                    ids.append(kid)
+                    parents.append(parent_idx)
+                    depths.append(depth)
+                    slots.append((i, len(kids)))
+                    nxt.append((len(ids) - 1, model.children(kid)))
+            frontier = [(p, k) for p, k in nxt if k]
+            depth += 1
+    n = len(ids)
+    base = np.empty(n, dtype=np.float64)
+    speed = np.empty(n, dtype=np.float64)
+    scale = np.ones(n, dtype=np.float64)
+    for k in range(n):
+        i, count = slots[k]
+        d = depths[k]
+        parent_id = ids[parents[k]] if parents[k] >= 0 else ""
+        base[k] = 2 * math.pi * (i / count + _crc_unit(parent_id))
+        period = ORBIT_PERIOD_S[min(d, len(ORBIT_PERIOD_S)) - 1] if d else 1.0
+        speed[k] = (2 * math.pi / period) * (1 if d % 2 else -1) if d else 0.0
+        if count > CROWDED and i % 2:
+            scale[k] = 0.72
+    levels: list[tuple[int, int]] = []
+    lo = 1
+    while lo < n:
+        hi = lo
+        while hi < n and depths[hi] == depths[lo]:
+            hi += 1
+        levels.append((lo, hi))
+        lo = hi
+    n_top = levels[0][1] - levels[0][0] if levels else 0
+    return _Layout(
+        ids=ids,
+        index={nid: k for k, nid in enumerate(ids)},
+        parent=np.array(parents, dtype=np.intp),
+        levels=levels,
+        base_angle=base,
+        speed=speed,
+        ring_scale=scale,
+        depth=np.array(depths, dtype=np.intp),
+        n_top_orbiters=n_top,
+    )
+
+
+class GalaxyRenderer:
+    """Draws a LegionModel into its own BrailleCanvas; one `render()` per frame."""
+
+    def __init__(self) -> None:
+        self.canvas = BrailleCanvas()
+        self._runs = RunFinder()
+        self._layout: _Layout | None = None
+        self._layout_key = -1
+        self._geometry_key: tuple[int, int, int, int] = (-1, -1, -1, -1)
+        self._radius = np.zeros(0, dtype=np.float64)  # orbit radius per star, this size
+        self._cap = 0
+        self._alloc_star_buffers(16)
+        self.star_ids: list[str] = []  # star index → node id, of the last frame
+        self.frames = 0
+
+    # ----- buffers ---------------------------------------------------------------------
+    def _alloc_star_buffers(self, cap: int) -> None:
+        """Per-star scratch, grown geometrically so a growing legion rarely reallocates."""
+        self._cap = cap
+        self._angle = np.zeros(cap, dtype=np.float64)
+        self._cos = np.zeros(cap, dtype=np.float64)
+        self._fx = np.zeros(cap, dtype=np.float64)
+        self._fy = np.zeros(cap, dtype=np.float64)
+        self.star_x = np.zeros(cap, dtype=np.intp)  # pixel position of each star
+        self.star_y = np.zeros(cap, dtype=np.intp)
+        self._level = np.zeros(cap, dtype=np.intp)
+        self._count = np.zeros(cap, dtype=np.intp)
+        self._key = np.zeros(cap, dtype=np.uint32)
+        self._px = np.zeros((cap, K), dtype=np.intp)
+        self._py = np.zeros((cap, K), dtype=np.intp)
+        self._flat = np.zeros((cap, K), dtype=np.intp)
+        self._cell = np.zeros((cap, K), dtype=np.intp)
+        self._keys = np.zeros((cap, K), dtype=np.uint32)
+        self._ok = np.zeros((cap, K), dtype=np.bool_)
+        self._tmpb = np.zeros((cap, K), dtype=np.bool_)
+        r = len(RING_X)
+        self._ring = tuple(np.zeros(r, dtype=np.intp) for _ in range(4))
+        self._ring_ok = np.zeros(r, dtype=np.bool_)
+        self._ring_tmp = np.zeros(r, dtype=np.bool_)
+        self._ring_keys = np.full(r, SELECTED_KEY, dtype=np.uint32)
+
+    def buffers(self) -> tuple[object, ...]:
+        """Every array a frame writes into (tests pin their identity across frames)."""
+        return (
+            *self.canvas.buffers(),
+            self._angle, self._cos, self._fx, self._fy, self.star_x, self.star_y,
+            self._level, self._count, self._key, self._px, self._py, self._flat, self._cell,
+            self._keys, self._ok, self._tmpb,
+        )  # fmt: skip
+
+    # ----- geometry --------------------------------------------------------------------
+    def _sync_layout(self, model: LegionModel) -> _Layout:
+        # Nodes are only ever added and never re-parented, so the node count keys the
+        # tree's shape.
+        if self._layout is None or self._layout_key != len(model.nodes):
+            self._layout = _build_layout(model)
+            self._layout_key = len(model.nodes)
+            n = len(self._layout.ids)
+            if n > self._cap:
+                self._alloc_star_buffers(max(n, 2 * self._cap))
+            self._geometry_key = (-1, -1, -1, -1)
+        return self._layout
+
+    def _sync_geometry(self, layout: _Layout) -> None:
+        c = self.canvas
+        key = (c.cols, c.rows, len(layout.ids), layout.n_top_orbiters)
+        if key == self._geometry_key:
+            return
+        self._geometry_key = key
+        pw, ph = c.px_w, c.px_h
+        # Braille pixels are about square; stretch orbits sideways on wide canvases.
+        self._stretch = min(max(pw / ph, 1.0), 1.8) if ph else 1.0
+        r_max = max(min(pw / (2 * self._stretch), ph / 2) - 2.0, 0.0)
+        r1 = 0.66 * r_max
+        n1 = max(layout.n_top_orbiters, 1)
+        r2 = 0.30 * r_max if n1 < 2 else min(0.30 * r_max, r1 * math.sin(math.pi / n1))
+        ring_r = [0.0, r1, r2]
+        while len(ring_r) < 16:
+            ring_r.append(ring_r[-1] * 0.45)
+        depth = np.minimum(layout.depth, len(ring_r) - 1)
+        self._radius = np.asarray(ring_r, dtype=np.float64)[depth] * layout.ring_scale
+        self._draw_background(r1 if layout.n_top_orbiters else 0.0)
+
+    def _draw_background(self, r1: float) -> None:
+        """The centre ring is static for a size: drawn once, copied in by `begin()`."""
+        c = self.canvas
+        if r1 < 3 or c.px_w == 0:
+            c.background_pixels = c.background_keys = None
+            return
+        cx, cy = c.px_w / 2, c.px_h / 2
+        steps = max(int(2 * math.pi * r1 * self._stretch / 3), 8)  # a dot every ~3 px
+        t = np.linspace(0, 2 * math.pi, steps, endpoint=False)
+        x = np.rint(cx + r1 * self._stretch * np.cos(t)).astype(np.intp)
+        y = np.rint(cy + r1 * np.sin(t)).astype(np.intp)
+        ok = (x >= 0) & (x < c.px_w) & (y >= 0) & (y < c.px_h)
+        x, y = x[ok], y[ok]
+        bg_px = np.zeros_like(c.pixels_flat)
+        bg_px[y * c.px_w + x] = 1
+        bg_keys = np.zeros_like(c.keys_flat)
+        bg_keys[(y >> 2) * c.cols + (x >> 1)] = Ink.TRACK  # priority 0: any star wins
+        c.background_pixels, c.background_keys = bg_px, bg_keys
+
+    # ----- one frame -------------------------------------------------------------------
+    @not_reentrant
+    def render(
+        self,
+        model: LegionModel,
+        now: float,
+        cols: int,
+        rows: int,
+        styles: Sequence[Style],
+        selected: str | None = None,
+    ) -> list[list[Segment]]:
+        """Draw one frame and return its rows as segments (every row exactly `cols` wide)."""
+        c = self.canvas
+        c.resize(cols, rows)
+        layout = self._sync_layout(model)
+        self._sync_geometry(layout)
+        c.begin()
+        n = len(layout.ids)
+        self.star_ids = layout.ids
+        if n and c.cols and c.rows:
+            self._place(layout, now)
+            self._shade(model, layout, now)
+            self._stamp(n)
+            k = layout.index.get(selected) if selected is not None else None
+            if k is not None:
+                self._ring_around(k)
+        c.encode()
+        inks = c.resolve_inks()
+        texts = c.row_texts()
+        self.frames += 1
+        return self._runs.segments(texts, inks, styles)
+
+    def _place(self, layout: _Layout, now: float) -> None:
+        """Star pixel positions: the centre, then each depth level from its parents."""
+        c = self.canvas
+        n = len(layout.ids)
+        fx, fy, ang, cs = self._fx, self._fy, self._angle, self._cos
+        fx[0], fy[0] = c.px_w / 2, c.px_h / 2
+        # Reduce the clock first: epoch seconds × rad/s would lose the fraction.
+        t = math.fmod(now, 3600.0 * 24)
+        np.multiply(layout.speed, t, out=ang[:n])
+        np.add(ang[:n], layout.base_angle, out=ang[:n])
+        for lo, hi in layout.levels:
+            par = layout.parent[lo:hi]
+            r = self._radius[lo:hi]
+            np.cos(ang[lo:hi], out=cs[lo:hi])
+            np.multiply(cs[lo:hi], r, out=cs[lo:hi])
+            np.multiply(cs[lo:hi], self._stretch, out=cs[lo:hi])
+            np.take(fx, par, out=fx[lo:hi])
+            np.add(fx[lo:hi], cs[lo:hi], out=fx[lo:hi])
+            np.sin(ang[lo:hi], out=cs[lo:hi])
+            np.multiply(cs[lo:hi], r, out=cs[lo:hi])
+            np.take(fy, par, out=fy[lo:hi])
+            np.add(fy[lo:hi], cs[lo:hi], out=fy[lo:hi])
+        np.floor(fx[:n], out=cs[:n])
+        np.copyto(self.star_x[:n], cs[:n], casting="unsafe")
+        np.floor(fy[:n], out=cs[:n])
+        np.copyto(self.star_y[:n], cs[:n], casting="unsafe")
+
+    def _shade(self, model: LegionModel, layout: _Layout, now: float) -> None:
+        """Per star: stencil size and key (priority = live tok/s, ink = role or dim)."""
+        levels: list[int] = []
+        keys: list[int] = []
+        nodes = model.nodes
+        for k, nid in enumerate(layout.ids):
+            view = nodes[nid]
+            node = view.node
+            if not node.live:
+                levels.append(1 if k == 0 else 0)
+                keys.append((1 << PRIORITY_SHIFT) | Ink.DIM)
+                continue
+            rate = node_rate(view, now)
+            if rate >= FAST_TOK_S:
+                level, ink = 3, ROLE_BRIGHT_INK[node.role]
+            else:
+                level, ink = (2 if rate > 0 else 1), ROLE_INK[node.role]
+            levels.append(max(level, 2) if k == 0 else level)
+            prio = 2 + min(int(rate), 0xFFF0)
+            keys.append((prio << PRIORITY_SHIFT) | ink)
+        n = len(levels)
+        self._level[:n] = levels
+        self._key[:n] = keys
+
+    def _stamp(self, n: int) -> None:
+        """Every star's stencil → pixels and cell keys, with no boolean filtering."""
+        c = self.canvas
+        px, py, ok, tmp = self._px[:n], self._py[:n], self._ok[:n], self._tmpb[:n]
+        flat, cell, keys = self._flat[:n], self._cell[:n], self._keys[:n]
+        np.add(self.star_x[:n, None], STENCIL_X, out=px)
+        np.add(self.star_y[:n, None], STENCIL_Y, out=py)
+        np.take(STENCIL_COUNT, self._level[:n], out=self._count[:n])
+        np.less(STENCIL_K, self._count[:n, None], out=ok)  # the first COUNT[level] offsets
+        self._to_indices(px, py, ok, tmp, flat, cell)
+        np.copyto(keys, self._key[:n, None])
+        c.plot(flat.ravel(), cell.ravel(), keys.ravel())
+
+    def _to_indices(self, px: Idx, py: Idx, ok: Bool, tmp: Bool, flat: Idx, cell: Idx) -> None:
+        """Pixel coords → flat pixel and cell indices; masked/off-canvas → the trash."""
+        c = self.canvas
+        np.greater_equal(px, 0, out=tmp)
+        np.logical_and(ok, tmp, out=ok)
+        np.less(px, c.px_w, out=tmp)
+        np.logical_and(ok, tmp, out=ok)
+        np.greater_equal(py, 0, out=tmp)
+        np.logical_and(ok, tmp, out=ok)
+        np.less(py, c.px_h, out=tmp)
+        np.logical_and(ok, tmp, out=ok)
+        np.logical_not(ok, out=tmp)
+        np.multiply(py, c.px_w, out=flat)
+        np.add(flat, px, out=flat)
+        np.copyto(flat, c.pixel_trash, where=tmp)
+        np.right_shift(py, 2, out=cell)
+        np.multiply(cell, c.cols, out=cell)
+        np.right_shift(px, 1, out=px)  # px is scratch from here on
+        np.add(cell, px, out=cell)
+        np.copyto(cell, c.cell_trash, where=tmp)
+
+    def _ring_around(self, k: int) -> None:
+        rx, ry, flat, cell = self._ring
+        np.add(RING_X, self.star_x[k], out=rx)
+        np.add(RING_Y, self.star_y[k], out=ry)
+        self._ring_ok.fill(True)
+        self._to_indices(rx, ry, self._ring_ok, self._ring_tmp, flat, cell)
+        self.canvas.plot(flat, cell, self._ring_keys)
+
+    # ----- hit testing -----------------------------------------------------------------
+    def star_at(self, col: int, row: int) -> str | None:
+        """The node id of the star nearest to a cell (cells are ~twice as tall as wide)."""
+        n = len(self.star_ids)
+        if n == 0 or self.frames == 0:
+            return None
+        dx = (self.star_x[:n] >> 1) - col
+        dy = (self.star_y[:n] >> 2) - row
+        d2 = dx * dx + 4 * dy * dy
+        return self.star_ids[int(np.argmin(d2))]

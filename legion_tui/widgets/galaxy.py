@@ -1,0 +1,152 @@
+"""GalaxyView: the braille star map of the legion (SPEC §7.1), a Line API widget.
+
+The widget only schedules frames: `tick()` (the app's timer; no timer in here, so tests
+stay deterministic), `model_changed()`, `set_selected()`, a resize or a theme change mark
+the frame stale; the first `render_line` after that renders the whole frame once into
+the renderer's buffers and caches one Strip per row, and every other `render_line` of the
+frame is a list lookup.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from rich.segment import Segment
+from rich.style import Style
+from textual import events
+from textual.message import Message
+from textual.strip import Strip
+from textual.widget import Widget
+
+from legion_tui.render.galaxy import GalaxyRenderer
+from legion_tui.render.inks import STYLES, Ink
+from legion_tui.state import LegionModel
+from legion_tui.themes import Palette, palette
+
+
+class FrameWidget(Widget):
+    """A Line API widget whose content is one whole-frame render, cached per frame.
+
+    Subclasses implement `draw(cols, rows, styles)`; the base keeps the strips, the
+    palette (following `App.theme`) and the staleness flag.
+    """
+
+    DEFAULT_CSS = """
+    FrameWidget { width: 1fr; height: 1fr; }
+    """
+
+    def __init__(
+        self,
+        model: LegionModel,
+        *,
+        name: str | None = None,
+        id: str | None = None,
+        classes: str | None = None,
+    ) -> None:
+        super().__init__(name=name, id=id, classes=classes)
+        self.model = model
+        self._strips: list[Strip] = []
+        self._frame_size: tuple[int, int] = (-1, -1)
+        self._stale = True
+        self.palette: Palette = palette("")
+        self.frames_rendered = 0
+
+    # ----- scheduling ------------------------------------------------------------------
+    def on_mount(self) -> None:
+        self.watch(self.app, "theme", self._theme_changed, init=True)
+
+    def _theme_changed(self, theme: str) -> None:
+        new = palette(theme)
+        if new is not self.palette:
+            self.palette = new
+            self.invalidate()
+
+    def invalidate(self) -> None:
+        """The next paint renders a new frame (once, however many lines it paints)."""
+        self._stale = True
+        self.refresh()
+
+    def tick(self) -> None:
+        """Advance to the model clock's current time (the app calls this on its timer)."""
+        self.invalidate()
+
+    def model_changed(self, dirty: frozenset[str]) -> None:
+        if dirty:
+            self.invalidate()
+
+    # ----- painting --------------------------------------------------------------------
+    @property
+    def styles_table(self) -> Sequence[Style]:
+        return STYLES.table(self.palette)
+
+    def draw(self, cols: int, rows: int, styles: Sequence[Style]) -> list[list[Segment]]:
+        raise NotImplementedError
+
+    def _render_frame(self, cols: int, rows: int) -> None:
+        styles = self.styles_table
+        lines = self.draw(cols, rows, styles)
+        self._strips = [Strip(segments, cell_length=cols) for segments in lines]
+        self._frame_size = (cols, rows)
+        self._stale = False
+        self.frames_rendered += 1
+
+    def render_line(self, y: int) -> Strip:
+        cols, rows = self.size.width, self.size.height
+        if self._stale or self._frame_size != (cols, rows):
+            self._render_frame(cols, rows)
+        if 0 <= y < len(self._strips):
+            return self._strips[y]
+        return Strip.blank(cols, self.styles_table[Ink.BLANK])
+
+    def frame_lines(self) -> list[Strip]:
+        """The strips of the current frame (rendering it first if stale); for tests."""
+        cols, rows = self.size.width, self.size.height
+        if self._stale or self._frame_size != (cols, rows):
+            self._render_frame(cols, rows)
+        return list(self._strips)
+
+
+class GalaxyView(FrameWidget):
+    """Root at the centre, centurions orbiting it, their children orbiting them."""
+
+    DEFAULT_CSS = """
+    GalaxyView { width: 1fr; height: 1fr; }
+    """
+
+    class StarClicked(Message):
+        """A star was clicked: the nearest star to the clicked cell."""
+
+        def __init__(self, node_id: str) -> None:
+            super().__init__()
+            self.node_id = node_id
+
+    def __init__(
+        self,
+        model: LegionModel,
+        *,
+        name: str | None = None,
+        id: str | None = None,
+        classes: str | None = None,
+    ) -> None:
+        super().__init__(model, name=name, id=id, classes=classes)
+        self.renderer = GalaxyRenderer()
+        self.selected: str | None = None
+
+    def set_selected(self, node_id: str | None) -> None:
+        if node_id != self.selected:
+            self.selected = node_id
+            self.invalidate()
+
+    def draw(self, cols: int, rows: int, styles: Sequence[Style]) -> list[list[Segment]]:
+        return self.renderer.render(
+            self.model, self.model.clock(), cols, rows, styles, selected=self.selected
+        )
+
+    def on_click(self, event: events.Click) -> None:
+        offset = event.get_content_offset(self)
+        if offset is None:
+            return
+        node_id = self.renderer.star_at(offset.x, offset.y)
+        if node_id is not None:
+            event.stop()
+            self.post_message(self.StarClicked(node_id))
