@@ -1,0 +1,56 @@
+"""Map a problem path like `phases[2].require[0]` to a line of the YAML it came from.
+
+Validation works on plain Python values (so JSON, YAML and inline dicts share it); when the
+values came from YAML, the composed node tree (`yaml.compose`) still knows where each key
+and item sits, so problems can point at a line an editor can jump to.
+"""
+
+from __future__ import annotations
+
+import re
+
+import yaml
+
+__all__ = ["line_of", "split_path"]
+
+_TOKEN = re.compile(r"([^.\[\]]+)|\[(\d+)\]")
+
+
+def split_path(path: str) -> list[str | int]:
+    """`phases[2].require[0]` → ["phases", 2, "require", 0]."""
+    parts: list[str | int] = []
+    for key, index in _TOKEN.findall(path):
+        parts.append(int(index) if index else key)
+    return parts
+
+
+def line_of(root: yaml.Node | None, path: str, *, first_line: int = 1) -> int | None:
+    """1-based line of the deepest node `path` reaches in `root` (None without a tree).
+
+    `first_line` is the file line of the YAML text's first line (frontmatter sits after a
+    `---` fence). A leading `phases` key is skipped when the root itself is the sequence of
+    phases, so one path vocabulary serves both `phases: [...]` and a bare list.
+    """
+    if root is None:
+        return None
+    node: yaml.Node = root
+    line = node.start_mark.line
+    parts = split_path(path)
+    if parts and parts[0] == "phases" and isinstance(node, yaml.SequenceNode):
+        parts = parts[1:]
+    for part in parts:
+        nxt: yaml.Node | None = None
+        if isinstance(part, int) and isinstance(node, yaml.SequenceNode):
+            if 0 <= part < len(node.value):
+                nxt = node.value[part]
+        elif isinstance(part, str) and isinstance(node, yaml.MappingNode):
+            for key_node, value_node in node.value:
+                if isinstance(key_node, yaml.ScalarNode) and key_node.value == part:
+                    line = key_node.start_mark.line
+                    nxt = value_node
+                    break
+        if nxt is None:
+            break
+        node = nxt
+        line = node.start_mark.line
+    return line + first_line
