@@ -1,0 +1,208 @@
+"""`.legion/settings.toml`: budgets, theme, phase timeouts, stop grace — all optional.
+
+    theme = "legion-dark"        # legion-dark | legion-light | legion-ansi (or dark/light/ansi)
+    stopGraceSeconds = 5         # SIGTERM → grace → SIGKILL
+
+    [budgets]
+    maxDepth = 3
+    maxChildrenPerNode = 8
+    maxActiveNodes = 32
+
+    [phaseTimeouts]              # advisory, per phase name, in ms; 0 = never warn
+    implementing = 5400000
+
+The file is read with `tomllib`; every problem (syntax, unknown key, wrong type) is
+reported with file:line like role cards, and a setting with a problem keeps its default.
+`Settings.phase_timeouts` holds ONLY what the operator wrote: the timeout resolver must
+tell "the operator chose 60 min" from "nobody said anything" (upstream #358).
+"""
+
+from __future__ import annotations
+
+import re
+import tomllib
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import MappingProxyType
+from typing import Any, Protocol
+
+__all__ = [
+    "DEFAULT_SETTINGS",
+    "SETTINGS_FILE",
+    "Settings",
+    "SettingsProblem",
+    "SettingsResult",
+    "load_settings",
+    "parse_settings",
+]
+
+SETTINGS_FILE = Path(".legion") / "settings.toml"
+THEMES: tuple[str, ...] = ("legion-dark", "legion-light", "legion-ansi")
+_PHASE_NAME = re.compile(r"[a-z][a-z0-9_-]{0,63}")
+
+
+@dataclass(frozen=True, slots=True)
+class SettingsProblem:
+    path: str
+    line: int | None
+    key: str | None
+    message: str
+    hint: str = ""
+
+    def __str__(self) -> str:
+        where = self.path if self.line is None else f"{self.path}:{self.line}"
+        what = f"setting '{self.key}': {self.message}" if self.key else self.message
+        return f"{where}: {what}"
+
+
+@dataclass(frozen=True, slots=True)
+class Settings:
+    max_depth: int = 3
+    max_children_per_node: int = 8
+    max_active_nodes: int = 32
+    theme: str = "legion-dark"
+    stop_grace_seconds: float = 5.0
+    phase_timeouts: Mapping[str, int] = field(default_factory=lambda: MappingProxyType({}))
+
+
+DEFAULT_SETTINGS = Settings()
+
+
+@dataclass(frozen=True, slots=True)
+class SettingsResult:
+    settings: Settings
+    problems: tuple[SettingsProblem, ...] = ()
+    path: Path | None = None  # None: there is no settings file (all defaults)
+
+
+# key → (attribute, minimum) for the integer budgets
+_BUDGETS: dict[str, tuple[str, int]] = {
+    "maxDepth": ("max_depth", 1),
+    "maxChildrenPerNode": ("max_children_per_node", 1),
+    "maxActiveNodes": ("max_active_nodes", 1),
+}
+_TOP_KEYS = ("theme", "stopGraceSeconds", "budgets", "phaseTimeouts")
+
+
+class _Add(Protocol):
+    """How the table helpers report a problem (`add` inside `parse_settings`)."""
+
+    def __call__(self, table: str, key: str, message: str, hint: str = "") -> None: ...
+
+
+def _key_lines(text: str) -> dict[tuple[str, str], int]:
+    """(table, key) → line, for the simple TOML a settings file holds.
+
+    tomllib keeps no positions, so this scans `[table]` headers and `key =` lines; a key
+    it cannot place is reported without a line rather than with a wrong one.
+    """
+    lines: dict[tuple[str, str], int] = {}
+    table = ""
+    header = re.compile(r"^\s*\[\s*([A-Za-z0-9_.\"'-]+)\s*\]\s*(#.*)?$")
+    assignment = re.compile(r"^\s*(\"[^\"]*\"|'[^']*'|[A-Za-z0-9_-]+)\s*=")
+    for number, line in enumerate(text.splitlines(), start=1):
+        match = header.match(line)
+        if match:
+            table = match[1].strip("\"'")
+            lines.setdefault(("", table), number)
+            continue
+        match = assignment.match(line)
+        if match:
+            lines.setdefault((table, match[1].strip("\"'")), number)
+    return lines
+
+
+def _is_int(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def parse_settings(text: str, display: str) -> tuple[Settings, list[SettingsProblem]]:
+    problems: list[SettingsProblem] = []
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as err:
+        found = re.search(r"line (\d+)", str(err))
+        problems.append(
+            SettingsProblem(
+                display,
+                int(found[1]) if found else None,
+                None,
+                f"not valid TOML: {err}",
+                "fix the syntax; every setting is optional, an empty file is valid",
+            )
+        )
+        return DEFAULT_SETTINGS, problems
+    where = _key_lines(text)
+
+    def add(table: str, key: str, message: str, hint: str = "") -> None:
+        name = f"{table}.{key}" if table else key
+        problems.append(SettingsProblem(display, where.get((table, key)), name, message, hint))
+
+    values: dict[str, Any] = {}
+    for key, value in data.items():
+        if key not in _TOP_KEYS:
+            add("", key, "unknown setting", f"settings are: {', '.join(_TOP_KEYS)}")
+        elif key == "theme":
+            short = isinstance(value, str) and not value.startswith("legion-")
+            name = f"legion-{value}" if short else value
+            if name not in THEMES:
+                add("", key, f"expected one of {', '.join(THEMES)}, got {value!r}")
+            else:
+                values["theme"] = name
+        elif key == "stopGraceSeconds":
+            if not isinstance(value, int | float) or isinstance(value, bool) or value < 0:
+                add("", key, f"expected a number of seconds ≥ 0, got {value!r}")
+            else:
+                values["stop_grace_seconds"] = float(value)
+        elif key == "budgets":
+            _budgets(value, add, values)
+        elif key == "phaseTimeouts":
+            _phase_timeouts(value, add, values)
+    return Settings(**values), problems
+
+
+def _budgets(value: object, add: _Add, values: dict[str, Any]) -> None:
+    if not isinstance(value, dict):
+        add("", "budgets", "expected a table: [budgets]")
+        return
+    for key, number in value.items():
+        if key not in _BUDGETS:
+            add("budgets", key, "unknown budget", f"budgets are: {', '.join(_BUDGETS)}")
+            continue
+        attribute, minimum = _BUDGETS[key]
+        if not _is_int(number) or number < minimum:
+            add("budgets", key, f"expected an integer ≥ {minimum}, got {number!r}")
+            continue
+        values[attribute] = number
+
+
+def _phase_timeouts(value: object, add: _Add, values: dict[str, Any]) -> None:
+    if not isinstance(value, dict):
+        add("", "phaseTimeouts", "expected a table: [phaseTimeouts]")
+        return
+    explicit: dict[str, int] = {}
+    for phase, ms in value.items():
+        if not _PHASE_NAME.fullmatch(phase):
+            add("phaseTimeouts", phase, "expected a phase name like 'implementing'")
+        elif not _is_int(ms) or ms < 0:
+            add("phaseTimeouts", phase, f"expected milliseconds (integer ≥ 0), got {ms!r}")
+        else:
+            explicit[phase] = ms
+    values["phase_timeouts"] = MappingProxyType(explicit)
+
+
+def load_settings(project_dir: Path) -> SettingsResult:
+    """Read `<project_dir>/.legion/settings.toml`; a missing file means all defaults."""
+    path = project_dir / SETTINGS_FILE
+    display = str(SETTINGS_FILE)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return SettingsResult(DEFAULT_SETTINGS)
+    except (OSError, UnicodeDecodeError) as err:
+        reason = getattr(err, "strerror", None) or str(err)
+        problem = SettingsProblem(display, None, None, f"cannot read: {reason}")
+        return SettingsResult(DEFAULT_SETTINGS, (problem,), path)
+    settings, problems = parse_settings(text, display)
+    return SettingsResult(settings, tuple(problems), path)
