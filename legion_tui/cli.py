@@ -16,6 +16,7 @@ from legion_tui.commands import Command
 # One module per command group; each adds its own subcommands.
 COMMAND_MODULES: tuple[str, ...] = (
     "legion_tui.commands.inspect",
+    "legion_tui.commands.doctor",
 )
 
 

@@ -1,0 +1,282 @@
+"""`legion doctor`: check everything a legion needs before it starts, and say how to fix it.
+
+Checks, in order: role cards (every problem, with file:line), `.legion/settings.toml`,
+each pi/exec card's command on PATH, every run's `run.json` and ledger, and every run's
+supervisor socket (a socket file nobody listens on is a warning: a crashed host leaves
+one behind, and the next `legion tui` replaces it). Exit 1 when any problem was found,
+0 otherwise — warnings alone do not fail.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import socket
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Literal
+
+from legion_tui.commands import Command
+
+if TYPE_CHECKING:  # cards pull in yaml; keep `legion --help` light
+    from legion_tui.agents.cards import CardSet
+
+Severity = Literal["problem", "warning"]
+
+
+@dataclass(frozen=True, slots=True)
+class Finding:
+    check: str  # cards | settings | path | runs | socket
+    severity: Severity
+    where: str  # file[:line], or the card / run it concerns
+    message: str
+    fix: str = ""
+
+    def __str__(self) -> str:
+        return f"{self.where}: {self.message}" if self.where else self.message
+
+
+@dataclass(slots=True)
+class Report:
+    project: Path
+    findings: list[Finding] = field(default_factory=list)
+    passed: list[str] = field(default_factory=list)  # one line per clean check
+
+    @property
+    def problems(self) -> list[Finding]:
+        return [f for f in self.findings if f.severity == "problem"]
+
+    @property
+    def warnings(self) -> list[Finding]:
+        return [f for f in self.findings if f.severity == "warning"]
+
+
+# ----- the checks ----------------------------------------------------------------------
+
+
+def check_cards(report: Report) -> None:
+    from legion_tui.agents.cards import load_cards
+
+    cards = load_cards(report.project)
+    for p in cards.problems:
+        where = p.path if p.line is None else f"{p.path}:{p.line}"
+        what = f"field '{p.field}': {p.message}" if p.field else p.message
+        fix = p.hint or "fix the card, or delete it to use the bundled card of that name"
+        report.findings.append(Finding("cards", "problem", where, what, fix))
+    own = [c.name for c in cards if not c.bundled]
+    summary = f"role cards: {len(cards.names)} loaded ({', '.join(cards.names)})"
+    if own:
+        summary += f"; from .legion/agents: {', '.join(own)}"
+    report.passed.append(summary)
+    check_commands(report, cards)
+
+
+def check_commands(report: Report, cards: CardSet) -> None:
+    for card in cards:
+        if card.kind == "sim":
+            continue
+        program = card.command[0] if card.command else "pi"
+        found = _executable(program, report.project)
+        if found is None:
+            where = card.source or card.name
+            report.findings.append(
+                Finding(
+                    "path",
+                    "problem",
+                    where,
+                    f"card '{card.name}' (kind {card.kind}) runs {program!r}, which is not on PATH",
+                    f"install {program!r} or set command: in .legion/agents/{card.name}.md "
+                    "to a program that exists",
+                )
+            )
+        else:
+            report.passed.append(f"card '{card.name}': {program} → {found}")
+
+
+def _executable(program: str, project: Path) -> str | None:
+    if os.sep in program:
+        path = Path(program) if Path(program).is_absolute() else project / program
+        return str(path) if path.is_file() and os.access(path, os.X_OK) else None
+    return shutil.which(program)
+
+
+def check_settings(report: Report) -> None:
+    from legion_tui.settings import load_settings
+
+    result = load_settings(report.project)
+    for p in result.problems:
+        where = p.path if p.line is None else f"{p.path}:{p.line}"
+        what = f"setting '{p.key}': {p.message}" if p.key else p.message
+        fix = p.hint or "fix the value or remove the line (every setting has a default)"
+        report.findings.append(Finding("settings", "problem", where, what, fix))
+    if result.path is None:
+        report.passed.append("settings: no .legion/settings.toml (defaults)")
+    elif not result.problems:
+        s = result.settings
+        report.passed.append(
+            f"settings: maxDepth {s.max_depth}, maxChildrenPerNode {s.max_children_per_node}, "
+            f"maxActiveNodes {s.max_active_nodes}, theme {s.theme}"
+        )
+
+
+def check_runs(report: Report) -> None:
+    runs_dir = report.project / ".legion" / "runs"
+    if not runs_dir.is_dir():
+        return
+    for run in sorted(d for d in runs_dir.iterdir() if d.is_dir()):
+        where = str(run.relative_to(report.project))
+        _check_run_json(report, run, where)
+        _check_ledger(report, run, where)
+        _check_socket(report, run, where)
+
+
+def _check_run_json(report: Report, run: Path, where: str) -> None:
+    path = run / "run.json"
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        report.findings.append(
+            Finding("runs", "warning", where, "no run.json: this run cannot be reopened by name")
+        )
+        return
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as err:
+        report.findings.append(
+            Finding(
+                "runs",
+                "problem",
+                f"{where}/run.json",
+                f"unreadable: {err}",
+                "restore the file, or move the run folder away to start afresh",
+            )
+        )
+        return
+    if not isinstance(data, dict) or "runId" not in data:
+        report.findings.append(
+            Finding(
+                "runs",
+                "problem",
+                f"{where}/run.json",
+                "not a run record (no runId)",
+                "restore the file, or move the run folder away to start afresh",
+            )
+        )
+
+
+def _check_ledger(report: Report, run: Path, where: str) -> None:
+    path = run / "legion.db"
+    if not path.exists():
+        return
+    try:
+        from legion_tui.ledger import LedgerError, read_snapshot
+    except ImportError:  # the ledger package is optional for the other checks
+        report.findings.append(
+            Finding("runs", "warning", where, "ledger check skipped: legion_tui.ledger missing")
+        )
+        return
+    try:
+        nodes, _usage = read_snapshot(path)
+    except LedgerError as err:
+        report.findings.append(
+            Finding(
+                "runs",
+                "problem",
+                f"{where}/legion.db",
+                str(err),
+                "it is left untouched; move it away (or the whole run folder) to start afresh",
+            )
+        )
+        return
+    report.passed.append(f"{where}/legion.db: ledger opens ({len(nodes)} nodes)")
+
+
+def _check_socket(report: Report, run: Path, where: str) -> None:
+    link = run / "supervisor.sock"
+    if not link.is_symlink() and not link.exists():
+        return
+    target = Path(os.readlink(link)) if link.is_symlink() else link
+    probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    probe.settimeout(1.0)
+    try:
+        probe.connect(os.fspath(target))
+    except OSError as err:
+        reason = err.strerror or type(err).__name__
+        report.findings.append(
+            Finding(
+                "socket",
+                "warning",
+                f"{where}/supervisor.sock",
+                f"stale socket: no supervisor is listening ({reason})",
+                "harmless; the next `legion tui` for this session replaces it",
+            )
+        )
+        return
+    finally:
+        probe.close()
+    report.passed.append(f"{where}/supervisor.sock: a supervisor is listening")
+
+
+def diagnose(project: Path) -> Report:
+    report = Report(project)
+    check_cards(report)
+    check_settings(report)
+    check_runs(report)
+    return report
+
+
+# ----- output --------------------------------------------------------------------------
+
+
+def render_text(report: Report) -> str:
+    lines = [f"legion doctor — {report.project}"]
+    lines += [f"  ok    {line}" for line in report.passed]
+    for finding in report.findings:
+        tag = "error" if finding.severity == "problem" else "warn "
+        lines.append(f"  {tag} {finding}")
+        if finding.fix:
+            lines.append(f"        fix: {finding.fix}")
+    n, w = len(report.problems), len(report.warnings)
+    verdict = "no problems" if n == 0 else f"{n} problem{'s' if n != 1 else ''}"
+    lines.append(f"{verdict}, {w} warning{'s' if w != 1 else ''}")
+    return "\n".join(lines)
+
+
+def render_json(report: Report) -> str:
+    return json.dumps(
+        {
+            "project": str(report.project),
+            "ok": not report.problems,
+            "problems": [asdict(f) for f in report.problems],
+            "warnings": [asdict(f) for f in report.warnings],
+            "passed": report.passed,
+        },
+        indent=2,
+        ensure_ascii=False,
+    )
+
+
+def _add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--json", action="store_true", help="print the findings as JSON")
+    parser.add_argument(
+        "--project",
+        type=Path,
+        default=None,
+        help="the project folder (default: the current directory)",
+    )
+
+
+def _run(args: argparse.Namespace) -> int:
+    project = (args.project or Path.cwd()).resolve()
+    report = diagnose(project)
+    print(render_json(report) if args.json else render_text(report))
+    return 1 if report.problems else 0
+
+
+COMMANDS: dict[str, Command] = {
+    "doctor": Command(
+        help="check role cards, settings, agent commands on PATH, ledgers and sockets",
+        add_arguments=_add_arguments,
+        run=_run,
+    ),
+}
