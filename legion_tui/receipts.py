@@ -74,26 +74,14 @@ PHASE_TIMEOUT_PREFIX = "Phase timeout:"  # the postman's OBSOLETE rule keys on i
 VERIFY_BY_CONTRACT = "by contract (0 commands)"
 
 
-def mail_invalid_text(field: str, offset: int) -> str:
-    return (
-        f"MAIL_INVALID_TEXT: {field} contains U+0000 (NUL) at offset {offset}; "
-        "NUL is not supported in mail text — nothing was sent"
-    )
-
-
 def mail_subject_multiline(offset: int) -> str:
     return (
-        f"MAIL_INVALID_TEXT: subject contains a line break at offset {offset}; "
-        "keep it on one line"
+        f"contains a line break at offset {offset}; keep the subject on one line"
     )
-
-
-def mail_too_long(field: str, length: int, limit: int) -> str:
-    return f"MAIL_INVALID_TEXT: {field} is {length} characters; the limit is {limit}"
 
 
 def mail_empty_subject() -> str:
-    return "MAIL_INVALID_TEXT: subject is empty"
+    return "is empty"
 
 
 def mail_to_self() -> str:

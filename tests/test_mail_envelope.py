@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
+from legion_tui.ledger.mailtext import BODY_MAX_BYTES
 from legion_tui.mail.envelope import (
-    MAX_BODY_CHARS,
     AddressError,
-    MailTextError,
+    MailInvalidText,
     check_mail_text,
     format_envelope,
     resolve_address,
@@ -119,27 +119,32 @@ def test_routes_accept_a_callable_parent_lookup() -> None:
 
 
 def test_nul_in_body_is_refused_with_field_and_offset() -> None:
-    with pytest.raises(MailTextError) as err:
+    with pytest.raises(MailInvalidText) as err:
         check_mail_text("hello", "abc\x00def")
     assert err.value.code == "MAIL_INVALID_TEXT"
     assert (err.value.field, err.value.offset) == ("body", 3)
-    assert "MAIL_INVALID_TEXT" in err.value.message and "offset 3" in err.value.message
+    assert str(err.value) == (
+        "MAIL_INVALID_TEXT: body contains U+0000 at offset 3 (NUL is not supported)"
+    )
 
 
 def test_nul_in_subject_is_refused() -> None:
-    with pytest.raises(MailTextError) as err:
+    with pytest.raises(MailInvalidText) as err:
         check_mail_text("\x00x", "body")
     assert (err.value.field, err.value.offset) == ("subject", 0)
 
 
 def test_over_long_body_and_multiline_subject_are_refused() -> None:
-    with pytest.raises(MailTextError) as err:
-        check_mail_text("s", "x" * (MAX_BODY_CHARS + 1))
+    with pytest.raises(MailInvalidText) as err:
+        check_mail_text("s", "x" * (BODY_MAX_BYTES + 1))
     assert err.value.field == "body"
-    with pytest.raises(MailTextError) as err:
+    with pytest.raises(MailInvalidText) as err:
         check_mail_text("a\nUrgency: normal", "b")
     assert err.value.field == "subject"
-    check_mail_text("fine", "x" * MAX_BODY_CHARS)  # the limit itself is allowed
+    check_mail_text("fine", "x" * BODY_MAX_BYTES)  # the limit itself is allowed
+    with pytest.raises(MailInvalidText) as err:
+        check_mail_text("  ", "b")
+    assert err.value.field == "subject"
 
 
 # ----- addresses ----------------------------------------------------------------------

@@ -11,13 +11,13 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 
+from legion_tui.ledger.errors import MailInvalidText
+from legion_tui.ledger.mailtext import check_mail_text as ledger_check
 from legion_tui.model import Message, Node
 
 __all__ = [
-    "MAX_BODY_CHARS",
-    "MAX_SUBJECT_CHARS",
     "AddressError",
-    "MailTextError",
+    "MailInvalidText",
     "check_mail_text",
     "envelope_header",
     "format_envelope",
@@ -25,12 +25,6 @@ __all__ = [
     "resolve_address",
     "route_allowed",
 ]
-
-# Generous bounds: a letter is a note between agents, not a file transfer. The subject is
-# one header line, so it also may not contain a line break (it would forge a header).
-MAX_SUBJECT_CHARS = 200
-MAX_BODY_CHARS = 64 * 1024
-
 
 def envelope_header(message_id: int) -> str:
     return f"[legion mail #{message_id}]"
@@ -59,45 +53,24 @@ def format_envelope(message: Message, sender: str | None = None) -> str:
     )
 
 
-class MailTextError(ValueError):
-    """A subject or body the ledger must not store (code MAIL_INVALID_TEXT)."""
-
-    code = "MAIL_INVALID_TEXT"
-
-    def __init__(self, field: str, offset: int, message: str) -> None:
-        super().__init__(message)
-        self.field = field
-        self.offset = offset
-        self.message = message
-
-
 def check_mail_text(subject: str, body: str) -> None:
-    """Refuse NUL (SQLite TEXT binding would truncate at it), over-long text, and a
-    multi-line subject. Raises MailTextError naming the field and the character offset.
+    """The ledger's checks (NUL, unpaired surrogates, length — one wording, one place)
+    plus two of the envelope's own: a subject is one header line, so a line break in it
+    would forge a header (`Urgency: ...`), and an empty subject says nothing. Raises the
+    ledger's MailInvalidText (code MAIL_INVALID_TEXT) naming the field and offset.
 
-    The ledger refuses NUL as well; checking here too lets the CLI answer without a round
-    trip and lets the supervisor refuse before anything is stored.
+    Checking before any socket round trip lets the CLI refuse client-side with the exact
+    words the supervisor would use.
     """
     from legion_tui import receipts
 
-    for field, text in (("subject", subject), ("body", body)):
-        offset = text.find("\x00")
-        if offset >= 0:
-            raise MailTextError(field, offset, receipts.mail_invalid_text(field, offset))
+    ledger_check(subject, body)
     for ch in ("\n", "\r"):
         offset = subject.find(ch)
         if offset >= 0:
-            raise MailTextError(
-                "subject", offset, receipts.mail_subject_multiline(offset)
-            )
-    for field, text, limit in (
-        ("subject", subject, MAX_SUBJECT_CHARS),
-        ("body", body, MAX_BODY_CHARS),
-    ):
-        if len(text) > limit:
-            raise MailTextError(field, limit, receipts.mail_too_long(field, len(text), limit))
+            raise MailInvalidText("subject", offset, receipts.mail_subject_multiline(offset))
     if not subject.strip():
-        raise MailTextError("subject", 0, receipts.mail_empty_subject())
+        raise MailInvalidText("subject", 0, receipts.mail_empty_subject())
 
 
 # ----- routes -------------------------------------------------------------------------
