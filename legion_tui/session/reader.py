@@ -88,6 +88,11 @@ class SessionReader:
     def offset(self) -> int:
         return self._offset
 
+    @property
+    def buffered_bytes(self) -> int:
+        """Bytes held for an unfinished line (bounded by `max_line_bytes`)."""
+        return len(self._tail)
+
     def poll(self) -> bool:
         """Read whatever was appended. True when the progress changed."""
         self.stats += 1

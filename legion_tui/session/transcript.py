@@ -1,0 +1,162 @@
+"""Lazy pages of a session file for the detail overlay's Transcript tab (SPEC §7.2).
+
+A session file can be 50 MB; the overlay must open instantly. `TranscriptPager` indexes
+line boundaries only as far as the page asked for (newlines found with numpy, a
+megabyte at a time) and decodes only the lines of that page. One item per line, so page
+N is a slice of the line index; bad lines show as `invalid` items rather than vanish.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from array import array
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from legion_tui.session.entries import (
+    AssistantEntry,
+    HeaderEntry,
+    OtherEntry,
+    ToolResultEntry,
+    UserEntry,
+    interpret,
+)
+from legion_tui.session.reader import MAX_LINE_BYTES
+
+__all__ = ["TranscriptItem", "TranscriptPager"]
+
+SCAN_CHUNK = 1024 * 1024
+TEXT_LIMIT = 2000  # characters of text kept per item: a summary, not the whole output
+ARGS_LIMIT = 160
+
+
+@dataclass(frozen=True, slots=True)
+class TranscriptItem:
+    line: int  # 0-based line number in the file
+    role: str  # "user", "assistant", "toolResult", "session", "invalid", or the entry type
+    text: str
+    tools: tuple[str, ...] = ()  # assistant tool calls as `name(args…)`; toolResult: its tool
+    at: float | None = None  # epoch seconds of the entry
+    is_error: bool = False
+
+
+def _clip(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _args_summary(arguments: Any) -> str:
+    try:
+        rendered = json.dumps(arguments, ensure_ascii=False, separators=(", ", "="))
+    except (TypeError, ValueError):
+        rendered = repr(arguments)
+    if rendered.startswith("{") and rendered.endswith("}"):
+        rendered = rendered[1:-1]
+    return _clip(rendered, ARGS_LIMIT)
+
+
+def render_line(number: int, raw: bytes) -> TranscriptItem:
+    """One line of a session file as a conversation item (never raises)."""
+    if len(raw) > MAX_LINE_BYTES:
+        return TranscriptItem(number, "invalid", f"line too long ({len(raw)} bytes)")
+    if not raw.strip():
+        return TranscriptItem(number, "blank", "")
+    try:
+        value: Any = json.loads(raw.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError, RecursionError):
+        return TranscriptItem(number, "invalid", "not valid JSON")
+    if not isinstance(value, dict):
+        return TranscriptItem(number, "invalid", "not a JSON object")
+    entry = interpret(value)
+    at = entry.at_ms / 1000.0 if entry.at_ms is not None else None
+    if isinstance(entry, HeaderEntry):
+        return TranscriptItem(number, "session", f"session v{entry.version}", at=at)
+    if isinstance(entry, AssistantEntry):
+        tools = tuple(f"{c.name}({_args_summary(c.arguments)})" for c in entry.tool_calls)
+        text = entry.text
+        if not text.strip() and isinstance(value["message"].get("errorMessage"), str):
+            text = value["message"]["errorMessage"]
+        return TranscriptItem(
+            number,
+            "assistant",
+            _clip(text, TEXT_LIMIT),
+            tools,
+            at,
+            is_error=entry.stop_reason == "error",
+        )
+    if isinstance(entry, UserEntry):
+        return TranscriptItem(number, "user", _clip(entry.text, TEXT_LIMIT), at=at)
+    if isinstance(entry, ToolResultEntry):
+        return TranscriptItem(
+            number,
+            "toolResult",
+            _clip(entry.text, TEXT_LIMIT),
+            (entry.tool_name,),
+            at,
+            is_error=entry.is_error,
+        )
+    assert isinstance(entry, OtherEntry)
+    text = entry.model if entry.model is not None else entry.text
+    return TranscriptItem(number, entry.type, _clip(text or "", TEXT_LIMIT), at=at)
+
+
+class TranscriptPager:
+    """Pages of conversation items from one session file, indexed on demand."""
+
+    def __init__(self, path: str | os.PathLike[str]) -> None:
+        self.path = os.fspath(path)
+        self._ends = array("q")  # offset of the b"\n" that ends each known line
+        self._scanned = 0  # bytes of the file searched for newlines so far
+        self._identity: tuple[int, int] | None = None
+        self.at_end = False  # the index reached the end of the file (as of the last call)
+
+    def count_known(self) -> int:
+        """Lines indexed so far (grows as pages further in are asked for)."""
+        return len(self._ends)
+
+    def page(self, index: int, size: int) -> list[TranscriptItem]:
+        """Items [index·size, (index+1)·size). Reads only up to the end of that page."""
+        if index < 0 or size <= 0:
+            return []
+        first = index * size
+        wanted = first + size
+        fd = os.open(self.path, os.O_RDONLY | os.O_CLOEXEC)
+        try:
+            self._check_identity(fd)
+            self._index_until(fd, wanted)
+            items = []
+            for number in range(first, min(wanted, len(self._ends))):
+                start = self._ends[number - 1] + 1 if number > 0 else 0
+                end = self._ends[number]
+                if end - start > MAX_LINE_BYTES:
+                    items.append(
+                        TranscriptItem(number, "invalid", f"line too long ({end - start} bytes)")
+                    )
+                    continue
+                raw = os.pread(fd, end - start, start).rstrip(b"\r")
+                items.append(render_line(number, raw))
+            return items
+        finally:
+            os.close(fd)
+
+    def _check_identity(self, fd: int) -> None:
+        st = os.fstat(fd)
+        identity = (st.st_dev, st.st_ino)
+        if identity != self._identity or st.st_size < self._scanned:
+            # Another file, or truncated: the old index describes nothing here.
+            self._ends = array("q")
+            self._scanned = 0
+            self._identity = identity
+        self.at_end = False
+
+    def _index_until(self, fd: int, lines: int) -> None:
+        while len(self._ends) < lines:
+            chunk = os.pread(fd, SCAN_CHUNK, self._scanned)
+            if not chunk:
+                self.at_end = True
+                return
+            newlines = np.flatnonzero(np.frombuffer(chunk, dtype=np.uint8) == 0x0A)
+            self._ends.extend((newlines + self._scanned).tolist())
+            self._scanned += len(chunk)

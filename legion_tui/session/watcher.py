@@ -1,0 +1,198 @@
+"""Watch a run's `sessions/` folder and report each node's progress as it changes (SPEC §7.5).
+
+One recursive `watchfiles.awatch` (debounce 50 ms, step 10 ms, `.jsonl` only) wakes the
+readers of the files that changed; a 1 s stat sweep over every known file is the safety
+net, because an inotify queue overflow is dropped silently by watchfiles. Each file has
+one `SessionReader`, so an unchanged file costs one `stat` per sweep and no open.
+
+Paths map to nodes as `sessions/<nodeId>.jsonl`, or `sessions/<nodeId>/<any>.jsonl` (a real
+`pi` child names its own file inside a per-node folder; when there are several, the most
+recently written readable one speaks for the node).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import time
+from collections.abc import Callable, Iterable
+
+from watchfiles import Change, awatch
+
+from legion_tui.session.progress import SessionProgress
+from legion_tui.session.reader import SessionReader
+
+__all__ = ["SessionWatcher", "node_id_for"]
+
+OnChange = Callable[[str, SessionProgress], None]
+Clock = Callable[[], float]
+
+SWEEP_SECONDS = 1.0
+SUFFIX = ".jsonl"
+
+
+def node_id_for(sessions_dir: str, path: str) -> str | None:
+    """The node a session file belongs to, or None when the path is not a session file."""
+    if not path.endswith(SUFFIX):
+        return None
+    rel = os.path.relpath(path, sessions_dir)
+    if rel.startswith(".."):
+        return None
+    parts = rel.split(os.sep)
+    if len(parts) == 1:
+        return parts[0][: -len(SUFFIX)] or None
+    return parts[0] or None
+
+
+def _jsonl_filter(change: Change, path: str) -> bool:
+    return path.endswith(SUFFIX)
+
+
+class SessionWatcher:
+    def __init__(
+        self,
+        sessions_dir: str | os.PathLike[str],
+        on_change: OnChange,
+        clock: Clock = time.time,
+        *,
+        sweep_seconds: float = SWEEP_SECONDS,
+    ) -> None:
+        self.sessions_dir = os.path.abspath(os.fspath(sessions_dir))
+        self.on_change = on_change
+        self.clock = clock
+        self.sweep_seconds = sweep_seconds
+        self.readers: dict[str, SessionReader] = {}
+        self._files_of: dict[str, list[str]] = {}  # node id → its session files
+        self._reported: dict[str, tuple[str, SessionProgress]] = {}  # node → (file, progress)
+        self.last_change_at: dict[str, float] = {}  # node id → clock() of its last report
+        self._stop = asyncio.Event()
+        self.started = asyncio.Event()  # set once the watch is armed and the first sweep ran
+
+    # ----- polling (sync; also the 1 s sweep) -------------------------------------------
+    def poll_all(self) -> int:
+        """Discover new files, poll every known file. Returns the number of reports."""
+        self._discover()
+        return self.poll_paths(list(self.readers))
+
+    def poll_paths(self, paths: Iterable[str]) -> int:
+        changed: set[str] = set()
+        for path in paths:
+            reader = self._reader(path)
+            if reader is not None and reader.poll():
+                changed.add(path)
+        return self._report(changed)
+
+    @property
+    def pending(self) -> bool:
+        """Some file has more bytes waiting than one poll reads (a big file catching up)."""
+        return any(r.pending for r in self.readers.values())
+
+    def progress_of(self, node_id: str) -> SessionProgress | None:
+        reported = self._reported.get(node_id)
+        return reported[1] if reported else None
+
+    # ----- running ----------------------------------------------------------------------
+    async def run(self) -> None:
+        """Watch until `stop()`. Reports go to `on_change` on the event loop's thread."""
+        self._stop.clear()
+        # The supervisor normally creates sessions/ before any child starts; creating it
+        # here (inside the run folder) lets the watch arm before the first file exists.
+        os.makedirs(self.sessions_dir, exist_ok=True)
+        sweeper = asyncio.create_task(self._sweep_loop(), name="session-sweep")
+        try:
+            async for changes in awatch(
+                self.sessions_dir,
+                watch_filter=_jsonl_filter,
+                debounce=50,
+                step=10,
+                stop_event=self._stop,
+                recursive=True,
+            ):
+                self.poll_paths({path for _change, path in changes})
+                await self._catch_up()
+        finally:
+            self._stop.set()
+            sweeper.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await sweeper
+            self.close()
+
+    def stop(self) -> None:
+        self._stop.set()
+
+    def close(self) -> None:
+        for reader in self.readers.values():
+            reader.close()
+
+    async def _sweep_loop(self) -> None:
+        first = True
+        while not self._stop.is_set():
+            self.poll_all()
+            await self._catch_up()
+            if first:
+                self.started.set()
+                first = False
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._stop.wait(), timeout=self.sweep_seconds)
+
+    async def _catch_up(self) -> None:
+        # A large file is read a few MiB per poll; yield between polls so the UI stays live.
+        while self.pending and not self._stop.is_set():
+            await asyncio.sleep(0)
+            self.poll_paths([p for p, r in self.readers.items() if r.pending])
+
+    # ----- internals --------------------------------------------------------------------
+    def _discover(self) -> None:
+        try:
+            top = list(os.scandir(self.sessions_dir))
+        except OSError:
+            return  # not there yet (or gone): the known readers report it themselves
+        for entry in top:
+            if entry.name.endswith(SUFFIX) and not entry.is_dir():
+                self._reader(entry.path)
+            elif entry.is_dir(follow_symlinks=False):
+                for folder, _dirs, files in os.walk(entry.path):
+                    for name in files:
+                        if name.endswith(SUFFIX):
+                            self._reader(os.path.join(folder, name))
+
+    def _reader(self, path: str) -> SessionReader | None:
+        reader = self.readers.get(path)
+        if reader is not None:
+            return reader
+        node_id = node_id_for(self.sessions_dir, path)
+        if node_id is None:
+            return None
+        reader = SessionReader(path)
+        self.readers[path] = reader
+        self._files_of.setdefault(node_id, []).append(path)
+        return reader
+
+    def _node_of(self, path: str) -> str:
+        node_id = node_id_for(self.sessions_dir, path)
+        assert node_id is not None  # only paths that map to a node get a reader
+        return node_id
+
+    def _speaker(self, node_id: str) -> str:
+        """The file that speaks for a node: the newest readable one."""
+        files = self._files_of[node_id]
+        if len(files) == 1:
+            return files[0]
+        readable = [f for f in files if self.readers[f].progress.unreadable is None]
+        return max(readable or files, key=lambda f: self.readers[f].mtime_ns)
+
+    def _report(self, changed_paths: set[str]) -> int:
+        """Tell `on_change` about each node whose speaking file changed or moved."""
+        reports = 0
+        for node_id in {self._node_of(p) for p in changed_paths}:
+            path = self._speaker(node_id)
+            previous = self._reported.get(node_id)
+            if path not in changed_paths and previous is not None and previous[0] == path:
+                continue  # an older sibling file changed; what the node shows did not
+            progress = self.readers[path].progress
+            self._reported[node_id] = (path, progress)
+            self.last_change_at[node_id] = self.clock()
+            self.on_change(node_id, progress)
+            reports += 1
+        return reports
