@@ -21,18 +21,24 @@ class RunFinder:
     def __init__(self) -> None:
         self._change: npt.NDArray[np.bool_] = np.zeros((0, 0), dtype=np.bool_)
 
-    def runs(self, inks: npt.NDArray[np.uint8]) -> tuple[list[int], list[int], list[int]]:
-        """(row, start column, ink) of every run, row-major."""
+    def runs(
+        self, inks: npt.NDArray[np.uint8]
+    ) -> tuple[list[int], list[int], list[int], list[int]]:
+        """(row, start column, end column, ink) of every run, row-major."""
         rows, cols = inks.shape
         if rows == 0 or cols == 0:
-            return [], [], []
+            return [], [], [], []
         if self._change.shape != (rows, cols):
             self._change = np.zeros((rows, cols), dtype=np.bool_)
         change = self._change
         change[:, 0] = True
         np.not_equal(inks[:, 1:], inks[:, :-1], out=change[:, 1:])
         r, c = np.nonzero(change)
-        return r.tolist(), c.tolist(), inks[r, c].tolist()
+        # A run ends where the next one starts, or at the row's end.
+        ends = np.full_like(c, cols)
+        same_row = r[1:] == r[:-1]
+        ends[:-1][same_row] = c[1:][same_row]
+        return r.tolist(), c.tolist(), ends.tolist(), inks[r, c].tolist()
 
     def segments(
         self,
@@ -42,15 +48,13 @@ class RunFinder:
         prefixes: Sequence[list[Segment]] | None = None,
     ) -> list[list[Segment]]:
         """Per row: optional prefix segments, then one Segment per run of equal ink."""
-        n_rows, cols = inks.shape
+        n_rows = inks.shape[0]
         out: list[list[Segment]] = (
             [list(p) for p in prefixes] if prefixes is not None else [[] for _ in range(n_rows)]
         )
-        rows, starts, run_inks = self.runs(inks)
-        n = len(rows)
-        for i in range(n):
-            row = rows[i]
-            start = starts[i]
-            end = starts[i + 1] if i + 1 < n and rows[i + 1] == row else cols
-            out[row].append(Segment(texts[row][start:end], styles[run_inks[i]]))
+        # tuple.__new__ skips NamedTuple's Python-level __new__: this loop is the one
+        # place Python runs per run, and a busy chart has thousands of runs.
+        new = tuple.__new__
+        for row, start, end, ink in zip(*self.runs(inks), strict=True):
+            out[row].append(new(Segment, (texts[row][start:end], styles[ink], None)))
         return out

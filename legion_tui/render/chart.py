@@ -1,0 +1,381 @@
+"""The tok/s chart: rate buckets once per frame, stacked role bands in ⅛ blocks (SPEC §7.1).
+
+Bands are **per role** (centurion, worker, scout, root — the palette's band order,
+bottom first) rather than top-N nodes + "others": the band colours then mean the same
+thing as the tree's and the galaxy's role colours, and a band never changes colour when
+the ranking of nodes reshuffles.
+
+Bucketing. A RateSegment decodes `tokens` evenly over [start, end), i.e. at the constant
+rate r = tokens / (end − start). In bucket units (u = (t − t0) / width) the tok/s of
+bucket j is Σ r · |[a, b) ∩ [j, j+1)|. Write each segment as a ramp up at `a` (+r) and a
+ramp down at `b` (−r); for a ramp of weight w starting at `a` (m = ⌊a⌋, f = a − m) the
+bucket values are w·(1−f) at j = m and w for every j > m. So with
+    V[m] = Σ w·(1−f),  W[m] = Σ w        (both accumulated by `np.add.at`)
+bucket j = V[j] + Σ_{m<j} W[m]: one scatter-add and one cumsum, O(segments + buckets),
+whatever the segments' lengths. Points before the window clamp to u = 0 (their ramps
+only add a constant that the differences cancel), points after it clamp to u = B (never
+plotted). A zero-length segment is a point mass: tokens / width into its own bucket.
+
+Per node the segment → point conversion is cached by `NodeView.revision`, so a frame
+re-converts only the nodes whose session changed; the frame concatenates cached arrays
+into preallocated buffers (`out=`) and skips nodes with nothing inside the window.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+from rich.segment import Segment
+from rich.style import Style
+
+from legion_tui.model import Role
+from legion_tui.render.braille import codes_to_rows
+from legion_tui.render.inks import BAND_INKS, Ink
+from legion_tui.render.rates import node_rate
+from legion_tui.render.reentry import not_reentrant
+from legion_tui.render.rows import RunFinder
+from legion_tui.state import LegionModel, NodeView
+
+F64 = npt.NDArray[np.float64]
+Idx = npt.NDArray[np.intp]
+
+BAND_ROLES: tuple[Role, ...] = ("centurion", "worker", "scout", "root")
+BAND_OF_ROLE: dict[Role, int] = {role: i for i, role in enumerate(BAND_ROLES)}
+N_BANDS = len(BAND_ROLES)
+RECENT_WINDOW_S = 60.0
+READOUT_FORMAT = "now {now} · avg {avg} · peak {peak} tok/s"
+READOUT_UNIT = " tok/s"
+WINDOW_LABELS: dict[bool, str] = {False: "last 60 s", True: "whole run"}
+POINT_MASS_S = 1e-6  # shorter segments are instants (their rate would be meaningless)
+# ' ' then ▁▂▃▄▅▆▇█: the glyph for 0..8 eighths of a cell filled from the bottom.
+EIGHTHS = np.array([0x20, *range(0x2581, 0x2589)], dtype=np.uint32)
+
+
+def fmt_rate(value: float) -> str:
+    """Compact tok/s: `410`, `12.5k`."""
+    if value < 999.5:
+        return f"{value:.0f}"
+    return f"{value / 1000:.1f}k"
+
+
+def readout(now: float, avg: float, peak: float, width: int | None = None) -> str:
+    """The readout line; on a narrow chart the unit goes first, then the text is cut."""
+    text = READOUT_FORMAT.format(now=fmt_rate(now), avg=fmt_rate(avg), peak=fmt_rate(peak))
+    if width is None or len(text) <= width:
+        return text
+    return text.removesuffix(READOUT_UNIT)[:width]
+
+
+def nice_ceiling(value: float) -> float:
+    """The smallest of 1, 2, 2.5, 5 × 10^k that is ≥ value (10 for an empty chart)."""
+    if value <= 0 or not math.isfinite(value):
+        return 10.0
+    exp = math.floor(math.log10(value))
+    for step in (1.0, 2.0, 2.5, 5.0, 10.0):
+        top = step * 10.0**exp
+        if top >= value * (1 - 1e-12):
+            return top
+    return 10.0 ** (exp + 1)
+
+
+@dataclass(slots=True)
+class _Points:
+    """One node's segments as bucketing points (see the module docstring)."""
+
+    revision: int
+    t: F64  # point times, epoch s
+    ramp: F64  # +r at a segment's start, −r at its end, 0 for a point mass
+    mass: F64  # tokens of a point mass, else 0
+    band: Idx  # the node's band index, repeated per point
+    first: float  # earliest start
+    last: float  # latest end
+
+
+def _points(view: NodeView) -> _Points:
+    series = view.progress.rate_series
+    band = BAND_OF_ROLE[view.node.role]
+    start = np.fromiter((s.start for s in series), dtype=np.float64, count=len(series))
+    end = np.fromiter((s.end for s in series), dtype=np.float64, count=len(series))
+    tokens = np.fromiter((s.tokens for s in series), dtype=np.float64, count=len(series))
+    dur = end - start
+    spread = dur > POINT_MASS_S
+    rate = np.where(spread, tokens / np.where(spread, dur, 1.0), 0.0)
+    # A point mass keeps only its start point; its end point carries nothing.
+    t = np.concatenate([start, np.where(spread, end, start)])
+    ramp = np.concatenate([rate, -rate])
+    mass = np.concatenate([np.where(spread, 0.0, tokens), np.zeros_like(tokens)])
+    return _Points(
+        revision=view.revision,
+        t=t,
+        ramp=ramp,
+        mass=mass,
+        band=np.full(t.shape, band, dtype=np.intp),
+        first=float(start.min()) if len(series) else math.inf,
+        last=float(np.maximum(start, end).max()) if len(series) else -math.inf,
+    )
+
+
+class RateBuckets:
+    """Bands × buckets of tok/s, from the visible nodes' rate series, once per frame."""
+
+    def __init__(self) -> None:
+        self._cache: dict[str, _Points] = {}
+        self._joined_key: tuple[tuple[str, int], ...] | None = None
+        self._n_points = 0
+        self._alloc_points(1024)
+        self._n_buckets = -1
+        self._alloc_buckets(0)
+        self.converted = 0  # node conversions so far (tests: unchanged nodes are not redone)
+
+    def _alloc_points(self, cap: int) -> None:
+        self._cap = cap
+        self._t = np.zeros(cap, dtype=np.float64)
+        self._ramp = np.zeros(cap, dtype=np.float64)
+        self._mass = np.zeros(cap, dtype=np.float64)
+        self._band = np.zeros(cap, dtype=np.intp)
+        self._u = np.zeros(cap, dtype=np.float64)
+        self._f = np.zeros(cap, dtype=np.float64)
+        self._v = np.zeros(cap, dtype=np.float64)
+        self._m = np.zeros(cap, dtype=np.intp)
+        self._flat = np.zeros(cap, dtype=np.intp)
+        self._before = np.zeros(cap, dtype=np.bool_)
+        self._joined_key = None
+
+    def _alloc_buckets(self, n: int) -> None:
+        self._n_buckets = n
+        self._V = np.zeros((N_BANDS, n + 1), dtype=np.float64)
+        self._W = np.zeros((N_BANDS, n + 1), dtype=np.float64)
+        self.values = np.zeros((N_BANDS, n), dtype=np.float64)  # the result, tok/s
+
+    def buffers(self) -> tuple[object, ...]:
+        return (self._t, self._ramp, self._mass, self._band, self._u, self._f, self._v,
+                self._m, self._flat, self._before, self._V, self._W, self.values)  # fmt: skip
+
+    def _node_points(self, view: NodeView) -> _Points:
+        cached = self._cache.get(view.node.id)
+        if cached is None or cached.revision != view.revision:
+            cached = _points(view)
+            self._cache[view.node.id] = cached
+            self.converted += 1
+        return cached
+
+    def _join(self, model: LegionModel, visible: frozenset[str] | None, t0: float) -> int:
+        """Concatenate the contributing nodes' points into the frame buffers."""
+        parts: list[_Points] = []
+        keys: list[tuple[str, int]] = []
+        for nid, view in model.nodes.items():
+            if visible is not None and nid not in visible:
+                continue
+            if not view.progress.rate_series:
+                continue
+            pts = self._node_points(view)
+            if pts.last > t0:  # anything ending before the window adds nothing
+                parts.append(pts)
+                keys.append((nid, pts.revision))
+        key = tuple(keys)
+        if key == self._joined_key:
+            return self._n_points
+        n = sum(len(p.t) for p in parts)
+        if n > self._cap:
+            self._alloc_points(max(n, 2 * self._cap))
+        if parts:
+            np.concatenate([p.t for p in parts], out=self._t[:n])
+            np.concatenate([p.ramp for p in parts], out=self._ramp[:n])
+            np.concatenate([p.mass for p in parts], out=self._mass[:n])
+            np.concatenate([p.band for p in parts], out=self._band[:n])
+        self._joined_key = key
+        self._n_points = n
+        return n
+
+    @not_reentrant
+    def compute(
+        self,
+        model: LegionModel,
+        t0: float,
+        t1: float,
+        n_buckets: int,
+        visible: frozenset[str] | None = None,
+    ) -> F64:
+        """tok/s per (band, bucket) over [t0, t1) split into `n_buckets` equal buckets.
+
+        Returns `self.values` (reused across frames: copy it to keep it).
+        """
+        if n_buckets != self._n_buckets:
+            self._alloc_buckets(n_buckets)
+        V, W, out = self._V, self._W, self.values
+        V.fill(0.0)
+        W.fill(0.0)
+        if n_buckets == 0 or t1 <= t0:
+            out.fill(0.0)
+            return out
+        n = self._join(model, visible, t0)
+        per_s = n_buckets / (t1 - t0)  # buckets per second
+        t, ramp, mass, band = self._t[:n], self._ramp[:n], self._mass[:n], self._band[:n]
+        u, f, v, m, before = self._u[:n], self._f[:n], self._v[:n], self._m[:n], self._before[:n]
+        np.subtract(t, t0, out=u)
+        np.multiply(u, per_s, out=u)
+        np.less(u, 0.0, out=before)
+        np.clip(u, 0.0, float(n_buckets), out=u)
+        np.floor(u, out=f)
+        np.copyto(m, f, casting="unsafe")
+        np.subtract(u, f, out=f)  # fraction inside the bucket
+        # V weight: r·(1 − f) for ramps, tokens/width for point masses inside the window.
+        np.subtract(1.0, f, out=f)
+        np.multiply(ramp, f, out=v)
+        np.multiply(mass, per_s, out=f)
+        np.copyto(f, 0.0, where=before)
+        np.add(v, f, out=v)
+        flat = self._flat[:n]  # (band, bucket) → index into the raveled V / W
+        np.multiply(band, n_buckets + 1, out=flat)
+        np.add(flat, m, out=flat)
+        np.add.at(V.ravel(), flat, v)
+        np.add.at(W.ravel(), flat, ramp)
+        np.cumsum(W, axis=1, out=W)
+        out[:, 0] = V[:, 0]
+        np.add(V[:, 1:n_buckets], W[:, : n_buckets - 1], out=out[:, 1:])
+        np.maximum(out, 0.0, out=out)  # float dust below zero
+        return out
+
+
+@dataclass(frozen=True, slots=True)
+class ChartStats:
+    now: float
+    avg: float
+    peak: float
+    y_max: float
+
+
+class ChartRenderer:
+    """Readout line + y labels + stacked ⅛-block bands, from preallocated grids."""
+
+    def __init__(self) -> None:
+        self.buckets = RateBuckets()
+        self._runs = RunFinder()
+        self._shape = (-1, -1)
+        self._alloc(0, 0)
+        self.stats = ChartStats(0.0, 0.0, 0.0, nice_ceiling(0.0))
+
+    def _alloc(self, h: int, b: int) -> None:
+        self._shape = (h, b)
+        self._tops = np.zeros((N_BANDS + 1, b), dtype=np.float64)  # band edges, eighths
+        self._ov = np.zeros((N_BANDS, h, b), dtype=np.float64)  # band eighths per cell
+        self._tmp = np.zeros((N_BANDS, h, b), dtype=np.float64)
+        self._fill = np.zeros((h, b), dtype=np.float64)
+        self._level = np.zeros((h, b), dtype=np.intp)
+        self._band = np.zeros((h, b), dtype=np.intp)
+        self._empty = np.zeros((h, b), dtype=np.bool_)
+        self.codes = np.zeros((h, b), dtype=np.uint32)
+        self.inks = np.zeros((h, b), dtype=np.uint8)
+        # Bottom edge of each cell row in eighths, top row first.
+        self._lo = (8.0 * np.arange(h - 1, -1, -1, dtype=np.float64)).reshape(h, 1)
+        self._hi = self._lo + 8.0
+        self._band_ink = np.array(BAND_INKS, dtype=np.uint8)
+
+    def buffers(self) -> tuple[object, ...]:
+        return (*self.buckets.buffers(), self._tops, self._ov, self._tmp, self._fill,
+                self._level, self._band, self._empty, self.codes, self.inks)  # fmt: skip
+
+    def window(self, model: LegionModel, now: float, whole_run: bool) -> tuple[float, float]:
+        if not whole_run:
+            return now - RECENT_WINDOW_S, now
+        return min(model.started_at, now - 1.0), now
+
+    @not_reentrant
+    def render(
+        self,
+        model: LegionModel,
+        now: float,
+        cols: int,
+        rows: int,
+        styles: Sequence[Style],
+        visible: frozenset[str] | None = None,
+        whole_run: bool = False,
+    ) -> list[list[Segment]]:
+        """One frame; every returned row is exactly `cols` cells wide."""
+        if rows <= 0:
+            return []
+        t0, t1 = self.window(model, now, whole_run)
+        # Labels need the y max, which needs the buckets, whose count needs the label
+        # width: size the label column for the widest label a chart can have ("12.5k").
+        label_w = 6 if cols >= 6 + 8 else 0
+        plot_w, plot_h = max(cols - label_w, 0), rows - 1
+        if plot_h <= 0:
+            plot_w = 0  # a one-row chart is the readout alone; no bucket to compute
+        values = self.buckets.compute(model, t0, t1, plot_w, visible)
+        self.stats = self._stats(model, now, values, t0, t1, visible)
+        head = self._readout_row(cols, styles, whole_run)
+        if plot_h <= 0:
+            return [head]
+        if self._shape != (plot_h, plot_w):
+            self._alloc(plot_h, plot_w)
+        self._stack(values, plot_h)
+        texts = codes_to_rows(self.codes)
+        prefixes = self._labels(plot_h, label_w, styles)
+        return [head, *self._runs.segments(texts, self.inks, styles, prefixes)]
+
+    def _stats(
+        self,
+        model: LegionModel,
+        now: float,
+        values: F64,
+        t0: float,
+        t1: float,
+        visible: frozenset[str] | None,
+    ) -> ChartStats:
+        n = values.shape[1]
+        peak = float(values.sum(axis=0).max()) if n else 0.0
+        covered = t1 - max(t0, model.started_at)
+        avg = float(values.sum()) * (t1 - t0) / n / covered if n and covered > 0 else 0.0
+        live = 0.0
+        for nid, view in model.nodes.items():
+            if view.node.live and (visible is None or nid in visible):
+                live += node_rate(view, now)
+        return ChartStats(now=live, avg=avg, peak=peak, y_max=nice_ceiling(peak))
+
+    def _readout_row(self, cols: int, styles: Sequence[Style], whole_run: bool) -> list[Segment]:
+        s = self.stats
+        text = readout(s.now, s.avg, s.peak, cols)
+        label = WINDOW_LABELS[whole_run]
+        gap = cols - len(text) - len(label)
+        out = [Segment(text, styles[Ink.TEXT])]
+        if gap >= 2:
+            out += [Segment(" " * gap, styles[Ink.BLANK]), Segment(label, styles[Ink.DIM])]
+        elif cols > len(text):
+            out.append(Segment(" " * (cols - len(text)), styles[Ink.BLANK]))
+        return out
+
+    def _labels(self, h: int, label_w: int, styles: Sequence[Style]) -> list[list[Segment]]:
+        if label_w == 0:
+            return [[] for _ in range(h)]
+        y_max = self.stats.y_max
+        texts = [""] * h
+        texts[0] = fmt_rate(y_max)
+        texts[h - 1] = "0" if h > 1 else texts[0]
+        if h >= 5:
+            texts[h // 2] = fmt_rate(y_max * (h - 1 - h // 2) / (h - 1))
+        style = styles[Ink.DIM]
+        return [[Segment(t.rjust(label_w - 1)[: label_w - 1] + " ", style)] for t in texts]
+
+    def _stack(self, values: F64, h: int) -> None:
+        """Band values → glyph codes and inks of the plot grid (top row first)."""
+        tops, ov, tmp = self._tops, self._ov, self._tmp
+        tops[0].fill(0.0)
+        np.cumsum(values, axis=0, out=tops[1:])
+        np.multiply(tops, 8.0 * h / self.stats.y_max, out=tops)
+        np.rint(tops, out=tops)  # whole eighths: every glyph is exact
+        np.minimum(tops[1:, None, :], self._hi, out=ov)
+        np.maximum(tops[:-1, None, :], self._lo, out=tmp)
+        np.subtract(ov, tmp, out=ov)
+        np.maximum(ov, 0.0, out=ov)
+        np.sum(ov, axis=0, out=self._fill)
+        np.copyto(self._level, self._fill, casting="unsafe")
+        np.take(EIGHTHS, self._level, out=self.codes)
+        # The cell takes the colour of the band that fills most of it.
+        np.argmax(ov, axis=0, out=self._band)
+        np.take(self._band_ink, self._band, out=self.inks)
+        np.equal(self._level, 0, out=self._empty)
+        np.copyto(self.inks, np.uint8(Ink.BLANK), where=self._empty)
