@@ -1,0 +1,62 @@
+"""Several processes writing one ledger: BEGIN IMMEDIATE + busy_timeout ⇒ never "locked"."""
+
+from __future__ import annotations
+
+import multiprocessing
+import sqlite3
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from ledger_helpers import async_ledger_worker, read_then_write_worker
+
+from legion_tui.ledger import open_ledger
+
+PROCESSES = 6
+TRANSACTIONS = 300
+
+
+def _run_workers(target: Callable[..., None], path: Path, count: int) -> list[Any]:
+    ctx = multiprocessing.get_context("spawn")
+    start = ctx.Barrier(PROCESSES)  # all imported and ready before anyone writes
+    results = ctx.Queue()
+    procs = [
+        ctx.Process(target=target, args=(str(path), w, count, start, results))
+        for w in range(PROCESSES)
+    ]
+    for p in procs:
+        p.start()
+    outcomes = [results.get(timeout=90) for _ in procs]
+    for p in procs:
+        p.join(timeout=30)
+        assert p.exitcode == 0
+    return outcomes
+
+
+async def _new_ledger(path: Path) -> None:
+    ledger = await open_ledger(path, create=True)
+    await ledger.close()
+
+
+async def test_six_processes_read_then_write_without_locking(tmp_path: Path) -> None:
+    path = tmp_path / "legion.db"
+    await _new_ledger(path)
+    outcomes = _run_workers(read_then_write_worker, path, TRANSACTIONS)
+    assert [(locked, other) for _, locked, other in outcomes] == [(0, [])] * PROCESSES
+    conn = sqlite3.connect(path)
+    per_worker = dict(
+        conn.execute("SELECT node_id, count(*) FROM events GROUP BY node_id").fetchall()
+    )
+    conn.close()
+    assert per_worker == {f"w{w}": TRANSACTIONS for w in range(PROCESSES)}
+
+
+async def test_six_async_ledgers_share_one_file(tmp_path: Path) -> None:
+    path = tmp_path / "legion.db"
+    await _new_ledger(path)
+    outcomes = _run_workers(async_ledger_worker, path, 100)
+    assert sorted(outcomes) == [(w, []) for w in range(PROCESSES)]
+    async with await open_ledger(path) as ledger:
+        for w in range(PROCESSES):
+            events = await ledger.get_events(f"a{w}", limit=1000)
+            assert [e.data["i"] for e in events] == list(range(100))
