@@ -17,6 +17,8 @@ from legion_tui.commands import Command
 COMMAND_MODULES: tuple[str, ...] = (
     "legion_tui.commands.inspect",
     "legion_tui.commands.doctor",
+    "legion_tui.commands.agent",
+    "legion_tui.commands.run",
 )
 
 

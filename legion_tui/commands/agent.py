@@ -1,0 +1,304 @@
+"""The agent tool surface (SPEC §1, §5): spawn wait collect stop abort steer status tree
+resume.
+
+Identity: inside a legion the env gives `LEGION_SOCKET` + `LEGION_NODE_ID`; from a user's
+own shell the verbs act as root on the newest live run of `./.legion/`. Human text by
+default, `--json` for machines. Exit codes: 0 ok, 1 refused or failed, 2 usage.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import sys
+import time
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+from legion_tui.commands import Command
+
+Handler = Callable[[argparse.Namespace, Any], Awaitable[int]]
+
+
+def _common(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--json", action="store_true", help="print one JSON object")
+    parser.add_argument(
+        "--session",
+        metavar="NAME",
+        help="act on the live run of this session (default: $LEGION_SOCKET, else the newest)",
+    )
+
+
+def _emit(args: argparse.Namespace, result: dict[str, Any], text: str) -> None:
+    if args.json:
+        print(json.dumps(result, ensure_ascii=False))
+    else:
+        print(text)
+
+
+def _fail(verb: str, code: str, message: str, as_json: bool) -> int:
+    if as_json:
+        print(json.dumps({"ok": False, "error": {"code": code, "message": message}}))
+    else:
+        print(f"legion {verb}: {message}", file=sys.stderr)
+    return 1
+
+
+def _run_client(verb: str, handler: Handler) -> Callable[[argparse.Namespace], int]:
+    """Connect (env or the live run of ./.legion), run `handler`, map refusals to exit 1."""
+
+    def run(args: argparse.Namespace) -> int:
+        from legion_tui.supervisor.client import LegionRequestError
+        from legion_tui.supervisor.runs import client_for
+
+        async def go() -> int:
+            client = client_for(session_name=args.session)
+            async with client:
+                return await handler(args, client)
+
+        try:
+            return asyncio.run(go())
+        except LegionRequestError as err:
+            return _fail(verb, err.code, err.message, args.json)
+
+    return run
+
+
+# ----- spawn ---------------------------------------------------------------------------
+def phases_payload(path: str) -> dict[str, Any]:
+    """`--phases FILE` is read here, where the file is, and sent inline: problems are
+    reported with the file's own lines before the supervisor is asked anything."""
+    from legion_tui.phases import MachineError, load_machine_file
+    from legion_tui.supervisor.client import LegionRequestError
+
+    try:
+        return load_machine_file(path).to_dict()
+    except MachineError as err:
+        raise LegionRequestError("PHASES", str(err)) from err
+
+
+def _spawn_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("role", help="role card name (worker, scout, centurion, …)")
+    p.add_argument("--task", required=True, help="what the agent should do")
+    p.add_argument("--name", help="the child's name (default: <role>-N)")
+    p.add_argument("--phases", metavar="FILE", help="declared phase machine (root → centurion)")
+    p.add_argument("--kind", choices=("sim", "pi", "exec"), help="override the card's kind")
+    _common(p)
+
+
+async def _spawn(args: argparse.Namespace, client: Any) -> int:
+    child: dict[str, Any] = {"role": args.role, "task": args.task}
+    if args.name:
+        child["name"] = args.name
+    if args.phases:
+        child["phases"] = phases_payload(args.phases)
+    if args.kind:
+        child["kind"] = args.kind
+    result = await client.request("spawn", children=[child])
+    text = "\n".join(f"Spawned {n['path']} ({n['id']})" for n in result["nodes"])
+    _emit(args, result, text)
+    return 0
+
+
+# ----- wait ----------------------------------------------------------------------------
+def _wait_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("names", nargs="*", help="children to wait for (default: all of yours)")
+    p.add_argument("--timeout", type=float, metavar="S", help="stop WAITING after S seconds")
+    _common(p)
+
+
+def _node_line(n: dict[str, Any]) -> str:
+    verdict = n.get("verdict")
+    if isinstance(verdict, dict):
+        mark = "✓" if verdict.get("ok") else "✗"
+        tail = f" verdict {mark} {verdict.get('reason') or ''}".rstrip()
+    elif n.get("error"):
+        tail = f" error: {n['error']}"
+    else:
+        tail = ""
+    return f"{n['path']}: {n['status']}{tail}"
+
+
+async def _wait(args: argparse.Namespace, client: Any) -> int:
+    result = await client.request("wait", names=args.names or None, timeout=args.timeout)
+    lines = [_node_line(n) for n in result["nodes"]]
+    if result["state"] == "timeout":
+        lines.append(result.get("message", "timed out; nothing was stopped"))
+    _emit(args, result, "\n".join(lines) if lines else "No children to wait for.")
+    return 0 if result["state"] != "timeout" else 1
+
+
+# ----- collect -------------------------------------------------------------------------
+def _name_args(help_text: str) -> Callable[[argparse.ArgumentParser], None]:
+    def add(p: argparse.ArgumentParser) -> None:
+        p.add_argument("name", help=help_text)
+        _common(p)
+
+    return add
+
+
+async def _collect(args: argparse.Namespace, client: Any) -> int:
+    result = await client.request("collect", name=args.name)
+    verdict = result.get("verdict")
+    lines = [f"── {result['path']} ({result['status']}) ──", result["text"].rstrip()]
+    if isinstance(verdict, dict):
+        lines.append(f"verdict: {json.dumps(verdict, ensure_ascii=False)}")
+    else:
+        lines.append("verdict: none")
+    lines.append(f"written to {result['output_file']}")
+    _emit(args, result, "\n".join(lines))
+    return 0
+
+
+# ----- stop / abort / steer / resume ----------------------------------------------------
+def _stop_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("name", help="NAME, parent/name, or `all` (your children)")
+    p.add_argument("--force", action="store_true", help="skip the SIGTERM grace")
+    _common(p)
+
+
+async def _stop(args: argparse.Namespace, client: Any) -> int:
+    result = await client.request("stop", name=args.name, force=args.force)
+    _emit(args, result, result["receipt"])
+    return 0
+
+
+def _abort_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("name", help="NAME or parent/name")
+    p.add_argument(
+        "--keep-queue", action="store_true", help="keep queued steering (default: drop it first)"
+    )
+    _common(p)
+
+
+async def _abort(args: argparse.Namespace, client: Any) -> int:
+    result = await client.request("abort", name=args.name, keep_queue=args.keep_queue)
+    _emit(args, result, result["receipt"])
+    return 0
+
+
+def _steer_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("name", help="NAME or parent/name")
+    p.add_argument("text", help="the message for its next turn")
+    _common(p)
+
+
+async def _steer(args: argparse.Namespace, client: Any) -> int:
+    result = await client.request("steer", name=args.name, text=args.text)
+    _emit(args, result, result.get("receipt", result["outcome"]))
+    return 0
+
+
+async def _resume(args: argparse.Namespace, client: Any) -> int:
+    result = await client.request("resume", name=args.name)
+    _emit(args, result, result["receipt"])
+    return 0
+
+
+# ----- status / tree (also without a live supervisor) ------------------------------------
+def _status_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("name", nargs="?", help="one node (default: the whole tree you can see)")
+    _common(p)
+
+
+def _offline_doc(session: str | None) -> dict[str, Any] | None:
+    """The newest run's status from its ledger + session files, read-only."""
+    from legion_tui.supervisor.runs import find_project_dir, newest_run
+    from legion_tui.supervisor.status import offline_status
+
+    project = find_project_dir(Path.cwd())
+    info = newest_run(project, session)
+    if info is None:
+        return None
+    return offline_status(info.dir, info.run_id, info.session_name, time.time())
+
+
+def _status_or_tree(verb: str) -> Callable[[argparse.Namespace], int]:
+    def run(args: argparse.Namespace) -> int:
+        from legion_tui.supervisor.client import LegionRequestError
+        from legion_tui.supervisor.runs import client_for
+        from legion_tui.supervisor.status import render_status, tree_rows_from_doc
+
+        name = getattr(args, "name", None)
+
+        async def live() -> dict[str, Any]:
+            async with client_for(session_name=args.session) as client:
+                if verb == "tree" and not args.json:
+                    return {"text": (await client.request("tree"))["text"]}
+                doc: dict[str, Any] = await client.request("status", name=name)
+                return doc
+
+        try:
+            doc = asyncio.run(live())
+        except LegionRequestError as err:
+            if err.code not in ("NO_SUPERVISOR", "NO_SOCKET", "DISCONNECTED"):
+                return _fail(verb, err.code, err.message, args.json)
+            try:
+                offline = _offline_doc(args.session)
+            except Exception as read_err:  # LedgerError: a broken ledger is reported
+                return _fail(verb, "LEDGER", str(read_err), args.json)
+            if offline is None:
+                return _fail(verb, "NO_RUN", "no legion run in ./.legion", args.json)
+            doc = offline
+            if name:
+                doc["nodes"] = [n for n in doc["nodes"] if name in (n["name"], n["path"], n["id"])]
+                if not doc["nodes"]:
+                    return _fail(verb, "NOT_FOUND", f"no node named {name!r}", args.json)
+        if "text" in doc:
+            print(doc["text"])
+        elif args.json:
+            print(json.dumps(doc, ensure_ascii=False))
+        elif verb == "tree":
+            print(tree_rows_from_doc(doc))
+        else:
+            print(render_status(doc))
+        return 0
+
+    return run
+
+
+def _tree_args(p: argparse.ArgumentParser) -> None:
+    _common(p)
+
+
+COMMANDS: dict[str, Command] = {
+    "spawn": Command(
+        "Start a child agent from a role card.", _spawn_args, _run_client("spawn", _spawn)
+    ),
+    "wait": Command(
+        "Wait for children to settle (a timeout never stops anything).",
+        _wait_args,
+        _run_client("wait", _wait),
+    ),
+    "collect": Command(
+        "Print a child's final text and verdict; write outputs/<name>.output.md.",
+        _name_args("NAME or parent/name"),
+        _run_client("collect", _collect),
+    ),
+    "stop": Command(
+        "Retire a node and its subtree (children first).", _stop_args, _run_client("stop", _stop)
+    ),
+    "abort": Command(
+        "Interrupt a node's current turn; its context is kept.",
+        _abort_args,
+        _run_client("abort", _abort),
+    ),
+    "steer": Command(
+        "Queue a message for a node's next turn boundary.",
+        _steer_args,
+        _run_client("steer", _steer),
+    ),
+    "resume": Command(
+        "Resume an interrupted node on its old session file.",
+        _name_args("NAME or parent/name"),
+        _run_client("resume", _resume),
+    ),
+    "status": Command(
+        "What every node is doing (works without a live supervisor, from the ledger).",
+        _status_args,
+        _status_or_tree("status"),
+    ),
+    "tree": Command("The legion as a tree.", _tree_args, _status_or_tree("tree")),
+}

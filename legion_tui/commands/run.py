@@ -1,0 +1,256 @@
+"""Hosting commands: `legion run` (headless), `legion demo`, `legion tui`.
+
+Each hosts a `Supervisor` in its own asyncio loop; the dashboard (`legion tui`, `legion
+demo` without `--headless`) shares that loop. SIGTERM and SIGHUP end the host the same
+way a normal exit does — a pause: live nodes are retired as `session-shutdown` and can be
+resumed by reopening the same session (SPEC §6.6).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import json
+import signal
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from legion_tui.commands import Command
+
+if TYPE_CHECKING:
+    from legion_tui.supervisor.core import Supervisor
+
+HOST_SIGNALS = (signal.SIGTERM, signal.SIGHUP, signal.SIGINT)
+
+
+def _install_signals(on_signal: Callable[[], None]) -> Callable[[], None]:
+    """Route SIGTERM/SIGHUP/SIGINT to `on_signal`; returns the undo."""
+    loop = asyncio.get_running_loop()
+    for sig in HOST_SIGNALS:
+        loop.add_signal_handler(sig, on_signal)
+
+    def undo() -> None:
+        for sig in HOST_SIGNALS:
+            loop.remove_signal_handler(sig)
+
+    return undo
+
+
+def _stamp() -> str:
+    return time.strftime("%Y%m%d-%H%M%S")
+
+
+# ----- legion run ------------------------------------------------------------------------
+def _run_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("role", help="role card of the top agent (worker, scout, centurion, …)")
+    p.add_argument("--task", required=True, help="what the top agent should do")
+    p.add_argument("--name", help="the top agent's name (default: <role>-N)")
+    p.add_argument("--phases", metavar="FILE", help="declared phase machine (centurion only)")
+    p.add_argument(
+        "--session", metavar="NAME", help="session name (default: a new `run-<time>` session)"
+    )
+    p.add_argument("--seed", type=int, default=0, help="seed for simulated agents")
+    p.add_argument("--speed", type=float, default=1.0, help="time scale for simulated agents")
+    p.add_argument("--json", action="store_true", help="print the final status as JSON")
+
+
+def _verdict_text(verdict: Any) -> str:
+    if not isinstance(verdict, dict):
+        return "no verdict"
+    mark = "✓ ok" if verdict.get("ok") else "✗ not ok"
+    return f"{mark} — {verdict.get('reason') or ''}".rstrip(" —")
+
+
+async def _run_headless(args: argparse.Namespace) -> int:
+    from legion_tui.ops import OpError
+    from legion_tui.supervisor.core import ROOT_ID, ChildRequest, Supervisor
+
+    phases: Any = None
+    if args.phases:
+        from legion_tui.phases import MachineError, load_machine_file
+
+        try:
+            phases = load_machine_file(args.phases).to_dict()
+        except MachineError as err:
+            print(f"legion run: {err}", file=sys.stderr)
+            return 1
+    sup = Supervisor(
+        Path.cwd(),
+        session=args.session or f"run-{_stamp()}",
+        task=args.task,
+        seed=args.seed,
+        speed=args.speed,
+    )
+    interrupted = asyncio.Event()
+    await sup.start()
+    undo = _install_signals(interrupted.set)
+    try:
+        try:
+            nodes = await sup.spawn(
+                ROOT_ID, [ChildRequest(args.role, args.task, name=args.name, phases=phases)]
+            )
+        except OpError as err:
+            print(f"legion run: {err.message}", file=sys.stderr)
+            return 1
+        top = nodes[0].id
+        settled = asyncio.create_task(sup.wait_idle_tree([top]))
+        stop = asyncio.create_task(interrupted.wait())
+        await asyncio.wait({settled, stop}, return_when=asyncio.FIRST_COMPLETED)
+        for task in (settled, stop):
+            task.cancel()
+        doc = sup.status(ROOT_ID)
+        if args.json:
+            print(json.dumps(doc, ensure_ascii=False))
+        else:
+            print(sup.tree_text(ROOT_ID))
+            for entry in doc["nodes"][1:]:
+                print(f"{entry['path']}: {entry['status']} · {_verdict_text(entry['verdict'])}")
+        if interrupted.is_set():
+            print(
+                "legion run: interrupted — live agents paused (resume them with "
+                f"`legion tui --session {sup.model.session_name}`)",
+                file=sys.stderr,
+            )
+            return 1
+        verdict = next(e["verdict"] for e in doc["nodes"] if e["id"] == top)
+        return 0 if isinstance(verdict, dict) and verdict.get("ok") is True else 1
+    finally:
+        undo()
+        await sup.close()
+
+
+# ----- legion demo -----------------------------------------------------------------------
+def _demo_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--nodes", type=int, default=20, help="how many agents (default ≈20)")
+    p.add_argument("--speed", type=float, default=1.0, help="time scale of the simulation")
+    p.add_argument("--seed", type=int, default=7, help="seed of the simulated legion")
+    p.add_argument("--theme", default="legion-dark", help="legion-dark, legion-light, legion-ansi")
+    p.add_argument("--headless", action="store_true", help="no screen: run and print a summary")
+    p.add_argument(
+        "--duration", type=float, default=20.0, metavar="S", help="headless: run for S seconds"
+    )
+    p.add_argument("--json", action="store_true", help="headless: print the summary as JSON")
+
+
+def _demo_supervisor(args: argparse.Namespace) -> Supervisor:
+    from legion_tui.demo import demo_budgets
+    from legion_tui.supervisor.core import Supervisor
+
+    return Supervisor(
+        Path.cwd(),
+        session=f"demo-{_stamp()}",
+        task="the demo legion",
+        budgets=demo_budgets(args.nodes),
+        seed=args.seed,
+        speed=args.speed,
+        stop_grace=1.0,
+    )
+
+
+async def _demo_headless(args: argparse.Namespace) -> int:
+    from legion_tui.demo import start_demo, summary, summary_text
+
+    sup = _demo_supervisor(args)
+    stop = asyncio.Event()
+    await sup.start()
+    undo = _install_signals(stop.set)
+    started = time.monotonic()
+    try:
+        demo = await start_demo(sup, args.nodes, args.seed, args.speed)
+        with contextlib.suppress(TimeoutError):  # the duration elapsing is the normal end
+            await asyncio.wait_for(stop.wait(), args.duration)
+        report = summary(sup, demo, time.monotonic() - started)
+    finally:
+        undo()
+        await sup.close()
+    print(json.dumps(report) if args.json else summary_text(report))
+    return 0
+
+
+async def _host_dashboard(sup: Supervisor, theme: str, demo_nodes: int | None, seed: int) -> int:
+    try:
+        from legion_tui.app import LegionApp, run_dashboard_async
+    except ImportError as err:
+        print(f"legion: the dashboard is not available ({err}); use --headless", file=sys.stderr)
+        return 2
+    from legion_tui.supervisor.core import RootOperations
+
+    await sup.start()
+    undo: Callable[[], None] = lambda: None  # noqa: E731
+
+    async def on_start(app: LegionApp) -> None:
+        nonlocal undo
+        undo = _install_signals(app.exit)
+        if demo_nodes is not None:
+            from legion_tui.demo import start_demo
+
+            await start_demo(sup, demo_nodes, seed, sup.speed)
+
+    try:
+        await run_dashboard_async(
+            sup.model, RootOperations(sup), theme=theme, run_dir=sup.run.dir, on_start=on_start
+        )
+    finally:
+        undo()
+        await sup.close()
+    return 0
+
+
+def _demo(args: argparse.Namespace) -> int:
+    if args.nodes < 1:
+        print("legion demo: --nodes must be at least 1", file=sys.stderr)
+        return 2
+    if args.headless:
+        return asyncio.run(_demo_headless(args))
+    sup = _demo_supervisor(args)
+    return asyncio.run(_host_dashboard(sup, args.theme, args.nodes, args.seed))
+
+
+# ----- legion tui ------------------------------------------------------------------------
+def _tui_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--session", default="main", metavar="NAME", help="session name (main)")
+    p.add_argument("--theme", default=None, help="legion-dark, legion-light, legion-ansi")
+
+
+def _tui(args: argparse.Namespace) -> int:
+    from legion_tui.settings import load_settings
+    from legion_tui.supervisor.core import Supervisor
+    from legion_tui.supervisor.runs import SessionBusy, SessionNameError
+
+    try:
+        sup = Supervisor(Path.cwd(), session=args.session)
+    except (SessionBusy, SessionNameError) as err:
+        print(f"legion tui: {err}", file=sys.stderr)
+        return 1
+    theme = args.theme or load_settings(Path.cwd()).settings.theme
+    return asyncio.run(_host_dashboard(sup, theme, None, 0))
+
+
+def _run(args: argparse.Namespace) -> int:
+    from legion_tui.supervisor.runs import SessionBusy, SessionNameError
+
+    try:
+        return asyncio.run(_run_headless(args))
+    except (SessionBusy, SessionNameError) as err:
+        print(f"legion run: {err}", file=sys.stderr)
+        return 1
+
+
+COMMANDS: dict[str, Command] = {
+    "run": Command(
+        "Supervise one agent (and its team) headless until it settles; exit 0 iff its "
+        "verdict is ok.",
+        _run_args,
+        _run,
+    ),
+    "demo": Command("The embedded simulated legion (no API key, no network).", _demo_args, _demo),
+    "tui": Command(
+        "The dashboard for the legion of this directory (hosts the supervisor).",
+        _tui_args,
+        _tui,
+    ),
+}

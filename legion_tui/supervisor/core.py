@@ -1,0 +1,1112 @@
+"""The Supervisor: one per hosting process, living in the host's asyncio loop.
+
+It owns the run (SPEC §2), the ledger writer, the session watcher and the socket server,
+and keeps the in-memory `LegionModel` and the ledger in step: every status change is
+written to the ledger first and then shown, so a second `legion status` reading the
+ledger and the dashboard never disagree for long.
+
+Ops (SPEC §5, §6.3) are methods taking the caller's node id; the socket server and the
+dashboard (`legion_tui.ops.Operations`, which acts as root) both come through here, so
+the permission rules live in one place: a node controls only its own descendants, root
+controls everything, only root dispatches a centurion.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import os
+import re
+import secrets
+import time
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from legion_tui import receipts
+from legion_tui.agents.cards import CardSet, RoleCard
+from legion_tui.model import KINDS, Event, EventType, Node, NodeStatus, Usage
+from legion_tui.ops import OpError
+from legion_tui.session.progress import SessionProgress
+from legion_tui.state import Clock, LegionModel
+from legion_tui.supervisor import runs
+from legion_tui.supervisor.backend import (
+    ABORT_BOUND,
+    AgentHandle,
+    LaunchSpec,
+    backend_for,
+    make_handle,
+)
+
+__all__ = [
+    "ROOT_ID",
+    "Budgets",
+    "ChildRequest",
+    "Supervisor",
+]
+
+log = logging.getLogger(__name__)
+
+ROOT_ID = "root"  # the host's own node; a user's shell acts as it (client.ROOT_CALLER)
+NAME_RE = re.compile(r"[a-z0-9][a-z0-9._-]{0,63}")
+SHUTDOWN_REASON = "session-shutdown"
+ORPHAN_REASON = "orphaned"
+INTERRUPT_REASONS = frozenset({SHUTDOWN_REASON, ORPHAN_REASON})
+TERMINAL_PHASES = frozenset({"done", "failed", "aborted"})
+
+
+@dataclass(frozen=True, slots=True)
+class Budgets:
+    """SPEC §5 spawn budgets (the demo raises them)."""
+
+    max_depth: int = 3
+    max_children: int = 8  # live children per node
+    max_active: int = 32  # live nodes in the run, the host's root excluded
+
+
+@dataclass(slots=True)
+class ChildRequest:
+    """One child of a spawn batch (the socket op's `children[]` item)."""
+
+    role: str
+    task: str
+    name: str | None = None
+    phases: Any = None  # a file path, a list of phases or a {start?, phases} mapping
+    kind: str | None = None
+    worktree: bool | None = None
+    isolate: bool | None = None  # run a sim as an OS process
+    sim: dict[str, Any] = field(default_factory=dict)  # sim knobs: stall_seconds, fail, ...
+    seed: int | None = None
+
+    @classmethod
+    def from_wire(cls, raw: Any) -> ChildRequest:
+        if not isinstance(raw, dict):
+            raise OpError("BAD_REQUEST", "each child must be an object with role and task")
+        role, task = raw.get("role"), raw.get("task")
+        if not isinstance(role, str) or not role:
+            raise OpError("BAD_REQUEST", "child.role is required (a role card name)")
+        if not isinstance(task, str):
+            raise OpError("BAD_REQUEST", "child.task is required (text)")
+        name = raw.get("name")
+        if name is not None and not isinstance(name, str):
+            raise OpError("BAD_REQUEST", "child.name must be a string")
+        sim = raw.get("sim") or {}
+        if not isinstance(sim, dict):
+            raise OpError("BAD_REQUEST", "child.sim must be an object")
+        seed = raw.get("seed")
+        return cls(
+            role=role,
+            task=task,
+            name=name,
+            phases=raw.get("phases"),
+            kind=raw.get("kind"),
+            worktree=raw.get("worktree"),
+            isolate=raw.get("isolate"),
+            sim=sim,
+            seed=int(seed) if isinstance(seed, int) else None,
+        )
+
+
+@dataclass(slots=True)
+class _Plan:
+    """A validated child: everything decided before anything exists."""
+
+    node: Node
+    request: ChildRequest
+    command: list[str] | None
+    isolate: bool
+
+
+def _has_file(path: str | None) -> bool:
+    # One stat; cheap enough to do inline in the loop.
+    return bool(path) and os.path.exists(path or "")
+
+
+def _execution(status: NodeStatus) -> str:
+    """How a node's run ended, as the stop receipts name it."""
+    return {NodeStatus.SETTLED: "success", NodeStatus.FAILED: "failed"}.get(status, "stopped")
+
+
+def _verdict_json(progress: SessionProgress) -> str | None:
+    verdict = progress.verdict
+    if verdict is None:
+        return None
+    raw = dict(verdict.raw) if verdict.raw else {"ok": verdict.ok, "reason": verdict.reason}
+    return json.dumps(raw, ensure_ascii=False)
+
+
+def _usage_of(progress: SessionProgress) -> Usage:
+    t = progress.tokens
+    return Usage(
+        input=t.input,
+        output=t.output,
+        cache_read=t.cache_read,
+        cache_write=t.cache_write,
+        cost=t.cost,
+        generation_ms=progress.generation_ms,
+        turns=progress.turns,
+    )
+
+
+class Supervisor:
+    """Hosts one run. Construct (sync: opens the run dir), `await start()`, `await close()`."""
+
+    def __init__(
+        self,
+        project_dir: Path,
+        *,
+        session: str = runs.DEFAULT_SESSION,
+        task: str = "",
+        clock: Clock = time.time,
+        budgets: Budgets | None = None,
+        stop_grace: float | None = None,
+        seed: int = 0,
+        speed: float = 1.0,
+        serve: bool = True,
+        watch: bool = True,
+    ) -> None:
+        self.project_dir = project_dir.resolve()
+        self.clock = clock
+        self.seed = seed
+        self.speed = speed
+        self._serve = serve
+        self._watch = watch
+        self.run, self.reopened = runs.open_session(self.project_dir, session, task=task)
+        self._previous_owner = self.run.owner_pid
+        settings_budgets, settings_grace = _settings_for(self.project_dir)
+        self.budgets = budgets or settings_budgets
+        self.stop_grace = settings_grace if stop_grace is None else stop_grace
+        self.model = LegionModel(self.run.run_id, session, clock=clock)
+        self.socket_path = runs.socket_path_for(self.run)
+        self.ledger: Any = None  # legion_tui.ledger.Ledger once started
+        self._cards = CardSet({})
+        self._handles: dict[str, AgentHandle] = {}
+        self._monitors: dict[str, asyncio.Task[None]] = {}
+        self._turn_started: dict[str, asyncio.Event] = {}
+        self._stopping: set[str] = set()
+        self._changed = asyncio.Event()
+        self._server: Any = None
+        self._watcher: Any = None
+        self._watch_task: asyncio.Task[None] | None = None
+        self._started = False
+        self._closed = False
+        self._spawn_lock = asyncio.Lock()
+        self._seq = 0
+        self.launches = 0  # agents started by this host (tests assert "zero spawns")
+        self.events_written = 0
+        self.progress_updates = 0
+        self.interrupted_on_open: list[str] = []
+
+    # ----- lifecycle --------------------------------------------------------------------
+    async def start(self) -> None:
+        """Open the ledger, restore or create the tree, serve the socket, watch sessions."""
+        if self._started:
+            return
+        self._started = True
+        from legion_tui.agents.cards import load_cards
+        from legion_tui.ledger import open_ledger
+
+        self._cards = load_cards(self.project_dir)
+        self.ledger = await open_ledger(self.run.ledger_path, create=True, clock=self.clock)
+        if self.reopened:
+            await self._restore()
+        else:
+            await self._create_root()
+        self.run = runs.touch_run(self.run)
+        if self._serve:
+            from legion_tui.supervisor.server import SupervisorServer
+
+            self._server = SupervisorServer(self)
+            await self._server.start(self.socket_path, link=self.run.socket_link)
+        if self._watch:
+            from legion_tui.session.watcher import SessionWatcher
+
+            self._watcher = SessionWatcher(self.run.sessions_dir, self._on_progress, self.clock)
+            self._watch_task = asyncio.create_task(self._watcher.run(), name="session-watcher")
+
+    async def close(self) -> None:
+        """Exit is a pause (SPEC §6.6): live nodes become `retired` with reason
+        `session-shutdown` — written FIRST, before any process is touched, so a child that
+        dies mid-drain is never read as settled — then every agent is stopped."""
+        if self._closed or not self._started:
+            self._closed = True
+            return
+        self._closed = True
+        for view, _depth in list(self.model.walk(ROOT_ID)):
+            node = view.node
+            if node.live:
+                self._stopping.add(node.id)
+                await self._set_status(
+                    node.id,
+                    NodeStatus.RETIRED,
+                    EventType.NODE_RETIRED,
+                    {"reason": SHUTDOWN_REASON, "execution": "interrupted"},
+                )
+                self.model.mark_interrupted(node.id)
+        handles = list(self._handles.items())
+        self._handles.clear()
+        self._stopping.update(node_id for node_id, _ in handles)
+        reports = await asyncio.gather(
+            *(h.stop(force=False, grace=self.stop_grace) for _, h in handles),
+            return_exceptions=True,
+        )
+        for (node_id, _), report in zip(handles, reports, strict=True):
+            if isinstance(report, BaseException):
+                log.warning("stopping %s failed: %s", node_id, report)
+        for task in self._monitors.values():
+            task.cancel()
+        await asyncio.gather(*self._monitors.values(), return_exceptions=True)
+        self._monitors.clear()
+        if self.model.nodes.get(ROOT_ID) is not None:
+            await self._set_status(ROOT_ID, NodeStatus.RETIRED, None, {})
+        if self._server is not None:
+            await self._server.close()
+            self._server = None
+        if self._watcher is not None:
+            self._watcher.stop()
+        if self._watch_task is not None:
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await asyncio.wait_for(self._watch_task, 5.0)
+            self._watch_task = None
+        if self.ledger is not None:
+            await self.ledger.flush()
+            await self.ledger.close()
+        self._notify()
+
+    async def __aenter__(self) -> Supervisor:
+        await self.start()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    async def _create_root(self) -> None:
+        now = self.clock()
+        root = Node(
+            id=ROOT_ID,
+            run_id=self.run.run_id,
+            parent_id=None,
+            name=ROOT_ID,
+            path=ROOT_ID,
+            role="root",
+            kind="sim",
+            backend="inprocess",
+            status=NodeStatus.RUNNING,
+            pid=os.getpid(),
+            task=self.run.task,
+            created_at=now,
+            updated_at=now,
+        )
+        await self.ledger.insert_nodes([root])
+        self.model.upsert(root)
+
+    async def _restore(self) -> None:
+        """Same session ⇒ same run: show the old tree, spawn nothing. Nodes still marked
+        live belonged to an owner that died without pausing them (SIGKILL): orphans."""
+        nodes: list[Node] = await self.ledger.get_nodes(self.run.run_id)
+        by_parent: dict[str | None, list[Node]] = {}
+        for node in nodes:
+            by_parent.setdefault(node.parent_id, []).append(node)
+        ordered: list[Node] = []
+        stack = list(reversed(by_parent.get(None, [])))
+        while stack:
+            node = stack.pop()
+            ordered.append(node)
+            stack.extend(reversed(by_parent.get(node.id, [])))
+        for node in ordered:
+            self.model.upsert(node)
+            for event in await self.ledger.get_events(node.id, limit=200):
+                self.model.add_event(event)
+        if ROOT_ID not in self.model.nodes:
+            await self._create_root()
+        else:
+            await self._set_status(ROOT_ID, NodeStatus.RUNNING, None, {}, pid=os.getpid())
+        for node in ordered:
+            if node.id == ROOT_ID:
+                continue
+            if node.live:
+                await self._event(
+                    node.id,
+                    EventType.NODE_ORPHANED,
+                    {"owner_pid": self._previous_owner, "status": node.status.value},
+                )
+                await self._set_status(
+                    node.id,
+                    NodeStatus.RETIRED,
+                    EventType.NODE_RETIRED,
+                    {"reason": ORPHAN_REASON, "execution": "interrupted"},
+                )
+                interrupted = True
+            elif node.status is NodeStatus.RETIRED:
+                interrupted = self._retired_reason(node.id) in INTERRUPT_REASONS
+            else:
+                interrupted = False
+            if interrupted and node.session_file:
+                self.model.mark_interrupted(node.id)
+                self.interrupted_on_open.append(node.id)
+
+    # ----- model + ledger in step -------------------------------------------------------
+    def _notify(self) -> None:
+        changed, self._changed = self._changed, asyncio.Event()
+        changed.set()
+
+    async def _event(self, node_id: str | None, etype: EventType, data: dict[str, Any]) -> Event:
+        event: Event = await self.ledger.append_event(node_id, etype, data)
+        self.events_written += 1
+        self.model.add_event(event)
+        return event
+
+    async def _set_status(
+        self,
+        node_id: str,
+        status: NodeStatus,
+        etype: EventType | None,
+        data: dict[str, Any],
+        **fields: Any,
+    ) -> Node:
+        node: Node = await self.ledger.update_node(node_id, status=status, **fields)
+        self.model.upsert(node)
+        if etype is not None:
+            await self._event(node_id, etype, data)
+        self._notify()
+        return node
+
+    def _on_progress(self, node_id: str, progress: SessionProgress) -> None:
+        if node_id not in self.model.nodes:
+            return  # a stray file in sessions/: not ours to show
+        self.progress_updates += 1
+        self.model.set_progress(node_id, progress)
+        if self.ledger is not None and not self._closed:
+            self.ledger.queue_usage(node_id, _usage_of(progress))
+
+    def _retired_reason(self, node_id: str) -> str | None:
+        event = self._last_event(node_id, EventType.NODE_RETIRED)
+        return None if event is None else str(event.data.get("reason"))
+
+    def _last_event(self, node_id: str, etype: EventType) -> Event | None:
+        view = self.model.nodes.get(node_id)
+        if view is None:
+            return None
+        for event in reversed(view.events):
+            if event.type is etype:
+                return event
+        return None
+
+    # ----- lookup and permissions -------------------------------------------------------
+    def node(self, node_id: str) -> Node:
+        view = self.model.nodes.get(node_id)
+        if view is None:
+            raise OpError("NOT_FOUND", f"no node {node_id!r} in this legion")
+        return view.node
+
+    def _caller(self, caller_id: str) -> Node:
+        view = self.model.nodes.get(caller_id)
+        if view is None:
+            raise OpError("UNKNOWN_CALLER", f"caller {caller_id!r} is not a node of this legion")
+        return view.node
+
+    def is_descendant(self, node_id: str, ancestor_id: str) -> bool:
+        view = self.model.nodes.get(node_id)
+        while view is not None and view.node.parent_id is not None:
+            if view.node.parent_id == ancestor_id:
+                return True
+            view = self.model.nodes.get(view.node.parent_id)
+        return False
+
+    def depth(self, node_id: str) -> int:
+        depth, view = 0, self.model.nodes.get(node_id)
+        while view is not None and view.node.parent_id is not None:
+            depth += 1
+            view = self.model.nodes.get(view.node.parent_id)
+        return depth
+
+    def resolve(self, caller_id: str, name: str) -> Node:
+        """`name`, `parent/name` (relative to the caller), a full `root/...` path or a node
+        id, restricted to the caller's descendants (root: everything but itself)."""
+        caller = self._caller(caller_id)
+        target = self._find(caller, name)
+        if target is None:
+            raise OpError("NOT_FOUND", f"no node named {name!r} below {caller.path}")
+        if target.id == caller.id or not self.is_descendant(target.id, caller.id):
+            raise OpError(
+                "FORBIDDEN",
+                f"{caller.name} may control only its own descendants; {target.path} is not one",
+            )
+        return target
+
+    def _find(self, caller: Node, name: str) -> Node | None:
+        name = name.strip().strip("/")
+        if not name:
+            return None
+        if name in self.model.nodes:
+            return self.model.nodes[name].node
+        by_path = {v.node.path: v.node for v in self.model.nodes.values()}
+        for candidate in (f"{caller.path}/{name}", name):
+            if candidate in by_path:
+                return by_path[candidate]
+        if "/" in name:
+            return None
+        # A bare name anywhere below the caller, when it is unambiguous.
+        matches = [v.node for v, _ in self.model.walk(caller.id) if v.node.name == name]
+        if len(matches) > 1:
+            paths = ", ".join(m.path for m in matches)
+            raise OpError("AMBIGUOUS", f"{name!r} names several nodes ({paths}); use a path")
+        return matches[0] if matches else None
+
+    # ----- spawn ------------------------------------------------------------------------
+    async def spawn(self, caller_id: str, requests: Sequence[ChildRequest]) -> list[Node]:
+        """Validate the whole batch, then create and launch it. Every refusal (rules,
+        names, budgets, cards, phases) happens before any row, file or process exists."""
+        if self._closed:
+            raise OpError("CLOSED", "the supervisor is shutting down")
+        if not requests:
+            raise OpError("BAD_REQUEST", "spawn needs at least one child")
+        async with self._spawn_lock:  # two batches must not both pass the budget check
+            caller = self._caller(caller_id)
+            if caller.id != ROOT_ID and not caller.live:
+                raise OpError("FORBIDDEN", f"{caller.name} has ended and cannot spawn")
+            plans = await self._plan(caller, requests)
+            nodes = [plan.node for plan in plans]
+            from legion_tui.ledger import NameConflict
+
+            try:
+                await self.ledger.insert_nodes(nodes)
+            except NameConflict as err:
+                raise OpError("NAME_CONFLICT", str(err)) from err
+            for node in nodes:
+                self.model.upsert(node)
+        for plan in plans:
+            await self._launch(plan.node, plan.request, plan.command, plan.isolate, resume=False)
+        return [self.node(n.id) for n in nodes]
+
+    async def _plan(self, caller: Node, requests: Sequence[ChildRequest]) -> list[_Plan]:
+        is_root = caller.id == ROOT_ID
+        from legion_tui.agents.cards import CardError
+        from legion_tui.phases import DeclarationRefused, check_centurion_dispatch
+
+        for req in requests:
+            try:  # G1: only root dispatches a centurion
+                check_centurion_dispatch(
+                    req.role, caller_is_root=is_root, caller=caller.name, node=caller.path
+                )
+            except DeclarationRefused as err:
+                raise OpError("FORBIDDEN", str(err)) from err
+            if req.kind is not None and req.kind not in KINDS:
+                raise OpError("BAD_REQUEST", f"unknown kind {req.kind!r} (one of {KINDS})")
+        cards: list[RoleCard] = []
+        for req in requests:
+            try:
+                cards.append(self._cards.get(req.role))
+            except CardError as err:
+                raise OpError("CARD", str(err)) from err
+        machines = [
+            _declared_machine(req, card, caller) for req, card in zip(requests, cards, strict=True)
+        ]
+        names = self._names(caller, requests)
+        await self._check_budgets(caller, len(requests))
+        plans: list[_Plan] = []
+        now = self.clock()
+        for req, card, name, (machine_json, start_phase) in zip(
+            requests, cards, names, machines, strict=True
+        ):
+            kind = req.kind or card.kind
+            isolate = card.isolate if req.isolate is None else bool(req.isolate)
+            wants_tree = card.worktree if req.worktree is None else bool(req.worktree)
+            # Only a centurion owns a worktree, and only in a git repository; a process
+            # is what gives it its own cwd (SPEC §6.1).
+            if req.role == "centurion" and wants_tree and (self.project_dir / ".git").exists():
+                isolate = True
+            node_id = f"{name}-{secrets.token_hex(3)}"
+            probe = LaunchSpec(
+                node_id=node_id,
+                run_id=self.run.run_id,
+                name=name,
+                role=req.role,
+                kind=kind,
+                task=req.task,
+                session_file=self.run.sessions_dir / f"{node_id}.jsonl",
+                run_dir=self.run.dir,
+                cwd=self.project_dir,
+                socket_path=self.socket_path,
+                isolate=isolate,
+            )
+            node = Node(
+                id=node_id,
+                run_id=self.run.run_id,
+                parent_id=caller.id,
+                name=name,
+                path=f"{caller.path}/{name}",
+                role=req.role,  # type: ignore[arg-type]  # cards may name custom roles
+                kind=kind,  # type: ignore[arg-type]
+                backend=backend_for(probe),
+                status=NodeStatus.STARTING,
+                phase=start_phase,
+                phase_since=now if start_phase else None,
+                machine=machine_json,
+                session_file=str(probe.session_file),
+                task=req.task,
+                created_at=now,
+                updated_at=now,
+            )
+            plans.append(_Plan(node, req, list(card.command) or None, isolate))
+        return plans
+
+    def _names(self, caller: Node, requests: Sequence[ChildRequest]) -> list[str]:
+        """Given names must be valid and unique (among siblings and in the batch);
+        missing ones are numbered `<role>-N` with the lowest free N."""
+        taken = {self.model.nodes[c].node.name for c in self.model.children(caller.id)}
+        given = [r.name for r in requests if r.name is not None]
+        for name in given:
+            if not NAME_RE.fullmatch(name):
+                raise OpError(
+                    "BAD_NAME",
+                    f"invalid name {name!r}: use [a-z0-9][a-z0-9._-]{{0,63}}; nothing was spawned",
+                )
+        dupes = sorted({n for n in given if given.count(n) > 1})
+        if dupes:
+            raise OpError(
+                "BAD_NAME",
+                f"duplicate name(s) in the batch: {', '.join(dupes)}; nothing was spawned",
+            )
+        clash = sorted(set(given) & taken)
+        if clash:
+            raise OpError(
+                "NAME_CONFLICT",
+                f"{caller.path} already has a child named {', '.join(clash)}; nothing was spawned",
+            )
+        used = taken | set(given)
+        out: list[str] = []
+        for req in requests:
+            if req.name is not None:
+                out.append(req.name)
+                continue
+            n = 0
+            while f"{req.role}-{n}" in used:
+                n += 1
+            name = f"{req.role}-{n}"
+            if not NAME_RE.fullmatch(name):
+                raise OpError("BAD_NAME", f"role {req.role!r} cannot make a valid name")
+            used.add(name)
+            out.append(name)
+        return out
+
+    async def _check_budgets(self, caller: Node, count: int) -> None:
+        depth = self.depth(caller.id) + 1
+        live_children = sum(
+            1 for c in self.model.children(caller.id) if self.model.nodes[c].node.live
+        )
+        active = sum(1 for v in self.model.nodes.values() if v.node.live and v.node.id != ROOT_ID)
+        b = self.budgets
+        problem: tuple[str, int, int] | None = None
+        if depth > b.max_depth:
+            problem = ("maxDepth", b.max_depth, depth)
+        elif live_children + count > b.max_children:
+            problem = ("maxChildrenPerNode", b.max_children, live_children + count)
+        elif active + count > b.max_active:
+            problem = ("maxActiveNodes", b.max_active, active + count)
+        else:
+            # A card's maxSubagentDepth caps how many levels of descendants may grow
+            # below a node of that role: 0 = it spawns nothing, 1 = children only.
+            view = self.model.nodes.get(caller.id)
+            while view is not None and view.node.id != ROOT_ID:
+                cap = self._card_depth_cap(view.node.role)
+                if cap is not None and depth - self.depth(view.node.id) > cap:
+                    problem = (f"maxSubagentDepth of {view.node.role}", cap, depth)
+                    break
+                view = self.model.nodes.get(view.node.parent_id or "")
+        if problem is None:
+            return
+        budget, limit, wanted = problem
+        await self._event(
+            caller.id,
+            EventType.BUDGET_EXCEEDED,
+            {"budget": budget, "limit": limit, "requested": wanted, "children": count},
+        )
+        raise OpError(
+            "BUDGET",
+            f"over budget: {budget} is {limit}, this spawn would need {wanted}; "
+            "nothing was spawned",
+        )
+
+    def _card_depth_cap(self, role: str) -> int | None:
+        if role not in self._cards:
+            return None
+        cap: int = self._cards.get(role).max_subagent_depth
+        return cap
+
+    async def _launch(
+        self,
+        node: Node,
+        req: ChildRequest | None,
+        command: list[str] | None,
+        isolate: bool,
+        *,
+        resume: bool,
+    ) -> None:
+        self._seq += 1
+        spec = LaunchSpec(
+            node_id=node.id,
+            run_id=self.run.run_id,
+            name=node.name,
+            role=node.role,
+            kind=node.kind,
+            task=node.task,
+            session_file=Path(node.session_file or self.run.sessions_dir / f"{node.id}.jsonl"),
+            run_dir=self.run.dir,
+            cwd=self.project_dir,
+            socket_path=self.socket_path,
+            command=command,
+            isolate=isolate,
+            seed=req.seed if req is not None and req.seed is not None else self.seed + self._seq,
+            speed=self.speed,
+            sim_behaviour=dict(req.sim) if req is not None else {},
+            resume=resume,
+        )
+        handle = make_handle(spec)
+        self._stopping.discard(node.id)
+        self._handles[node.id] = handle
+        self._turn_started[node.id] = asyncio.Event()
+        self.launches += 1
+        try:
+            await handle.start()
+        except Exception as err:
+            self._handles.pop(node.id, None)
+            log.warning("launch of %s failed: %s", node.path, err)
+            await self._set_status(
+                node.id,
+                NodeStatus.FAILED,
+                EventType.NODE_FAILED,
+                {"reason": "launch-failed", "error": str(err)},
+                error=f"launch failed: {err}",
+            )
+            return
+        await self._set_status(
+            node.id,
+            NodeStatus.RUNNING,
+            EventType.NODE_LAUNCHED,
+            {
+                "name": node.name,
+                "path": node.path,
+                "role": node.role,
+                "kind": node.kind,
+                "backend": handle.backend,
+                "pid": handle.pid,
+                "resumed": resume,
+            },
+            pid=handle.pid,
+            backend=handle.backend,
+        )
+        self._monitors[node.id] = asyncio.create_task(
+            self._monitor(node.id, handle), name=f"monitor-{node.path}"
+        )
+
+    # ----- settling ---------------------------------------------------------------------
+    def progress(self, node_id: str) -> SessionProgress:
+        """The freshest progress: the node's file is polled once more before answering
+        (its last line may have landed after the watcher's last look)."""
+        view = self.model.nodes.get(node_id)
+        if view is None:
+            return SessionProgress()
+        path = view.node.session_file
+        if path and self._watcher is not None:
+            self._watcher.poll_paths([os.path.abspath(path)])
+            return self.model.nodes[node_id].progress
+        if _has_file(path):
+            from legion_tui.session.reader import read_session
+
+            progress = read_session(path or "")
+            self.model.set_progress(node_id, progress)
+            return progress
+        return view.progress
+
+    async def _monitor(self, node_id: str, handle: AgentHandle) -> None:
+        """Settle the node when its agent goes idle after a final answer; fail it on a
+        non-zero exit or a provider-empty-generation. An aborted turn keeps it live."""
+        try:
+            while True:
+                await handle.idle()
+                if node_id in self._stopping or self._closed:
+                    return
+                progress = self.progress(node_id)
+                code = handle.exited
+                if progress.empty_generation:
+                    await self._fail(node_id, "provider-empty-generation", progress)
+                    return
+                if code is not None:
+                    if code == 0:
+                        await self._settle(node_id, progress)
+                    else:
+                        await self._fail(node_id, f"exited with status {code}", progress)
+                    return
+                if progress.last_stop_reason != "aborted":
+                    await self._settle(node_id, progress)
+                started = self._turn_started[node_id]
+                await started.wait()
+                started.clear()
+        except asyncio.CancelledError:
+            raise
+        except Exception as err:  # a broken handle must not leave the node live forever
+            log.exception("monitor of %s failed", node_id)
+            if node_id not in self._stopping and not self._closed:
+                await self._fail(node_id, f"supervision error: {err}", SessionProgress())
+
+    async def _settle(self, node_id: str, progress: SessionProgress) -> None:
+        node = self.node(node_id)
+        if node.status is not NodeStatus.RUNNING and node.status is not NodeStatus.STARTING:
+            return
+        verdict = _verdict_json(progress)
+        await self._set_status(
+            node_id,
+            NodeStatus.SETTLED,
+            EventType.NODE_SETTLED,
+            {"verdict": json.loads(verdict) if verdict else None},
+            verdict=verdict,
+        )
+
+    async def _fail(self, node_id: str, reason: str, progress: SessionProgress) -> None:
+        node = self.node(node_id)
+        if not node.live:
+            return
+        await self._set_status(
+            node_id,
+            NodeStatus.FAILED,
+            EventType.NODE_FAILED,
+            {"reason": reason, "stop_reason": progress.last_stop_reason},
+            error=reason,
+            verdict=_verdict_json(progress),
+        )
+
+    # ----- stop -------------------------------------------------------------------------
+    async def stop(self, caller_id: str, name: str, *, force: bool = False) -> str:
+        """SPEC §6.3 stop: retire the node and its subtree, children first; the receipt
+        says what really happened."""
+        if name == "all":
+            return await self._stop_all(caller_id, force)
+        target = self.resolve(caller_id, name)
+        return await self._stop_target(target, force)
+
+    async def _stop_all(self, caller_id: str, force: bool) -> str:
+        caller = self._caller(caller_id)
+        lines: list[str] = []
+        settled: dict[str, list[str]] = {}
+        for child_id in list(self.model.children(caller.id)):
+            child = self.node(child_id)
+            survivors = await self._retire_descendants(child, force)
+            if child.status is NodeStatus.RETIRED:
+                continue
+            execution = _execution(child.status)
+            survivors += await self._retire(child, "stop", force)
+            if child.live:
+                lines.append(receipts.stopped(child.name))
+            else:
+                settled.setdefault(execution, []).append(child.name)
+            if survivors:
+                lines.append(receipts.stop_survivors(child.name, survivors))
+        for execution, names in settled.items():
+            lines.append(receipts.retired_settled(names, execution))
+        return "\n".join(lines) if lines else receipts.nothing_to_stop()
+
+    async def _stop_target(self, target: Node, force: bool) -> str:
+        survivors = await self._retire_descendants(target, force)
+        if target.status is NodeStatus.RETIRED:
+            event = self._last_event(target.id, EventType.NODE_RETIRED)
+            execution = str(event.data.get("execution", "unknown")) if event else "unknown"
+            at = event.at if event else target.updated_at
+            text = receipts.already_retired(
+                target.name, execution, time.strftime("%H:%M:%S", time.localtime(at))
+            )
+        else:
+            was_live = target.live
+            execution = _execution(target.status)
+            survivors += await self._retire(target, "stop", force)
+            if was_live:
+                text = receipts.stopped(target.name)
+            else:
+                text = receipts.retired_settled([target.name], execution)
+        if survivors:
+            text += "\n" + receipts.stop_survivors(target.name, survivors)
+        return text
+
+    async def _retire_descendants(self, node: Node, force: bool) -> list[int]:
+        """Children first: deepest nodes are retired before their parents."""
+        below = [v.node for v, _ in self.model.walk(node.id)]
+        survivors: list[int] = []
+        for child in sorted(below, key=lambda n: -self.depth(n.id)):
+            if self.node(child.id).status is not NodeStatus.RETIRED:
+                survivors += await self._retire(self.node(child.id), "parent-stop", force)
+        return survivors
+
+    async def _retire(self, node: Node, reason: str, force: bool) -> list[int]:
+        """Stop the agent (the sweep resolves only after it is done), then mark retired."""
+        execution = _execution(node.status)
+        self._stopping.add(node.id)
+        handle = self._handles.pop(node.id, None)
+        survivors: list[int] = []
+        if handle is not None:
+            report = await handle.stop(force=force, grace=self.stop_grace)
+            survivors = list(report.survivors)
+        monitor = self._monitors.pop(node.id, None)
+        if monitor is not None:
+            monitor.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await monitor
+        fields: dict[str, Any] = {}
+        current = self.node(node.id)
+        if current.machine and current.phase and current.phase not in TERMINAL_PHASES:
+            # A parent retire always lands as `aborted` (SPEC §6.4).
+            fields.update(phase="aborted", phase_since=self.clock())
+            await self._event(
+                node.id,
+                EventType.PHASE_CHANGE,
+                {"from": current.phase, "to": "aborted", "reason": "retired"},
+            )
+        await self._set_status(
+            node.id,
+            NodeStatus.RETIRED,
+            EventType.NODE_RETIRED,
+            {"reason": reason, "execution": execution, "force": force, "survivors": survivors},
+            **fields,
+        )
+        self.model.mark_interrupted(node.id, False)
+        return survivors
+
+    # ----- abort / steer / resume ---------------------------------------------------------
+    def _controllable(self, caller_id: str, name: str, verb: str) -> tuple[Node, AgentHandle]:
+        target = self.resolve(caller_id, name)
+        if target.status is NodeStatus.RETIRED:
+            raise OpError("RETIRED", f"{verb} failed: {target.name} is retired")
+        handle = self._handles.get(target.id)
+        if handle is None:
+            raise OpError("NOT_RUNNING", f"{verb} failed: {target.name} has no running agent")
+        return target, handle
+
+    async def abort(
+        self, caller_id: str, name: str, *, keep_queue: bool = False
+    ) -> tuple[str, str]:
+        """(outcome, receipt) — exactly the three receipts of SPEC §6.3."""
+        target, handle = self._controllable(caller_id, name, "abort")
+        result = await handle.abort(keep_queue=keep_queue, bound=ABORT_BOUND)
+        await self._event(
+            target.id,
+            EventType.NODE_ABORTED,
+            {"name": target.name, "outcome": result.outcome, "dropped": result.dropped},
+        )
+        if result.outcome == "interrupted":
+            return result.outcome, receipts.aborted(target.name, result.dropped)
+        if result.outcome == "no-turn":
+            return result.outcome, receipts.nothing_to_abort(target.name)
+        return result.outcome, receipts.abort_timeout(target.name, ABORT_BOUND)
+
+    async def steer(self, caller_id: str, name: str, text: str) -> tuple[str, str]:
+        """(outcome, receipt): queued for the next turn boundary, accepted (a turn
+        started), or intercepted."""
+        target, handle = self._controllable(caller_id, name, "steer")
+        outcome = await handle.steer(text)
+        await self._event(target.id, EventType.NODE_STEERED, {"outcome": outcome})
+        if outcome == "accepted":
+            if self.node(target.id).status is NodeStatus.SETTLED:
+                await self._set_status(target.id, NodeStatus.RUNNING, None, {}, verdict=None)
+            self._turn_started[target.id].set()
+        return outcome, receipts.steered(target.name, outcome)
+
+    async def resume(self, caller_id: str, name: str) -> str:
+        """Resume an ended node on its old session file (SPEC §6.6); never automatic."""
+        target = self.resolve(caller_id, name)
+        if target.id in self._handles:
+            raise OpError(
+                "ALREADY_RUNNING", f"{target.name} is {target.status.value}; steer it instead"
+            )
+        if not _has_file(target.session_file):
+            raise OpError("NO_SESSION", f"{target.name} has no session file to resume from")
+        parent = self.model.nodes.get(target.parent_id or "")
+        if parent is not None and parent.node.id != ROOT_ID and not parent.node.live:
+            raise OpError(
+                "FORBIDDEN", f"resume {parent.node.name} first: {target.name}'s parent has ended"
+            )
+        node = await self._set_status(target.id, NodeStatus.STARTING, None, {}, error=None)
+        self.model.mark_interrupted(target.id, False)
+        command = list(self._cards.get(node.role).command) if node.role in self._cards else []
+        isolate = node.backend == "process" and node.kind == "sim"
+        await self._launch(node, None, command or None, isolate, resume=True)
+        return receipts.resumed(node.name, Path(node.session_file or ""))
+
+    # ----- wait / collect / status --------------------------------------------------------
+    async def wait(
+        self, caller_id: str, names: Sequence[str] | None, seconds: float | None
+    ) -> dict[str, Any]:
+        """Wait until the named children (default: every child of the caller) are no
+        longer live. A timeout never stops anything, and the reply says so."""
+        caller = self._caller(caller_id)
+        if names:
+            ids = [self.resolve(caller_id, n).id for n in names]
+        else:
+            ids = list(self.model.children(caller.id))
+        deadline = None if seconds is None else time.monotonic() + max(0.0, seconds)
+        while True:
+            pending = [i for i in ids if self.node(i).live]
+            if not pending:
+                state = "settled"
+                break
+            remaining = None if deadline is None else deadline - time.monotonic()
+            if remaining is not None and remaining <= 0:
+                state = "timeout"
+                break
+            changed = self._changed
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(changed.wait(), remaining)
+        nodes = [self._summary(i) for i in ids]
+        result: dict[str, Any] = {"state": state, "nodes": nodes}
+        if state == "timeout":
+            still = [self.node(i).name for i in ids if self.node(i).live]
+            result["message"] = receipts.wait_timeout(seconds or 0.0, still)
+        return result
+
+    def _summary(self, node_id: str) -> dict[str, Any]:
+        node = self.node(node_id)
+        return {
+            "id": node.id,
+            "name": node.name,
+            "path": node.path,
+            "status": node.status.value,
+            "verdict": json.loads(node.verdict) if node.verdict else None,
+            "error": node.error,
+        }
+
+    async def collect(self, caller_id: str, name: str) -> dict[str, Any]:
+        """The child's final text + verdict; writes `outputs/<name>.output.md`."""
+        target = self.resolve(caller_id, name)
+        progress = self.progress(target.id)
+        verdict = json.loads(target.verdict) if target.verdict else None
+        if verdict is None and progress.verdict is not None:
+            verdict = json.loads(_verdict_json(progress) or "null")
+        out = self.output_file(target)
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(progress.last_text + ("\n" if progress.last_text else ""), encoding="utf-8")
+        return {
+            "name": target.name,
+            "path": target.path,
+            "status": target.status.value,
+            "text": progress.last_text,
+            "verdict": verdict,
+            "output_file": str(out),
+        }
+
+    def output_file(self, node: Node) -> Path:
+        # Direct children of root get exactly `<name>.output.md`; deeper nodes are
+        # prefixed by their parents' names so two `worker-0`s never overwrite each other.
+        rel = node.path.split("/", 1)[1] if "/" in node.path else node.name
+        return self.run.outputs_dir / f"{rel.replace('/', '.')}.output.md"
+
+    def status(self, caller_id: str, name: str | None = None) -> dict[str, Any]:
+        from legion_tui.supervisor.status import status_document
+
+        caller = self._caller(caller_id)
+        if name:
+            target = self.resolve(caller_id, name) if caller.id != ROOT_ID else self._any(name)
+            views = [self.model.nodes[target.id]]
+        elif caller.id == ROOT_ID:
+            views = [v for v, _ in self.model.walk(None)]
+        else:
+            views = [self.model.nodes[caller.id], *(v for v, _ in self.model.walk(caller.id))]
+        return status_document(
+            self.run.run_id,
+            self.model.session_name,
+            [(v.node, v.progress) for v in views],
+            self.clock(),
+        )
+
+    def _any(self, name: str) -> Node:
+        if name in (ROOT_ID, "root"):
+            return self.node(ROOT_ID)
+        return self.resolve(ROOT_ID, name)
+
+    def tree_text(self, caller_id: str) -> str:
+        from legion_tui.supervisor.status import render_tree
+
+        caller = self._caller(caller_id)
+        top = caller.id if caller.id != ROOT_ID else None
+        rows = [(v.node, v.progress, d) for v, d in self.model.walk(top)]
+        if top is not None:
+            view = self.model.nodes[caller.id]
+            rows = [(view.node, view.progress, 0)] + [(n, p, d + 1) for n, p, d in rows]
+        return render_tree(rows, self.clock())
+
+    async def wait_idle_tree(self, node_ids: Iterable[str] | None = None) -> None:
+        """Until no node (or none of `node_ids` and their subtrees) is live."""
+        while True:
+            scope = list(node_ids) if node_ids is not None else [ROOT_ID]
+            live = any(
+                v.node.live
+                for top in scope
+                for v in [self.model.nodes[top], *(w for w, _ in self.model.walk(top))]
+                if v.node.id != ROOT_ID
+            )
+            if not live:
+                return
+            await self._changed.wait()
+
+
+class RootOperations:
+    """`legion_tui.ops.Operations` for the dashboard: node ids, acting as root."""
+
+    def __init__(self, supervisor: Supervisor) -> None:
+        self.supervisor = supervisor
+
+    async def stop(self, node_id: str, *, force: bool = False) -> str:
+        return await self.supervisor.stop(ROOT_ID, node_id, force=force)
+
+    async def abort(self, node_id: str, *, keep_queue: bool = False) -> str:
+        _outcome, receipt = await self.supervisor.abort(ROOT_ID, node_id, keep_queue=keep_queue)
+        return receipt
+
+    async def steer(self, node_id: str, text: str) -> str:
+        _outcome, receipt = await self.supervisor.steer(ROOT_ID, node_id, text)
+        return receipt
+
+    async def resume(self, node_id: str) -> str:
+        return await self.supervisor.resume(ROOT_ID, node_id)
+
+
+def _settings_for(project_dir: Path) -> tuple[Budgets, float]:
+    """Budgets and stop grace from `.legion/settings.toml` (defaults when absent or
+    broken: `legion doctor` reports a broken file, supervision must not depend on it)."""
+    from legion_tui.settings import load_settings
+
+    result = load_settings(project_dir)
+    for problem in result.problems:
+        log.warning("settings: %s", problem)
+    s = result.settings
+    return (
+        Budgets(
+            max_depth=s.max_depth,
+            max_children=s.max_children_per_node,
+            max_active=s.max_active_nodes,
+        ),
+        s.stop_grace_seconds,
+    )
+
+
+def _declared_machine(
+    req: ChildRequest, card: RoleCard, caller: Node
+) -> tuple[str | None, str | None]:
+    """(machine JSON, start phase) of the machine the new node runs under, or (None, None).
+    G2–G4 (upstream centurion-declared-phases): only root passes phases, only for a
+    centurion, and the machine validates and reaches a terminal."""
+    from legion_tui.phases import DeclarationRefused, declared_machine
+
+    try:
+        machine = declared_machine(
+            req.phases,
+            role=req.role,
+            caller_is_root=caller.id == ROOT_ID,
+            caller=caller.path,
+            card_machine=card.phases,
+        )
+    except DeclarationRefused as err:
+        raise OpError("PHASES", str(err)) from err
+    if machine is None:
+        return None, None
+    return machine.to_json(), machine.start

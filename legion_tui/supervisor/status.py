@@ -1,0 +1,214 @@
+"""`legion status` / `legion tree`: the document, its text form, and the read-only path.
+
+One document shape serves the live supervisor (socket op `status`) and a run with no live
+supervisor (read from the ledger with `read_snapshot` + the session files), so the CLI
+prints the same thing either way:
+
+    {run_id, session, live, nodes: [{id, name, path, role, kind, backend, status, phase, pid,
+      tokens_out, tok_s, activity: {tool, seconds, stalled} | null, verdict}]}
+
+Display only: a stalled call is named with the lever that can move it; nothing here
+ever acts on a node.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from legion_tui import receipts
+from legion_tui.model import InFlightTool, Node, NodeStatus
+from legion_tui.session.progress import SessionProgress
+
+__all__ = [
+    "activity_of",
+    "offline_status",
+    "render_status",
+    "render_tree",
+    "status_document",
+    "tool_label",
+]
+
+GLYPHS = {
+    NodeStatus.RUNNING: "●",
+    NodeStatus.STARTING: "◐",
+    NodeStatus.BLOCKED: "◆",
+    NodeStatus.SETTLED: "○",
+    NodeStatus.FAILED: "✗",
+    NodeStatus.RETIRED: "◌",
+}
+
+
+def tool_label(stack: Sequence[InFlightTool]) -> str:
+    """The top (innermost) tool, plus the context when the stack is deeper than one:
+    ` (inside codemode ×2)` when parent ids show nesting, else ` (+N more)`."""
+    top = stack[-1]
+    if len(stack) == 1:
+        return top.name
+    by_id = {t.id: t for t in stack}
+    chain: list[InFlightTool] = []
+    cur = top
+    while cur.parent_id is not None and cur.parent_id in by_id:
+        cur = by_id[cur.parent_id]
+        chain.append(cur)
+    if chain and len(chain) == len(stack) - 1:
+        return f"{top.name} (inside {chain[-1].name} ×{len(chain)})"
+    return f"{top.name} (+{len(stack) - 1} more)"
+
+
+def activity_of(node: Node, progress: SessionProgress, now: float) -> dict[str, Any] | None:
+    """{tool, seconds, stalled} for a live node inside a tool call; None otherwise."""
+    if not node.live or not progress.in_flight:
+        return None
+    top = progress.in_flight[-1]
+    seconds = max(0.0, now - top.started_at)
+    return {
+        "tool": tool_label(progress.in_flight),
+        "seconds": round(seconds, 1),
+        "stalled": seconds >= receipts.STALL_SECONDS,
+    }
+
+
+def _entry(node: Node, progress: SessionProgress, now: float) -> dict[str, Any]:
+    verdict: Any = None
+    if node.verdict:
+        try:
+            verdict = json.loads(node.verdict)
+        except ValueError:
+            verdict = None
+    return {
+        "id": node.id,
+        "name": node.name,
+        "path": node.path,
+        "role": node.role,
+        "kind": node.kind,
+        "backend": node.backend,
+        "status": node.status.value,
+        "phase": node.phase,
+        "pid": node.pid,
+        "tokens_out": progress.tokens.output,
+        "tok_s": round(progress.tok_s, 1),
+        "activity": activity_of(node, progress, now),
+        "verdict": verdict,
+        "error": node.error,
+        "unreadable": progress.unreadable,
+    }
+
+
+def status_document(
+    run_id: str,
+    session: str,
+    rows: Sequence[tuple[Node, SessionProgress]],
+    now: float,
+    *,
+    live: bool = True,
+) -> dict[str, Any]:
+    return {
+        "run_id": run_id,
+        "session": session,
+        "live": live,
+        "nodes": [_entry(node, progress, now) for node, progress in rows],
+    }
+
+
+def _doing(entry: dict[str, Any]) -> list[str]:
+    """The lines that lead a node's block: what it is doing right now."""
+    activity = entry["activity"]
+    status = entry["status"]
+    if activity is not None:
+        lines = [receipts.working(activity["tool"], activity["seconds"])]
+        if activity["stalled"]:
+            tool = activity["tool"].split(" (", 1)[0]
+            lines.append(receipts.stall_marker(entry["name"], tool, activity["seconds"]))
+        return lines
+    if status in ("starting", "running", "blocked"):
+        return [f"{status} · between tool calls"]
+    verdict = entry["verdict"]
+    if status == "settled":
+        if isinstance(verdict, dict):
+            mark = "✓" if verdict.get("ok") else "✗"
+            return [f"settled · verdict {mark} {verdict.get('reason') or ''}".rstrip()]
+        return ["settled · no verdict"]
+    if status == "failed":
+        return [f"failed · {entry['error'] or 'no reason recorded'}"]
+    return ["retired"]
+
+
+def render_status(doc: dict[str, Any]) -> str:
+    """One block per node, led by what it is doing (SPEC §6.3)."""
+    head = f"legion run {doc['run_id']} · session {doc['session']}"
+    if not doc.get("live", True):
+        head += " · no live supervisor (read from the ledger)"
+    blocks = [head]
+    for e in doc["nodes"]:
+        pid = f", pid {e['pid']}" if e["pid"] else ""
+        lines = [f"{e['path']} ({e['role']}, {e['status']}{pid})"]
+        lines += [f"  {line}" for line in _doing(e)]
+        facts = [f"{e['tokens_out']} tokens out", f"{e['tok_s']:g} tok/s"]
+        if e["phase"]:
+            facts.insert(0, f"phase {e['phase']}")
+        if e.get("unreadable"):
+            facts.append(f"session unreadable: {e['unreadable']}")
+        lines.append("  " + " · ".join(facts))
+        blocks.append("\n".join(lines))
+    return "\n\n".join(blocks)
+
+
+def render_tree(rows: Sequence[tuple[Node, SessionProgress, int]], now: float) -> str:
+    """The tree with railway tracks, status glyphs and verdicts (plain text)."""
+    out: list[str] = []
+    last_at_depth: dict[int, bool] = {}
+    for i, (node, progress, depth) in enumerate(rows):
+        # Is this the last sibling? Look ahead for another row at the same depth before
+        # a shallower one.
+        last = True
+        for _n, _p, d in rows[i + 1 :]:
+            if d < depth:
+                break
+            if d == depth:
+                last = False
+                break
+        last_at_depth[depth] = last
+        prefix = "".join("   " if last_at_depth.get(d, True) else "│  " for d in range(depth))
+        branch = ("└─ " if last else "├─ ") if depth > 0 else ""
+        entry = _entry(node, progress, now)
+        doing = _doing(entry)[0]
+        phase = f" [{node.phase}]" if node.phase else ""
+        out.append(
+            f"{prefix}{branch}{GLYPHS[node.status]} {node.name} ({node.role}){phase} — {doing}"
+        )
+    return "\n".join(out)
+
+
+def offline_status(run_dir: Path, run_id: str, session: str, now: float) -> dict[str, Any]:
+    """The status document straight from the ledger and the session files, for a run
+    whose supervisor is gone (read-only: nothing is written)."""
+    from legion_tui.ledger import read_snapshot
+    from legion_tui.session.reader import read_session
+
+    nodes, _usage = read_snapshot(run_dir / "legion.db")
+    by_parent: dict[str | None, list[Node]] = {}
+    for node in nodes:
+        by_parent.setdefault(node.parent_id, []).append(node)
+    rows: list[tuple[Node, SessionProgress]] = []
+    stack = list(reversed(by_parent.get(None, [])))
+    while stack:
+        node = stack.pop()
+        progress = SessionProgress()
+        if node.session_file and Path(node.session_file).exists():
+            progress = read_session(node.session_file)
+        rows.append((node, progress))
+        stack.extend(reversed(by_parent.get(node.id, [])))
+    return status_document(run_id, session, rows, now, live=False)
+
+
+def tree_rows_from_doc(doc: dict[str, Any]) -> str:
+    """Tree text from a status document (the CLI's offline `legion tree`)."""
+    lines = []
+    for e in doc["nodes"]:
+        depth = e["path"].count("/")
+        glyph = GLYPHS[NodeStatus(e["status"])]
+        lines.append(f"{'   ' * depth}{glyph} {e['name']} ({e['role']}) — {_doing(e)[0]}")
+    return "\n".join(lines)
