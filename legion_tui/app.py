@@ -1,0 +1,483 @@
+"""LegionApp: the dashboard (SPEC §7).
+
+One main screen, mounted once. The model's coalesced change signal becomes ONE
+replaceable message; the handler applies the accumulated dirty ids at most ~30 times a
+second, and each widget repaints only what those ids touch. Tests build the app through
+`make_app` with a canned model, a fixed clock and `timers=False` (deterministic frames).
+"""
+
+from __future__ import annotations
+
+import importlib
+import time
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any, ClassVar, Protocol, cast
+
+from textual import events, log, on
+from textual.app import App, ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import Container
+from textual.message import Message
+from textual.screen import Screen
+from textual.timer import Timer
+from textual.widget import Widget
+from textual.widgets import Footer, Static
+
+from legion_tui import receipts
+from legion_tui.ops import Operations, OpError
+from legion_tui.state import Clock, LegionModel, NodeView
+from legion_tui.themes import DEFAULT_THEME, THEME_ORDER, textual_themes
+from legion_tui.widgets.confirm import ConfirmBar, ConfirmRequest
+from legion_tui.widgets.detail import DetailScreen
+from legion_tui.widgets.header import HeaderBar
+from legion_tui.widgets.help import HelpScreen
+from legion_tui.widgets.layout import layout_classes
+from legion_tui.widgets.palette import LegionCommands, SlashStop
+from legion_tui.widgets.steer import FilterLine, SteerLine
+from legion_tui.widgets.tree import RailwayTree
+
+MAX_APPLY_HZ = 30.0
+GALAXY_HZ = 12.0
+
+
+class GalaxyLike(Protocol):
+    def set_selected(self, node_id: str | None) -> None: ...
+
+    def model_changed(self, dirty: frozenset[str]) -> None: ...
+
+    def tick(self) -> None: ...
+
+
+class ChartLike(Protocol):
+    def set_visible(self, ids: frozenset[str] | None) -> None: ...
+
+    def toggle_window(self) -> None: ...
+
+    def model_changed(self, dirty: frozenset[str]) -> None: ...
+
+
+def _make_viz(module: str, name: str, model: LegionModel, widget_id: str) -> Widget:
+    """The render engineer's widget when it is in the tree, else the stand-in.
+
+    A panel that cannot even be built must not take the dashboard down with it: the
+    stand-in takes its place and the error goes to the Textual log.
+    """
+    fallback = getattr(importlib.import_module("legion_tui.widgets.viz_fallback"), name)
+    try:
+        cls = getattr(importlib.import_module(f"legion_tui.widgets.{module}"), name)
+        return cast(Widget, cls(model, id=widget_id))
+    except (ImportError, AttributeError):
+        return cast(Widget, fallback(model, id=widget_id))
+    except Exception as error:
+        log.error(f"{module}.{name} failed to build: {error!r}")
+        return cast(Widget, fallback(model, id=widget_id))
+
+
+class ModelChanged(Message):
+    """'Something changed': dirty ids accumulate on the app, so one pending copy of this
+    message is enough and later ones replace it in the queue."""
+
+    def can_replace(self, message: Message) -> bool:
+        return isinstance(message, ModelChanged)
+
+
+class MainScreen(Screen[None]):
+    """Header, banner, tree, galaxy, chart, confirm bar, inputs, footer."""
+
+    def __init__(self, app: LegionApp) -> None:
+        super().__init__(id="main")
+        self.legion = app
+
+    def compose(self) -> ComposeResult:
+        legion = self.legion
+        yield legion.header
+        yield Static("", id="banner", markup=False)
+        with Container(id="body"):
+            yield legion.railway
+            with Container(id="viz"):
+                yield legion.galaxy_widget
+                yield legion.chart_widget
+        yield Static(
+            "terminal too small — make it at least 40×10", id="too-small", markup=False
+        )
+        yield ConfirmBar(theme=legion.theme_name, floor=legion.floor, id="confirm")
+        yield SteerLine(id="steer")
+        yield FilterLine(id="filter")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self.legion.main_mounted()
+
+    def on_resize(self, event: events.Resize) -> None:
+        self.legion.apply_layout(event.size.width, event.size.height)
+
+
+class LegionApp(App[None]):
+    CSS_PATH = "app.tcss"
+    TITLE = "legion"
+    COMMANDS: ClassVar = App.COMMANDS | {LegionCommands}
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("x", "stop_node(False)", "Stop"),
+        Binding("X", "stop_node(True)", "Force stop", show=False),
+        Binding("a", "abort_node", "Abort"),
+        Binding("s", "steer_node", "Steer"),
+        Binding("r", "resume_node", "Resume", show=False),
+        Binding("slash", "filter", "Filter"),
+        Binding("w", "chart_window", "Window", show=False),
+        Binding("g", "galaxy_full", "Galaxy"),
+        Binding("t", "cycle_theme", "Theme", show=False),
+        Binding("p", "pause", "Pause"),
+        Binding("question_mark", "help", "Help"),
+        Binding("q", "quit_legion", "Quit"),
+    ]
+
+    def __init__(
+        self,
+        model: LegionModel,
+        ops: Operations,
+        *,
+        clock: Clock | None = None,
+        theme: str = DEFAULT_THEME,
+        timers: bool = True,
+        floor: bool = True,
+        run_dir: Path | None = None,
+        on_start: Callable[[LegionApp], Awaitable[None]] | None = None,
+    ) -> None:
+        super().__init__()
+        self.model = model
+        self.ops = ops
+        self.clock: Clock = clock or model.clock
+        self.timers = timers
+        self.floor = floor
+        self.run_dir = run_dir
+        self.on_start = on_start
+        self.paused = False
+        self._pending: set[str] = set()
+        self._last_apply = 0.0
+        self._apply_timer: Timer | None = None
+        self._galaxy_timer: Timer | None = None
+        self._galaxy_full = False
+        for textual_theme in textual_themes():
+            self.register_theme(textual_theme)
+        self.theme = theme
+        self.theme_name = theme
+        self.header = HeaderBar(model, theme=theme, floor=floor, id="header")
+        self.railway = RailwayTree(model, clock=self.clock, theme=theme, floor=floor, id="tree")
+        self.galaxy_widget = _make_viz("galaxy", "GalaxyView", model, "galaxy")
+        self.chart_widget = _make_viz("rate_chart", "RateChart", model, "chart")
+        self.main_screen = MainScreen(self)
+        if not floor:
+            self.add_class("-no-floor")
+        self._unsubscribe = model.subscribe(self._on_model_signal)
+
+    @property
+    def galaxy(self) -> GalaxyLike:
+        return cast(GalaxyLike, self.galaxy_widget)
+
+    @property
+    def chart(self) -> ChartLike:
+        return cast(ChartLike, self.chart_widget)
+
+    # ----- lifecycle ---------------------------------------------------------------
+    def get_default_screen(self) -> Screen[Any]:
+        return self.main_screen
+
+    def on_mount(self) -> None:
+        self.theme_changed_signal.subscribe(self, self._theme_changed)
+
+    def main_mounted(self) -> None:
+        """The main screen is composed: wire the widgets and start the timers."""
+        self.railway.focus()
+        self.chart.set_visible(self.railway.visible_ids())
+        self.galaxy.set_selected(self.railway.selected_id)
+        self._update_banner()
+        if self.timers:
+            self.set_interval(1.0, self._second_tick)
+            self._galaxy_timer = self.set_interval(1.0 / GALAXY_HZ, self._galaxy_tick)
+        if self.on_start is not None:
+            self.run_worker(self.on_start(self), name="legion-start", exit_on_error=True)
+
+    def on_unmount(self) -> None:
+        self._unsubscribe()
+
+    # ----- the data feed -----------------------------------------------------------
+    def _on_model_signal(self, dirty: frozenset[str]) -> None:
+        self._pending |= dirty
+        self.post_message(ModelChanged())
+
+    def on_model_changed(self, _message: ModelChanged) -> None:
+        if self.paused or self._apply_timer is not None:
+            return
+        wait = self._last_apply + 1.0 / MAX_APPLY_HZ - time.monotonic()
+        if wait > 0 and self.timers:
+            self._apply_timer = self.set_timer(wait, self._apply_pending)
+        else:
+            self._apply_pending()
+
+    def _apply_pending(self) -> None:
+        self._apply_timer = None
+        if self.paused or not self._pending:
+            return
+        dirty = frozenset(self._pending)
+        self._pending.clear()
+        self._last_apply = time.monotonic()
+        with self.batch_update():
+            self.railway.model_changed(dirty)
+            self.header.model_changed()
+            self.galaxy.model_changed(dirty)
+            self.chart.model_changed(dirty)
+            if isinstance(self.screen, DetailScreen):
+                self.screen.model_changed(dirty)
+            self._update_banner()
+
+    def _second_tick(self) -> None:
+        if not self.paused:
+            self.railway.tick()
+            self.header.model_changed()
+
+    def _galaxy_tick(self) -> None:
+        if not self.paused and self.galaxy_widget.display and self.galaxy_widget.size.area:
+            self.galaxy.tick()
+
+    def _update_banner(self) -> None:
+        if not self.main_screen.is_attached:
+            return
+        banner = self.main_screen.query_one("#banner", Static)
+        names = [v.node.name for v in self.model.interrupted()]
+        banner.update(receipts.interrupted_banner(names) if names else "")
+        banner.set_class(bool(names), "-shown")
+
+    # ----- layout ------------------------------------------------------------------
+    def apply_layout(self, width: int, height: int) -> None:
+        main = self.main_screen
+        wanted = layout_classes(width, height, galaxy_full=self._galaxy_full)
+        for cls in ("-wide", "-medium", "-narrow", "-compact", "-tiny", "-galaxy-full"):
+            main.set_class(cls in wanted, cls)
+
+    # ----- targets -----------------------------------------------------------------
+    def _target(self) -> NodeView | None:
+        """The node a key acts on: the overlay's node, else the tree selection."""
+        if isinstance(self.screen, DetailScreen):
+            return self.model.nodes.get(self.screen.node_id)
+        return self.railway.selected_view
+
+    def _confirm_bar(self) -> ConfirmBar:
+        return self.screen.query_one(ConfirmBar)
+
+    # ----- stop / abort / steer / resume --------------------------------------------
+    def action_stop_node(self, force: bool = False) -> None:
+        view = self._target()
+        if view is None:
+            return
+        self.palette_stop(view.node.id, force)
+
+    def palette_stop(self, node_id: str, force: bool) -> None:
+        view = self.model.nodes.get(node_id)
+        if view is None:
+            return
+        node = view.node
+        if not node.live:
+            self.notify(receipts.already_ended(node.name, node.status.value))
+            return
+        self._confirm_bar().ask(
+            ConfirmRequest(
+                "force-stop" if force else "stop",
+                node.id,  # locked now: later re-sorts cannot redirect the answer
+                receipts.stop_confirm(node.name, node.role, node.pid, force=force),
+            )
+        )
+
+    @on(ConfirmBar.Answered)
+    def _confirm_answered(self, event: ConfirmBar.Answered) -> None:
+        request = event.request
+        if not event.confirmed:
+            if request.kind != "quit":
+                self.notify("Cancelled — nothing stopped.")
+            return
+        if request.kind == "quit":
+            self.exit()
+            return
+        assert request.node_id is not None
+        view = self.model.nodes.get(request.node_id)
+        if view is None or not view.node.live:
+            name = view.node.name if view is not None else request.node_id
+            status = view.node.status.value if view is not None else "gone"
+            self.notify(receipts.already_ended(name, status), severity="warning")
+            return
+        force = request.kind == "force-stop"
+        self.run_worker(self._run_op(self.ops.stop(view.node.id, force=force)), group="ops")
+
+    async def _run_op(self, call: Awaitable[str]) -> None:
+        try:
+            receipt = await call
+        except OpError as error:
+            self.notify(error.message, title=error.code, severity="error", timeout=10)
+        except Exception as error:  # a failure to act is reported, never swallowed
+            self.notify(f"{type(error).__name__}: {error}", severity="error", timeout=10)
+        else:
+            self.notify(receipt)
+
+    def action_abort_node(self) -> None:
+        view = self._target()
+        if view is not None:
+            self.palette_abort(view.node.id)
+
+    def palette_abort(self, node_id: str) -> None:
+        self.run_worker(self._run_op(self.ops.abort(node_id)), group="ops")
+
+    def action_steer_node(self) -> None:
+        view = self._target()
+        if view is not None:
+            self.screen.query_one(SteerLine).ask(view.node.id, view.node.name)
+
+    @on(SteerLine.Submitted)
+    def _steer_submitted(self, event: SteerLine.Submitted) -> None:
+        self.run_worker(self._run_op(self.ops.steer(event.node_id, event.text)), group="ops")
+
+    def action_resume_node(self) -> None:
+        view = self._target()
+        if view is not None:
+            self.palette_resume(view.node.id)
+
+    def palette_resume(self, node_id: str) -> None:
+        view = self.model.nodes.get(node_id)
+        if view is None:
+            return
+        if not view.interrupted:
+            self.notify(f"{view.node.name} was not interrupted — nothing to resume.")
+            return
+        self.run_worker(self._run_op(self.ops.resume(node_id)), group="ops")
+
+    def palette_slash_stop(self, command: SlashStop) -> None:
+        """The typed `/legion stop [--force] [name|all]`: a command, so no second prompt."""
+        if command.target is None:
+            root = self.model.root_id
+            targets = [c for c in self.model.children(root) if self.model.nodes[c].node.live]
+            if not targets:
+                self.notify("No live agents to stop.")
+        else:
+            view = self.model.by_path(command.target)
+            if view is None:
+                self.notify(f"No agent named {command.target}.", severity="error")
+                return
+            targets = [view.node.id]
+        for node_id in targets:
+            self.run_worker(
+                self._run_op(self.ops.stop(node_id, force=command.force)), group="ops"
+            )
+
+    # ----- views -------------------------------------------------------------------
+    @on(RailwayTree.SelectionChanged)
+    def _selection_changed(self, event: RailwayTree.SelectionChanged) -> None:
+        self.galaxy.set_selected(event.node_id)
+
+    @on(RailwayTree.VisibleChanged)
+    def _visible_changed(self, _event: RailwayTree.VisibleChanged) -> None:
+        self.chart.set_visible(self.railway.visible_ids())
+
+    @on(RailwayTree.OpenRequested)
+    def _open_detail(self, event: RailwayTree.OpenRequested) -> None:
+        self.push_screen(
+            DetailScreen(
+                self.model,
+                event.node_id,
+                clock=self.clock,
+                theme=self.theme_name,
+                floor=self.floor,
+                run_dir=self.run_dir,
+            )
+        )
+
+    def on_galaxy_view_star_clicked(self, event: Message) -> None:
+        node_id = getattr(event, "node_id", None)
+        if isinstance(node_id, str):
+            self.railway.select(node_id)
+
+    def action_filter(self) -> None:
+        self.screen.query_one(FilterLine).ask(self.railway.filter_text)
+
+    @on(FilterLine.Changed)
+    def _filter_changed(self, event: FilterLine.Changed) -> None:
+        self.railway.set_filter(event.text)
+        if not self.screen.query_one(FilterLine).is_open:
+            self.railway.focus()
+
+    def action_chart_window(self) -> None:
+        self.chart.toggle_window()
+
+    def action_galaxy_full(self) -> None:
+        self._galaxy_full = not self._galaxy_full
+        self.apply_layout(self.size.width, self.size.height)
+
+    def action_cycle_theme(self) -> None:
+        order = THEME_ORDER
+        current = order.index(self.theme_name) if self.theme_name in order else -1
+        self.theme = order[(current + 1) % len(order)]
+
+    def _theme_changed(self, theme: object) -> None:
+        name = getattr(theme, "name", str(theme))
+        self.theme_name = name
+        self.railway.set_theme(name)
+        self.header.set_theme(name)
+        for bar in self.query(ConfirmBar):
+            bar.set_theme(name)
+        self.galaxy_widget.refresh()
+        self.chart_widget.refresh()
+
+    def action_pause(self) -> None:
+        self.paused = not self.paused
+        self.header.set_paused(self.paused)
+        if not self.paused:
+            self._apply_pending()
+
+    def action_help(self) -> None:
+        self.push_screen(HelpScreen())
+
+    def action_quit_legion(self) -> None:
+        if self.model.counts()["live"] > 0:
+            self._confirm_bar().ask(ConfirmRequest("quit", None, receipts.QUIT_CONFIRM))
+        else:
+            self.exit()
+
+
+def make_app(
+    model: LegionModel,
+    ops: Operations,
+    *,
+    clock: Clock | None = None,
+    theme: str = DEFAULT_THEME,
+    timers: bool = True,
+    floor: bool = True,
+    run_dir: Path | None = None,
+    on_start: Callable[[LegionApp], Awaitable[None]] | None = None,
+) -> LegionApp:
+    """The dashboard over `model`. Tests: a canned model, a fixed clock, `timers=False`."""
+    return LegionApp(
+        model, ops, clock=clock, theme=theme, timers=timers, floor=floor,
+        run_dir=run_dir, on_start=on_start,
+    )
+
+
+def run_dashboard(
+    model: LegionModel,
+    ops: Operations,
+    *,
+    theme: str = DEFAULT_THEME,
+    run_dir: Path | None = None,
+    on_start: Callable[[LegionApp], Awaitable[None]] | None = None,
+) -> None:
+    """Run the dashboard in the terminal until the user quits (blocking)."""
+    make_app(model, ops, theme=theme, run_dir=run_dir, on_start=on_start).run()
+
+
+async def run_dashboard_async(
+    model: LegionModel,
+    ops: Operations,
+    *,
+    theme: str = DEFAULT_THEME,
+    run_dir: Path | None = None,
+    on_start: Callable[[LegionApp], Awaitable[None]] | None = None,
+) -> None:
+    """The same inside a running event loop (the supervisor shares the loop)."""
+    await make_app(model, ops, theme=theme, run_dir=run_dir, on_start=on_start).run_async()

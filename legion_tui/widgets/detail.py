@@ -1,0 +1,130 @@
+"""The detail overlay (SPEC §7.2): a modal 75 % × 65 % over the main screen, centred.
+
+The modal's own background stays the page colour (dark/light) so the gutters beside the
+frame never fall back to the terminal's default background (upstream page-floor-v1).
+Keys x/X/a/s/r act on the node this overlay shows: they call back into the app, which
+owns the one confirm/steer flow.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import ClassVar
+
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import Vertical, VerticalScroll
+from textual.screen import ModalScreen
+from textual.widgets import Static, TabbedContent, TabPane
+
+from legion_tui.state import Clock, LegionModel
+from legion_tui.widgets.confirm import ConfirmBar
+from legion_tui.widgets.detail_text import (
+    activity_lines,
+    event_lines,
+    header_line,
+    mail_lines,
+    skipped_line,
+)
+from legion_tui.widgets.steer import SteerLine
+from legion_tui.widgets.terminal_view import TerminalView
+from legion_tui.widgets.transcript_view import TranscriptView
+
+
+class DetailScreen(ModalScreen[None]):
+    DEFAULT_CSS = """
+    DetailScreen { align: center middle; }
+    DetailScreen #detail-frame {
+        width: 75%; height: 65%;
+        border: round $primary; background: $background;
+    }
+    DetailScreen #detail-head { height: 1; color: $primary; text-style: bold; }
+    DetailScreen #detail-skipped { height: 1; color: $text-muted; }
+    DetailScreen TabbedContent { height: 1fr; }
+    DetailScreen TabPane { height: 1fr; padding: 0; }
+    DetailScreen .detail-text { height: auto; }
+    """
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("escape,q", "close", "Close"),
+        Binding("x", "app.stop_node(False)", "Stop"),
+        Binding("X", "app.stop_node(True)", "Force stop"),
+        Binding("a", "app.abort_node", "Abort"),
+        Binding("s", "app.steer_node", "Steer"),
+        Binding("r", "app.resume_node", "Resume"),
+    ]
+
+    def __init__(
+        self,
+        model: LegionModel,
+        node_id: str,
+        *,
+        clock: Clock,
+        theme: str,
+        floor: bool,
+        run_dir: Path | None,
+    ) -> None:
+        super().__init__()
+        self.model = model
+        self.node_id = node_id
+        self.clock = clock
+        self.theme_name = theme
+        self.floor = floor
+        self.run_dir = run_dir
+
+    def _session_path(self) -> Path | None:
+        raw = self.model.nodes[self.node_id].node.session_file
+        if not raw:
+            return None
+        path = Path(raw)
+        if not path.is_absolute() and self.run_dir is not None:
+            path = self.run_dir / path
+        return path
+
+    def _terminal_path(self) -> Path | None:
+        if self.run_dir is None:
+            return None
+        path = self.run_dir / "terminal" / f"{self.node_id}.log"
+        view = self.model.nodes[self.node_id]
+        return path if view.node.backend == "process" or path.exists() else None
+
+    def compose(self) -> ComposeResult:
+        view = self.model.nodes[self.node_id]
+        with Vertical(id="detail-frame"):
+            yield Static(header_line(view), id="detail-head", markup=False)
+            yield Static(skipped_line(view), id="detail-skipped", markup=False)
+            with TabbedContent(id="detail-tabs"):
+                with TabPane("Transcript", id="tab-transcript"):
+                    yield TranscriptView(
+                        self._session_path(), theme=self.theme_name, id="transcript"
+                    )
+                with TabPane("Activity", id="tab-activity"), VerticalScroll():
+                    yield Static(id="activity", classes="detail-text", markup=False)
+                with TabPane("Mail", id="tab-mail"), VerticalScroll():
+                    yield Static(id="mail", classes="detail-text", markup=False)
+                with TabPane("Events", id="tab-events"), VerticalScroll():
+                    yield Static(id="events", classes="detail-text", markup=False)
+                terminal = self._terminal_path()
+                if terminal is not None:
+                    with TabPane("Terminal", id="tab-terminal"):
+                        yield TerminalView(terminal, theme=self.theme_name, id="terminal")
+            yield SteerLine(id="detail-steer")
+            yield ConfirmBar(theme=self.theme_name, floor=self.floor, id="detail-confirm")
+
+    def on_mount(self) -> None:
+        self.model_changed(frozenset({self.node_id}))
+        self.query_one(TranscriptView).focus()
+
+    def model_changed(self, dirty: frozenset[str]) -> None:
+        if self.node_id not in dirty:
+            return
+        view = self.model.nodes[self.node_id]
+        now = self.clock()
+        self.query_one("#detail-head", Static).update(header_line(view))
+        self.query_one("#detail-skipped", Static).update(skipped_line(view))
+        self.query_one("#activity", Static).update("\n".join(activity_lines(view, now)))
+        self.query_one("#mail", Static).update("\n".join(mail_lines(view)))
+        self.query_one("#events", Static).update("\n".join(event_lines(view)))
+
+    def action_close(self) -> None:
+        self.dismiss(None)

@@ -1,0 +1,85 @@
+"""What the detail overlay says about one node, as plain strings (pure, testable)."""
+
+from __future__ import annotations
+
+import json
+import time
+
+from legion_tui import receipts
+from legion_tui.model import MailState
+from legion_tui.state import NodeView
+from legion_tui.widgets.tree_rows import fmt_tokens, in_flight_context
+
+
+def clock_text(at: float) -> str:
+    return time.strftime("%H:%M:%S", time.localtime(at))
+
+
+def header_line(view: NodeView) -> str:
+    node, progress = view.node, view.progress
+    parts = [node.name, node.role, node.kind, node.status.value]
+    if node.phase:
+        parts.append(f"phase {node.phase}")
+    parts += [
+        f"{progress.tok_s:.0f} tok/s",
+        f"{fmt_tokens(progress.tokens.output)} out / {fmt_tokens(progress.tokens.input)} in",
+        f"${progress.cost:.4f}",
+    ]
+    if node.pid is not None:
+        parts.append(f"pid {node.pid}")
+    return " · ".join(parts)
+
+
+def skipped_line(view: NodeView) -> str:
+    progress = view.progress
+    text = f"session: {progress.entries} entries · {progress.skipped_lines} skipped lines"
+    if progress.unreadable:
+        text += f" · session unreadable: {progress.unreadable}"
+    return text
+
+
+def activity_lines(view: NodeView, now: float) -> list[str]:
+    progress, node = view.progress, view.node
+    if not progress.in_flight:
+        lines = ["no tool call in flight"]
+    else:
+        top = progress.in_flight[-1]
+        secs = now - top.started_at
+        lines = [receipts.working(top.name, secs) + in_flight_context(view)]
+        if secs >= receipts.STALL_SECONDS:
+            lines.append(receipts.stall_marker(node.name, top.name, secs))
+        lines.append("")
+        lines.append("tool stack (innermost last):")
+        for tool in progress.in_flight:
+            lines.append(f"  {tool.name:<12} {receipts.fmt_duration(now - tool.started_at)}")
+    if progress.last_text:
+        lines += ["", "last text:", *progress.last_text.strip().splitlines()[-12:]]
+    return lines
+
+
+def mail_lines(view: NodeView) -> list[str]:
+    m = view.mail
+    lines = [
+        f"pending {m.pending} · accepted {m.accepted} · delivered {m.delivered}"
+        f" · bounced {m.bounced} · obsolete {m.obsolete}",
+        "",
+    ]
+    if not view.messages:
+        lines.append("no mail")
+    for msg in view.messages:
+        arrow = "→" if msg.from_node == view.node.id else "←"
+        state = MailState(msg.delivered).name.lower()
+        lines.append(
+            f"{clock_text(msg.created_at)} {arrow} #{msg.id} {msg.kind.value}"
+            f" [{msg.urgency.value}] {state}: {msg.subject}"
+        )
+    return lines
+
+
+def event_lines(view: NodeView) -> list[str]:
+    if not view.events:
+        return ["no events"]
+    return [
+        f"{clock_text(ev.at)} {ev.type.value} {json.dumps(ev.data, sort_keys=True)}"
+        for ev in view.events
+    ]

@@ -1,0 +1,105 @@
+"""The header bar: `LEGION` · run · session · counts · total tok/s · the stop hint.
+
+One line through the Line API; the line is rebuilt only when what it shows changes
+(counts, rate, width, theme, pause), so a model flood costs one string compare.
+"""
+
+from __future__ import annotations
+
+from rich.segment import Segment
+from textual.strip import Strip
+from textual.widget import Widget
+
+from legion_tui import receipts
+from legion_tui.state import LegionModel
+from legion_tui.themes import DEFAULT_THEME
+from legion_tui.widgets.paint import paint_for
+
+NARROW_BELOW = 100  # columns: the stop hint shortens below this width
+
+
+def stop_hint(width: int, used: int, live: int) -> str:
+    """The dim hint while agents are live; shortened on narrow terminals; absent when
+    nothing is live or it would not fit beside the counts."""
+    if live <= 0:
+        return ""
+    hint = receipts.STOP_HINT_WIDE if width >= NARROW_BELOW else receipts.STOP_HINT_NARROW
+    if used + len(hint) + 2 > width:
+        hint = receipts.STOP_HINT_NARROW
+    return hint if used + len(hint) + 2 <= width else ""
+
+
+class HeaderBar(Widget):
+    DEFAULT_CSS = """
+    HeaderBar { height: 1; dock: top; }
+    """
+
+    def __init__(
+        self,
+        model: LegionModel,
+        *,
+        theme: str = DEFAULT_THEME,
+        floor: bool = True,
+        id: str | None = None,
+    ) -> None:
+        super().__init__(id=id)
+        self.model = model
+        self.theme_name = theme
+        self.floor = floor
+        self.paused = False
+        self._key: tuple[object, ...] | None = None
+        self._strip: Strip | None = None
+
+    def set_theme(self, theme: str) -> None:
+        self.theme_name = theme
+        self.refresh()
+
+    def set_paused(self, paused: bool) -> None:
+        self.paused = paused
+        self.refresh()
+
+    def model_changed(self) -> None:
+        """Repaint only when the text would differ."""
+        if self._key is not None and self._key != self._make_key(self.size.width):
+            self.refresh()
+
+    def _make_key(self, width: int) -> tuple[object, ...]:
+        counts = self.model.counts()
+        return (
+            width,
+            self.theme_name,
+            self.floor,
+            self.paused,
+            tuple(counts.values()),
+            round(self.model.total_tok_s()),
+        )
+
+    def render_line(self, y: int) -> Strip:
+        width = self.size.width
+        paint = paint_for(self.theme_name, self.floor)
+        if y != 0:
+            return Strip.blank(width, paint.blank)
+        key = self._make_key(width)
+        if key == self._key and self._strip is not None:
+            return self._strip
+        counts = self.model.counts()
+        model = self.model
+        segs = [Segment(" LEGION", paint.accent)]
+        text = (
+            f" · {model.run_id} · {model.session_name} · {counts['live']} live"
+            f" · {counts['settled']} settled · {counts['failed']} failed"
+            f" · {counts['retired']} retired · {model.total_tok_s():.0f} tok/s"
+        )
+        segs.append(Segment(text, paint.base))
+        used = 7 + len(text)
+        if self.paused:
+            segs.append(Segment("  PAUSED", paint.warning))
+            used += 8
+        hint = stop_hint(width, used, counts["live"])
+        if hint:
+            gap = width - used - len(hint) - 1
+            segs.append(Segment(" " * gap, paint.blank))
+            segs.append(Segment(hint + " ", paint.dim))
+        strip = Strip(segs).crop(0, width).adjust_cell_length(width, paint.blank)
+        self._key, self._strip = key, strip
+        return strip

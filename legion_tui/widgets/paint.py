@@ -1,0 +1,70 @@
+"""Rich styles for the Line API widgets, built once per (theme, floor) and cached.
+
+Every style carries the page background unless the floor is switched off: a segment
+without a background is painted in the terminal's default colour, which is exactly the
+"black band" upstream's page-floor contract forbids. The `floor=False` switch exists only
+so a test can show the band coming back.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import lru_cache
+
+from rich.style import Style
+
+from legion_tui.model import ROLES, Role
+from legion_tui.themes import Palette, palette
+
+
+@dataclass(frozen=True, slots=True)
+class Paint:
+    palette: Palette
+    base: Style  # text on the page floor
+    blank: Style  # empty cells (page floor only)
+    dim: Style
+    track: Style
+    accent: Style
+    warning: Style
+    ok: Style
+    fail: Style
+    roles: dict[Role, Style]
+    selection: Style  # layered on top of a row's styles
+
+    def tone(self, name: str) -> Style:
+        return {
+            "text": self.base,
+            "dim": self.dim,
+            "warning": self.warning,
+            "ok": self.ok,
+            "fail": self.fail,
+            "accent": self.accent,
+        }[name]
+
+
+def _colour(value: str) -> str | None:
+    return None if value == "default" else value
+
+
+@lru_cache(maxsize=16)
+def paint_for(theme: str, floor: bool = True) -> Paint:
+    p = palette(theme)
+    bg = _colour(p.page) if floor else None
+    # In the ANSI theme the page *is* the terminal default, so there is nothing to paint.
+
+    def fg(colour: str, bold: bool = False) -> Style:
+        return Style(color=_colour(colour), bgcolor=bg, bold=bold)
+
+    return Paint(
+        palette=p,
+        base=fg(p.text),
+        blank=Style(bgcolor=bg),
+        dim=fg(p.dim),
+        track=fg(p.track),
+        accent=fg(p.accent, bold=True),
+        warning=fg(p.warning, bold=True),
+        ok=fg(p.ok),
+        fail=fg(p.fail),
+        roles={role: fg(p.role(role)) for role in ROLES},
+        selection=Style(bgcolor=_colour(p.selection_bg)),
+    )

@@ -1,0 +1,93 @@
+"""One-line inputs docked at the bottom: steer text for a node (`s`) and the tree
+filter (`/`). Hidden until asked for; Esc closes without acting."""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from textual import events
+from textual.binding import Binding, BindingType
+from textual.message import Message
+from textual.widgets import Input
+
+
+class _BottomLine(Input):
+    DEFAULT_CSS = """
+    _BottomLine { dock: bottom; height: 1; border: none; padding: 0 1; display: none; }
+    _BottomLine.-open { display: block; }
+    """
+
+    BINDINGS: ClassVar[list[BindingType]] = [Binding("escape", "close", "Cancel", show=False)]
+
+    def open(self, placeholder: str, value: str = "") -> None:
+        self.placeholder = placeholder
+        self.value = value
+        self.add_class("-open")
+        self.focus()
+
+    def action_close(self) -> None:
+        self.remove_class("-open")
+        self.closed()
+
+    def closed(self) -> None:
+        """Hook for subclasses."""
+
+    @property
+    def is_open(self) -> bool:
+        return self.has_class("-open")
+
+
+class SteerLine(_BottomLine):
+    DEFAULT_CSS = """
+    SteerLine { dock: bottom; height: 1; border: none; padding: 0 1; display: none; }
+    SteerLine.-open { display: block; }
+    """
+
+    class Submitted(Message):
+        def __init__(self, node_id: str, text: str) -> None:
+            super().__init__()
+            self.node_id = node_id
+            self.text = text
+
+    node_id: str | None = None
+
+    def ask(self, node_id: str, name: str) -> None:
+        self.node_id = node_id  # locked now, like the stop confirm
+        self.open(f"steer {name}: text for its next turn (Enter sends, Esc cancels)")
+
+    async def _on_key(self, event: events.Key) -> None:
+        if event.key == "enter":
+            event.stop()
+            event.prevent_default()
+            text, node_id = self.value.strip(), self.node_id
+            self.remove_class("-open")
+            if text and node_id is not None:
+                self.post_message(self.Submitted(node_id, text))
+            return
+        await super()._on_key(event)
+
+
+class FilterLine(_BottomLine):
+    DEFAULT_CSS = """
+    FilterLine { dock: bottom; height: 1; border: none; padding: 0 1; display: none; }
+    FilterLine.-open { display: block; }
+    """
+
+    class Changed(Message):
+        def __init__(self, text: str) -> None:
+            super().__init__()
+            self.text = text
+
+    def ask(self, current: str) -> None:
+        self.open("filter: name, role or path (Enter keeps, Esc clears)", current)
+
+    def on_input_changed(self, event: Input.Changed) -> None:
+        event.stop()
+        self.post_message(self.Changed(event.value))
+
+    def on_input_submitted(self, event: Input.Submitted) -> None:
+        event.stop()
+        self.remove_class("-open")
+
+    def closed(self) -> None:
+        self.post_message(self.Changed(""))

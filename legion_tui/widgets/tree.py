@@ -1,0 +1,342 @@
+"""The railway tree: one Line API widget for the whole legion (never a widget per agent).
+
+Rows come from `tree_rows.flatten`; each painted row is cached as a `Strip` keyed on
+everything the row shows (node revision, rail, selection, width, theme, the clock second
+for live rows), so a frame costs the visible rows that changed, not the tree size.
+Selection is a node id, never a row index: rows that re-sort or appear above the cursor
+cannot move it to another agent.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import ClassVar
+
+from rich.segment import Segment
+from rich.style import Style
+from textual import events
+from textual.binding import Binding, BindingType
+from textual.cache import LRUCache
+from textual.geometry import Region, Size
+from textual.message import Message
+from textual.scroll_view import ScrollView
+from textual.strip import Strip
+
+from legion_tui.receipts import fmt_duration
+from legion_tui.session.live_rate import live_tok_s
+from legion_tui.state import Clock, LegionModel, NodeView
+from legion_tui.themes import DEFAULT_THEME
+from legion_tui.widgets.paint import Paint, paint_for
+from legion_tui.widgets.tree_rows import (
+    GLYPHS,
+    TreeRow,
+    activity,
+    elapsed_seconds,
+    flatten,
+    fmt_rate,
+    fmt_tokens,
+)
+
+ACTIVITY_MIN = 16  # columns are dropped before the activity gets narrower than this
+LABEL_MAX_SHARE = 0.45
+
+
+@dataclass(frozen=True, slots=True)
+class Columns:
+    """Cell widths of one layout; 0 means the column is dropped at this width."""
+
+    label: int
+    role: int
+    phase: int
+    elapsed: int
+    rate: int
+    tokens: int
+
+    @property
+    def fixed(self) -> int:
+        return self.label + self.role + self.phase + self.elapsed + self.rate + self.tokens
+
+
+def plan_columns(width: int, label_need: int, phase_need: int) -> Columns:
+    """Fit the columns into `width`, dropping the least useful first (phase, role,
+    tokens, rate, elapsed) so the activity keeps room to say what an agent is doing."""
+    label = max(8, min(label_need, int(width * LABEL_MAX_SHARE)))
+    widths = {"role": 11, "phase": phase_need, "elapsed": 10, "rate": 12, "tokens": 8}
+    for drop in ("phase", "role", "tokens", "rate", "elapsed"):
+        if label + sum(widths.values()) + ACTIVITY_MIN <= width:
+            break
+        widths[drop] = 0
+    return Columns(label, widths["role"], widths["phase"], widths["elapsed"],
+                   widths["rate"], widths["tokens"])
+
+
+class RailwayTree(ScrollView, can_focus=True):
+    """One row per node: rails, station glyph, name, role, phase, elapsed, tok/s, tokens,
+    activity."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("up,k", "cursor(-1)", "Up", show=False),
+        Binding("down,j", "cursor(1)", "Down", show=False),
+        Binding("pageup", "page(-1)", show=False),
+        Binding("pagedown", "page(1)", show=False),
+        Binding("home", "jump(0)", show=False),
+        Binding("end", "jump(-1)", show=False),
+        Binding("left,h,minus", "fold", "Fold", show=False),
+        Binding("right,l,plus", "unfold", "Unfold", show=False),
+        Binding("enter,o", "open", "Detail"),
+    ]
+
+    DEFAULT_CSS = """
+    RailwayTree { scrollbar-size-vertical: 1; overflow-x: hidden; }
+    """
+
+    class SelectionChanged(Message):
+        def __init__(self, node_id: str | None) -> None:
+            super().__init__()
+            self.node_id = node_id
+
+    class OpenRequested(Message):
+        def __init__(self, node_id: str) -> None:
+            super().__init__()
+            self.node_id = node_id
+
+    class VisibleChanged(Message):
+        """The set of rows shown changed (fold/filter): the chart follows it."""
+
+        def can_replace(self, message: Message) -> bool:
+            return isinstance(message, RailwayTree.VisibleChanged)
+
+    def __init__(
+        self,
+        model: LegionModel,
+        *,
+        clock: Clock | None = None,
+        theme: str = DEFAULT_THEME,
+        floor: bool = True,
+        id: str | None = None,
+    ) -> None:
+        super().__init__(id=id)
+        self.model = model
+        self.clock: Clock = clock or model.clock
+        self.floor = floor
+        self.theme_name = theme
+        self.folded: set[str] = set()
+        self.filter_text = ""
+        self.rows: list[TreeRow] = []
+        self._index: dict[str, int] = {}
+        self.selected_id: str | None = None
+        self._label_need = 8
+        self._phase_need = 0
+        self._cache: LRUCache[tuple[object, ...], Strip] = LRUCache(1024)
+        self.rebuild()
+
+    # ----- public API --------------------------------------------------------------
+    @property
+    def paint(self) -> Paint:
+        return paint_for(self.theme_name, self.floor)
+
+    def set_theme(self, theme: str) -> None:
+        self.theme_name = theme
+        self._cache.clear()
+        self.refresh()
+
+    def visible_ids(self) -> frozenset[str]:
+        return frozenset(self._index)
+
+    def set_filter(self, text: str) -> None:
+        self.filter_text = text
+        self.rebuild()
+
+    def rebuild(self) -> None:
+        """Re-flatten after a structural change (new node, fold, filter)."""
+        old_visible = frozenset(self._index)
+        self.rows = flatten(self.model, self.folded, self.filter_text)
+        self._index = {row.node_id: i for i, row in enumerate(self.rows)}
+        label_need, phase_need = 8, 0
+        for row in self.rows:
+            view = self.model.nodes[row.node_id]
+            extra = len(f" +{row.hidden}") if row.hidden else 0
+            label_need = max(label_need, len(row.rail) + 3 + len(view.node.name) + extra + 2)
+            if view.node.phase:
+                phase_need = max(phase_need, min(len(view.node.phase), 14) + 2)
+        self._label_need, self._phase_need = label_need, phase_need
+        if self.selected_id not in self._index:
+            self.selected_id = self.rows[0].node_id if self.rows else None
+            if self.is_attached:
+                self.post_message(self.SelectionChanged(self.selected_id))
+        self.virtual_size = Size(self.size.width, len(self.rows))
+        if self.is_attached:
+            if frozenset(self._index) != old_visible:
+                self.post_message(self.VisibleChanged())
+            self._keep_selection_visible()
+            self.refresh()
+
+    def model_changed(self, dirty: frozenset[str]) -> None:
+        """Repaint only the rows of the nodes that changed; re-flatten on new nodes."""
+        structural = self.filter_text or any(nid not in self._index for nid in dirty)
+        if structural and any(nid in self.model.nodes for nid in dirty):
+            self.rebuild()
+            return
+        for nid in dirty:
+            self._refresh_row(nid)
+
+    def tick(self) -> None:
+        """Once a second: live rows show elapsed time, so repaint just those."""
+        for row in self._visible_rows():
+            if self.model.nodes[row.node_id].node.live:
+                self._refresh_row(row.node_id)
+
+    def select(self, node_id: str) -> None:
+        if node_id not in self._index or node_id == self.selected_id:
+            return
+        old = self.selected_id
+        self.selected_id = node_id
+        if old is not None:
+            self._refresh_row(old)
+        self._refresh_row(node_id)
+        self._keep_selection_visible()
+        self.post_message(self.SelectionChanged(node_id))
+
+    @property
+    def selected_view(self) -> NodeView | None:
+        return self.model.nodes.get(self.selected_id or "")
+
+    # ----- actions -----------------------------------------------------------------
+    def action_cursor(self, delta: int) -> None:
+        if not self.rows:
+            return
+        idx = self._index.get(self.selected_id or "", 0)
+        idx = max(0, min(len(self.rows) - 1, idx + delta))
+        self.select(self.rows[idx].node_id)
+
+    def action_page(self, direction: int) -> None:
+        self.action_cursor(direction * max(1, self.size.height - 1))
+
+    def action_jump(self, idx: int) -> None:
+        if self.rows:
+            self.select(self.rows[idx].node_id)
+
+    def action_fold(self) -> None:
+        nid = self.selected_id
+        if nid is None:
+            return
+        if self.model.children(nid) and nid not in self.folded and not self.filter_text:
+            self.folded.add(nid)
+            self.rebuild()
+            return
+        parent = self.model.nodes[nid].node.parent_id
+        if parent is not None and parent in self._index:
+            self.select(parent)
+
+    def action_unfold(self) -> None:
+        nid = self.selected_id
+        if nid is not None and nid in self.folded:
+            self.folded.discard(nid)
+            self.rebuild()
+
+    def action_open(self) -> None:
+        if self.selected_id is not None:
+            self.post_message(self.OpenRequested(self.selected_id))
+
+    def on_click(self, event: events.Click) -> None:
+        idx = event.y + int(self.scroll_offset.y)
+        if 0 <= idx < len(self.rows):
+            self.select(self.rows[idx].node_id)
+            if event.chain >= 2:
+                self.action_open()
+
+    # ----- painting ----------------------------------------------------------------
+    def on_resize(self, event: events.Resize) -> None:
+        self.virtual_size = Size(event.size.width, len(self.rows))
+        self._cache.grow(max(1024, event.size.height * 4))
+        self._keep_selection_visible()
+
+    def render_line(self, y: int) -> Strip:
+        width = self.size.width
+        idx = y + int(self.scroll_offset.y)
+        if idx >= len(self.rows) or width <= 0:
+            return Strip.blank(width, self.paint.blank)
+        row = self.rows[idx]
+        view = self.model.nodes[row.node_id]
+        now = self.clock()
+        # Live rows show seconds (elapsed, working · tool 00:07:31); ended rows do not move.
+        second = int(now) if view.node.live else 0
+        cols = plan_columns(width, self._label_need, self._phase_need)
+        key = (row, view.revision, row.node_id == self.selected_id, width, cols,
+               self.theme_name, self.floor, second)
+        strip = self._cache.get(key)
+        if strip is None:
+            strip = self._paint_row(row, view, cols, width, now)
+            self._cache[key] = strip
+        return strip
+
+    def _paint_row(
+        self, row: TreeRow, view: NodeView, cols: Columns, width: int, now: float
+    ) -> Strip:
+        paint = self.paint
+        node = view.node
+        ended = not node.live
+        role_style = paint.dim if ended else paint.roles[node.role]
+        glyph_style = paint.fail if node.status.value == "failed" else role_style
+        segs: list[Segment] = [
+            Segment(row.rail, paint.track),
+            Segment(" " + GLYPHS[node.status] + " ", glyph_style),
+            Segment(node.name, role_style),
+        ]
+        used = len(row.rail) + 3 + len(node.name)
+        if row.hidden:
+            hidden = f" +{row.hidden}"
+            segs.append(Segment(hidden, paint.dim))
+            used += len(hidden)
+        if used < cols.label:
+            segs.append(Segment(" " * (cols.label - used), paint.blank))
+        text_style = paint.dim if ended else paint.base
+
+        def cell(text: str, w: int, style: Style, right: bool = False) -> None:
+            if w <= 0:
+                return
+            text = text[: w - 1]
+            padded = text.rjust(w - 1) + " " if right else text.ljust(w)
+            segs.append(Segment(padded, style))
+
+        cell(node.role, cols.role, role_style)
+        cell(node.phase or "", cols.phase, paint.dim if ended else paint.accent)
+        cell(fmt_duration(elapsed_seconds(view, now)), cols.elapsed, text_style, right=True)
+        rate = fmt_rate(live_tok_s(view.progress, now)) if node.live else ""
+        cell(rate, cols.rate, text_style, right=True)
+        cell(fmt_tokens(view.progress.tokens.output), cols.tokens, text_style, right=True)
+        act = activity(view, now)
+        segs.append(Segment(" " + act.text, paint.dim if act.tone == "text" and ended
+                            else paint.tone(act.tone)))
+        strip = Strip(segs).adjust_cell_length(width, paint.blank)
+        if row.node_id == self.selected_id:
+            # Layered on top so the selection background wins over the page floor.
+            strip = Strip(
+                [Segment(t, (s or paint.blank) + paint.selection) for t, s, _ in strip],
+                width,
+            )
+        return strip
+
+    # ----- helpers -----------------------------------------------------------------
+    def _visible_rows(self) -> list[TreeRow]:
+        top = int(self.scroll_offset.y)
+        return self.rows[top : top + self.size.height]
+
+    def _refresh_row(self, node_id: str) -> None:
+        idx = self._index.get(node_id)
+        if idx is None or not self.is_attached:
+            return
+        y = idx - int(self.scroll_offset.y)
+        if 0 <= y < self.size.height:
+            self.refresh(Region(0, y, self.size.width, 1))
+
+    def _keep_selection_visible(self) -> None:
+        idx = self._index.get(self.selected_id or "")
+        height = self.size.height
+        if idx is None or height <= 0:
+            return
+        top = int(self.scroll_offset.y)
+        if idx < top:
+            self.scroll_to(y=idx, animate=False, immediate=True)
+        elif idx >= top + height:
+            self.scroll_to(y=idx - height + 1, animate=False, immediate=True)

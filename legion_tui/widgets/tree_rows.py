@@ -1,0 +1,186 @@
+"""The railway tree as data: which rows are visible and what each cell says.
+
+Pure functions over a `LegionModel`, so the widget (`tree.py`) only paints and caches,
+and tests can pin the rail drawing and the activity text without a screen.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+
+from legion_tui import receipts
+from legion_tui.model import NodeStatus
+from legion_tui.state import LegionModel, NodeView
+
+GLYPHS: dict[NodeStatus, str] = {
+    NodeStatus.RUNNING: "●",
+    NodeStatus.STARTING: "◐",
+    NodeStatus.BLOCKED: "◆",
+    NodeStatus.SETTLED: "○",
+    NodeStatus.FAILED: "✗",
+    NodeStatus.RETIRED: "◌",
+}
+
+# Rail pieces. Each depth level is two cells wide so a child's connector sits exactly
+# under its parent's `┬`.
+RAIL_CONTINUE = "│ "
+RAIL_BLANK = "  "
+RAIL_MID = "├─"
+RAIL_LAST = "└─"
+BRANCH_OPEN = "┬"
+BRANCH_FOLDED = "▸"
+BRANCH_LEAF = "─"
+
+
+@dataclass(frozen=True, slots=True)
+class TreeRow:
+    node_id: str
+    depth: int
+    rail: str  # tracks + connector + branch, e.g. "│ ├─┬"
+    hidden: int  # descendants hidden by a fold (0 when unfolded or a leaf)
+
+
+def _matches(view: NodeView, needle: str) -> bool:
+    node = view.node
+    return needle in node.name.lower() or needle in node.role or needle in node.path.lower()
+
+
+def _kept_by_filter(model: LegionModel, needle: str) -> set[str]:
+    """Ids that match the filter plus every ancestor of a match (so the rail stays whole)."""
+    kept: set[str] = set()
+    for view, _depth in model.walk():
+        if _matches(view, needle):
+            nid: str | None = view.node.id
+            while nid is not None and nid not in kept:
+                kept.add(nid)
+                parent = model.nodes.get(nid)
+                nid = parent.node.parent_id if parent is not None else None
+    return kept
+
+
+def _count_descendants(model: LegionModel, node_id: str) -> int:
+    return sum(1 for _ in model.walk(node_id))
+
+
+def flatten(model: LegionModel, folded: set[str], needle: str = "") -> list[TreeRow]:
+    """Visible rows in launch order. A filter shows matches and their ancestors and
+    ignores folds (a match hidden inside a fold would make the filter look broken)."""
+    needle = needle.strip().lower()
+    kept = _kept_by_filter(model, needle) if needle else None
+    rows: list[TreeRow] = []
+
+    def visible_children(node_id: str | None) -> list[str]:
+        children = model.children(node_id)
+        if kept is None:
+            return children
+        return [c for c in children if c in kept]
+
+    def visit(node_id: str, depth: int, prefix: str, last: bool) -> None:
+        children = visible_children(node_id)
+        is_folded = kept is None and node_id in folded and bool(children)
+        if not children:
+            branch = BRANCH_LEAF
+        elif is_folded:
+            branch = BRANCH_FOLDED
+        else:
+            branch = BRANCH_OPEN
+        connector = "" if depth == 0 else (RAIL_LAST if last else RAIL_MID)
+        hidden = _count_descendants(model, node_id) if is_folded else 0
+        rows.append(TreeRow(node_id, depth, prefix + connector + branch, hidden))
+        if is_folded:
+            return
+        child_prefix = prefix if depth == 0 else prefix + (RAIL_BLANK if last else RAIL_CONTINUE)
+        for i, child in enumerate(children):
+            visit(child, depth + 1, child_prefix, i == len(children) - 1)
+
+    tops = visible_children(None)
+    for i, top in enumerate(tops):
+        visit(top, 0, "", i == len(tops) - 1)
+    return rows
+
+
+# ----- cell texts ----------------------------------------------------------------------
+
+
+def elapsed_seconds(view: NodeView, now: float) -> float:
+    node = view.node
+    end = now if node.live else (node.updated_at or now)
+    return max(0.0, end - node.created_at) if node.created_at else 0.0
+
+
+def fmt_tokens(n: int) -> str:
+    if n < 1000:
+        return str(n)
+    if n < 1_000_000:
+        return f"{n / 1000:.1f}k"
+    return f"{n / 1_000_000:.1f}M"
+
+
+def fmt_rate(tok_s: float) -> str:
+    return f"{tok_s:.0f} tok/s"
+
+
+def in_flight_context(view: NodeView) -> str:
+    """` (inside codemode ×2)` when parent ids prove nesting, ` (+N more)` otherwise."""
+    stack = view.progress.in_flight
+    if len(stack) <= 1:
+        return ""
+    ids = {t.id for t in stack}
+    top = stack[-1]
+    if top.parent_id is not None and top.parent_id in ids:
+        outer = stack[0]
+        return f" (inside {outer.name} ×{len(stack) - 1})"
+    return f" (+{len(stack) - 1} more)"
+
+
+def _verdict_of(view: NodeView) -> tuple[bool, str] | None:
+    verdict = view.progress.verdict
+    if verdict is not None:
+        return verdict.ok, verdict.reason or ""
+    raw = view.node.verdict
+    if not raw:
+        return None
+    try:
+        data = json.loads(raw)
+    except (ValueError, TypeError):
+        return None
+    if isinstance(data, dict) and isinstance(data.get("ok"), bool):
+        reason = data.get("reason")
+        return data["ok"], reason if isinstance(reason, str) else ""
+    return None
+
+
+@dataclass(frozen=True, slots=True)
+class Activity:
+    """What the node is doing, and which colour class it wants."""
+
+    text: str
+    tone: str  # "text" | "warning" | "ok" | "fail" | "dim"
+
+
+def activity(view: NodeView, now: float) -> Activity:
+    progress = view.progress
+    node = view.node
+    if progress.unreadable:
+        return Activity(f"session unreadable: {progress.unreadable}", "fail")
+    if node.live and progress.in_flight:
+        top = progress.in_flight[-1]
+        secs = max(0.0, now - top.started_at)
+        text = receipts.working(top.name, secs) + in_flight_context(view)
+        if secs >= receipts.STALL_SECONDS:
+            stall = receipts.stall_marker(node.name, top.name, secs)
+            return Activity(f"{text} · {stall}", "warning")
+        return Activity(text, "text")
+    if node.status is NodeStatus.BLOCKED:
+        return Activity("blocked · waiting for input", "warning")
+    if node.status in (NodeStatus.SETTLED, NodeStatus.FAILED):
+        verdict = _verdict_of(view)
+        if verdict is not None:
+            ok, reason = verdict
+            return Activity(("✓ " if ok else "✗ ") + reason, "ok" if ok else "fail")
+        if node.status is NodeStatus.FAILED:
+            return Activity("✗ " + (node.error or "failed"), "fail")
+    if node.status is NodeStatus.RETIRED:
+        return Activity("interrupted · r resumes" if view.interrupted else "retired", "dim")
+    return Activity("", "text")

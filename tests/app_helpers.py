@@ -1,0 +1,279 @@
+"""A canned legion for the dashboard tests, goldens and the frame benchmark.
+
+Everything is fixed: the clock, the ids, the timestamps, the token counts. The shapes
+cover every row kind the railway tree draws: each status glyph, declared phases, a
+working node, a stalled node (7m31s in bash), verdicts ✓/✗, a process child with a pid,
+an unreadable session, an interrupted node.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+import pyte
+from rich.color import ColorSystem
+from textual.app import App
+from textual.drivers.headless_driver import HeadlessDriver
+
+from legion_tui import receipts
+from legion_tui.model import (
+    Event,
+    EventType,
+    InFlightTool,
+    MailboxStats,
+    MailKind,
+    MailState,
+    Message,
+    Node,
+    NodeStatus,
+    Role,
+    Urgency,
+    Usage,
+    Verdict,
+)
+from legion_tui.ops import OpError
+from legion_tui.session.progress import RateSegment, SessionProgress
+from legion_tui.state import LegionModel
+
+NOW = 1_790_000_000.0  # a fixed "now" (2026-09-21); every timestamp is relative to it
+RUN_ID = "r-7f3a"
+
+
+def fixed_clock() -> float:
+    return NOW
+
+
+def _progress(
+    out: int,
+    gen_s: float,
+    *,
+    tools: list[tuple[str, float]] | None = None,
+    verdict: Verdict | None = None,
+    unreadable: str | None = None,
+) -> SessionProgress:
+    segs = [RateSegment(NOW - 50 + i * 10, NOW - 45 + i * 10, out // 5) for i in range(5)]
+    return SessionProgress(
+        entries=12,
+        tokens=Usage(input=out * 4, output=out, cost=out * 0.00001),
+        turns=3,
+        generation_ms=gen_s * 1000.0,
+        rate_series=segs,
+        in_flight=[
+            InFlightTool(id=f"t{i}", name=name, started_at=NOW - ago)
+            for i, (name, ago) in enumerate(tools or [])
+        ],
+        verdict=verdict,
+        unreadable=unreadable,
+        last_text="Reading the handlers before changing them.",
+    )
+
+
+def _node(
+    nid: str,
+    parent: str | None,
+    name: str,
+    path: str,
+    role: Role,
+    status: NodeStatus,
+    *,
+    age: float,
+    ended_ago: float = 0.0,
+    phase: str | None = None,
+    backend: str = "inprocess",
+    pid: int | None = None,
+    verdict: dict[str, object] | None = None,
+) -> Node:
+    return Node(
+        id=nid,
+        run_id=RUN_ID,
+        parent_id=parent,
+        name=name,
+        path=path,
+        role=role,
+        kind="sim",
+        backend=backend,  # type: ignore[arg-type]
+        status=status,
+        phase=phase,
+        pid=pid,
+        verdict=json.dumps(verdict) if verdict is not None else None,
+        created_at=NOW - age,
+        updated_at=NOW - ended_ago if ended_ago else NOW - age,
+    )
+
+
+def canned_model(*, interrupted: bool = False) -> LegionModel:
+    """Twelve nodes, every row kind the tree draws."""
+    model = LegionModel(RUN_ID, "main", started_at=NOW - 900, clock=fixed_clock)
+    S = NodeStatus
+    rows: list[tuple[Node, SessionProgress]] = [
+        (_node("n0", None, "root", "root", "root", S.RUNNING, age=900),
+         _progress(4200, 60, tools=[("wait", 95)])),
+        (_node("n1", "n0", "lead-api", "root/lead-api", "centurion", S.RUNNING, age=840,
+               phase="implementing"), _progress(9100, 110)),
+        (_node("n2", "n1", "worker-0", "root/lead-api/worker-0", "worker", S.RUNNING, age=600,
+               backend="process", pid=4711), _progress(12800, 140, tools=[("read", 12)])),
+        (_node("n3", "n1", "worker-1", "root/lead-api/worker-1", "worker", S.RUNNING, age=590),
+         _progress(8800, 120, tools=[("bash", 451)])),
+        (_node("n4", "n1", "scout-0", "root/lead-api/scout-0", "scout", S.SETTLED, age=700,
+               ended_ago=400, verdict={"ok": True, "reason": "routes mapped"}),
+         _progress(3100, 40)),
+        (_node("n5", "n1", "worker-2", "root/lead-api/worker-2", "worker", S.FAILED, age=650,
+               ended_ago=200, verdict={"ok": False, "reason": "tests red"}),
+         _progress(5300, 70)),
+        (_node("n6", "n0", "lead-ui", "root/lead-ui", "centurion", S.RUNNING, age=820,
+               phase="reviewing"), _progress(7000, 95)),
+        (_node("n7", "n6", "worker-0", "root/lead-ui/worker-0", "worker", S.BLOCKED, age=500),
+         _progress(2300, 35)),
+        (_node("n8", "n6", "worker-1", "root/lead-ui/worker-1", "worker", S.STARTING, age=3),
+         _progress(0, 0)),
+        (_node("n9", "n6", "scout-0", "root/lead-ui/scout-0", "scout", S.RETIRED, age=480,
+               ended_ago=300), _progress(1200, 20)),
+        (_node("n10", "n6", "worker-2", "root/lead-ui/worker-2", "worker", S.RUNNING, age=300),
+         _progress(900, 15, unreadable="EACCES")),
+        (_node("n11", "n0", "scout-1", "root/scout-1", "scout", S.SETTLED, age=880,
+               ended_ago=700, verdict={"ok": True, "reason": "repo surveyed"}),
+         _progress(2600, 30)),
+    ]
+    for node, progress in rows:
+        model.upsert(node)
+        model.set_progress(node.id, progress)
+    model.add_event(Event(1, "n2", EventType.NODE_LAUNCHED, {"pid": 4711}, NOW - 600))
+    model.set_mail(
+        "n2",
+        MailboxStats(pending=1, accepted=0, delivered=2, bounced=0, obsolete=0),
+        [Message(7, "n1", "n2", MailKind.HANDOFF, Urgency.NORMAL, "contract", "see contract.md",
+                 MailState.DELIVERED, NOW - 500, NOW - 520)],
+    )
+    if interrupted:
+        model.mark_interrupted("n9")
+    return model
+
+
+def big_model(total: int, live: int = 50, *, clock: object = None) -> LegionModel:
+    """`total` nodes under one root and centurions of 8-ish children; `live` of them
+    running with a tool in flight and a rate series, the rest settled."""
+    model = LegionModel(RUN_ID, "bench", started_at=NOW - 900, clock=fixed_clock)
+    model.upsert(_node("b0", None, "root", "root", "root", S_RUN, age=900))
+    leads = max(1, (total - 1) // 9)
+    made = 1
+    lead_ids: list[str] = []
+    for i in range(leads):
+        if made >= total:
+            break
+        nid = f"b{made}"
+        model.upsert(_node(nid, "b0", f"lead-{i}", f"root/lead-{i}", "centurion", S_RUN,
+                           age=800, phase="implementing"))
+        lead_ids.append(nid)
+        made += 1
+    i = 0
+    while made < total:
+        parent = lead_ids[i % len(lead_ids)]
+        nid = f"b{made}"
+        name = f"worker-{i // len(lead_ids)}"
+        status = S_RUN if made <= live else NodeStatus.SETTLED
+        model.upsert(_node(nid, parent, name, f"{parent}/{name}", "worker", status, age=600,
+                           ended_ago=0 if status is S_RUN else 100,
+                           verdict=None if status is S_RUN else {"ok": True, "reason": "done"}))
+        made += 1
+        i += 1
+    for view in list(model.nodes.values()):
+        live_now = view.node.live
+        model.set_progress(view.node.id, _progress(
+            3000 + hash(view.node.id) % 5000, 40, tools=[("bash", 30)] if live_now else None))
+    return model
+
+
+S_RUN = NodeStatus.RUNNING
+
+
+@dataclass
+class FakeOps:
+    """A faithful stand-in for the supervisor's Operations: it changes the model the way
+    the supervisor would (stop retires the subtree, children first) and returns the same
+    receipts; it records every call so tests can assert what was (not) done."""
+
+    model: LegionModel
+    calls: list[tuple[str, str, dict[str, object]]] = field(default_factory=list)
+    fail_with: OpError | None = None
+
+    def _live_subtree(self, node_id: str) -> list[str]:
+        ids = [v.node.id for v, _ in self.model.walk(node_id)]
+        return [i for i in reversed(ids) if self.model.nodes[i].node.live]
+
+    async def stop(self, node_id: str, *, force: bool = False) -> str:
+        self.calls.append(("stop", node_id, {"force": force}))
+        if self.fail_with is not None:
+            raise self.fail_with
+        view = self.model.nodes.get(node_id)
+        if view is None:
+            raise OpError("UNKNOWN_NODE", f"no node {node_id}")
+        for child in [*self._live_subtree(node_id), node_id]:
+            cv = self.model.nodes[child]
+            if cv.node.live:
+                self.model.upsert(replace(cv.node, status=NodeStatus.RETIRED,
+                                          updated_at=self.model.clock()))
+        return receipts.stopped(view.node.name)
+
+    async def abort(self, node_id: str, *, keep_queue: bool = False) -> str:
+        self.calls.append(("abort", node_id, {"keep_queue": keep_queue}))
+        view = self.model.nodes[node_id]
+        if not view.progress.in_flight:
+            return receipts.nothing_to_abort(view.node.name)
+        return receipts.aborted(view.node.name)
+
+    async def steer(self, node_id: str, text: str) -> str:
+        self.calls.append(("steer", node_id, {"text": text}))
+        return receipts.steered(self.model.nodes[node_id].node.name, "queued")
+
+    async def resume(self, node_id: str) -> str:
+        self.calls.append(("resume", node_id, {}))
+        view = self.model.nodes[node_id]
+        self.model.upsert(replace(view.node, status=NodeStatus.RUNNING))
+        return receipts.resumed(view.node.name, view.node.session_file)
+
+
+# ----- the real ANSI a terminal would receive -------------------------------------------
+
+
+class CaptureDriver(HeadlessDriver):
+    """The headless driver, except that Textual believes it is a terminal: `_display`
+    then renders every frame to ANSI and `write`s it here, byte for byte."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.chunks: list[str] = []
+
+    @property
+    def is_headless(self) -> bool:
+        return False
+
+    def write(self, data: str) -> None:
+        self.chunks.append(data)
+
+
+def capture(app: App[Any]) -> None:
+    """Make `app` write its real ANSI output into a CaptureDriver (before run_test)."""
+    app.driver_class = CaptureDriver
+    # A real terminal says COLORTERM=truecolor; the test environment may say nothing, and
+    # Rich would then quantise the theme to 16 colours. Pin what the terminal supports.
+    app.console._color_system = ColorSystem.TRUECOLOR
+
+
+def ansi_output(app: App[Any]) -> str:
+    driver = app._driver
+    assert isinstance(driver, CaptureDriver), "call capture(app) before run_test"
+    return "".join(driver.chunks)
+
+
+def terminal_screen(app: App[Any]) -> pyte.Screen:
+    """Feed everything the app wrote into a pyte terminal of the app's size."""
+    width, height = app.size
+    screen = pyte.Screen(width, height)
+    pyte.Stream(screen).feed(ansi_output(app))
+    return screen
+
+
+def screen_lines(screen: pyte.Screen) -> list[str]:
+    return [line.rstrip() for line in screen.display]
