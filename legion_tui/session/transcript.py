@@ -48,13 +48,17 @@ def _clip(text: str, limit: int) -> str:
 
 
 def _args_summary(arguments: Any) -> str:
+    """`command="ls -la", timeout=30`: the call's arguments on one short line."""
     try:
-        rendered = json.dumps(arguments, ensure_ascii=False, separators=(", ", "="))
+        if isinstance(arguments, dict):
+            rendered = ", ".join(
+                f"{key}={json.dumps(value, ensure_ascii=False)}" for key, value in arguments.items()
+            )
+        else:
+            rendered = json.dumps(arguments, ensure_ascii=False)
     except (TypeError, ValueError):
         rendered = repr(arguments)
-    if rendered.startswith("{") and rendered.endswith("}"):
-        rendered = rendered[1:-1]
-    return _clip(rendered, ARGS_LIMIT)
+    return _clip(rendered.replace("\n", " "), ARGS_LIMIT)
 
 
 def render_line(number: int, raw: bytes) -> TranscriptItem:

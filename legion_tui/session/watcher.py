@@ -8,6 +8,10 @@ one `SessionReader`, so an unchanged file costs one `stat` per sweep and no open
 Paths map to nodes as `sessions/<nodeId>.jsonl`, or `sessions/<nodeId>/<any>.jsonl` (a real
 `pi` child names its own file inside a per-node folder; when there are several, the most
 recently written readable one speaks for the node).
+
+`on_change(node_id, progress)` receives the reader's own `SessionProgress`, updated in
+place on later changes (copying a long rate series on every append would cost more than
+the parse): treat it as read-only; a new report means it moved.
 """
 
 from __future__ import annotations

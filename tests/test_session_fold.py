@@ -1,0 +1,151 @@
+"""The derivation: active path over branches, generation time, empty generation, live tok/s."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from session_helpers import assistant, header, tool_result, user
+
+from legion_tui.session.entries import interpret
+from legion_tui.session.fold import SessionFold
+from legion_tui.session.live_rate import live_tok_s
+from legion_tui.session.progress import RateSegment, SessionProgress
+
+
+def fold(*objs: dict[str, Any]) -> SessionProgress:
+    f = SessionFold()
+    for obj in objs:
+        f.feed(interpret(obj))
+    return f.finish()
+
+
+def test_branch_switch_recomputes_the_active_path_and_back() -> None:
+    base = [
+        header(),
+        user("u0", None, "first", 1_000),
+        assistant("a0", "u0", start_ms=1_001, end_ms=2_000, output=30,
+                  tools=[("c0", "bash")], stop="toolUse"),
+        tool_result("r0", "a0", "c0", 3_000),
+        assistant("f0", "r0", start_ms=3_001, end_ms=4_001, output=10,
+                  text='done\n{"ok": true, "reason": "main"}'),
+    ]
+    p = fold(*base)
+    assert p.in_flight == [] and p.verdict is not None and p.verdict.reason == "main"
+    # The user rewinds to u0 and asks again: a sibling branch of a0.
+    side = [
+        user("u1", "u0", "second try", 5_000),
+        assistant("b0", "u1", start_ms=5_001, end_ms=6_001, output=5,
+                  tools=[("c9", "edit"), ("c8", "read")], stop="toolUse"),
+    ]
+    p = fold(*base, *side)
+    assert [t.id for t in p.in_flight] == ["c9", "c8"]  # c0 is on the other branch
+    assert p.in_flight[-1].name == "read"  # top = last
+    assert p.in_flight[0].started_at == pytest.approx(6.001)
+    assert list(p.recent_user_texts) == ["first", "second try"]
+    # Still the path's last text with content: f0 is not on this path any more.
+    assert p.last_text == "" and p.verdict is None
+    assert p.last_stop_reason == "toolUse"
+    # Tokens count every message that was paid for, on any branch.
+    assert p.tokens.output == 30 + 10 + 5 and p.turns == 3
+    # Back onto the first branch: a follow-up after f0.
+    p = fold(*base, *side, user("u2", "f0", "and then?", 7_000))
+    assert p.in_flight == []
+    assert list(p.recent_user_texts) == ["first", "and then?"]
+    assert p.verdict is not None and p.verdict.reason == "main"
+
+
+def test_entry_whose_parent_is_unknown_starts_a_new_path() -> None:
+    p = fold(
+        header(),
+        assistant("a0", None, start_ms=0, end_ms=10, tools=[("c0", "bash")], stop="toolUse"),
+        user("u9", "not-in-this-file", "forked", 20),
+    )
+    assert p.in_flight == [] and list(p.recent_user_texts) == ["forked"]
+
+
+def test_parent_cycle_does_not_hang() -> None:
+    p = fold(
+        header(),
+        user("x", "y", "one", 1),
+        user("y", "x", "two", 2),
+    )
+    assert p.entries == 2
+
+
+def test_duration_ms_wins_over_timestamps() -> None:
+    p = fold(
+        header(),
+        # timestamps say 10 s, durationMs says 2 s: the measured duration counts.
+        assistant("a", None, start_ms=100_000, end_ms=110_000, output=50, duration_ms=2_000),
+        assistant("b", "a", start_ms=120_000, end_ms=121_000, output=10),
+    )
+    assert p.generation_ms == 2_000 + 1_000
+    assert p.tok_s == pytest.approx(60 / 3.0)
+    assert p.rate_series == [RateSegment(100.0, 102.0, 50), RateSegment(120.0, 121.0, 10)]
+
+
+def test_negative_span_counts_as_zero() -> None:
+    p = fold(header(), assistant("a", None, start_ms=5_000, end_ms=4_000, output=9))
+    assert p.generation_ms == 0 and p.tok_s == 0.0 and p.rate_series == []
+
+
+def test_version_absent_means_v1() -> None:
+    assert fold(header(version=None)).version == 1
+    assert fold(header(version=3)).version == 3
+
+
+def test_empty_generation_shape() -> None:
+    empty = assistant("a", "u", start_ms=1, end_ms=2, output=2, stop="error")
+    p = fold(header(), user("u", None, "go", 0), empty)
+    assert p.empty_generation is True and p.last_stop_reason == "error"
+    # Not the shape: the error message carried text, or it called a tool.
+    with_text = assistant("a", "u", start_ms=1, end_ms=2, text="partial", stop="error")
+    assert fold(header(), user("u", None, "go", 0), with_text).empty_generation is False
+    with_tool = assistant("a", "u", start_ms=1, end_ms=2, tools=[("c", "bash")], stop="error")
+    assert fold(header(), user("u", None, "go", 0), with_tool).empty_generation is False
+    # A new turn started after it: the last turn has no assistant record yet.
+    p = fold(header(), user("u", None, "go", 0), empty, user("u2", "a", "continue", 5))
+    assert p.empty_generation is False
+
+
+def test_recent_user_texts_keep_the_last_20() -> None:
+    objs: list[dict[str, Any]] = [header()]
+    parent = None
+    for i in range(25):
+        objs.append(user(f"u{i}", parent, f"msg {i}", i))
+        parent = f"u{i}"
+    p = fold(*objs)
+    assert list(p.recent_user_texts) == [f"msg {i}" for i in range(5, 25)]
+
+
+def test_odd_field_types_never_break_the_fold() -> None:
+    weird = {
+        "type": "message",
+        "id": 5,
+        "parentId": ["x"],
+        "timestamp": "yesterday",
+        "message": {
+            "role": "assistant",
+            "content": "plain string content",
+            "usage": {"input": "3", "output": True, "cost": "free"},
+            "timestamp": "soon",
+            "stopReason": 7,
+        },
+    }
+    p = fold(header(), weird, {"type": 42}, {"message": None}, {"type": "model_change"})
+    assert p.entries == 4 and p.turns == 1 and p.tokens.output == 0
+    assert p.last_text == "plain string content"
+
+
+def test_live_tok_s_prorates_segments_in_the_window() -> None:
+    p = SessionProgress(
+        rate_series=[
+            RateSegment(0.0, 10.0, 1000),  # ended before the window
+            RateSegment(85.0, 95.0, 100),  # half inside [90, 100]: 50 tokens
+            RateSegment(96.0, 98.0, 40),  # fully inside: 40 tokens
+        ]
+    )
+    assert live_tok_s(p, now=100.0, window=10.0) == pytest.approx((50 + 40) / 10.0)
+    assert live_tok_s(p, now=200.0) == 0.0
+    assert live_tok_s(SessionProgress(), now=1.0) == 0.0
