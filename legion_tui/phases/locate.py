@@ -43,14 +43,14 @@ def line_of(root: yaml.Node | None, path: str, *, first_line: int = 1) -> int | 
         if isinstance(part, int) and isinstance(node, yaml.SequenceNode):
             if 0 <= part < len(node.value):
                 nxt = node.value[part]
+                line = nxt.start_mark.line  # an item: the line it starts on
         elif isinstance(part, str) and isinstance(node, yaml.MappingNode):
             for key_node, value_node in node.value:
                 if isinstance(key_node, yaml.ScalarNode) and key_node.value == part:
-                    line = key_node.start_mark.line
                     nxt = value_node
+                    line = key_node.start_mark.line  # a field: the line of its key
                     break
         if nxt is None:
             break
         node = nxt
-        line = node.start_mark.line
     return line + first_line

@@ -13,7 +13,8 @@ terminals and are never declared as working phases:
               team itself when its phase declares a `failed` edge that holds, when all its
               children failed, or when its rework is exhausted;
 - `aborted` — a parent retire only, and that one always lands: when the current phase
-              cannot be resolved the result is marked `forced` (upstream #351).
+              cannot be resolved the result is marked `forced` (upstream #351). A team
+              already in `done`/`failed` keeps that phase (code `terminal`).
 """
 
 from __future__ import annotations
@@ -293,6 +294,10 @@ class Machine:
             )
         if current == "aborted":
             return TransitionResult(True, current, "aborted", "ok", "already aborted")
+        if current in TERMINALS:
+            # A team that already ended keeps its verdict; the retire itself still lands.
+            why = f"the team already ended in {current}; its phase stays {current}"
+            return TransitionResult(False, current, "aborted", "terminal", why)
         forced = current not in self._by_id
         return TransitionResult(
             True, current, "aborted", "ok", f"{current} → aborted (parent retire)", forced=forced

@@ -59,8 +59,13 @@ class TimeoutStore(Protocol):
     """The part of `legion_tui.ledger.Ledger` the clock uses."""
 
     async def send_mail(
-        self, from_node: str, to_node: str, kind: MailKind, urgency: Urgency,
-        subject: str, body: str,
+        self,
+        from_node: str,
+        to_node: str,
+        kind: MailKind,
+        urgency: Urgency,
+        subject: str,
+        body: str,
     ) -> Message: ...
 
     async def append_event(
@@ -140,9 +145,7 @@ class PhaseClock:
         if stint in self._reported:
             return True
         # The ledger is the durable key: a reopened run does not announce a stint twice.
-        for event in await self.store.get_events(
-            stint.node_id, types=(EventType.PHASE_TIMEOUT,)
-        ):
+        for event in await self.store.get_events(stint.node_id, types=(EventType.PHASE_TIMEOUT,)):
             if (
                 event.data.get("phase") == stint.phase
                 and event.data.get("phase_since") == stint.phase_since
@@ -225,8 +228,13 @@ async def revive_stint(store: ReviveStore, node: Node, now: float) -> Node:
     await store.append_event(
         node.id,
         EventType.PHASE_CHANGE,
-        {"from": node.phase, "to": node.phase, "reason": "revived",
-         "phase_since": now, "previous_since": node.phase_since},
+        {
+            "from": node.phase,
+            "to": node.phase,
+            "reason": "revived",
+            "phase_since": now,
+            "previous_since": node.phase_since,
+        },
     )
     return updated
 

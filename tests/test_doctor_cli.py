@@ -1,0 +1,172 @@
+"""`legion doctor` as a user runs it: a real subprocess in a project folder."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+LEGION = str(Path(sys.executable).parent / "legion")
+
+
+def doctor(project: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [LEGION, "doctor", *args],
+        cwd=project,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={"PATH": "/usr/bin:/bin", "HOME": str(project)},
+    )
+
+
+def write(project: Path, rel: str, text: str) -> Path:
+    path = project / rel
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+    return path
+
+
+def test_clean_project_exits_0(tmp_path: Path) -> None:
+    result = doctor(tmp_path)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "role cards: 3 loaded (centurion, scout, worker)" in result.stdout
+    assert result.stdout.rstrip().endswith("no problems, 0 warnings")
+
+
+def test_every_problem_is_listed_with_where_and_how(tmp_path: Path) -> None:
+    write(
+        tmp_path,
+        ".legion/agents/worker.md",
+        "---\nname: worker\ndescription: d\nkind: sim\ntimeoutMs: soon\n---\n",
+    )
+    write(tmp_path, ".legion/agents/scout.md", "---\nname: scout\ndescription: [\n---\n")
+    write(
+        tmp_path,
+        ".legion/agents/lead.md",
+        "---\nname: lead\ndescription: d\nkind: sim\nrole: centurion\nphases:\n"
+        "  - {id: a, next: [a]}\n---\n",
+    )
+    write(tmp_path, ".legion/agents/notes.md", "just notes\n")
+    write(
+        tmp_path,
+        ".legion/agents/coder.md",
+        "---\nname: coder\ndescription: d\nkind: exec\n"
+        'command: [no-such-agent-binary, "{task}"]\n---\n',
+    )
+    write(tmp_path, ".legion/agents/pi.md", "---\nname: pi-agent\ndescription: d\nkind: pi\n---\n")
+    write(tmp_path, ".legion/settings.toml", "[budgets]\nmaxDepth = 'deep'\nmaxFun = 1\n")
+    result = doctor(tmp_path)
+    assert result.returncode == 1
+    out = result.stdout
+    for expected in (
+        ".legion/agents/worker.md:5: field 'timeoutMs': expected an integer, got 'soon'",
+        ".legion/agents/scout.md:4: bad YAML",
+        ".legion/agents/lead.md:6: field 'phases': phase machine cannot reach a terminal "
+        "phase from 'a'",
+        ".legion/agents/notes.md:1: missing frontmatter",
+        "card 'coder' (kind exec) runs 'no-such-agent-binary', which is not on PATH",
+        "card 'pi-agent' (kind pi) runs 'pi', which is not on PATH",
+        ".legion/settings.toml:2: setting 'budgets.maxDepth': expected an integer ≥ 1, got 'deep'",
+        ".legion/settings.toml:3: setting 'budgets.maxFun': unknown budget",
+    ):
+        assert expected in out, (expected, out)
+    assert out.count("  error ") == 8
+    assert out.count("fix: ") >= 8
+    assert out.rstrip().endswith("8 problems, 0 warnings")
+
+
+def test_json_output(tmp_path: Path) -> None:
+    write(
+        tmp_path,
+        ".legion/agents/worker.md",
+        "---\nname: worker\ndescription: d\nkind: sim\ncolour: red\n---\n",
+    )
+    result = doctor(tmp_path, "--json")
+    assert result.returncode == 1
+    report = json.loads(result.stdout)
+    assert report["ok"] is False
+    (problem,) = report["problems"]
+    assert problem["where"] == ".legion/agents/worker.md:5"
+    assert problem["message"] == "field 'colour': unknown field"
+    assert problem["check"] == "cards"
+
+
+def test_exec_card_whose_command_exists(tmp_path: Path) -> None:
+    write(
+        tmp_path,
+        ".legion/agents/shell.md",
+        '---\nname: shell\ndescription: d\nkind: exec\ncommand: [sh, -c, "{task}"]\n---\n',
+    )
+    result = doctor(tmp_path)
+    assert result.returncode == 0, result.stdout
+    assert "card 'shell': sh → " in result.stdout
+
+
+def test_ledgers_and_sockets(tmp_path: Path) -> None:
+    from legion_tui.ledger import open_ledger
+
+    good = tmp_path / ".legion" / "runs" / "r1"
+    good.mkdir(parents=True)
+    (good / "run.json").write_text(json.dumps({"runId": "r1", "sessionName": "main"}))
+
+    async def make() -> None:
+        ledger = await open_ledger(good / "legion.db", create=True)
+        await ledger.close()
+
+    asyncio.run(make())
+    # a stale socket: bound once, nobody listens any more
+    stale = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    stale.bind(str(good / "supervisor.sock"))
+    stale.close()
+
+    bad = tmp_path / ".legion" / "runs" / "r2"
+    bad.mkdir(parents=True)
+    (bad / "run.json").write_text("{not json")
+    corrupt = bad / "legion.db"
+    corrupt.write_bytes(b"this is not a database at all" * 200)
+    before = corrupt.read_bytes()
+
+    result = doctor(tmp_path)
+    out = result.stdout
+    assert result.returncode == 1, out
+    assert ".legion/runs/r1/legion.db: ledger opens (0 nodes)" in out
+    assert ".legion/runs/r1/supervisor.sock: stale socket: no supervisor is listening" in out
+    assert ".legion/runs/r2/run.json: unreadable" in out
+    assert "error .legion/runs/r2/legion.db:" in out
+    assert out.rstrip().endswith("2 problems, 1 warning")
+    assert corrupt.read_bytes() == before  # refused, never overwritten
+
+
+def test_stale_socket_alone_is_only_a_warning_and_a_live_one_passes(tmp_path: Path) -> None:
+    run = tmp_path / ".legion" / "runs" / "r1"
+    run.mkdir(parents=True)
+    (run / "run.json").write_text(json.dumps({"runId": "r1"}))
+    stale = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    stale.bind(str(run / "supervisor.sock"))
+    stale.close()
+    result = doctor(tmp_path)
+    assert result.returncode == 0
+    assert "warn  .legion/runs/r1/supervisor.sock: stale socket" in result.stdout
+
+    (run / "supervisor.sock").unlink()
+    live = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        live.bind(str(run / "supervisor.sock"))
+        live.listen(1)
+        result = doctor(tmp_path)
+    finally:
+        live.close()
+    assert result.returncode == 0
+    assert ".legion/runs/r1/supervisor.sock: a supervisor is listening" in result.stdout
+
+
+@pytest.mark.parametrize("flag", ["--help"])
+def test_help(tmp_path: Path, flag: str) -> None:
+    result = doctor(tmp_path, flag)
+    assert result.returncode == 0 and "--json" in result.stdout
