@@ -19,6 +19,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "legion_tui.commands.doctor",
     "legion_tui.commands.agent",
     "legion_tui.commands.run",
+    "legion_tui.commands.team",
 )
 
 
