@@ -158,49 +158,36 @@ class Machine:
         actor: Actor = "self",
     ) -> TransitionResult:
         """May the team move from `current` to `target` now? Refusals list the legal moves."""
+        d = self._decide(snapshot, current, target, reason, actor)
+        if d.code == "ok":
+            message = d.why or f"{current} → {target}"
+            return TransitionResult(
+                True, current, target, "ok", message, rework=d.rework, forced=d.forced
+            )
         if target == "aborted":
-            return self._check_abort(current, actor)
-        if current in TERMINALS:
-            why = f"{current} is terminal; the team has ended"
-            return self._refuse(snapshot, current, target, "terminal", why, actor)
-        spec = self.phase(current)
-        if spec is None:
-            why = f"'{current}' is not a phase of this machine ({', '.join(self.phase_ids)})"
-            return self._refuse(snapshot, current, target, "invalid_phase", why, actor)
-        if target == "failed":
-            return self._check_failed(snapshot, spec, reason, actor)
-        if target == "done" and "done" not in spec.next:
-            if actor == "self":
-                why = receipts.PHASE_DONE_RESERVED
-                return self._refuse(snapshot, current, target, "reserved", why, actor)
-            # The parent or supervisor may close the team once the phase's own rules hold.
-            return self._judge(snapshot, current, target, spec.require, False, actor)
-        edge = spec.edge(target)
-        if edge is None:
-            if target in self._by_id or target in TERMINALS:
-                why = f"{target} is not a declared next phase of {current}"
-            else:
-                why = f"'{target}' is not a phase of this machine"
-            return self._refuse(snapshot, current, target, "invalid_transition", why, actor)
-        return self._judge(
-            snapshot, current, target, spec.require + edge.require, edge.rework, actor
-        )
+            # Not a phase request the team can fix by acting: no list of next phases.
+            return TransitionResult(False, current, target, d.code, d.why)
+        legal = self.legal_next(snapshot, current, actor=actor)
+        shown = [f"{p} (with --reason)" if p == "failed" else p for p in legal]
+        message = receipts.phase_refused(current, target, d.why, shown)
+        return TransitionResult(False, current, target, d.code, message, legal, d.unmet)
 
     def legal_next(
         self, snapshot: TeamSnapshot, current: str, *, actor: Actor = "self"
     ) -> tuple[str, ...]:
         """Every phase the team could move to right now (`failed` assumes a reason is given)."""
         spec = self.phase(current)
-        if spec is None or current in TERMINALS:
-            return ("aborted",) if actor == "parent" else ()
-        candidates = [*spec.next, "done", "failed"]
-        if actor == "parent":
-            candidates.append("aborted")
+        if spec is None:
+            candidates: list[str] = []
+        else:
+            candidates = [*spec.next, "done", "failed"]
+        candidates.append("aborted")
         legal: list[str] = []
         for target in candidates:
-            if target in legal:
-                continue
-            if self._allowed(snapshot, current, target, actor):
+            # `failed` is probed with a reason: the list says what is possible, and a
+            # missing reason is a fault of the request, not of the team's state.
+            probe = "listing legal moves" if target == "failed" else None
+            if target not in legal and self._decide(snapshot, current, target, probe, actor).ok:
                 legal.append(target)
         return tuple(legal)
 
@@ -236,99 +223,85 @@ class Machine:
 
         return parse_machine(json.loads(text))
 
-    # ----- internals -----------------------------------------------------------------------
-    def _allowed(self, snap: TeamSnapshot, current: str, target: str, actor: Actor) -> bool:
-        # `failed` is probed with a reason: the list says what is possible, and a missing
-        # reason is a fault of the request, not of the team's state.
-        reason = "probe" if target == "failed" else None
-        return self._check_quiet(snap, current, target, reason, actor)
-
-    def _check_quiet(
+    # ----- internals: the one place the rules live -----------------------------------------
+    def _decide(
         self, snap: TeamSnapshot, current: str, target: str, reason: str | None, actor: Actor
-    ) -> bool:
+    ) -> _Decision:
+        if target == "aborted":
+            return self._decide_abort(current, actor)
+        if current in TERMINALS:
+            return _Decision("terminal", f"{current} is terminal; the team has ended")
         spec = self.phase(current)
         if spec is None:
-            return target == "aborted" and actor == "parent"
-        if target == "aborted":
-            return actor == "parent"
-        if target == "failed":
-            return self._failed_ok(snap, spec, actor)
-        if target == "done" and "done" not in spec.next:
-            return actor != "self" and not unmet(spec.require, snap)
-        edge = spec.edge(target)
-        return edge is not None and not unmet(spec.require + edge.require, snap)
-
-    def _failed_ok(self, snap: TeamSnapshot, spec: PhaseSpec, actor: Actor) -> bool:
-        if actor != "self":
-            return True  # a parent decision / a supervisor verdict
-        if "failed" in spec.next and not unmet(spec.exit_requires("failed"), snap):
-            return True
-        return evaluate("children_all_failed", snap) or snap.rework_count >= snap.max_rework
-
-    def _check_failed(
-        self, snap: TeamSnapshot, spec: PhaseSpec, reason: str | None, actor: Actor
-    ) -> TransitionResult:
-        if reason is None or not reason.strip():
-            why = receipts.PHASE_FAILED_NEEDS_REASON
-            return self._refuse(snap, spec.id, "failed", "reason_required", why, actor)
-        if self._failed_ok(snap, spec, actor):
-            return TransitionResult(True, spec.id, "failed", "ok", f"{spec.id} → failed")
-        if "failed" in spec.next:
-            missing = unmet(spec.exit_requires("failed"), snap)
-            why = "; ".join(explain(c, snap) for c in missing)
-            return self._refuse(snap, spec.id, "failed", "conditions_unmet", why, actor, missing)
-        why = (
-            f"{spec.id} declares no failed exit, the children have not all failed and rework "
-            f"is not exhausted ({snap.rework_count} of {snap.max_rework}); ask the parent"
-        )
-        return self._refuse(snap, spec.id, "failed", "invalid_transition", why, actor)
-
-    def _check_abort(self, current: str, actor: Actor) -> TransitionResult:
-        if actor != "parent":
-            return TransitionResult(
-                False,
-                current,
-                "aborted",
-                "reserved",
-                receipts.PHASE_ABORT_RESERVED,
+            known = ", ".join(self.phase_ids)
+            return _Decision(
+                "invalid_phase", f"'{current}' is not a phase of this machine ({known})"
             )
+        if target == "failed":
+            return self._decide_failed(snap, spec, reason, actor)
+        if target == "done" and "done" not in spec.next:
+            if actor == "self":
+                return _Decision("reserved", receipts.PHASE_DONE_RESERVED)
+            # The parent or supervisor may close the team once the phase's own rules hold.
+            return _conditions(snap, spec.require)
+        edge = spec.edge(target)
+        if edge is None:
+            if target in self._by_id or target in TERMINALS:
+                why = f"{target} is not a declared next phase of {current}"
+            else:
+                why = f"'{target}' is not a phase of this machine"
+            return _Decision("invalid_transition", why)
+        return _conditions(snap, spec.require + edge.require, rework=edge.rework)
+
+    def _decide_failed(
+        self, snap: TeamSnapshot, spec: PhaseSpec, reason: str | None, actor: Actor
+    ) -> _Decision:
+        if reason is None or not reason.strip():
+            return _Decision("reason_required", receipts.PHASE_FAILED_NEEDS_REASON)
+        if actor != "self":
+            return _Decision("ok")  # a parent decision / a supervisor verdict
+        if evaluate("children_all_failed", snap) or snap.rework_count >= snap.max_rework:
+            return _Decision("ok")  # upstream: all children failed, or rework exhausted
+        if "failed" in spec.next:
+            return _conditions(snap, spec.exit_requires("failed"))
+        return _Decision(
+            "invalid_transition",
+            f"{spec.id} declares no failed exit, the children have not all failed and rework "
+            f"is not exhausted ({snap.rework_count} of {snap.max_rework}); ask the parent",
+        )
+
+    def _decide_abort(self, current: str, actor: Actor) -> _Decision:
+        if actor != "parent":
+            return _Decision("reserved", receipts.PHASE_ABORT_RESERVED)
         if current == "aborted":
-            return TransitionResult(True, current, "aborted", "ok", "already aborted")
+            return _Decision("ok", "already aborted")
         if current in TERMINALS:
             # A team that already ended keeps its verdict; the retire itself still lands.
-            why = f"the team already ended in {current}; its phase stays {current}"
-            return TransitionResult(False, current, "aborted", "terminal", why)
+            return _Decision("terminal", f"the team already ended in {current}; it stays {current}")
         forced = current not in self._by_id
-        return TransitionResult(
-            True, current, "aborted", "ok", f"{current} → aborted (parent retire)", forced=forced
-        )
+        return _Decision("ok", f"{current} → aborted (parent retire)", forced=forced)
 
-    def _judge(
-        self,
-        snap: TeamSnapshot,
-        current: str,
-        target: str,
-        requires: Iterable[Condition],
-        rework: bool,
-        actor: Actor,
-    ) -> TransitionResult:
-        missing = unmet(requires, snap)
-        if missing:
-            why = "; ".join(explain(c, snap) for c in missing)
-            return self._refuse(snap, current, target, "conditions_unmet", why, actor, missing)
-        return TransitionResult(True, current, target, "ok", f"{current} → {target}", rework=rework)
 
-    def _refuse(
-        self,
-        snap: TeamSnapshot,
-        current: str,
-        target: str,
-        code: TransitionCode,
-        why: str,
-        actor: Actor,
-        missing: tuple[Condition, ...] = (),
-    ) -> TransitionResult:
-        legal = self.legal_next(snap, current, actor=actor)
-        shown = [f"{p} (with --reason)" if p == "failed" else p for p in legal]
-        message = receipts.phase_refused(current, target, why, shown)
-        return TransitionResult(False, current, target, code, message, legal, missing)
+@dataclass(frozen=True, slots=True)
+class _Decision:
+    """A verdict without its message: cheap enough to probe every candidate phase."""
+
+    code: TransitionCode
+    why: str = ""
+    unmet: tuple[Condition, ...] = ()
+    rework: bool = False
+    forced: bool = False
+
+    @property
+    def ok(self) -> bool:
+        return self.code == "ok"
+
+
+def _conditions(
+    snap: TeamSnapshot, requires: Iterable[Condition], *, rework: bool = False
+) -> _Decision:
+    missing = unmet(requires, snap)
+    if missing:
+        why = "; ".join(explain(c, snap) for c in missing)
+        return _Decision("conditions_unmet", why, missing)
+    return _Decision("ok", rework=rework)
