@@ -94,3 +94,39 @@ async def until(cond: Callable[[], bool], bound: float = 5.0, step: float = 0.02
             return True
         await asyncio.sleep(step)
     return cond()
+
+
+FAKE_PI = Path(__file__).resolve().parent / "fake_pi.py"
+
+
+def put_fake_pi_on_path(bin_dir: Path) -> str:
+    """Write a `pi` wrapper running tests/fake_pi.py; returns the new PATH value."""
+    import sys
+
+    bin_dir.mkdir(parents=True, exist_ok=True)
+    wrapper = bin_dir / "pi"
+    wrapper.write_text(f'#!/bin/sh\nexec "{sys.executable}" "{FAKE_PI}" "$@"\n')
+    wrapper.chmod(0o755)
+    return f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}"
+
+
+def launch_spec(tmp_path: Path, **overrides: object) -> object:
+    """A LaunchSpec inside tmp_path (typed loosely: tests override any field)."""
+    from legion_tui.supervisor.backend import LaunchSpec
+
+    node_id = str(overrides.pop("node_id", "n1"))
+    run_dir = tmp_path / "run"
+    fields: dict[str, object] = {
+        "node_id": node_id,
+        "run_id": f"run-{tmp_path.name}",
+        "name": "worker-0",
+        "role": "worker",
+        "kind": "sim",
+        "task": "Fix the retry path.",
+        "session_file": run_dir / "sessions" / f"{node_id}.jsonl",
+        "run_dir": run_dir,
+        "cwd": tmp_path,
+        "socket_path": run_dir / "supervisor.sock",
+    }
+    fields.update(overrides)
+    return LaunchSpec(**fields)  # type: ignore[arg-type]

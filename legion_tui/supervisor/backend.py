@@ -14,6 +14,7 @@ supervisor core can import this module (the contract) without pulling the proces
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, Protocol, runtime_checkable
@@ -109,8 +110,14 @@ class AgentHandle(Protocol):
         """Mail hand-over: a follow-up the agent reads at its next turn boundary."""
         ...
 
-    async def stop(self, *, force: bool, grace: float = STOP_GRACE) -> SweepReport:
-        """SPEC §6.2: the sweep; resolves only after it, reporting survivors."""
+    async def stop(
+        self, *, force: bool, grace: float = STOP_GRACE, node_ids: Collection[str] = ()
+    ) -> SweepReport:
+        """SPEC §6.2: the sweep; resolves only after it, reporting survivors.
+
+        `node_ids`: the stopped node's descendants — processes whose environment carries
+        one of these node ids (and this run's id) are killed too, whoever their parent is.
+        """
         ...
 
 
@@ -125,6 +132,6 @@ def backend_for(spec: LaunchSpec) -> Backend:
 
 def make_handle(spec: LaunchSpec) -> AgentHandle:
     """Build (not start) the handle for `spec`; call `await handle.start()` next."""
-    from legion_tui.supervisor import backends
+    from legion_tui.supervisor.backends import build
 
-    return backends.build(spec, backend_for(spec))
+    return build(spec, backend_for(spec))

@@ -1,0 +1,22 @@
+"""The three backends behind `AgentHandle` (see `legion_tui.supervisor.backend`)."""
+
+from __future__ import annotations
+
+from legion_tui.model import Backend
+from legion_tui.supervisor.backend import AgentHandle, LaunchSpec
+
+__all__ = ["build"]
+
+
+def build(spec: LaunchSpec, backend: Backend) -> AgentHandle:
+    if backend == "inprocess":
+        from legion_tui.supervisor.backends.inprocess import InProcessHandle
+
+        return InProcessHandle(spec)
+    if spec.kind == "exec":
+        from legion_tui.supervisor.backends.exec_handle import ExecHandle
+
+        return ExecHandle(spec)
+    from legion_tui.supervisor.backends.rpc_handle import RpcHandle
+
+    return RpcHandle(spec, backend)

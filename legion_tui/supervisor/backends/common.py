@@ -1,0 +1,100 @@
+"""What the three backends share: paths, env, argv placeholders, the bounded abort."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import math
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+
+from legion_tui.supervisor.backend import ABORT_BOUND, AbortResult, LaunchSpec
+from legion_tui.supervisor.process import marker_env
+
+__all__ = [
+    "MAX_BOUND",
+    "bounded_abort",
+    "child_env",
+    "inbox_path",
+    "log_path",
+    "normalize_bound",
+    "resolve_argv",
+]
+
+MAX_BOUND = 3600.0
+
+
+def normalize_bound(bound: float) -> float:
+    """A junk bound (≤ 0, NaN, ∞) falls back to the shared 5 s; a huge one is capped.
+
+    Upstream #314: a bad value must not turn every abort into a fake `timeout`.
+    """
+    if not math.isfinite(bound) or bound <= 0:
+        return ABORT_BOUND
+    return min(bound, MAX_BOUND)
+
+
+def log_path(spec: LaunchSpec) -> Path:
+    return spec.run_dir / "terminal" / f"{spec.node_id}.log"
+
+
+def inbox_path(spec: LaunchSpec) -> Path:
+    return spec.run_dir / "inbox" / f"{spec.node_id}.md"
+
+
+def child_env(spec: LaunchSpec, *, inbox: Path | None = None) -> dict[str, str]:
+    return marker_env(
+        run_id=spec.run_id,
+        node_id=spec.node_id,
+        socket_path=spec.socket_path,
+        run_dir=spec.run_dir,
+        session_file=spec.session_file,
+        inbox=inbox,
+    )
+
+
+def resolve_argv(command: list[str], spec: LaunchSpec) -> list[str]:
+    """Fill `{task}`, `{session_file}`, `{cwd}`, `{name}` in each argument (SPEC §6.1).
+
+    Plain replacement, not str.format: a literal brace elsewhere in an argument (a JSON
+    snippet, a shell `${VAR}`) must survive untouched.
+    """
+    values = {
+        "{task}": spec.task,
+        "{session_file}": str(spec.session_file),
+        "{cwd}": str(spec.cwd),
+        "{name}": spec.name,
+    }
+    out: list[str] = []
+    for arg in command:
+        for key, value in values.items():
+            arg = arg.replace(key, value)
+        out.append(arg)
+    return out
+
+
+async def bounded_abort(
+    *,
+    bound: float,
+    keep_queue: bool,
+    clear: Callable[[], Awaitable[int]],
+    interrupt: Callable[[], None],
+    settled: Callable[[], Awaitable[object]],
+) -> AbortResult:
+    """SPEC §6.3 after the caller saw a running turn: clear, interrupt, wait — one bound.
+
+    The clear is best effort: failing or hanging, it counts 0 dropped and the interrupt
+    still goes out (upstream abort-soft-interrupt D4). `timeout` is a report, not a kill.
+    """
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + normalize_bound(bound)
+    dropped = 0
+    if not keep_queue:
+        with contextlib.suppress(Exception):
+            dropped = await asyncio.wait_for(clear(), max(0.0, deadline - loop.time()))
+    interrupt()
+    try:
+        await asyncio.wait_for(settled(), max(0.0, deadline - loop.time()))
+    except TimeoutError:
+        return AbortResult("timeout", dropped)
+    return AbortResult("interrupted", dropped)

@@ -1,0 +1,117 @@
+"""`exec` children: any command line, output to the terminal log, no notion of a turn.
+
+Honest limits (SPEC §6.1, §6.3): while the process lives it counts as "in a turn";
+abort sends SIGINT to its group and reports `interrupted` only if it then exited within
+the bound; steer and mail are appended to `$LEGION_INBOX` and can only be `queued`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import signal
+from collections.abc import Collection
+
+from legion_tui.model import Backend
+from legion_tui.supervisor.backend import (
+    ABORT_BOUND,
+    STOP_GRACE,
+    AbortResult,
+    LaunchSpec,
+    SteerOutcome,
+    SweepReport,
+)
+from legion_tui.supervisor.backends.common import (
+    child_env,
+    inbox_path,
+    log_path,
+    normalize_bound,
+    resolve_argv,
+)
+from legion_tui.supervisor.process import ChildProcess, spawn_child
+from legion_tui.supervisor.sweep import sweep
+
+__all__ = ["ExecHandle"]
+
+
+class ExecHandle:
+    backend: Backend = "process"
+
+    def __init__(self, spec: LaunchSpec) -> None:
+        if not spec.command:
+            raise ValueError(f"{spec.name}: an exec card needs a `command`")
+        self.spec = spec
+        self.node_id = spec.node_id
+        self.pid: int | None = None
+        self.session_file = spec.session_file
+        self.inbox = inbox_path(spec)
+        self.child: ChildProcess | None = None
+
+    async def start(self) -> None:
+        spec = self.spec
+        assert spec.command is not None
+        self.inbox.parent.mkdir(parents=True, exist_ok=True)
+        self.inbox.touch()
+        self.child = await spawn_child(
+            resolve_argv(spec.command, spec),
+            env=child_env(spec, inbox=self.inbox),
+            cwd=spec.cwd,
+            log_path=log_path(spec),
+        )
+        self.pid = self.child.pid
+
+    def turn_running(self) -> bool:
+        return self.child is not None and self.child.returncode is None
+
+    async def idle(self) -> None:
+        if self.child is not None:
+            await asyncio.shield(self.child.exited_future())
+
+    @property
+    def exited(self) -> int | None:
+        return self.child.returncode if self.child is not None else None
+
+    async def abort(self, *, keep_queue: bool = False, bound: float = ABORT_BOUND) -> AbortResult:
+        # Nothing is queued on our side (the inbox is the command's to read): dropped 0.
+        child = self.child
+        if child is None or not self.turn_running():
+            return AbortResult("no-turn", 0)
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(child.pgid, signal.SIGINT)
+        code = await child.wait(normalize_bound(bound))
+        return AbortResult("timeout" if code is None else "interrupted", 0)
+
+    def _append(self, text: str) -> None:
+        data = text if text.endswith("\n") else text + "\n"
+        # One O_APPEND write per message: a reader never sees half of one.
+        fd = os.open(self.inbox, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        try:
+            os.write(fd, data.encode())
+        finally:
+            os.close(fd)
+
+    async def steer(self, text: str) -> SteerOutcome:
+        self._append(text)
+        return "queued"
+
+    async def deliver(self, envelope: str) -> None:
+        self._append(envelope)
+
+    async def stop(
+        self, *, force: bool, grace: float = STOP_GRACE, node_ids: Collection[str] = ()
+    ) -> SweepReport:
+        child = self.child
+        if child is None:
+            return SweepReport(signalled=[], survivors=[])
+        report = await sweep(
+            root_pid=child.pid,
+            pgid=child.pgid,
+            run_id=self.spec.run_id,
+            node_ids={self.node_id, *node_ids},
+            force=force,
+            grace=grace,
+            root_exit=child.exited_future(),
+        )
+        child.close()
+        return report

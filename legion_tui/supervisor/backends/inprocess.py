@@ -1,0 +1,110 @@
+"""The in-process backend: the simulated agent as an asyncio task (pid None)."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import Collection
+
+from legion_tui.agents.sim import SimAgent, SimClock, SimConfig
+from legion_tui.model import Backend
+from legion_tui.supervisor.backend import (
+    ABORT_BOUND,
+    STOP_GRACE,
+    AbortResult,
+    LaunchSpec,
+    SteerOutcome,
+    SweepReport,
+)
+from legion_tui.supervisor.backends.common import bounded_abort
+
+__all__ = ["InProcessHandle", "sim_config"]
+
+_OUTCOME: dict[str, SteerOutcome] = {
+    "started": "accepted",
+    "queued": "queued",
+    "handled": "intercepted",
+}
+
+
+def sim_config(spec: LaunchSpec) -> SimConfig:
+    return SimConfig(
+        node_id=spec.node_id,
+        name=spec.name,
+        role=spec.role,
+        session_file=spec.session_file,
+        run_dir=spec.run_dir,
+        cwd=spec.cwd,
+        socket_path=spec.socket_path,
+        seed=spec.seed,
+        speed=spec.speed,
+        behaviour=dict(spec.sim_behaviour),
+        resume=spec.resume,
+    )
+
+
+class InProcessHandle:
+    backend: Backend = "inprocess"
+
+    def __init__(self, spec: LaunchSpec, *, clock: SimClock | None = None) -> None:
+        self.spec = spec
+        self.node_id = spec.node_id
+        self.pid: int | None = None
+        self.session_file = spec.session_file
+        self.agent = SimAgent(sim_config(spec), clock=clock)
+        self._stopped = False
+
+    async def start(self) -> None:
+        self.agent.prompt(self.spec.task)
+
+    def turn_running(self) -> bool:
+        return self.agent.streaming
+
+    async def idle(self) -> None:
+        await self.agent.wait_idle()
+
+    @property
+    def exited(self) -> int | None:
+        if self.agent.exit_code is not None:
+            return self.agent.exit_code
+        return 0 if self._stopped else None
+
+    async def abort(self, *, keep_queue: bool = False, bound: float = ABORT_BOUND) -> AbortResult:
+        if not self.agent.streaming:
+            return AbortResult("no-turn", 0)
+
+        async def clear() -> int:
+            dropped = self.agent.clear_queue()
+            return len(dropped["steering"]) + len(dropped["followUp"])
+
+        task: asyncio.Task[bool] | None = None
+
+        def interrupt() -> None:
+            nonlocal task
+            task = asyncio.get_running_loop().create_task(self.agent.abort())
+
+        result = await bounded_abort(
+            bound=bound,
+            keep_queue=keep_queue,
+            clear=clear,
+            interrupt=interrupt,
+            settled=self.agent.wait_idle,
+        )
+        if task is not None and task.done():
+            task.result()
+        return result
+
+    async def steer(self, text: str) -> SteerOutcome:
+        return _OUTCOME[self.agent.steer(text)]
+
+    async def deliver(self, envelope: str) -> None:
+        self.agent.follow_up(envelope)
+
+    async def stop(
+        self, *, force: bool, grace: float = STOP_GRACE, node_ids: Collection[str] = ()
+    ) -> SweepReport:
+        # Nothing to signal: cancelling the task ends the turn at once, force or not.
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self.agent.close(), grace if grace > 0 else 1.0)
+        self._stopped = True
+        return SweepReport(signalled=[], survivors=[])

@@ -1,0 +1,266 @@
+"""Process children that speak pi's RPC protocol: `legion-sim` (process) and `pi` (pi-rpc).
+
+Both run with stdin/stdout pipes (stderr to `terminal/<nodeId>.log`); the exit comes from
+the pidfd, so a grandchild holding a pipe cannot hang us; the stop is the sweep.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+import sys
+from collections.abc import Collection
+from pathlib import Path
+from typing import Any
+
+from legion_tui.model import Backend, InFlightTool
+from legion_tui.supervisor.backend import (
+    ABORT_BOUND,
+    STOP_GRACE,
+    AbortResult,
+    LaunchSpec,
+    SteerOutcome,
+    SweepReport,
+)
+from legion_tui.supervisor.backends.common import (
+    bounded_abort,
+    child_env,
+    log_path,
+    resolve_argv,
+)
+from legion_tui.supervisor.process import ChildProcess, spawn_child
+from legion_tui.supervisor.rpc import RpcClient, RpcError
+from legion_tui.supervisor.sweep import sweep
+
+__all__ = ["RpcHandle", "pi_argv", "sim_argv"]
+
+START_BOUND = 10.0  # spawn + first answers; pi's own startup can take a few seconds
+_DISPOSITION: dict[str, SteerOutcome] = {
+    "started": "accepted",
+    "queued": "queued",
+    "handled": "intercepted",
+}
+
+
+def sim_argv(spec: LaunchSpec) -> list[str]:
+    argv = [
+        sys.executable,
+        "-m",
+        "legion_tui.agents.sim",
+        "--node-id",
+        spec.node_id,
+        "--name",
+        spec.name,
+        "--role",
+        spec.role,
+        "--session-file",
+        str(spec.session_file),
+        "--run-dir",
+        str(spec.run_dir),
+        "--cwd",
+        str(spec.cwd),
+        "--socket",
+        str(spec.socket_path),
+        "--seed",
+        str(spec.seed),
+        "--speed",
+        repr(spec.speed),
+        "--behaviour",
+        json.dumps(spec.sim_behaviour),
+    ]
+    if spec.resume:
+        argv.append("--resume")
+    return argv
+
+
+def pi_session_dir(spec: LaunchSpec) -> Path:
+    return spec.run_dir / "sessions" / spec.node_id
+
+
+def pi_argv(spec: LaunchSpec) -> list[str]:
+    """`pi --mode rpc --session-dir <run>/sessions/<nodeId>/` (+ `--continue` to resume).
+
+    pi names its own file inside that folder; `get_state` tells us which.
+    """
+    argv = resolve_argv(spec.command or ["pi"], spec)
+    if "--mode" not in argv:
+        argv += ["--mode", "rpc"]
+    if "--session-dir" not in argv:
+        argv += ["--session-dir", str(pi_session_dir(spec))]
+    if spec.resume and "--continue" not in argv and "-c" not in argv:
+        argv.append("--continue")
+    return argv
+
+
+def _succeeded(fut: asyncio.Future[Any]) -> bool:
+    if fut.cancelled() or fut.exception() is not None:
+        return False
+    reply = fut.result()
+    return isinstance(reply, dict) and bool(reply.get("success"))
+
+
+class RpcHandle:
+    def __init__(self, spec: LaunchSpec, backend: Backend) -> None:
+        self.spec = spec
+        self.node_id = spec.node_id
+        self.backend: Backend = backend
+        self.pid: int | None = None
+        # pi picks its own file name; updated from get_state (sim: the spec's path).
+        self.session_file: Path = spec.session_file
+        self.child: ChildProcess | None = None
+        self.rpc: RpcClient | None = None
+
+    # -- lifecycle ---------------------------------------------------------------------
+
+    async def start(self) -> None:
+        spec = self.spec
+        if self.backend == "pi-rpc":
+            pi_session_dir(spec).mkdir(parents=True, exist_ok=True)
+            argv = pi_argv(spec)
+        else:
+            argv = sim_argv(spec)
+        self.child = await spawn_child(
+            argv, env=child_env(spec), cwd=spec.cwd, log_path=log_path(spec), pipes=True
+        )
+        self.pid = self.child.pid
+        proc = self.child.proc
+        assert proc.stdin is not None and proc.stdout is not None
+        self.rpc = RpcClient(proc.stdin, proc.stdout)
+        if self.backend == "pi-rpc":
+            await self._learn_session_file()
+        runs = self.rpc.runs
+        data = await self.rpc.request("prompt", bound=START_BOUND, message=spec.task)
+        if data.get("disposition") != "handled":
+            self.rpc.expect_run(runs)
+
+    async def _learn_session_file(self) -> None:
+        assert self.rpc is not None
+        state = await self.rpc.request("get_state", bound=START_BOUND)
+        found = state.get("sessionFile")
+        if not isinstance(found, str) or not found:
+            return
+        self.session_file = Path(found)
+        # Keep the run's one-file-per-node layout (SPEC §2): sessions/<nodeId>.jsonl
+        # points at the file pi chose (it may not exist until pi's first write).
+        link = self.spec.session_file
+        if link != self.session_file and not link.exists() and not link.is_symlink():
+            with contextlib.suppress(OSError):
+                link.parent.mkdir(parents=True, exist_ok=True)
+                os.symlink(self.session_file, link)
+
+    def turn_running(self) -> bool:
+        return self.rpc is not None and self.rpc.streaming and self.exited is None
+
+    @property
+    def in_flight(self) -> list[InFlightTool]:
+        """Live tool calls from the RPC events (top = last started)."""
+        return list(self.rpc.in_flight.values()) if self.rpc is not None else []
+
+    async def idle(self) -> None:
+        if self.rpc is None or self.child is None:
+            return
+        idle: asyncio.Future[Any] = asyncio.ensure_future(self.rpc.idle.wait())
+        exited: asyncio.Future[Any] = asyncio.ensure_future(
+            asyncio.shield(self.child.exited_future())
+        )
+        try:
+            await asyncio.wait({idle, exited}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            idle.cancel()
+            exited.cancel()
+
+    @property
+    def exited(self) -> int | None:
+        return self.child.returncode if self.child is not None else None
+
+    # -- control -----------------------------------------------------------------------
+
+    async def abort(self, *, keep_queue: bool = False, bound: float = ABORT_BOUND) -> AbortResult:
+        # One snapshot of "is a turn running", taken before anything is sent (upstream D4).
+        if not self.turn_running():
+            return AbortResult("no-turn", 0)
+        rpc = self.rpc
+        assert rpc is not None
+        abort_reply: list[asyncio.Future[dict[str, Any]]] = []
+
+        async def clear() -> int:
+            data = await rpc.request("clear_queue")
+            return sum(len(v) for v in data.values() if isinstance(v, list))
+
+        def interrupt() -> None:
+            abort_reply.append(rpc.send("abort"))
+
+        async def settled() -> None:
+            # pi answers `abort` once idle; agent_settled says the same. Either will do.
+            idle: asyncio.Future[Any] = asyncio.ensure_future(rpc.idle.wait())
+            try:
+                pending: set[asyncio.Future[Any]] = {idle, *abort_reply}
+                while pending:
+                    done, pending = await asyncio.wait(pending, return_when=asyncio.FIRST_COMPLETED)
+                    if idle in done or any(_succeeded(f) for f in done):
+                        return
+                await idle
+            finally:
+                idle.cancel()
+
+        result = await bounded_abort(
+            bound=bound, keep_queue=keep_queue, clear=clear, interrupt=interrupt, settled=settled
+        )
+        for fut in abort_reply:
+            # Observe a late failure so it never surfaces as "exception never retrieved".
+            fut.add_done_callback(lambda f: f.cancelled() or f.exception())
+        return result
+
+    async def steer(self, text: str) -> SteerOutcome:
+        if self.rpc is None or self.exited is not None:
+            return "intercepted"  # nobody will ever read it
+        running = self.turn_running()
+        # Idle pi wants `prompt` (a turn starts); a running one takes `steer`.
+        command = "steer" if running else "prompt"
+        runs = self.rpc.runs
+        try:
+            data = await self.rpc.request(command, bound=ABORT_BOUND, message=text)
+        except (RpcError, TimeoutError):
+            if running:
+                raise
+            # Raced with a turn that just started: pi refuses prompt while streaming.
+            data = await self.rpc.request("steer", bound=ABORT_BOUND, message=text)
+        disposition = data.get("disposition")
+        if isinstance(disposition, str) and disposition in _DISPOSITION:
+            outcome = _DISPOSITION[disposition]
+        else:
+            outcome = "queued" if running else "accepted"  # pi before 0.99 says nothing
+        if outcome == "accepted":
+            self.rpc.expect_run(runs)
+        return outcome
+
+    async def deliver(self, envelope: str) -> None:
+        if self.rpc is None or self.exited is not None:
+            raise RpcError("follow_up", "the agent is not running")
+        command = "follow_up" if self.turn_running() else "prompt"
+        runs = self.rpc.runs
+        data = await self.rpc.request(command, bound=ABORT_BOUND, message=envelope)
+        if command == "prompt" and data.get("disposition") != "handled":
+            self.rpc.expect_run(runs)
+
+    async def stop(
+        self, *, force: bool, grace: float = STOP_GRACE, node_ids: Collection[str] = ()
+    ) -> SweepReport:
+        child = self.child
+        if child is None:
+            return SweepReport(signalled=[], survivors=[])
+        report = await sweep(
+            root_pid=child.pid,
+            pgid=child.pgid,
+            run_id=self.spec.run_id,
+            node_ids={self.node_id, *node_ids},
+            force=force,
+            grace=grace,
+            root_exit=child.exited_future(),
+        )
+        if self.rpc is not None:
+            await self.rpc.close()
+        child.close()
+        return report

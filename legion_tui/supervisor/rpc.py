@@ -1,0 +1,236 @@
+"""Client of pi's RPC mode (`pi --mode rpc`), also spoken by `legion-sim`.
+
+notes/pi-format.md §2: commands go to stdin, responses and events come on stdout, one
+JSON object per line. Framing is strict LF: we read bytes and split on b"\\n" (never a
+text readline that would also split on U+2028/U+2029 inside a JSON string), stripping
+one trailing \\r. Responses are correlated by the `id` we put on every command; events
+carry no id and feed the live activity: in-flight tools keyed by toolCallId (with
+parentToolCallId for nested calls) and the idle signal (`agent_settled`; for pi before
+0.80.4, `agent_end` confirmed by `get_state().isStreaming == false`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import itertools
+import json
+import time
+from collections.abc import Callable
+from typing import Any, Protocol
+
+from legion_tui.model import InFlightTool
+
+__all__ = ["CommandSink", "RpcClient", "RpcError", "split_lines"]
+
+EventHook = Callable[[dict[str, Any]], None]
+
+WRITE_BOUND = 5.0  # a child that does not drain its stdin for this long is stuck
+STATE_BOUND = 5.0
+
+
+class CommandSink(Protocol):
+    """The write side (a StreamWriter on the child's stdin, or a test double)."""
+
+    def write(self, data: bytes) -> None: ...
+
+    async def drain(self) -> None: ...
+
+    def close(self) -> None: ...
+
+
+class RpcError(Exception):
+    """A command answered with success:false (or the connection is gone)."""
+
+    def __init__(self, command: str, message: str) -> None:
+        super().__init__(f"{command}: {message}")
+        self.command = command
+        self.message = message
+
+
+def split_lines(buffer: bytes) -> tuple[list[bytes], bytes]:
+    """Whole LF-terminated records (one trailing CR stripped) and the unfinished rest."""
+    *lines, rest = buffer.split(b"\n")
+    return [line.removesuffix(b"\r") for line in lines], rest
+
+
+class RpcClient:
+    """One RPC connection over a child's stdin/stdout pipes."""
+
+    def __init__(
+        self,
+        stdin: CommandSink,
+        stdout: asyncio.StreamReader,
+        *,
+        on_event: EventHook | None = None,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self._stdin = stdin
+        self._stdout = stdout
+        self._on_event = on_event
+        self._clock = clock
+        self._ids = itertools.count(1)
+        self._pending: dict[int, asyncio.Future[dict[str, Any]]] = {}
+        self.in_flight: dict[str, InFlightTool] = {}
+        self.streaming = False
+        self.idle = asyncio.Event()
+        self.idle.set()
+        self.closed = asyncio.Event()  # stdout reached EOF: the agent is gone
+        self.skipped_lines = 0
+        self.turns = 0
+        self.runs = 0  # agent_start count: tells a stale idle confirmation from a fresh one
+        self._tasks: set[asyncio.Task[Any]] = set()
+        self._reader = asyncio.get_running_loop().create_task(self._read_loop())
+
+    # -- commands --------------------------------------------------------------------
+
+    async def request(self, command: str, *, bound: float = 30.0, **fields: Any) -> dict[str, Any]:
+        """Send one command and return its response's `data` (or {}); bounded.
+
+        Raises RpcError on success:false or a closed connection, TimeoutError past `bound`.
+        """
+        fut = self.send(command, **fields)
+        try:
+            reply = await asyncio.wait_for(fut, bound)
+        finally:
+            if not fut.done():
+                fut.cancel()
+        if not reply.get("success"):
+            raise RpcError(command, str(reply.get("error") or "failed"))
+        data = reply.get("data")
+        return data if isinstance(data, dict) else {}
+
+    def send(self, command: str, **fields: Any) -> asyncio.Future[dict[str, Any]]:
+        """Write one command now; the future resolves with its raw response."""
+        loop = asyncio.get_running_loop()
+        fut: asyncio.Future[dict[str, Any]] = loop.create_future()
+        if self.closed.is_set():
+            fut.set_exception(RpcError(command, "the agent's RPC channel is closed"))
+            return fut
+        req_id = next(self._ids)
+        self._pending[req_id] = fut
+        fut.add_done_callback(lambda _f: self._pending.pop(req_id, None))
+        payload = {"id": req_id, "type": command, **fields}
+        line = json.dumps(payload, ensure_ascii=False, separators=(",", ":")) + "\n"
+        try:
+            self._stdin.write(line.encode())
+        except (ConnectionError, RuntimeError) as err:
+            fut.set_exception(RpcError(command, f"cannot write: {err}"))
+            return fut
+        self._spawn(self._drain())
+        return fut
+
+    async def _drain(self) -> None:
+        with contextlib.suppress(ConnectionError, TimeoutError, RuntimeError):
+            await asyncio.wait_for(self._stdin.drain(), WRITE_BOUND)
+
+    def _spawn(self, coro: Any) -> None:
+        task = asyncio.get_running_loop().create_task(coro)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def close(self) -> None:
+        """Close stdin (pi exits on EOF) and stop reading; never blocks for long."""
+        with contextlib.suppress(Exception):
+            self._stdin.close()
+        self._reader.cancel()
+        for task in list(self._tasks):
+            task.cancel()
+        with contextlib.suppress(BaseException):
+            await asyncio.wait_for(asyncio.gather(self._reader, return_exceptions=True), 1.0)
+        self._fail_pending("closed")
+
+    # -- reading -----------------------------------------------------------------------
+
+    async def _read_loop(self) -> None:
+        buffer = b""
+        try:
+            while True:
+                chunk = await self._stdout.read(65536)
+                if not chunk:
+                    break
+                lines, buffer = split_lines(buffer + chunk)
+                for line in lines:
+                    if line.strip():
+                        self._dispatch(line)
+        except (ConnectionError, OSError):
+            pass
+        finally:
+            self.closed.set()
+            self.streaming = False
+            self.in_flight.clear()
+            self.idle.set()
+            self._fail_pending("the agent closed its output")
+
+    def _fail_pending(self, why: str) -> None:
+        for fut in list(self._pending.values()):
+            if not fut.done():
+                fut.set_exception(RpcError("rpc", why))
+
+    def _dispatch(self, line: bytes) -> None:
+        try:
+            obj = json.loads(line)
+        except ValueError:
+            self.skipped_lines += 1  # e.g. a stray print from an extension
+            return
+        if not isinstance(obj, dict):
+            self.skipped_lines += 1
+            return
+        if obj.get("type") == "response":
+            fut = self._pending.get(obj["id"]) if isinstance(obj.get("id"), int) else None
+            if fut is not None and not fut.done():
+                fut.set_result(obj)
+            return
+        self._track(obj)
+        if self._on_event is not None:
+            self._on_event(obj)
+
+    def _track(self, event: dict[str, Any]) -> None:
+        kind = event.get("type")
+        if kind == "agent_start":
+            self.runs += 1
+            self.streaming = True
+            self.idle.clear()
+        elif kind == "turn_start":
+            self.turns += 1
+        elif kind == "tool_execution_start":
+            call_id = str(event.get("toolCallId", ""))
+            parent = event.get("parentToolCallId")
+            self.in_flight[call_id] = InFlightTool(
+                id=call_id,
+                name=str(event.get("toolName", "")),
+                started_at=self._clock(),
+                parent_id=parent if isinstance(parent, str) else None,
+            )
+        elif kind == "tool_execution_end":
+            self.in_flight.pop(str(event.get("toolCallId", "")), None)
+        elif kind == "agent_settled":
+            self._settle()
+        elif kind == "agent_end" and not event.get("willRetry"):
+            # Older pi has no agent_settled: confirm with get_state (retries, compaction
+            # and queued messages can follow agent_end).
+            self._spawn(self._confirm_idle())
+
+    def expect_run(self, runs_before: int) -> None:
+        """A prompt was accepted: a run is starting even if agent_start is still in flight.
+
+        pi answers `prompt` before it emits agent_start; without this an abort right
+        after a launch would wrongly read the agent as idle. `runs_before` is `runs` when
+        the prompt was sent: if an agent_start came since, the events already tell the
+        truth (the run may even be over) and must not be overridden.
+        """
+        if self.runs == runs_before and not self.closed.is_set():
+            self.streaming = True
+            self.idle.clear()
+
+    def _settle(self) -> None:
+        self.streaming = False
+        self.in_flight.clear()
+        self.idle.set()
+
+    async def _confirm_idle(self) -> None:
+        runs = self.runs
+        with contextlib.suppress(RpcError, TimeoutError):
+            state = await self.request("get_state", bound=STATE_BOUND)
+            if not state.get("isStreaming") and self.runs == runs and self.streaming:
+                self._settle()
