@@ -146,7 +146,7 @@ class Ledger:
                 raise NotFound(f"{self.path}: no node {node_id!r}")
             return node_from_row(row)
 
-        return cast(Node, await self._writer.submit(apply))
+        return cast(Node, await self._writer.submit(apply, single_statement=True))
 
     async def append_event(
         self, node_id: str | None, type: EventType, data: dict[str, Any] | None = None
@@ -157,7 +157,7 @@ class Ledger:
         def apply(conn: sqlite3.Connection) -> Event:
             return _insert_event(conn, node_id, event_type, payload, self.clock())
 
-        return cast(Event, await self._writer.submit(apply))
+        return cast(Event, await self._writer.submit(apply, single_statement=True))
 
     async def send_mail(
         self,

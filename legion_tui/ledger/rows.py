@@ -45,9 +45,13 @@ MESSAGE_COLUMNS = (
 )
 
 
+# One encoder, built once (json.dumps with options builds a new one per call).
+# allow_nan=False: NaN is not JSON and json_valid() would refuse the row later.
+_ENCODER = json.JSONEncoder(separators=(",", ":"), allow_nan=False)
+
+
 def dump_json(value: Any) -> str:
-    # allow_nan=False: NaN is not JSON and json_valid() would refuse the row later.
-    return json.dumps(value, separators=(",", ":"), allow_nan=False)
+    return _ENCODER.encode(value)
 
 
 def check_node_value(name: str, value: Any) -> Any:

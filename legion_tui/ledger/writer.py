@@ -37,6 +37,9 @@ IDLE_CHECKPOINT_SECONDS = 1.0
 class _Job:
     apply: Apply | None  # None: only wakes the writer (usage queued) or marks a flush
     future: asyncio.Future[Any] | None
+    # A job of ONE statement needs no SAVEPOINT: SQLite already undoes a failed
+    # statement as a whole. Jobs of several statements run inside their own SAVEPOINT.
+    single_statement: bool = False
 
 
 @dataclass(slots=True)
@@ -99,11 +102,14 @@ class BatchWriter:
         return self._closing
 
     # ----- submitting ----------------------------------------------------------------
-    async def submit(self, apply: Apply) -> Any:
-        """Queue `apply(conn)` and wait until its transaction committed (or it failed)."""
+    async def submit(self, apply: Apply, *, single_statement: bool = False) -> Any:
+        """Queue `apply(conn)` and wait until its transaction committed (or it failed).
+
+        `single_statement=True` promises that `apply` executes exactly one statement.
+        """
         self._check_open()
         future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
-        self._queue.put_nowait(_Job(apply, future))
+        self._queue.put_nowait(_Job(apply, future, single_statement))
         return await future
 
     async def barrier(self) -> None:
@@ -131,7 +137,8 @@ class BatchWriter:
             while not stop:
                 timeout = IDLE_CHECKPOINT_SECONDS if self._dirty else None
                 try:
-                    first = await asyncio.wait_for(self._queue.get(), timeout)
+                    async with asyncio.timeout(timeout):
+                        first = await self._queue.get()
                 except TimeoutError:
                     await loop.run_in_executor(self._executor, self._checkpoint)
                     continue
@@ -200,18 +207,21 @@ class BatchWriter:
     def _apply_one(self, conn: sqlite3.Connection, job: _Job) -> _Outcome:
         if job.apply is None:
             return (True, None)
-        conn.execute("SAVEPOINT job")
+        if not job.single_statement:
+            conn.execute("SAVEPOINT job")
         try:
             value = job.apply(conn)
         except Exception as exc:
-            conn.execute("ROLLBACK TO job")
-            conn.execute("RELEASE job")
+            if not job.single_statement:
+                conn.execute("ROLLBACK TO job")
+                conn.execute("RELEASE job")
             if isinstance(exc, sqlite3.Error):
                 wrapped = LedgerError(f"{self.path}: {exc}")
                 wrapped.__cause__ = exc
                 return (False, wrapped)
             return (False, exc)
-        conn.execute("RELEASE job")
+        if not job.single_statement:
+            conn.execute("RELEASE job")
         return (True, value)
 
     def _checkpoint(self) -> None:
