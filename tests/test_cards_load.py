@@ -6,7 +6,9 @@ import os
 from pathlib import Path
 
 import pytest
+import yaml
 
+from legion_tui.agents import cards as cards_module
 from legion_tui.agents.cards import CARD_FIELDS, CardError, load_cards
 from legion_tui.phases import DEFAULT_MACHINE
 
@@ -239,3 +241,16 @@ def test_not_utf8_and_unreadable(tmp_path: Path) -> None:
         ]
     finally:
         locked.chmod(0o600)
+
+
+@pytest.mark.parametrize("loader", [yaml.SafeLoader, getattr(yaml, "CSafeLoader", yaml.SafeLoader)])
+def test_lines_are_the_same_with_either_yaml_parser(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, loader: type[yaml.SafeLoader]
+) -> None:
+    monkeypatch.setattr(cards_module, "YAML_LOADER", loader)
+    write_card(tmp_path, "a.md", "---\nname: a\ndescription: [oops\nkind: sim\n---\n")
+    write_card(tmp_path, "b.md", "---\nname: b\ndescription: d\nkind: sim\nbogus: 1\n---\n")
+    assert [(p.path, p.line) for p in load_cards(tmp_path).problems] == [
+        (".legion/agents/a.md", 4),
+        (".legion/agents/b.md", 5),
+    ]

@@ -29,8 +29,9 @@ from typing import Any, cast
 import yaml
 
 from legion_tui.model import KINDS, ROLES, Kind, Role
+from legion_tui.phases import locate
 from legion_tui.phases.load import validate_machine
-from legion_tui.phases.locate import line_of
+from legion_tui.phases.locate import line_of, load_with_nodes
 from legion_tui.phases.machine import Machine
 
 __all__ = [
@@ -48,6 +49,8 @@ NAME = re.compile(r"[a-z0-9][a-z0-9._-]{0,63}")
 PLACEHOLDERS: tuple[str, ...] = ("task", "session_file", "cwd", "name")
 _PLACEHOLDER = re.compile(r"\{([^{}]*)\}")
 PROJECT_CARDS = Path(".legion") / "agents"
+# The parser class; a module attribute so the benchmark can compare parsers.
+YAML_LOADER: type[yaml.SafeLoader] = locate.YAML_LOADER
 
 # The closed field set, in the order `legion doctor` suggests them.
 CARD_FIELDS: tuple[str, ...] = (
@@ -351,8 +354,7 @@ def parse_card(
         return None, stem, out.problems
     front, body = split
     try:
-        root = yaml.compose(front, Loader=yaml.SafeLoader)
-        data: object = yaml.safe_load(front)
+        root, data = load_with_nodes(front, YAML_LOADER)
     except yaml.YAMLError as err:
         mark = getattr(err, "problem_mark", None)
         line = mark.line + 2 if mark is not None else 1  # +1 fence, +1 for 1-based

@@ -27,7 +27,7 @@ import yaml
 
 from legion_tui import receipts
 from legion_tui.phases.conditions import CONDITIONS, DEFAULT_MAX_REWORK, Condition, is_condition
-from legion_tui.phases.locate import line_of
+from legion_tui.phases.locate import line_of, load_with_nodes
 from legion_tui.phases.machine import TERMINALS, Edge, Machine, PhaseSpec
 
 __all__ = [
@@ -316,8 +316,7 @@ def load_machine_file(path: str | Path) -> Machine:
         if file.suffix.lower() == ".json":
             data: object = json.loads(text)
         else:
-            node = yaml.compose(text, Loader=yaml.SafeLoader)
-            data = yaml.safe_load(text)
+            node, data = load_with_nodes(text)
     except json.JSONDecodeError as err:
         problem = PhaseProblem("file", f"not valid JSON: {err.msg}", err.lineno)
         raise MachineError([problem], source) from err
