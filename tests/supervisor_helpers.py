@@ -1,0 +1,101 @@
+"""Shared helpers for the supervisor and CLI tests: a real Supervisor in a tmp project."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import sys
+import time
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+from legion_tui.model import EventType, Node, NodeStatus
+from legion_tui.supervisor.core import ROOT_ID, Budgets, ChildRequest, Supervisor
+
+FAST = 200.0  # sim time scale: a worker's whole run takes well under a second
+# A worker stuck in one bash call for the whole test (the sim divides by the speed).
+STUCK = {"stall_seconds": 10_000_000.0}
+LEGION = str(Path(sys.executable).with_name("legion"))
+
+
+@asynccontextmanager
+async def hosted(
+    project: Path,
+    session: str = "main",
+    *,
+    speed: float = FAST,
+    budgets: Budgets | None = None,
+    stop_grace: float = 1.0,
+) -> AsyncIterator[Supervisor]:
+    sup = Supervisor(project, session=session, speed=speed, budgets=budgets, stop_grace=stop_grace)
+    await sup.start()
+    try:
+        yield sup
+    finally:
+        await sup.close()
+
+
+async def until(predicate: Callable[[], bool], limit: float = 15.0, what: str = "") -> None:
+    """Poll a condition with a deadline (never a blind sleep)."""
+    deadline = time.monotonic() + limit
+    while not predicate():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what or predicate}")
+        await asyncio.sleep(0.01)
+
+
+async def spawn_one(sup: Supervisor, role: str = "worker", **kw: Any) -> Node:
+    caller = kw.pop("caller", ROOT_ID)
+    (node,) = await sup.spawn(caller, [ChildRequest(role, kw.pop("task", "do it"), **kw)])
+    return node
+
+
+async def stuck_worker(sup: Supervisor, name: str = "stuck", caller: str = ROOT_ID) -> Node:
+    """A live worker inside one endless bash call (its in-flight tool is visible)."""
+    node = await spawn_one(sup, name=name, sim=dict(STUCK), caller=caller)
+    await until(
+        lambda: bool(sup.model.nodes[node.id].progress.in_flight), what=f"{name} in a tool call"
+    )
+    return sup.node(node.id)
+
+
+async def settled(sup: Supervisor, node_id: str, limit: float = 20.0) -> Node:
+    await until(lambda: not sup.node(node_id).live, limit, f"{node_id} to settle")
+    return sup.node(node_id)
+
+
+def read_text(path: Path) -> str:
+    return path.read_text(encoding="utf-8")
+
+
+def status_of(sup: Supervisor, node_id: str) -> NodeStatus:
+    return sup.node(node_id).status
+
+
+def event_types(sup: Supervisor, node_id: str) -> list[EventType]:
+    return [e.type for e in sup.model.nodes[node_id].events]
+
+
+def cli_env() -> dict[str, str]:
+    """The env of a user's own shell: no legion identity inherited from anywhere."""
+    env = dict(os.environ)
+    for key in ("LEGION_SOCKET", "LEGION_NODE_ID", "LEGION_RUN_DIR", "LEGION_RUN_ID"):
+        env.pop(key, None)
+    return env
+
+
+async def run_cli(*args: str, cwd: Path, limit: float = 60.0) -> tuple[int, str, str]:
+    """`legion ARGS` as a real subprocess, while this loop keeps serving the socket."""
+    proc = await asyncio.create_subprocess_exec(
+        LEGION,
+        *args,
+        cwd=cwd,
+        env=cli_env(),
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
+    out, err = await asyncio.wait_for(proc.communicate(), limit)
+    assert proc.returncode is not None
+    return proc.returncode, out.decode(), err.decode()
