@@ -19,6 +19,7 @@ from textual.app import App, ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Container
 from textual.message import Message
+from textual.notifications import SeverityLevel
 from textual.screen import Screen
 from textual.timer import Timer
 from textual.widget import Widget
@@ -92,7 +93,7 @@ class MainScreen(Screen[None]):
     def compose(self) -> ComposeResult:
         legion = self.legion
         yield legion.header
-        yield Static("", id="banner", markup=False)
+        yield Static("", id="banner")
         with Container(id="body"):
             yield legion.railway
             with Container(id="viz"):
@@ -266,6 +267,17 @@ class LegionApp(App[None]):
         return self.screen.query_one(ConfirmBar)
 
     # ----- stop / abort / steer / resume --------------------------------------------
+    def _say(
+        self,
+        text: str,
+        *,
+        severity: SeverityLevel = "information",
+        title: str = "",
+        timeout: float | None = None,
+    ) -> None:
+        """A notification of literal text: receipts and errors may contain `[...]`."""
+        self.notify(text, title=title, severity=severity, timeout=timeout, markup=False)
+
     def action_stop_node(self, force: bool = False) -> None:
         view = self._target()
         if view is None:
@@ -278,7 +290,7 @@ class LegionApp(App[None]):
             return
         node = view.node
         if not node.live:
-            self.notify(receipts.already_ended(node.name, node.status.value))
+            self._say(receipts.already_ended(node.name, node.status.value))
             return
         self._confirm_bar().ask(
             ConfirmRequest(
@@ -293,7 +305,7 @@ class LegionApp(App[None]):
         request = event.request
         if not event.confirmed:
             if request.kind != "quit":
-                self.notify("Cancelled — nothing stopped.")
+                self._say("Cancelled — nothing stopped.")
             return
         if request.kind == "quit":
             self.exit()
@@ -303,7 +315,7 @@ class LegionApp(App[None]):
         if view is None or not view.node.live:
             name = view.node.name if view is not None else request.node_id
             status = view.node.status.value if view is not None else "gone"
-            self.notify(receipts.already_ended(name, status), severity="warning")
+            self._say(receipts.already_ended(name, status), severity="warning")
             return
         force = request.kind == "force-stop"
         self.run_worker(self._run_op(self.ops.stop(view.node.id, force=force)), group="ops")
@@ -312,11 +324,11 @@ class LegionApp(App[None]):
         try:
             receipt = await call
         except OpError as error:
-            self.notify(error.message, title=error.code, severity="error", timeout=10)
+            self._say(error.message, title=error.code, severity="error", timeout=10)
         except Exception as error:  # a failure to act is reported, never swallowed
-            self.notify(f"{type(error).__name__}: {error}", severity="error", timeout=10)
+            self._say(f"{type(error).__name__}: {error}", severity="error", timeout=10)
         else:
-            self.notify(receipt)
+            self._say(receipt)
 
     def action_abort_node(self) -> None:
         view = self._target()
@@ -345,7 +357,7 @@ class LegionApp(App[None]):
         if view is None:
             return
         if not view.interrupted:
-            self.notify(f"{view.node.name} was not interrupted — nothing to resume.")
+            self._say(f"{view.node.name} was not interrupted — nothing to resume.")
             return
         self.run_worker(self._run_op(self.ops.resume(node_id)), group="ops")
 
@@ -355,11 +367,11 @@ class LegionApp(App[None]):
             root = self.model.root_id
             targets = [c for c in self.model.children(root) if self.model.nodes[c].node.live]
             if not targets:
-                self.notify("No live agents to stop.")
+                self._say("No live agents to stop.")
         else:
             view = self.model.by_path(command.target)
             if view is None:
-                self.notify(f"No agent named {command.target}.", severity="error")
+                self._say(f"No agent named {command.target}.", severity="error")
                 return
             targets = [view.node.id]
         for node_id in targets:

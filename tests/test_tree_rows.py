@@ -1,0 +1,128 @@
+"""The railway tree as data: rails, folds, filter, glyphs, activity text, columns."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from app_helpers import NOW, canned_model
+
+from legion_tui import receipts
+from legion_tui.model import InFlightTool, NodeStatus
+from legion_tui.widgets.tree import plan_columns
+from legion_tui.widgets.tree_rows import GLYPHS, activity, flatten, in_flight_context
+
+
+def rails(model, folded=frozenset(), needle=""):  # type: ignore[no-untyped-def]
+    return [(r.rail, model.nodes[r.node_id].node.name) for r in flatten(model, set(folded), needle)]
+
+
+def test_rails_draw_a_rail_map_with_children_under_their_parent_branch() -> None:
+    model = canned_model()
+    assert rails(model) == [
+        ("┬", "root"),
+        ("├─┬", "lead-api"),
+        ("│ ├──", "worker-0"),
+        ("│ ├──", "worker-1"),
+        ("│ ├──", "scout-0"),
+        ("│ └──", "worker-2"),
+        ("├─┬", "lead-ui"),
+        ("│ ├──", "worker-0"),
+        ("│ ├──", "worker-1"),
+        ("│ ├──", "scout-0"),
+        ("│ └──", "worker-2"),
+        ("└──", "scout-1"),
+    ]
+
+
+def test_every_status_has_its_station_glyph() -> None:
+    assert {s.value: g for s, g in GLYPHS.items()} == {
+        "running": "●", "starting": "◐", "blocked": "◆",
+        "settled": "○", "failed": "✗", "retired": "◌",
+    }
+
+
+def test_fold_hides_the_subtree_and_counts_it() -> None:
+    model = canned_model()
+    rows = flatten(model, {"n1"})
+    names = [model.nodes[r.node_id].node.name for r in rows]
+    assert names == ["root", "lead-api", "lead-ui", "worker-0", "worker-1", "scout-0",
+                     "worker-2", "scout-1"]
+    lead = rows[1]
+    assert lead.rail == "├─▸" and lead.hidden == 4
+
+
+def test_filter_keeps_matches_and_their_ancestors_and_ignores_folds() -> None:
+    model = canned_model()
+    assert rails(model, folded={"n6"}, needle="scout") == [
+        ("┬", "root"),
+        ("├─┬", "lead-api"),
+        ("│ └──", "scout-0"),
+        ("├─┬", "lead-ui"),
+        ("│ └──", "scout-0"),
+        ("└──", "scout-1"),
+    ]
+    assert rails(model, needle="nobody-has-this-name") == []
+
+
+def test_activity_working_then_stall_marker_at_exactly_300_seconds() -> None:
+    model = canned_model()
+    view = model.nodes["n3"]
+    tool = InFlightTool("t", "bash", NOW - 299)
+    view.progress.in_flight = [tool]
+    act = activity(view, NOW)
+    assert act.text == "working · bash 00:04:59" and act.tone == "text"
+    view.progress.in_flight = [replace(tool, started_at=NOW - receipts.STALL_SECONDS)]
+    act = activity(view, NOW)
+    assert act.tone == "warning"
+    assert act.text == (
+        "working · bash 00:05:00 · stuck 5m in bash — steer cannot reach a running tool "
+        "call; abort can (legion abort worker-1)"
+    )
+
+
+def test_activity_verdicts_unreadable_blocked_interrupted() -> None:
+    model = canned_model(interrupted=True)
+    assert activity(model.nodes["n4"], NOW).text == "✓ routes mapped"
+    assert activity(model.nodes["n4"], NOW).tone == "ok"
+    assert activity(model.nodes["n5"], NOW).text == "✗ tests red"
+    assert activity(model.nodes["n5"], NOW).tone == "fail"
+    assert activity(model.nodes["n10"], NOW).text == "session unreadable: EACCES"
+    assert activity(model.nodes["n7"], NOW).tone == "warning"
+    assert activity(model.nodes["n9"], NOW).text == "interrupted · r resumes"
+    failed_no_verdict = model.nodes["n5"]
+    failed_no_verdict.node = replace(failed_no_verdict.node, verdict="not json {",
+                                     error="exit 3")
+    assert activity(failed_no_verdict, NOW).text == "✗ exit 3"
+
+
+def test_in_flight_context_nested_and_parallel() -> None:
+    model = canned_model()
+    view = model.nodes["n2"]
+    view.progress.in_flight = [
+        InFlightTool("a", "codemode", NOW - 30),
+        InFlightTool("b", "bash", NOW - 10, parent_id="a"),
+    ]
+    assert in_flight_context(view) == " (inside codemode ×1)"
+    view.progress.in_flight = [InFlightTool("a", "read", NOW - 3),
+                               InFlightTool("b", "grep", NOW - 2)]
+    assert in_flight_context(view) == " (+1 more)"
+    assert activity(view, NOW).text == "working · grep 00:00:02 (+1 more)"
+
+
+def test_ended_node_is_not_given_a_working_line_even_with_a_stale_tool_stack() -> None:
+    model = canned_model()
+    view = model.nodes["n4"]
+    view.progress.in_flight = [InFlightTool("x", "bash", NOW - 999)]
+    assert activity(view, NOW).text == "✓ routes mapped"
+    view.node = replace(view.node, status=NodeStatus.RUNNING)
+    assert activity(view, NOW).tone == "warning"
+
+
+def test_columns_drop_least_useful_first_and_never_exceed_the_width() -> None:
+    wide = plan_columns(200, 20, 14)
+    assert wide.phase and wide.role and wide.tokens and wide.rate and wide.elapsed
+    narrow = plan_columns(60, 20, 14)
+    assert narrow.phase == 0 and narrow.role == 0
+    for width in range(10, 240):
+        cols = plan_columns(width, 30, 14)
+        assert cols.fixed + 16 <= width or cols.fixed == cols.label
