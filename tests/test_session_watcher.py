@@ -125,3 +125,22 @@ async def test_stop_returns_promptly(tmp_path: Path) -> None:
     watcher.stop()
     await asyncio.wait_for(task, DEADLINE)
     assert loop.time() - started < 1.0
+
+
+async def test_without_inotify_the_sweep_still_reports(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from legion_tui.session import watcher as watcher_module
+
+    def broken_awatch(*args: object, **kwargs: object) -> object:
+        raise RuntimeError("inotify watch limit reached")
+
+    monkeypatch.setattr(watcher_module, "awatch", broken_awatch)
+    rec = Recorder()
+    watcher = SessionWatcher(tmp_path, rec, sweep_seconds=0.02)
+    task = asyncio.create_task(watcher.run())
+    await asyncio.wait_for(watcher.started.wait(), DEADLINE)
+    (tmp_path / "n4.jsonl").write_bytes(conversation(1))
+    await wait_for(lambda: len(rec.of("n4")) == 1, "the sweep to find the new file")
+    watcher.stop()
+    await asyncio.wait_for(task, DEADLINE)

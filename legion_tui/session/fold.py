@@ -17,7 +17,7 @@ switch. Legacy v1 files have no ids: the file order is the path.
 from __future__ import annotations
 
 from collections import deque
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from legion_tui.model import InFlightTool
 from legion_tui.session.entries import (
@@ -25,6 +25,7 @@ from legion_tui.session.entries import (
     Entry,
     HeaderEntry,
     OtherEntry,
+    ToolCall,
     ToolResultEntry,
     UserEntry,
 )
@@ -68,6 +69,22 @@ class _PathState:
             self.user_texts.append(entry.text)
             # A new turn has started: it has no assistant record yet.
             self.empty_generation = False
+
+
+def _slim(entry: PathEntry) -> PathEntry:
+    """What a path rebuild needs of an entry, without the bulky parts.
+
+    Tool results (file contents, command output) and tool-call arguments (whole files for
+    an edit) are dropped: the path only needs call ids, names, texts and stop reasons.
+    """
+    if isinstance(entry, ToolResultEntry):
+        return replace(entry, text="") if entry.text else entry
+    if isinstance(entry, AssistantEntry) and entry.tool_calls:
+        calls = tuple(ToolCall(c.id, c.name) for c in entry.tool_calls)
+        return replace(entry, tool_calls=calls)
+    if isinstance(entry, OtherEntry) and entry.text:
+        return replace(entry, text="")
+    return entry
 
 
 class SessionFold:
@@ -151,7 +168,7 @@ class SessionFold:
             # Legacy v1 (or an id-less entry): the file order is the path.
             self._path.apply(entry)
             return
-        self._by_id[entry.id] = entry
+        self._by_id[entry.id] = _slim(entry)
         if entry.parent_id != self._leaf:
             self._rebuild_path(entry)
         else:

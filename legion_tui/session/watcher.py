@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import os
 import time
 from collections.abc import Callable, Iterable
@@ -28,6 +29,8 @@ from legion_tui.session.progress import SessionProgress
 from legion_tui.session.reader import SessionReader
 
 __all__ = ["SessionWatcher", "node_id_for"]
+
+log = logging.getLogger(__name__)
 
 OnChange = Callable[[str, SessionProgress], None]
 Clock = Callable[[], float]
@@ -114,25 +117,33 @@ class SessionWatcher:
         os.makedirs(self.sessions_dir, exist_ok=True)
         sweeper = asyncio.create_task(self._sweep_loop(), name="session-sweep")
         try:
-            if not self.use_inotify:
-                await self._stop.wait()
-                return
-            async for changes in awatch(
-                self.sessions_dir,
-                watch_filter=_jsonl_filter,
-                debounce=self.debounce_ms,
-                step=self.step_ms,
-                stop_event=self._stop,
-                recursive=True,
-            ):
-                self.poll_paths({path for _change, path in changes})
-                await self._catch_up()
+            if self.use_inotify:
+                try:
+                    await self._watch()
+                except (OSError, RuntimeError) as exc:
+                    # No inotify (limits reached, folder removed): the sweep still reports
+                    # every change, just up to a second later. Degrade, never go blind.
+                    log.warning("session watch on %s failed (%s); sweeping only",
+                                self.sessions_dir, exc)
+            await self._stop.wait()
         finally:
             self._stop.set()
             sweeper.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await sweeper
             self.close()
+
+    async def _watch(self) -> None:
+        async for changes in awatch(
+            self.sessions_dir,
+            watch_filter=_jsonl_filter,
+            debounce=self.debounce_ms,
+            step=self.step_ms,
+            stop_event=self._stop,
+            recursive=True,
+        ):
+            self.poll_paths({path for _change, path in changes})
+            await self._catch_up()
 
     def stop(self) -> None:
         self._stop.set()
