@@ -94,7 +94,7 @@ def main() -> None:
             s = timed(lambda: load_cards(project), rounds=30)
             print(f"load_cards_23_{label}_median: {statistics.median(s) * 1e3:.2f} ms")
             print(f"load_cards_23_{label}_p95: {p95(s) * 1e3:.2f} ms")
-            s = timed(lambda ld=loader: naive_load(folder, ld), rounds=30)  # type: ignore[misc]
+            s = timed(lambda ld=loader: naive_load(folder, ld), rounds=30)
             print(f"naive_split_and_load_20_{label}_median: {statistics.median(s) * 1e3:.2f} ms")
 
     team = TeamSnapshot(

@@ -170,3 +170,13 @@ def test_stale_socket_alone_is_only_a_warning_and_a_live_one_passes(tmp_path: Pa
 def test_help(tmp_path: Path, flag: str) -> None:
     result = doctor(tmp_path, flag)
     assert result.returncode == 0 and "--json" in result.stdout
+
+
+def test_run_from_a_subfolder_finds_the_project(tmp_path: Path) -> None:
+    write(tmp_path, ".legion/agents/worker.md", "---\nname: worker\n---\n")
+    sub = tmp_path / "src" / "pkg"
+    sub.mkdir(parents=True)
+    result = doctor(sub)
+    assert result.returncode == 1
+    assert ".legion/agents/worker.md:1: field 'description': missing (required)" in result.stdout
+    assert f"legion doctor — {tmp_path.resolve()}" in result.stdout

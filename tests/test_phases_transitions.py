@@ -11,6 +11,7 @@ from legion_tui.model import NodeStatus
 from legion_tui.phases import (
     BUILTIN_TIMEOUTS_MS,
     DEFAULT_MACHINE,
+    NEEDS_REASON,
     ChildFact,
     DeclarationRefused,
     TeamSnapshot,
@@ -104,6 +105,9 @@ def test_failed_needs_a_reason_for_everyone() -> None:
         assert not result.allowed and result.code == "reason_required"
         assert receipts.PHASE_FAILED_NEEDS_REASON in result.message
         assert "Legal next phases from implementing:" in result.message
+    blank = M.check_transition(team, "implementing", "failed", reason="   ")
+    assert blank.code == "reason_required"
+    assert "failed" in NEEDS_REASON
     assert M.check_transition(team, "implementing", "failed", reason="all workers failed").allowed
 
 

@@ -262,12 +262,15 @@ def _add_arguments(parser: argparse.ArgumentParser) -> None:
         "--project",
         type=Path,
         default=None,
-        help="the project folder (default: the current directory)",
+        help="the project folder (default: the nearest folder with .legion/, else the current one)",
     )
 
 
 def _run(args: argparse.Namespace) -> int:
-    project = (args.project or Path.cwd()).resolve()
+    from legion_tui.supervisor.runs import find_project_dir
+
+    # Like the other verbs: from a subfolder, the nearest folder holding `.legion/`.
+    project = args.project.resolve() if args.project else find_project_dir(Path.cwd())
     report = diagnose(project)
     print(render_json(report) if args.json else render_text(report))
     return 1 if report.problems else 0

@@ -29,6 +29,7 @@ from legion_tui.phases.load import (
     validate_machine,
 )
 from legion_tui.phases.machine import (
+    NEEDS_REASON,
     TERMINALS,
     Actor,
     Edge,
@@ -43,6 +44,7 @@ __all__ = [
     "CONDITIONS",
     "DEFAULT_MACHINE",
     "DEFAULT_MAX_REWORK",
+    "NEEDS_REASON",
     "TERMINALS",
     "Actor",
     "ChildFact",

@@ -35,6 +35,7 @@ from legion_tui.phases.conditions import (
 )
 
 __all__ = [
+    "NEEDS_REASON",
     "TERMINALS",
     "Actor",
     "Edge",
@@ -44,6 +45,9 @@ __all__ = [
 ]
 
 TERMINALS: tuple[str, ...] = ("done", "failed", "aborted")
+# Targets a request must give a reason for (`legion phase --to failed --reason TEXT`); the
+# CLI checks it before sending, the machine refuses it with code `reason_required`.
+NEEDS_REASON: frozenset[str] = frozenset({"failed"})
 
 # Who asks for the move: the team lead itself (`legion phase`), its parent (a retire or a
 # parent decision), or the supervisor (completion gate, all-children-failed verdict).
@@ -237,8 +241,10 @@ class Machine:
             return _Decision(
                 "invalid_phase", f"'{current}' is not a phase of this machine ({known})"
             )
+        if target in NEEDS_REASON and (reason is None or not reason.strip()):
+            return _Decision("reason_required", receipts.PHASE_FAILED_NEEDS_REASON)
         if target == "failed":
-            return self._decide_failed(snap, spec, reason, actor)
+            return self._decide_failed(snap, spec, actor)
         if target == "done" and "done" not in spec.next:
             if actor == "self":
                 return _Decision("reserved", receipts.PHASE_DONE_RESERVED)
@@ -253,11 +259,7 @@ class Machine:
             return _Decision("invalid_transition", why)
         return _conditions(snap, spec.require + edge.require, rework=edge.rework)
 
-    def _decide_failed(
-        self, snap: TeamSnapshot, spec: PhaseSpec, reason: str | None, actor: Actor
-    ) -> _Decision:
-        if reason is None or not reason.strip():
-            return _Decision("reason_required", receipts.PHASE_FAILED_NEEDS_REASON)
+    def _decide_failed(self, snap: TeamSnapshot, spec: PhaseSpec, actor: Actor) -> _Decision:
         if actor != "self":
             return _Decision("ok")  # a parent decision / a supervisor verdict
         if evaluate("children_all_failed", snap) or snap.rework_count >= snap.max_rework:
