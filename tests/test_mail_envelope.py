@@ -189,8 +189,12 @@ def test_name_resolves_among_siblings_and_children_only() -> None:
     assert resolve_address(NODES["a0"], "worker-1", NODES).id == "a1"
     assert resolve_address(NODES["a"], "worker-0", NODES).id == "a0"  # a child, not b's
     assert resolve_address(NODES["a"], "lead-b", NODES).id == "b"
-    with pytest.raises(AddressError):
-        resolve_address(NODES["root"], "worker-0", NODES)  # a grandchild name is no NAME
+    with pytest.raises(AddressError, match="several nodes"):
+        resolve_address(NODES["root"], "worker-0", NODES)  # two grandchildren: ambiguous
+    assert resolve_address(NODES["a0"], "root", NODES).id == "root"  # far, for the route
+    assert resolve_address(NODES["a0"], "lead-b", NODES).id == "b"  # unique in the tree
+    with pytest.raises(AddressError, match="no child or sibling"):
+        resolve_address(NODES["a0"], "nobody", NODES)
 
 
 def test_paths_full_and_relative_to_root() -> None:

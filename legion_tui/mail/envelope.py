@@ -157,8 +157,9 @@ def resolve_address(sender: Node, address: str, nodes: Mapping[str, Node]) -> No
 
     A PATH contains `/`: the full path (`root/lead-api/worker-0`), a path below the root
     (`lead-api/worker-0`, SPEC §5 "nested agents are addressed as parent/name") or a path
-    below the sender. Whether the route is allowed is a separate question
-    (`route_allowed`); this only says which node the address means.
+    below the sender. A NAME that is no neighbour still resolves when it is unique in the
+    tree (or is a one-segment path such as `root`). Whether the route is allowed is a
+    separate question (`route_allowed`); this only says which node the address means.
     """
     address = address.strip()
     if not address:
@@ -203,10 +204,20 @@ def resolve_address(sender: Node, address: str, nodes: Mapping[str, Node]) -> No
             + ", ".join(sorted(node.path for node in near))
             + "; write the full path"
         )
-    if sender.parent_id is not None and nodes.get(sender.parent_id, None) is not None:
-        parent_node = nodes[sender.parent_id]
-        if parent_node.name == address:
-            return parent_node
+    # Not a neighbour: still say which node it means (a path of one segment like `root`,
+    # or a name that is unique in the tree), so the route check can answer with the way
+    # to reach it instead of "no such node".
+    far = [node for node in nodes.values() if node.path == address] or [
+        node for node in nodes.values() if node.name == address and node.id != sender.id
+    ]
+    if len(far) == 1:
+        return far[0]
+    if len(far) > 1:
+        raise AddressError(
+            f"'{address}' names several nodes: "
+            + ", ".join(sorted(node.path for node in far))
+            + "; write the full path"
+        )
     raise AddressError(
         f"no child or sibling of {sender.name} is named '{address}' "
         "(write parent, a child's or sibling's NAME, or a PATH like lead-api/worker-0)"

@@ -1,0 +1,215 @@
+"""Mail inside a hosting supervisor: the socket's `mail` op, the postman loop, and the
+early return of a blocking `wait` when the caller has mail (upstream #384).
+
+Written against narrow pieces of the supervisor (its `LegionModel`, its ledger, a way to
+find a node's `AgentHandle`) so that wiring it in is a few lines in the host:
+
+    self.mail = MailService(self.ledger, self.model, self._handles.get)
+    register_op("mail", self.mail.op)            # legion_tui.supervisor.server
+    self.mail.start()                            # …and `await self.mail.close()` on close
+
+and in `wait`: `result = await race_mail(self.mail.postman, caller_id, <the wait>)`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Awaitable, Callable
+from typing import Any, Protocol, TypeVar
+
+from legion_tui.ledger.errors import MailInvalidText
+from legion_tui.mail.envelope import (
+    AddressError,
+    check_mail_text,
+    resolve_address,
+    route_allowed,
+)
+from legion_tui.mail.postman import (
+    TICK_SECONDS,
+    MailStore,
+    MailTake,
+    ModelDirectory,
+    Postman,
+)
+from legion_tui.model import MailboxStats, MailKind, MailState, Message, Node, Urgency
+from legion_tui.ops import OpError
+
+__all__ = ["MAIL_POLL_SECONDS", "MailService", "race_mail"]
+
+log = logging.getLogger(__name__)
+
+MAIL_POLL_SECONDS = 0.25  # how often a blocking wait looks at its caller's inbox (#384)
+HOST_ROOT = "root"  # the hosting process's own node: the dashboard shows its mail
+
+T = TypeVar("T")
+
+
+class MailLedger(MailStore, Protocol):
+    """The ledger calls the service makes on top of the postman's."""
+
+    async def send_mail(
+        self, from_node: str, to_node: str, kind: MailKind, urgency: Urgency,
+        subject: str, body: str,
+    ) -> Message: ...
+
+    async def mailbox_stats(self, node_id: str) -> MailboxStats: ...
+
+
+class Deliverable(Protocol):
+    async def deliver(self, envelope: str) -> None: ...
+
+
+class MailService:
+    def __init__(
+        self,
+        ledger: MailLedger,
+        model: Any,  # legion_tui.state.LegionModel
+        handle_of: Callable[[str], Deliverable | None],
+        *,
+        tick: float = TICK_SECONDS,
+    ) -> None:
+        self.ledger = ledger
+        self.model = model
+        self._handle_of = handle_of
+        self.tick = tick
+        self.postman = Postman(ledger, ModelDirectory(model), self._hand_over)
+        self._task: asyncio.Task[None] | None = None
+
+    # ----- hand-over ------------------------------------------------------------------
+    async def _hand_over(self, node: Node, envelope: str) -> bool:
+        """In-process: its queue; pi: `follow_up`; exec: `$LEGION_INBOX` — all behind
+        `AgentHandle.deliver`. The host's own root has no handle: its letters are shown
+        by the dashboard (Mail tab), which is how the host receives them. Without a
+        session to read there is no evidence, so they stay ACCEPTED (upstream D3 M1)."""
+        if node.id == HOST_ROOT:
+            return True
+        handle = self._handle_of(node.id)
+        if handle is None:
+            return False  # not running (yet): the letter stays PENDING
+        await handle.deliver(envelope)
+        return True
+
+    # ----- the `mail` op -----------------------------------------------------------------
+    async def send(
+        self, caller_id: str, to: str, subject: str, body: str,
+        kind: str = MailKind.REPORT.value, urgency: str = Urgency.NORMAL.value,
+    ) -> dict[str, Any]:
+        """Check, route and store one letter (PENDING); the postman does the rest. Every
+        refusal happens before anything is stored."""
+        try:
+            mail_kind, mail_urgency = MailKind(kind), Urgency(urgency)
+        except ValueError as err:
+            raise OpError("BAD_REQUEST", str(err)) from err
+        try:
+            check_mail_text(subject, body)
+        except MailInvalidText as err:
+            raise OpError(err.code, str(err)) from err
+        view = self.model.nodes.get(caller_id)
+        if view is None:
+            raise OpError("UNKNOWN_CALLER", f"caller {caller_id!r} is not a node of this legion")
+        sender: Node = view.node
+        nodes = {nid: v.node for nid, v in self.model.nodes.items()}
+        try:
+            recipient = resolve_address(sender, to, nodes)
+        except AddressError as err:
+            raise OpError(err.code, err.message) from err
+        hint = route_allowed(
+            sender.id,
+            recipient.id,
+            lambda nid: nodes[nid].parent_id if nid in nodes else None,
+            name_of=lambda nid: nodes[nid].path if nid in nodes else nid,
+        )
+        if hint is not None:
+            raise OpError("MAIL_ROUTE", hint)
+        message = await self.ledger.send_mail(
+            sender.id, recipient.id, mail_kind, mail_urgency, subject, body
+        )
+        # An ended recipient bounces now, so the sender hears it in this reply.
+        report = await self.postman.tick(recipient.id)
+        state = MailState.BOUNCED if message.id in report.bounced else MailState.PENDING
+        if message.id in report.accepted:
+            state = MailState.ACCEPTED
+        await self.refresh(sender.id, recipient.id)
+        return {
+            "message_id": message.id,
+            "to": recipient.id,
+            "to_path": recipient.path,
+            "state": state.name.lower(),
+        }
+
+    async def op(self, sup: Any, caller: str, req: dict[str, Any]) -> dict[str, Any]:
+        """The socket server's handler for `mail` (signature of server.Handler)."""
+        fields: dict[str, str] = {}
+        for key in ("to", "subject", "body"):
+            value = req.get(key)
+            if not isinstance(value, str):
+                raise OpError("MISSING_FIELD", f"field {key!r} is required (a string)")
+            fields[key] = value
+        for key, default in (("kind", MailKind.REPORT.value), ("urgency", Urgency.NORMAL.value)):
+            value = req.get(key, default)
+            if not isinstance(value, str):
+                raise OpError("BAD_REQUEST", f"field {key!r} must be a string")
+            fields[key] = value
+        return await self.send(caller, **fields)
+
+    # ----- the dashboard's picture -------------------------------------------------------
+    async def refresh(self, *node_ids: str) -> None:
+        """Give the model the five counts and the letters of these nodes (Mail tab)."""
+        for node_id in dict.fromkeys(node_ids):
+            if node_id not in self.model.nodes:
+                continue
+            stats = await self.ledger.mailbox_stats(node_id)
+            messages = await self.ledger.get_pending_mail(node_id, tuple(MailState))
+            self.model.set_mail(node_id, stats, messages)
+
+    # ----- the loop ----------------------------------------------------------------------
+    async def _run(self) -> None:
+        while True:
+            for node_id in list(self.model.nodes):
+                try:
+                    report = await self.postman.tick(node_id)
+                except Exception:
+                    log.exception("postman tick for %s failed", node_id)
+                    continue
+                if report.delivered or report.obsolete or report.accepted or report.bounced:
+                    await self.refresh(node_id)
+            await asyncio.sleep(self.tick)
+
+    def start(self) -> None:
+        if self._task is None:
+            self._task = asyncio.create_task(self._run(), name="postman")
+
+    async def close(self) -> None:
+        task, self._task = self._task, None
+        if task is not None:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+
+
+async def race_mail(
+    postman: Postman, caller: str, work: Awaitable[T], poll: float = MAIL_POLL_SECONDS
+) -> T | MailTake:
+    """Run `work` (a blocking `wait`) but return the caller's mail as soon as it has any.
+
+    While it runs the postman holds the caller's letters (they stay PENDING), so the mail
+    reaches the caller exactly once: here, as the call's answer. `work` is cancelled when
+    mail wins — a wait never stops anything, so cancelling it only ends the waiting.
+    """
+    task = asyncio.ensure_future(work)
+    try:
+        async with postman.hold(caller):
+            while True:
+                if task.done():
+                    return task.result()
+                take = await postman.take_pending(caller)
+                if take:
+                    return take
+                await asyncio.wait({task}, timeout=poll)
+    finally:
+        if not task.done():
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
