@@ -255,6 +255,7 @@ class SimAgent:
         self._added = 0
         self._client: LegionClient | None = None
         self._collected: dict[str, dict[str, Any]] = {}
+        self._dispatch_error: str | None = None  # a refused spawn: the team never existed
         self._in_tool: tuple[str, ToolStep] | None = None
         self._gen: tuple[float, Step] | None = None  # the LLM call being "decoded"
         self._pending_tools: list[tuple[str, ToolStep]] = []
@@ -536,7 +537,9 @@ class SimAgent:
 
     def _final_text(self, step: Step) -> str:
         ok, reason = True, step.text
-        if self._collected:
+        if self._dispatch_error is not None:
+            ok, reason = False, f"could not dispatch the team: {self._dispatch_error}"
+        elif self._collected:
             failed = [n for n, v in self._collected.items() if not v.get("ok")]
             ok = not failed
             reason = (
@@ -555,12 +558,16 @@ class SimAgent:
             return tool.result, tool.is_error
         try:
             return await self._act(tool.action), False
-        except LegionRequestError as err:
+        except (LegionRequestError, OSError) as err:
             # A refused request (e.g. a phase the machine does not allow) is logged in the
             # transcript and the agent carries on, as a real agent would.
-            return f"{err.code}: {err.message}", True
-        except OSError as err:
-            return f"{type(err).__name__}: {err}", True
+            if isinstance(err, LegionRequestError):
+                text = f"{err.code}: {err.message}"
+            else:
+                text = f"{type(err).__name__}: {err}"
+            if tool.action == "spawn":
+                self._dispatch_error = text
+            return text, True
 
     async def _request(self, op: str, **fields: Any) -> dict[str, Any]:
         if self.cfg.socket_path is None:

@@ -1,0 +1,124 @@
+"""A centurion sim orchestrates through the socket API (against a stand-in server)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+from typing import Any
+
+from legion_tui.agents.sim import FakeClock, SimAgent, SimConfig
+from legion_tui.phases.verify_blocks import extract_verify_commands
+from legion_tui.session.reader import read_session
+
+
+class StandInServer:
+    """Answers the ops a centurion uses; refuses `phase --to done` like a strict machine."""
+
+    def __init__(self) -> None:
+        self.requests: list[dict[str, Any]] = []
+
+    def answer(self, req: dict[str, Any]) -> dict[str, Any]:
+        op = req["op"]
+        if op == "spawn":
+            nodes = [
+                {"id": f"c{i}", "name": c["name"], "path": f"centurion-0/{c['name']}"}
+                for i, c in enumerate(req["children"])
+            ]
+            return {"ok": True, "result": {"nodes": nodes}}
+        if op == "phase" and req["to"] == "done":
+            error = {"code": "PHASE_REFUSED", "message": "legal next: implementing"}
+            return {"ok": False, "error": error}
+        results = {
+            "phase": {"phase": req.get("to")},
+            "mail": {"message_id": 1},
+            "wait": {"state": "settled", "nodes": []},
+            "collect": {"text": "done", "verdict": {"ok": True, "reason": "fine"}},
+        }
+        return {"ok": True, "result": results[op]}
+
+    async def handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        while line := await reader.readline():
+            req = json.loads(line)
+            self.requests.append(req)
+            reply = {"id": req["id"], **self.answer(req)}
+            writer.write(json.dumps(reply).encode() + b"\n")
+            await writer.drain()
+        writer.close()
+        await writer.wait_closed()
+
+
+def _config(tmp_path: Path, socket: Path) -> SimConfig:
+    return SimConfig(
+        node_id="cent-1",
+        name="centurion-0",
+        role="centurion",
+        session_file=tmp_path / "sessions" / "cent-1.jsonl",
+        run_dir=tmp_path,
+        cwd=tmp_path,
+        socket_path=socket,
+        seed=11,
+    )
+
+
+async def test_centurion_contracts_spawns_waits_collects_and_logs_a_refusal(
+    tmp_path: Path,
+) -> None:
+    stand_in = StandInServer()
+    socket = tmp_path / "s.sock"
+    server = await asyncio.start_unix_server(stand_in.handle, path=str(socket))
+    try:
+        cfg = _config(tmp_path, socket)
+        agent = SimAgent(cfg, clock=FakeClock())
+        agent.prompt("Harden the order service.")
+        await asyncio.wait_for(agent.wait_idle(), 20.0)
+        await agent.close()
+    finally:
+        server.close()
+        await server.wait_closed()
+
+    ops = [(r["op"], r["to"] if r["op"] == "phase" else None) for r in stand_in.requests]
+    spawn = next(r for r in stand_in.requests if r["op"] == "spawn")
+    names = [c["name"] for c in spawn["children"]]
+    assert 2 <= len(names) <= 4
+    assert {c["role"] for c in spawn["children"]} <= {"worker", "scout"}
+    assert ops == [
+        ("phase", "implementing"),
+        ("spawn", None),
+        ("mail", None),
+        ("wait", None),
+        ("phase", "reviewing"),
+        *[("collect", None)] * len(names),
+        ("phase", "verifying"),
+        ("phase", "done"),
+    ]
+    assert {r["from"] for r in stand_in.requests} == {"cent-1"}
+    assert [r["name"] for r in stand_in.requests if r["op"] == "collect"] == names
+    mail = next(r for r in stand_in.requests if r["op"] == "mail")
+    assert (mail["to"], mail["kind"]) == (names[0], "notice")
+
+    contract = tmp_path / "contracts" / "centurion-0.md"
+    assert extract_verify_commands(contract.read_text()).commands == ("true",)
+
+    lines = [json.loads(x) for x in cfg.session_file.read_text().splitlines()]
+    errors = [
+        e["message"]["content"][0]["text"]
+        for e in lines
+        if e["type"] == "message"
+        and e["message"]["role"] == "toolResult"
+        and e["message"]["isError"]
+    ]
+    assert errors == ["PHASE_REFUSED: legal next: implementing"]
+    verdict = read_session(cfg.session_file).verdict
+    assert verdict is not None and verdict.ok
+
+
+async def test_centurion_without_a_supervisor_says_it_could_not_dispatch(tmp_path: Path) -> None:
+    cfg = _config(tmp_path, tmp_path / "nobody-listens.sock")
+    agent = SimAgent(cfg, clock=FakeClock())
+    agent.prompt("Harden the order service.")
+    await asyncio.wait_for(agent.wait_idle(), 20.0)
+    await agent.close()
+    verdict = read_session(cfg.session_file).verdict
+    assert verdict is not None and not verdict.ok
+    assert verdict.reason is not None and "NO_SUPERVISOR" in verdict.reason

@@ -1,0 +1,83 @@
+"""`legion-sim` as a real OS process behind the RPC backend (SPEC §9, §6.1 isolate)."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import time
+from pathlib import Path
+
+from process_helpers import launch_spec, marked, until
+
+from legion_tui.supervisor.backend import LaunchSpec, make_handle
+from legion_tui.supervisor.backends.rpc_handle import RpcHandle
+
+# Fast everywhere except the stall: at speed 40 the stall bash call lasts 90 s.
+BEHAVIOUR = {"stall_seconds": 3600}
+
+
+async def _started(tmp_path: Path) -> RpcHandle:
+    spec = launch_spec(tmp_path, isolate=True, speed=40.0, sim_behaviour=BEHAVIOUR, seed=5)
+    assert isinstance(spec, LaunchSpec)
+    handle = make_handle(spec)
+    assert isinstance(handle, RpcHandle) and handle.backend == "process"
+    await handle.start()
+    assert await until(lambda: [t.name for t in handle.in_flight] == ["bash"], bound=15.0)
+    return handle
+
+
+def _last_assistant_stop(path: Path) -> str:
+    stops = [
+        e["message"]["stopReason"]
+        for e in map(json.loads, path.read_text().splitlines())
+        if e["type"] == "message" and e["message"]["role"] == "assistant"
+    ]
+    return stops[-1]
+
+
+async def test_sigterm_exits_within_one_second(tmp_path: Path) -> None:
+    handle = await _started(tmp_path)
+    assert handle.pid is not None and handle.child is not None
+    started = time.monotonic()
+    os.kill(handle.pid, signal.SIGTERM)
+    code = await handle.child.wait(1.0)
+    assert code == 0, f"legion-sim still alive {time.monotonic() - started:.2f}s after SIGTERM"
+    # It ended the running turn honestly on its way out.
+    assert _last_assistant_stop(handle.spec.session_file) == "aborted"
+    report = await handle.stop(force=True)
+    assert report.survivors == []
+
+
+async def test_sigint_aborts_the_turn_and_the_agent_keeps_going(tmp_path: Path) -> None:
+    handle = await _started(tmp_path)
+    try:
+        assert handle.pid is not None
+        os.kill(handle.pid, signal.SIGINT)
+        assert await until(lambda: not handle.turn_running(), bound=5.0)
+        assert handle.exited is None
+        assert _last_assistant_stop(handle.spec.session_file) == "aborted"
+        assert await handle.steer("skip the integration suite") == "accepted"
+        assert handle.turn_running()
+    finally:
+        await handle.stop(force=True)
+
+
+async def test_abort_drops_the_queue_then_stop_sweeps_gracefully(tmp_path: Path) -> None:
+    handle = await _started(tmp_path)
+    try:
+        assert await handle.steer("first") == "queued"
+        await handle.deliver("[legion mail #1] second")
+        result = await handle.abort()
+        assert (result.outcome, result.dropped) == ("interrupted", 2)
+        assert (await handle.abort()).outcome == "no-turn"
+        assert handle.exited is None
+    finally:
+        started = time.monotonic()
+        report = await handle.stop(force=False, grace=5.0)
+        elapsed = time.monotonic() - started
+    assert report.survivors == []
+    assert handle.exited == 0
+    assert elapsed < 2.0  # it honoured SIGTERM: no need to wait out the grace
+    assert marked(handle.spec.run_id) == []
+    assert handle.spec.run_dir.joinpath("terminal", "n1.log").exists()
