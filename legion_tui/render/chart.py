@@ -82,10 +82,11 @@ def nice_ceiling(value: float) -> float:
     return 10.0 ** (exp + 1)
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, eq=False)  # identity equality: join keys compare objects, not arrays
 class _Points:
     """One node's segments as bucketing points (see the module docstring)."""
 
+    view: NodeView  # the converted view (a cache hit must be this very object)
     revision: int
     t: F64  # point times, epoch s
     ramp: F64  # +r at a segment's start, −r at its end, 0 for a point mass
@@ -109,6 +110,7 @@ def _points(view: NodeView) -> _Points:
     ramp = np.concatenate([rate, -rate])
     mass = np.concatenate([np.where(spread, 0.0, tokens), np.zeros_like(tokens)])
     return _Points(
+        view=view,
         revision=view.revision,
         t=t,
         ramp=ramp,
@@ -124,7 +126,7 @@ class RateBuckets:
 
     def __init__(self) -> None:
         self._cache: dict[str, _Points] = {}
-        self._joined_key: tuple[tuple[str, int], ...] | None = None
+        self._joined_key: tuple[_Points, ...] | None = None
         self._n_points = 0
         self._alloc_points(1024)
         self._n_buckets = -1
@@ -157,7 +159,7 @@ class RateBuckets:
 
     def _node_points(self, view: NodeView) -> _Points:
         cached = self._cache.get(view.node.id)
-        if cached is None or cached.revision != view.revision:
+        if cached is None or cached.view is not view or cached.revision != view.revision:
             cached = _points(view)
             self._cache[view.node.id] = cached
             self.converted += 1
@@ -166,17 +168,17 @@ class RateBuckets:
     def _join(self, model: LegionModel, visible: frozenset[str] | None, t0: float) -> int:
         """Concatenate the contributing nodes' points into the frame buffers."""
         parts: list[_Points] = []
-        keys: list[tuple[str, int]] = []
         for nid, view in model.nodes.items():
             if visible is not None and nid not in visible:
                 continue
             if not view.progress.rate_series:
                 continue
             pts = self._node_points(view)
-            if pts.last > t0:  # anything ending before the window adds nothing
+            if pts.last >= t0:  # anything ending before the window adds nothing
                 parts.append(pts)
-                keys.append((nid, pts.revision))
-        key = tuple(keys)
+        # A node's points object is replaced whenever it changes, so the tuple of
+        # objects (compared by identity) says whether the joined buffers are current.
+        key = tuple(parts)
         if key == self._joined_key:
             return self._n_points
         n = sum(len(p.t) for p in parts)
@@ -355,8 +357,10 @@ class ChartRenderer:
         texts = [""] * h
         texts[0] = fmt_rate(y_max)
         texts[h - 1] = "0" if h > 1 else texts[0]
-        if h >= 5:
-            texts[h // 2] = fmt_rate(y_max * (h - 1 - h // 2) / (h - 1))
+        if h >= 4 and h % 2 == 0:
+            # A label marks its row's top edge; only an even height has a row whose top
+            # edge is exactly half way (odd heights would show an unround value).
+            texts[h // 2] = fmt_rate(y_max / 2)
         style = styles[Ink.DIM]
         return [[Segment(t.rjust(label_w - 1)[: label_w - 1] + " ", style)] for t in texts]
 

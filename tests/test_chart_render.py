@@ -1,0 +1,153 @@
+"""The chart frame: readout format, y labels, ⅛ glyphs, role bands, the visible set."""
+
+from __future__ import annotations
+
+import pytest
+from render_helpers import T0, Clock, dark_styles, make_legion, node
+
+from legion_tui.model import NodeStatus
+from legion_tui.render.chart import (
+    BAND_OF_ROLE,
+    READOUT_FORMAT,
+    ChartRenderer,
+    fmt_rate,
+    nice_ceiling,
+    readout,
+)
+from legion_tui.render.inks import BAND_INKS, Ink
+from legion_tui.session.progress import RateSegment, SessionProgress
+from legion_tui.state import LegionModel
+
+
+def text_rows(rows: list[list[object]]) -> list[str]:
+    return ["".join(seg.text for seg in row) for row in rows]  # type: ignore[attr-defined]
+
+
+def test_readout_format_is_pinned() -> None:
+    assert READOUT_FORMAT == "now {now} · avg {avg} · peak {peak} tok/s"
+    assert readout(123.4, 98.0, 410.2) == "now 123 · avg 98 · peak 410 tok/s"
+    assert readout(12_500, 999.4, 1000) == "now 12.5k · avg 999 · peak 1.0k tok/s"
+    # Narrow: the unit goes first, then the line is cut; never wider than asked.
+    assert readout(123, 98, 410, 28) == "now 123 · avg 98 · peak 410"
+    assert readout(123, 98, 410, 10) == "now 123 · "
+
+
+@pytest.mark.parametrize(
+    ("peak", "top"),
+    [(0, 10), (0.3, 0.5), (1, 1), (1.01, 2), (2.2, 2.5), (3, 5), (7, 10), (410, 500), (2600, 5000)],
+)
+def test_nice_round_y_max(peak: float, top: float) -> None:
+    assert nice_ceiling(peak) == pytest.approx(top)
+
+
+def test_fmt_rate() -> None:
+    assert [fmt_rate(v) for v in (0, 9.6, 999.4, 999.6, 25_000)] == [
+        "0",
+        "10",
+        "999",
+        "1.0k",
+        "25.0k",
+    ]
+
+
+def constant_model(rates: dict[str, tuple[str, float]], clock: Clock) -> LegionModel:
+    """One node per entry: (role, tok/s) decoded steadily over the whole last 120 s."""
+    model = LegionModel("run-1", "s", started_at=clock.now - 120, clock=clock)
+    for nid, (role, rate) in rates.items():
+        model.upsert(node(nid, None, role, NodeStatus.RUNNING))  # type: ignore[arg-type]
+        seg = RateSegment(clock.now - 120, clock.now, round(rate * 120))
+        model.set_progress(nid, SessionProgress(rate_series=[seg]))
+    return model
+
+
+def test_full_block_heights_and_eighths_are_exact() -> None:
+    # 250 tok/s → nice max 250 (2.5 × 10²): 8 plot rows = 64 eighths; 250 fills them all.
+    clock = Clock()
+    model = constant_model({"a": ("worker", 250.0)}, clock)
+    chart = ChartRenderer()
+    rows = text_rows(chart.render(model, clock.now, 30, 9, dark_styles()))  # type: ignore[arg-type]
+    assert chart.stats.y_max == 250
+    plot = [r[6:] for r in rows[1:]]
+    assert all(set(r) == {"█"} for r in plot)
+    # 100 of 250 → 8 × 8 × 0.4 = 25.6 → 26 eighths: 3 full rows and a ▂ (2/8).
+    model2 = constant_model({"a": ("worker", 100.0), "b": ("scout", 150.0)}, clock)
+    rows2 = text_rows(
+        chart.render(model2, clock.now, 30, 9, dark_styles(), visible=frozenset({"a"}))
+    )  # type: ignore[arg-type]
+    assert chart.stats.y_max == 100  # only `a` is visible: its own scale
+    model3 = constant_model({"a": ("worker", 100.0), "b": ("root", 1.0)}, clock)
+    rows3 = text_rows(chart.render(model3, clock.now, 30, 9, dark_styles()))  # type: ignore[arg-type]
+    assert chart.stats.y_max == 200
+    # 101 / 200 of 64 eighths = 32.32 → 32: exactly four full rows, nothing above.
+    assert [set(r[6:]) for r in rows3[1:]] == [{" "}] * 4 + [{"█"}] * 4
+    assert rows2[0].startswith("now ")
+
+
+def test_bands_stack_by_role_in_palette_order() -> None:
+    clock = Clock()
+    model = constant_model({"w": ("worker", 100.0), "c": ("centurion", 100.0)}, clock)
+    chart = ChartRenderer()
+    chart.render(model, clock.now, 30, 9, dark_styles())
+    column = chart.inks[:, 10].tolist()  # top row first
+    assert BAND_OF_ROLE["centurion"] < BAND_OF_ROLE["worker"]  # centurion at the bottom
+    assert column == [BAND_INKS[BAND_OF_ROLE["worker"]]] * 4 + [BAND_INKS[0]] * 4
+    assert Ink.BLANK not in column
+
+
+def test_hidden_nodes_do_not_lift_now_avg_or_peak() -> None:
+    clock = Clock()
+    model = constant_model({"a": ("worker", 100.0), "ghost": ("worker", 900.0)}, clock)
+    chart = ChartRenderer()
+    chart.render(model, clock.now, 60, 10, dark_styles())
+    everyone = chart.stats
+    chart.render(model, clock.now, 60, 10, dark_styles(), visible=frozenset({"a"}))
+    alone = chart.stats
+    assert everyone.avg == pytest.approx(1000, rel=1e-6)
+    assert alone.avg == pytest.approx(100, rel=1e-6)
+    assert alone.peak == pytest.approx(100, rel=1e-6)
+    assert alone.now == pytest.approx(100, rel=1e-6)
+    assert everyone.now == pytest.approx(1000, rel=1e-6)
+
+
+def test_avg_covers_only_the_time_since_the_run_started() -> None:
+    clock = Clock(T0 + 20)
+    model = LegionModel("run-1", "s", started_at=T0, clock=clock)
+    model.upsert(node("a", None, "worker", NodeStatus.RUNNING))
+    model.set_progress("a", SessionProgress(rate_series=[RateSegment(T0, T0 + 20, 2000)]))
+    chart = ChartRenderer()
+    chart.render(model, clock.now, 60, 10, dark_styles())
+    assert chart.stats.avg == pytest.approx(100, rel=1e-6)  # not diluted by 40 empty seconds
+    chart.render(model, clock.now, 60, 10, dark_styles(), whole_run=True)
+    assert chart.stats.avg == pytest.approx(100, rel=1e-6)
+
+
+def test_whole_run_window_reaches_back_to_the_run_start() -> None:
+    clock = Clock(T0 + 600)
+    model = LegionModel("run-1", "s", started_at=T0, clock=clock)
+    model.upsert(node("a", None, "worker", NodeStatus.SETTLED))
+    model.set_progress("a", SessionProgress(rate_series=[RateSegment(T0, T0 + 60, 6000)]))
+    chart = ChartRenderer()
+    chart.render(model, clock.now, 60, 10, dark_styles())
+    assert chart.stats.peak == 0  # nothing in the last 60 s
+    rows = text_rows(chart.render(model, clock.now, 60, 10, dark_styles(), whole_run=True))  # type: ignore[arg-type]
+    assert chart.stats.peak == pytest.approx(100, rel=1e-6)
+    assert rows[0].endswith("whole run")
+
+
+@pytest.mark.parametrize("size", [(1, 1), (5, 1), (13, 2), (14, 3), (30, 2), (200, 60), (240, 70)])
+def test_rows_are_exactly_the_requested_width(size: tuple[int, int]) -> None:
+    clock = Clock()
+    model = make_legion(clock, centurions=4, workers=5)
+    cols, n_rows = size
+    rows = ChartRenderer().render(model, clock.now, cols, n_rows, dark_styles())
+    assert [sum(len(s.text) for s in r) for r in rows] == [cols] * n_rows
+
+
+def test_y_labels_show_the_max_the_middle_and_zero() -> None:
+    clock = Clock()
+    model = constant_model({"a": ("worker", 410.0)}, clock)
+    rows = text_rows(ChartRenderer().render(model, clock.now, 40, 11, dark_styles()))  # type: ignore[arg-type]
+    labels = [r[:6] for r in rows[1:]]
+    assert labels[0] == "  500 " and labels[-1] == "    0 "
+    assert labels[5] == "  250 "
+    assert all(lab.strip() == "" for i, lab in enumerate(labels) if i not in (0, 5, 9))
