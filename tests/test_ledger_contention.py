@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import multiprocessing
 import sqlite3
 from collections.abc import Callable
@@ -10,7 +11,8 @@ from typing import Any
 
 from ledger_helpers import async_ledger_worker, read_then_write_worker
 
-from legion_tui.ledger import open_ledger
+from legion_tui.ledger import connect, open_ledger
+from legion_tui.model import EventType
 
 PROCESSES = 6
 TRANSACTIONS = 300
@@ -60,3 +62,20 @@ async def test_six_async_ledgers_share_one_file(tmp_path: Path) -> None:
         for w in range(PROCESSES):
             events = await ledger.get_events(f"a{w}", limit=1000)
             assert [e.data["i"] for e in events] == list(range(100))
+
+
+async def test_a_write_waits_for_another_writer_instead_of_failing(tmp_path: Path) -> None:
+    path = tmp_path / "legion.db"
+    async with await open_ledger(path, create=True) as ledger:
+        other = connect(path)  # another writer (another process in real life)
+        other.execute("BEGIN IMMEDIATE")
+        other.execute(
+            "INSERT INTO events (node_id, type, data, at) VALUES ('x', 'node_handled', '{}', 0)"
+        )
+        write = asyncio.ensure_future(ledger.append_event("n1", EventType.NODE_LAUNCHED))
+        done, _ = await asyncio.wait({write}, timeout=0.3)
+        assert not done  # blocked on the lock: waiting, not failing with "database is locked"
+        other.execute("COMMIT")
+        other.close()
+        event = await asyncio.wait_for(write, timeout=5)
+        assert [e.id for e in await ledger.get_events()] == [1, event.id]

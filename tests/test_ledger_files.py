@@ -85,6 +85,14 @@ def _empty_sqlite(path: Path) -> None:
     conn.close()
 
 
+async def _missing_table(path: Path) -> None:
+    await _make_ledger(path)
+    conn = sqlite3.connect(path)
+    conn.execute("DROP TABLE events")
+    conn.commit()
+    conn.close()
+
+
 def _sync(fn: Callable[[Path], None]) -> Callable[[Path], object]:
     async def run(path: Path) -> None:
         fn(path)
@@ -108,6 +116,7 @@ BAD_FILES: dict[str, tuple[Callable[[Path], object], str]] = {
     "truncated mid-page": (_truncated_mid_page, "truncated or corrupt"),
     "corrupt schema page": (_corrupt_schema_page, "corrupt"),
     "newer user_version": (_newer_version, f"version {SCHEMA_VERSION + 1} is newer"),
+    "ledger missing a table": (_missing_table, r"corrupt legion ledger \(tables missing: events\)"),
 }
 
 
@@ -157,6 +166,21 @@ async def test_blank_files_need_create(tmp_path: Path, make: Callable[[Path], No
     assert file_snapshot(path) == before
     async with await open_ledger(path, create=True) as ledger:
         assert ledger.migrations_applied == [1, 2]
+
+
+async def test_a_live_ledger_is_recognised_though_its_main_header_is_stale(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "legion.db"
+    async with await open_ledger(path, create=True) as first:
+        await first.insert_nodes([make_node("n1")])
+        # Everything is still in the WAL: the main file's header says "no identity".
+        header = file_snapshot(path)[0][:100]
+        assert header[68:72] == b"\x00\x00\x00\x00"
+        async with await open_ledger(path) as second:
+            assert [n.id for n in await second.get_nodes()] == ["n1"]
+            assert second.migrations_applied == []
+        assert [n.id for n in read_snapshot(path)[0]] == ["n1"]
 
 
 async def test_every_connection_gets_the_pragmas(tmp_path: Path) -> None:

@@ -77,25 +77,39 @@ def _wal_has_frames(path: Path) -> bool:
         return False
 
 
-def _check_identity(path: Path, app_id: int, version: int, tables: set[str] | None) -> FileState:
+def _newer(path: Path, version: int) -> LedgerError:
+    return _refuse(
+        path,
+        f"ledger schema version {version} is newer than this legion-tui understands "
+        f"({SCHEMA_VERSION}); upgrade legion-tui",
+    )
+
+
+def _foreign(path: Path, app_id: int, version: int) -> LedgerError:
+    return _refuse(
+        path,
+        f"an SQLite database of another application (application_id {app_id:#010x}, "
+        f"user_version {version}), not a legion ledger",
+    )
+
+
+def _refuse_by_header(path: Path, header: _Header) -> None:
+    """Raise when the (current) header alone says no: a foreign or a newer file."""
+    if header.application_id == APPLICATION_ID and header.user_version > SCHEMA_VERSION:
+        raise _newer(path, header.user_version)
+    if header.application_id not in (0, APPLICATION_ID):
+        raise _foreign(path, header.application_id, header.user_version)
+
+
+def _check_identity(path: Path, app_id: int, version: int, tables: set[str]) -> FileState:
     if app_id == APPLICATION_ID:
         if version > SCHEMA_VERSION:
-            raise _refuse(
-                path,
-                f"ledger schema version {version} is newer than this legion-tui understands "
-                f"({SCHEMA_VERSION}); upgrade legion-tui",
-            )
-        if tables is not None:
-            missing = TABLES_BY_VERSION.get(version, frozenset()) - tables
-            if version == 0 or missing:
-                raise _refuse(
-                    path,
-                    "corrupt legion ledger (tables missing: "
-                    f"{', '.join(sorted(missing)) or 'all'})",
-                )
+            raise _newer(path, version)
+        missing = TABLES_BY_VERSION.get(version, frozenset()) - tables
+        if version == 0 or missing:
+            shown = ", ".join(sorted(missing)) or "all"
+            raise _refuse(path, f"corrupt legion ledger (tables missing: {shown})")
         return FileState.LEDGER
-    if app_id == 0 and version == 0 and tables is not None and not tables:
-        return FileState.BLANK
     if tables:
         shown = ", ".join(sorted(tables)[:5])
         raise _refuse(
@@ -103,16 +117,28 @@ def _check_identity(path: Path, app_id: int, version: int, tables: set[str] | No
             f"an SQLite database of another application (tables: {shown}), not a legion ledger",
         )
     if app_id != 0 or version != 0:
-        raise _refuse(
-            path,
-            f"an SQLite database of another application (application_id "
-            f"{app_id:#010x}, user_version {version}), not a legion ledger",
-        )
-    return FileState.BLANK  # pragma: no cover - tables is None only for app_id != 0
+        raise _foreign(path, app_id, version)
+    return FileState.BLANK
 
 
-def _read_identity(path: Path, *, immutable: bool) -> tuple[int, int, set[str]]:
-    """application_id, user_version and table names through a read-only connection."""
+def _read_identity(path: Path) -> tuple[int, int, set[str]]:
+    """application_id, user_version and table names through a read-only connection.
+
+    With no -wal file nobody has the database open and the main file holds everything:
+    `immutable` reads it without creating -wal/-shm. A -wal file means a live (or
+    crashed) connection; then a plain read-only open, with locking, sees the live state.
+    """
+    immutable = not os.path.exists(f"{path}-wal")
+    try:
+        return _query_identity(path, immutable=immutable)
+    except sqlite3.DatabaseError:
+        if not immutable or not os.path.exists(f"{path}-wal"):
+            raise
+        # A writer opened the file while we read it without locks: read again properly.
+        return _query_identity(path, immutable=False)
+
+
+def _query_identity(path: Path, *, immutable: bool) -> tuple[int, int, set[str]]:
     conn = sqlite3.connect(readonly_uri(path, immutable=immutable), uri=True, isolation_level=None)
     try:
         configure(conn)
@@ -142,16 +168,12 @@ def inspect_file(path: Path) -> FileState:
         header = _read_header(path, size)
     except PermissionError:
         raise _refuse(path, "cannot read (permission denied)") from None
-    wal = _wal_has_frames(path)
-    if not wal and header.application_id not in (0, APPLICATION_ID):
-        # Decided from the header alone: no SQLite connection ever touches the file.
-        _check_identity(path, header.application_id, header.user_version, None)
-    if not wal and header.user_version > SCHEMA_VERSION and header.application_id:
-        _check_identity(path, header.application_id, header.user_version, None)
+    if not _wal_has_frames(path):
+        # The header is current: where it can decide, no SQLite connection ever opens
+        # a foreign file or one written by a newer legion-tui.
+        _refuse_by_header(path, header)
     try:
-        # Without a -wal the main file holds everything: `immutable` reads it without
-        # creating -shm/-wal. With a -wal, a plain read-only open sees the live state.
-        app_id, version, tables = _read_identity(path, immutable=not wal)
+        app_id, version, tables = _read_identity(path)
     except sqlite3.DatabaseError as exc:
         raise _refuse(path, f"corrupt SQLite database ({exc})") from None
     return _check_identity(path, app_id, version, tables)

@@ -114,7 +114,7 @@ class BatchWriter:
 
     async def barrier(self) -> None:
         """Return once everything queued before this call is committed."""
-        await self.submit(lambda _conn: None)
+        await self.submit(lambda _conn: None, single_statement=True)  # no statement at all
 
     def queue_usage(self, node_id: str, usage: Usage) -> None:
         """Fire and forget; repeated updates of one node coalesce to the latest."""
