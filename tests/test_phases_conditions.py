@@ -6,8 +6,17 @@ from pathlib import Path
 
 import pytest
 
-from legion_tui.model import NodeStatus
-from legion_tui.phases import CONDITIONS, ChildFact, Condition, TeamSnapshot, evaluate, explain
+from legion_tui.model import Node, NodeStatus
+from legion_tui.phases import (
+    CONDITIONS,
+    ChildFact,
+    Condition,
+    TeamSnapshot,
+    evaluate,
+    explain,
+    snapshot_of,
+    verdict_ok_of,
+)
 
 S = NodeStatus
 
@@ -104,3 +113,40 @@ def test_explain_names_the_blocking_children() -> None:
 def test_unknown_condition_raises() -> None:
     with pytest.raises(ValueError, match="unknown condition"):
         evaluate("sunny", TeamSnapshot())  # type: ignore[arg-type]
+
+
+def node(node_id: str, name: str, status: NodeStatus, verdict: str | None = None) -> Node:
+    return Node(
+        id=node_id,
+        run_id="r",
+        parent_id="lead",
+        name=name,
+        path=f"root/lead/{name}",
+        role="worker",
+        kind="sim",
+        backend="inprocess",
+        status=status,
+        verdict=verdict,
+    )
+
+
+def test_snapshot_from_ledger_rows(tmp_path: Path) -> None:
+    lead = node("lead", "lead", S.RUNNING)
+    lead.phase, lead.rework_count = "implementing", 1
+    (tmp_path / "contract.md").write_text("x")
+    children = [
+        node("n1", "w-0", S.SETTLED, '{"ok": true, "reason": "done"}'),
+        node("n2", "w-1", S.FAILED),
+        node("n3", "w-2", S.SETTLED, "not json"),
+        node("n4", "w-3", S.SETTLED, '{"ok": "yes"}'),
+    ]
+    snap = snapshot_of(
+        lead, children, contract_path=tmp_path / "contract.md", handled=["n2"], verification="pass"
+    )
+    assert (snap.phase, snap.rework_count, snap.verification) == ("implementing", 1, "pass")
+    assert [c.verdict_ok for c in snap.children] == [True, None, None, None]
+    assert [c.handled for c in snap.children] == [False, True, False, False]
+    assert evaluate("contract_file", snap)
+    assert evaluate("children_none_failed", snap)
+    assert evaluate("verdict_ok", snap)
+    assert verdict_ok_of(node("x", "x", S.SETTLED, '{"ok": false}')) is False

@@ -14,6 +14,8 @@ from legion_tui.phases.conditions import (
     Verification,
     evaluate,
     explain,
+    snapshot_of,
+    verdict_ok_of,
 )
 from legion_tui.phases.declare import (
     DeclarationRefused,
@@ -68,5 +70,7 @@ __all__ = [
     "parse_inline",
     "parse_machine",
     "resolve_timeout_ms",
+    "snapshot_of",
     "validate_machine",
+    "verdict_ok_of",
 ]

@@ -8,13 +8,14 @@ the same answer and tests need no files unless they want them.
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal, get_args
 
-from legion_tui.model import NodeStatus
+from legion_tui.model import Node, NodeStatus
 
 __all__ = [
     "CONDITIONS",
@@ -27,7 +28,9 @@ __all__ = [
     "evaluate",
     "explain",
     "is_condition",
+    "snapshot_of",
     "unmet",
+    "verdict_ok_of",
 ]
 
 Condition = Literal[
@@ -117,6 +120,53 @@ class TeamSnapshot:
             contract_size=size,
             children=tuple(children),
         )
+
+
+def verdict_ok_of(node: Node) -> bool | None:
+    """The `ok` of a node's stored verdict JSON; None when absent or unreadable."""
+    if not node.verdict:
+        return None
+    try:
+        value = json.loads(node.verdict)
+    except ValueError:
+        return None
+    ok = value.get("ok") if isinstance(value, dict) else None
+    return ok if isinstance(ok, bool) else None
+
+
+def snapshot_of(
+    lead: Node,
+    children: Iterable[Node],
+    *,
+    contract_path: str | os.PathLike[str] | None = None,
+    handled: Iterable[str] = (),
+    verification: Verification | None = None,
+    max_rework: int = DEFAULT_MAX_REWORK,
+) -> TeamSnapshot:
+    """A snapshot from ledger rows: the lead and its DIRECT children.
+
+    `handled`: ids (or names) of failed children a settled sibling took over
+    (`--supersedes`) or that were reworked — upstream unions both sources.
+    """
+    handled_set = set(handled)
+    facts = [
+        ChildFact(
+            name=child.name,
+            status=child.status,
+            verdict_ok=verdict_ok_of(child),
+            handled=child.id in handled_set or child.name in handled_set,
+        )
+        for child in children
+    ]
+    return TeamSnapshot.capture(
+        contract_path=contract_path,
+        children=facts,
+        status=lead.status,
+        phase=lead.phase,
+        rework_count=lead.rework_count,
+        max_rework=max_rework,
+        verification=verification,
+    )
 
 
 def evaluate(condition: Condition, snap: TeamSnapshot) -> bool:
