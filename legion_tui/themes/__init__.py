@@ -125,6 +125,22 @@ def textual_themes() -> list[Theme]:
         boost="ansi_default",
         dark=True,
         ansi=True,
+        # An ANSI theme must name these itself (Textual's own ansi-dark does): the
+        # generated defaults are skipped for ANSI themes and Screen's CSS needs them.
+        variables={
+            "ansi-background": "ansi_black",
+            "ansi-foreground": "ansi_white",
+            "border-blurred": "ansi_black",
+            "block-cursor-foreground": "ansi_black",
+            "block-cursor-background": "ansi_white",
+            "input-cursor-background": "ansi_black",
+            "input-cursor-foreground": "ansi_bright_white",
+            "input-cursor-text-style": "none",
+            "input-selection-background": "ansi_bright_blue",
+            "input-selection-foreground": "ansi_black",
+            "screen-selection-background": "ansi_bright_blue",
+            "screen-selection-foreground": "ansi_black",
+        },
     )
     return [
         _textual_theme(PALETTES["legion-dark"], dark=True),
