@@ -15,6 +15,7 @@ from legion_tui.ledger import (
     LedgerError,
     NameConflict,
     NotFound,
+    connect,
     open_ledger,
     read_snapshot,
 )
@@ -258,3 +259,49 @@ async def test_reader_connection_cannot_write(ledger: Ledger) -> None:
     assert ledger._reader is not None
     with pytest.raises(sqlite3.OperationalError, match="readonly"):
         await ledger._reader.execute("DELETE FROM nodes")
+
+
+async def test_a_failed_batch_fails_each_caller_and_the_writer_carries_on(
+    tmp_path: Path,
+) -> None:
+    ledger = await open_ledger(tmp_path / "legion.db", create=True)
+    writer = ledger._writer
+    # Fault injection: a short busy_timeout (on the writer's own thread) and another
+    # connection holding the write lock make the next batch's BEGIN IMMEDIATE fail.
+    conn = writer._conn
+    assert conn is not None
+    await asyncio.get_running_loop().run_in_executor(
+        writer._executor, conn.execute, "PRAGMA busy_timeout = 20"
+    )
+    other = connect(ledger.path)
+    other.execute("BEGIN IMMEDIATE")
+    ledger.queue_usage("n1", Usage(output=1))
+    results = await asyncio.gather(
+        ledger.append_event("n1", EventType.NODE_LAUNCHED),
+        ledger.send_mail("a", "b", MailKind.NOTICE, Urgency.NORMAL, "s", "b"),
+        return_exceptions=True,
+    )
+    assert all(isinstance(r, LedgerError) and "locked" in str(r) for r in results), results
+    other.execute("ROLLBACK")
+    other.close()
+    event = await ledger.append_event("n1", EventType.NODE_SETTLED)  # the writer still serves
+    assert await ledger.get_events() == [event]
+    assert await ledger.get_messages("a") == []
+    assert await ledger.get_usage("n1") == Usage(output=1)  # kept for the next batch
+    await ledger.close()
+
+
+async def test_a_dead_writer_fails_callers_instead_of_hanging(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    ledger = await open_ledger(tmp_path / "legion.db", create=True)
+
+    def broken(*_args: object) -> None:
+        raise RuntimeError("bug in a batch")
+
+    monkeypatch.setattr(ledger._writer, "_write_batch", broken)
+    with pytest.raises(LedgerError, match=r"writer stopped.*bug in a batch"):
+        await asyncio.wait_for(ledger.append_event("n1", EventType.NODE_LAUNCHED), 5)
+    with pytest.raises(LedgerError, match="writer stopped"):
+        await ledger.append_event("n1", EventType.NODE_LAUNCHED)
+    await asyncio.wait_for(ledger.close(), 5)  # closes cleanly, no exception re-raised

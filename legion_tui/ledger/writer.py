@@ -3,8 +3,9 @@
 Why not aiosqlite for writes: every aiosqlite call is a thread round trip (~170 µs),
 while statements inside one transaction cost ~2 µs each in plain sqlite3. So the writer
 owns a plain sqlite3 connection on its own single thread and hands it a whole batch as
-ONE call: `BEGIN IMMEDIATE`, each job inside its own SAVEPOINT (a failing job rolls back
-only itself and gets its own exception), the coalesced usage UPSERTs, `COMMIT`.
+ONE call: `BEGIN IMMEDIATE`, the jobs (each multi-statement job inside its own SAVEPOINT,
+so a failing job rolls back only itself and gets its own exception), the coalesced usage
+UPSERTs, `COMMIT`.
 Jobs queued while a batch runs form the next batch, so batching grows with load and a
 lone write still commits at once.
 """
@@ -19,14 +20,13 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 from legion_tui.ledger.connection import connect, migrate
 from legion_tui.ledger.errors import LedgerError
 from legion_tui.ledger.rows import USAGE_UPSERT_SQL, usage_params
 from legion_tui.model import Usage
 
-T = TypeVar("T")
 Apply = Callable[[sqlite3.Connection], Any]
 
 MAX_BATCH = 1000
@@ -68,6 +68,7 @@ class BatchWriter:
         self._dirty = False  # committed since the last successful checkpoint
         self._task: asyncio.Task[None] | None = None
         self._closing = False
+        self._failure: str | None = None  # why the writer stopped, if it died
 
     # ----- lifecycle -----------------------------------------------------------------
     async def start(self, *, create: bool) -> list[int]:
@@ -125,6 +126,8 @@ class BatchWriter:
             self._queue.put_nowait(_Job(None, None))
 
     def _check_open(self) -> None:
+        if self._failure is not None:
+            raise LedgerError(f"{self.path}: ledger writer stopped ({self._failure})")
         if self._closing:
             raise LedgerError(f"{self.path}: ledger is closed")
 
@@ -159,15 +162,18 @@ class BatchWriter:
                 _resolve(batch, outcomes)
                 batch = []
         except BaseException as exc:
-            # Never leave a caller waiting forever on a writer that died.
+            # Never leave a caller waiting forever on a writer that died: fail every
+            # queued job, refuse new ones, and let close() finish instead of re-raising.
             self._closing = True
+            self._failure = repr(exc)
             error = LedgerError(f"{self.path}: ledger writer stopped ({exc!r})")
             _fail(batch, error)
             while not self._queue.empty():
                 job = self._queue.get_nowait()
                 if job is not None:
                     _fail([job], error)
-            raise
+            if isinstance(exc, asyncio.CancelledError):
+                raise
         finally:
             await self._close_conn()
 
@@ -227,8 +233,11 @@ class BatchWriter:
     def _checkpoint(self) -> None:
         """Idle `wal_checkpoint(TRUNCATE)`: keeps the WAL from growing without bound."""
         conn = self._require_conn()
-        busy = conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()[0]
-        if not busy:  # a reader in the way: try again after the next idle second
+        try:
+            busy = conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()[0]
+        except sqlite3.Error:
+            return  # e.g. another process holds the lock: try again after the next idle second
+        if not busy:  # busy: a reader was in the way; same retry
             self._dirty = False
             self.stats.checkpoints += 1
 
