@@ -46,7 +46,7 @@ def test_project_card_overrides_bundled_by_name(tmp_path: Path) -> None:
         tmp_path,
         "my-worker.md",  # the file name does not matter, the card's name does
         "---\nname: worker\ndescription: runs my script\nkind: exec\n"
-        'command: [./agent.sh, "{task}", --log, "{session_file}", "{cwd}/{name}"]\n'
+        'command: [./agent.sh, "{task}", --log, "{session_file}", "{cwd}/{name}", "${HOME}"]\n'
         "tools: read, bash\ntimeoutMs: 1000\n---\nDo it.\n",
     )
     write_card(tmp_path, "reviewer.md", "---\nname: reviewer\ndescription: r\nkind: sim\n---\n")
@@ -63,6 +63,7 @@ def test_project_card_overrides_bundled_by_name(tmp_path: Path) -> None:
         "--log",
         "/s.jsonl",
         "/p/w-0",
+        "${HOME}",  # a shell variable, not a placeholder: left for the shell
     ]
     assert cards.get("reviewer").role == "worker"  # a non-role name plays a worker
     assert cards.get("centurion").bundled

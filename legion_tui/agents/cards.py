@@ -47,7 +47,8 @@ __all__ = [
 
 NAME = re.compile(r"[a-z0-9][a-z0-9._-]{0,63}")
 PLACEHOLDERS: tuple[str, ...] = ("task", "session_file", "cwd", "name")
-_PLACEHOLDER = re.compile(r"\{([^{}]*)\}")
+# `{name}`, but not a shell `${VAR}`: a command may well expand environment variables.
+_PLACEHOLDER = re.compile(r"(?<!\$)\{([A-Za-z_][A-Za-z0-9_]*)\}")
 PROJECT_CARDS = Path(".legion") / "agents"
 # The parser class; a module attribute so the benchmark can compare parsers.
 YAML_LOADER: type[yaml.SafeLoader] = locate.YAML_LOADER
