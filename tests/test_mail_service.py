@@ -179,14 +179,18 @@ async def test_a_wait_that_finishes_first_leaves_the_mail_to_the_postman(
 
 
 async def test_the_loop_hands_over_mail_for_a_node_that_starts_later(
-    service: MailService, ledger: Ledger, handles: dict[str, Handle]
+    service: MailService, ledger: Ledger, handles: dict[str, Handle], model: LegionModel
 ) -> None:
     late = handles.pop("a1")
     reply = await service.send("a0", "w1", "s", "b")
     assert reply["state"] == "pending"  # w1 has no handle yet
+    assert await service.round() == len(model.nodes)  # the first round sweeps everyone
+    assert late.inbox == []
+    # the launch: a handle appears and the node's row changes (what the core does)
+    handles["a1"] = late
+    model.upsert(replace(model.nodes["a1"].node, status=NodeStatus.STARTING))
     service.start()
     try:
-        handles["a1"] = late
         for _ in range(500):
             if late.inbox:
                 break
@@ -194,6 +198,26 @@ async def test_the_loop_hands_over_mail_for_a_node_that_starts_later(
     finally:
         await service.close()
     assert len(late.inbox) == 1
+
+
+async def test_an_idle_legion_costs_no_ticks_between_sweeps(
+    service: MailService, ledger: Ledger, model: LegionModel
+) -> None:
+    from legion_tui.mail.service import FULL_SWEEP_ROUNDS
+    from legion_tui.model import MailKind, Urgency
+
+    assert await service.round() == len(model.nodes)  # round 1: a full sweep
+    assert await service.round() == 0  # nothing open, nothing changed
+    # mail written behind the service's back (another writer) is found by the next sweep…
+    await ledger.send_mail("a0", "a1", MailKind.NOTICE, Urgency.NORMAL, "s", "b")
+    await ledger.flush()
+    idle = [await service.round() for _ in range(FULL_SWEEP_ROUNDS - 2)]
+    assert idle == [0] * (FULL_SWEEP_ROUNDS - 2)
+    assert await service.round() == len(model.nodes)
+    # …or at once when someone says so
+    await ledger.send_mail("a0", "a1", MailKind.NOTICE, Urgency.NORMAL, "s2", "b")
+    service.notify("a1")
+    assert await service.round() == 1
 
 
 # ----- end to end: the CLI, the real socket server, the ledger --------------------------

@@ -138,6 +138,7 @@ class TickReport:
     accepted: list[int] = field(default_factory=list)
     bounced: list[int] = field(default_factory=list)
     checked: list[int] = field(default_factory=list)  # ACCEPTED letters looked at
+    seen: int = 0  # PENDING + ACCEPTED letters the recipient had when the tick began
 
 
 @dataclass(frozen=True, slots=True)
@@ -243,6 +244,7 @@ class Postman:
             letters = await self.store.get_pending_mail(
                 recipient, (MailState.PENDING, MailState.ACCEPTED)
             )
+            report.seen = len(letters)
             accepted = [m for m in letters if m.delivered is MailState.ACCEPTED]
             pending = [m for m in letters if m.delivered is MailState.PENDING]
             await self._confirm(node, accepted, report)

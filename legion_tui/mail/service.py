@@ -41,6 +41,7 @@ __all__ = ["MAIL_POLL_SECONDS", "MailService", "race_mail"]
 log = logging.getLogger(__name__)
 
 MAIL_POLL_SECONDS = 0.25  # how often a blocking wait looks at its caller's inbox (#384)
+FULL_SWEEP_ROUNDS = 15  # every 15th round (30 s) ticks every node, changed or not
 HOST_ROOT = "root"  # the hosting process's own node: the dashboard shows its mail
 
 T = TypeVar("T")
@@ -76,6 +77,10 @@ class MailService:
         self.tick = tick
         self.postman = Postman(ledger, ModelDirectory(model), self._hand_over)
         self._task: asyncio.Task[None] | None = None
+        self._rounds = 0
+        self._open: set[str] = set()  # recipients whose last tick saw PENDING/ACCEPTED mail
+        self._seen: dict[str, int] = {}  # model.version after a recipient's last tick
+        self._dirty: set[str] = set()
 
     # ----- hand-over ------------------------------------------------------------------
     async def _hand_over(self, node: Node, envelope: str) -> bool:
@@ -165,16 +170,51 @@ class MailService:
             self.model.set_mail(node_id, stats, messages)
 
     # ----- the loop ----------------------------------------------------------------------
+    def notify(self, recipient: str) -> None:
+        """New mail for `recipient` that did not come through `send` (e.g. a phase-timeout
+        notice): tick it next round even if nothing else changed."""
+        self._dirty.add(recipient)
+
+    async def round(self) -> int:
+        """One pass of the loop; returns how many recipients were ticked.
+
+        A recipient is ticked when it is marked dirty, when its last tick found open
+        letters and the model changed since (new evidence, a sender moved on), and in
+        every FULL_SWEEP_ROUNDS-th round regardless (mail written by another process).
+        An idle legion therefore costs no ledger reads between sweeps.
+        """
+        self._rounds += 1
+        full = self._rounds % FULL_SWEEP_ROUNDS == 1
+        version = self.model.version
+        ticked: list[str] = []
+        for node_id in list(self.model.nodes):
+            if not (
+                full
+                or node_id in self._dirty
+                or (node_id in self._open and self._seen.get(node_id) != version)
+            ):
+                continue
+            self._dirty.discard(node_id)
+            try:
+                report = await self.postman.tick(node_id)
+            except Exception:
+                log.exception("postman tick for %s failed", node_id)
+                continue
+            ticked.append(node_id)
+            if report.seen:
+                self._open.add(node_id)
+            else:
+                self._open.discard(node_id)
+            if report.delivered or report.obsolete or report.accepted or report.bounced:
+                await self.refresh(node_id)
+        settled_version = self.model.version  # our own refreshes must not re-arm the ticks
+        for node_id in ticked:
+            self._seen[node_id] = settled_version
+        return len(ticked)
+
     async def _run(self) -> None:
         while True:
-            for node_id in list(self.model.nodes):
-                try:
-                    report = await self.postman.tick(node_id)
-                except Exception:
-                    log.exception("postman tick for %s failed", node_id)
-                    continue
-                if report.delivered or report.obsolete or report.accepted or report.bounced:
-                    await self.refresh(node_id)
+            await self.round()
             await asyncio.sleep(self.tick)
 
     def start(self) -> None:
