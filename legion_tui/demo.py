@@ -28,8 +28,10 @@ if TYPE_CHECKING:
 __all__ = ["Demo", "demo_budgets", "plan_demo", "start_demo", "summary", "summary_text"]
 
 TEAM_SIZE = 40  # members per centurion once the legion outgrows three teams
-STALL_HISTORY_S = 420.0  # the stuck call started 7 minutes before the demo did
-STALL_S = 3600.0
+STALL_HISTORY_S = 420.0  # the stuck call started 7 minutes (wall clock) before the demo did
+# The sim divides tool durations by `--speed` but not its history, so the stuck call must
+# outlast the history at any speed: effectively forever (it is the demo's stuck agent).
+STALL_S = 1e9
 TASKS = (
     "Fix the retry path",
     "Add order validation",

@@ -1,0 +1,109 @@
+"""The CLI front door as a user runs it: real `legion` subprocesses against a real
+supervisor (or none), exit codes 0 / 1 / 2."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from supervisor_helpers import hosted, run_cli, settled, spawn_one, stuck_worker
+
+from legion_tui.model import NodeStatus
+
+
+async def test_status_json_with_a_live_supervisor(tmp_path: Path) -> None:
+    async with hosted(tmp_path) as sup:
+        w = await stuck_worker(sup, "w")
+        code, out, err = await run_cli("status", "--json", cwd=tmp_path)
+        assert code == 0, err
+        doc = json.loads(out)
+        assert doc["run_id"] == sup.run.run_id and doc["session"] == "main" and doc["live"]
+        entry = next(n for n in doc["nodes"] if n["id"] == w.id)
+        expected_keys = {
+            "id", "name", "path", "role", "kind", "backend", "status", "phase", "pid",
+            "tokens_out", "tok_s", "activity", "verdict",
+        }  # fmt: skip
+        assert expected_keys <= set(entry)
+        assert entry["status"] == "running" and entry["path"] == "root/w"
+        assert entry["activity"]["tool"] == "bash" and entry["activity"]["stalled"] is False
+        code, out, _ = await run_cli("status", cwd=tmp_path)
+        assert code == 0 and "working · bash 00:00:" in out
+
+
+async def test_status_json_without_a_live_supervisor(tmp_path: Path) -> None:
+    async with hosted(tmp_path) as sup:
+        x = await spawn_one(sup, name="x")
+        await settled(sup, x.id)
+        run_id = sup.run.run_id
+    code, out, err = await run_cli("status", "--json", cwd=tmp_path)
+    assert code == 0, err
+    doc = json.loads(out)
+    assert doc["run_id"] == run_id and doc["live"] is False
+    entry = next(n for n in doc["nodes"] if n["name"] == "x")
+    assert entry["status"] == "settled" and entry["verdict"]["ok"] is True
+    assert entry["tokens_out"] > 0 and entry["activity"] is None
+    code, out, _ = await run_cli("status", "x", cwd=tmp_path)
+    assert code == 0 and "no live supervisor" in out and "verdict ✓" in out
+    code, out, _ = await run_cli("tree", cwd=tmp_path)
+    assert code == 0 and "○ x (worker)" in out
+
+
+async def test_status_with_no_run_at_all(tmp_path: Path) -> None:
+    code, _out, err = await run_cli("status", cwd=tmp_path)
+    assert code == 1 and "no legion run" in err
+
+
+async def test_verbs_act_as_root_on_the_live_run(tmp_path: Path) -> None:
+    async with hosted(tmp_path) as sup:
+        code, out, err = await run_cli(
+            "spawn", "worker", "--task", "go", "--name", "cli", cwd=tmp_path
+        )
+        assert code == 0, err
+        assert out.startswith("Spawned root/cli")
+        node = sup.resolve("root", "cli")
+        code, out, err = await run_cli("wait", "cli", "--timeout", "30", cwd=tmp_path)
+        assert code == 0, err
+        assert "root/cli: settled verdict ✓" in out
+        code, out, _ = await run_cli("collect", "cli", "--json", cwd=tmp_path)
+        assert code == 0 and json.loads(out)["verdict"]["ok"] is True
+        code, out, _ = await run_cli("stop", "cli", cwd=tmp_path)
+        assert code == 0
+        assert out.strip() == "Retired 1 already-settled child: cli (execution: success)"
+        assert sup.node(node.id).status is NodeStatus.RETIRED
+
+
+async def test_refusals_exit_1_and_usage_errors_exit_2(tmp_path: Path) -> None:
+    async with hosted(tmp_path) as sup:
+        await stuck_worker(sup, "w")
+        code, _out, err = await run_cli(
+            "spawn", "worker", "--task", "x", "--name", "Bad!", cwd=tmp_path
+        )
+        assert code == 1 and "invalid name" in err
+        code, out, _ = await run_cli("abort", "nobody", "--json", cwd=tmp_path)
+        assert code == 1 and json.loads(out)["error"]["code"] == "NOT_FOUND"
+        code, _out, _err = await run_cli("wait", "w", "--timeout", "0.2", cwd=tmp_path)
+        assert code == 1 and sup.resolve("root", "w").status is NodeStatus.RUNNING
+        code, _out, err = await run_cli("stop", cwd=tmp_path)  # NAME missing
+        assert code == 2 and "usage" in err
+        code, _out, _err = await run_cli("steer", "w", "look at the logs", cwd=tmp_path)
+        assert code == 0
+    code, _out, err = await run_cli("stop", "w", cwd=tmp_path)
+    assert code == 1 and "no live legion supervisor" in err
+
+
+async def test_identity_comes_from_the_environment(tmp_path: Path) -> None:
+    import asyncio
+    import os
+
+    from supervisor_helpers import LEGION, cli_env
+
+    async with hosted(tmp_path) as sup:
+        a = await stuck_worker(sup, "a")
+        await stuck_worker(sup, "b")
+        env = cli_env() | {"LEGION_SOCKET": str(sup.socket_path), "LEGION_NODE_ID": a.id}
+        proc = await asyncio.create_subprocess_exec(
+            LEGION, "stop", "root/b", cwd=os.getcwd(), env=env, stderr=asyncio.subprocess.PIPE
+        )
+        _out, err = await asyncio.wait_for(proc.communicate(), 30)
+        assert proc.returncode == 1 and b"only its own descendants" in err
+        assert sup.resolve("root", "b").status is NodeStatus.RUNNING

@@ -1,0 +1,169 @@
+"""SPEC §6.6: exit is a pause, resume is explicit, another session never touches an old
+run, and a host killed with SIGKILL leaves orphans that the next start marks."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+from supervisor_helpers import STUCK, hosted, settled, spawn_one, stuck_worker, until
+
+from legion_tui.model import EventType, NodeStatus
+from legion_tui.ops import OpError
+from legion_tui.supervisor.core import ROOT_ID, Supervisor
+from legion_tui.supervisor.runs import SessionBusy
+
+MACHINE = {
+    "phases": [
+        {"id": "planning", "require": ["always"], "next": ["implementing"]},
+        {"id": "implementing", "require": ["children_settled"], "next": ["done"]},
+    ]
+}
+
+
+def _bytes(path: Path) -> bytes:
+    return path.read_bytes()
+
+
+def _size(path: str | None) -> int:
+    return os.path.getsize(path or "")
+
+
+def _session_files(sup: Supervisor) -> list[str]:
+    return sorted(p.name for p in sup.run.sessions_dir.glob("*.jsonl"))
+
+
+async def test_exit_pauses_reopen_lists_interrupted_and_spawns_nothing(tmp_path: Path) -> None:
+    team = [{"role": "worker", "name": "m", "task": "t", "sim": dict(STUCK)}]
+    async with hosted(tmp_path, "s") as first:
+        run_id = first.run.run_id
+        w = await stuck_worker(first, "w")
+        done = await spawn_one(first, name="done")
+        await settled(first, done.id)
+        on_purpose = await stuck_worker(first, "gone")
+        await first.stop(ROOT_ID, "gone")
+        lead = await spawn_one(
+            first, "centurion", name="lead", phases=MACHINE, sim={"children": team}
+        )
+        await until(lambda: first.model.by_path("root/lead/m") is not None, what="lead/m")
+        m_id = first.resolve(ROOT_ID, "lead/m").id
+        await until(lambda: first.node(m_id).live, what="m live")
+        lead_phase = first.node(lead.id).phase
+        session_file = first.node(w.id).session_file
+    assert lead_phase == "planning"
+
+    # The ledger says: paused, not failed; the phase is untouched.
+    async with hosted(tmp_path, "s") as again:
+        assert again.reopened and again.run.run_id == run_id
+        assert again.launches == 0
+        interrupted = {v.node.name for v in again.model.interrupted()}
+        assert interrupted == {"w", "lead", "m"}  # not `done`, not `gone` (stopped on purpose)
+        assert sorted(again.interrupted_on_open) == sorted([w.id, lead.id, m_id])
+        for node_id in (w.id, lead.id, m_id):
+            node = again.node(node_id)
+            assert node.status is NodeStatus.RETIRED
+            retired = [
+                e for e in again.model.nodes[node_id].events if e.type is EventType.NODE_RETIRED
+            ]
+            assert retired[-1].data["reason"] == "session-shutdown"
+        assert again.node(lead.id).phase == lead_phase
+        assert again.node(done.id).status is NodeStatus.SETTLED
+        assert again.node(on_purpose.id).status is NodeStatus.RETIRED
+        assert not again.model.nodes[on_purpose.id].interrupted
+        assert again.launches == 0  # listing is all a reopen does
+
+        # A child cannot come back before its team lead does.
+        with pytest.raises(OpError) as err:
+            await again.resume(ROOT_ID, "lead/m")
+        assert err.value.code == "FORBIDDEN"
+
+        # Resume is explicit and continues on the old session file (no new file).
+        files_before = _session_files(again)
+        size_before = _size(session_file)
+        receipt = await again.resume(ROOT_ID, "w")
+        assert receipt == f"Resumed w on its session file {session_file}."
+        assert again.launches == 1
+        node = again.node(w.id)
+        assert node.status is NodeStatus.RUNNING and node.session_file == session_file
+        assert not again.model.nodes[w.id].interrupted
+        await until(lambda: _size(session_file) > size_before, what="appends to the old file")
+        assert _session_files(again) == files_before
+
+
+async def test_a_different_session_never_touches_an_old_run(tmp_path: Path) -> None:
+    async with hosted(tmp_path, "old") as old:
+        await stuck_worker(old, "w")
+        old_dir = old.run.dir
+    before = {p: _bytes(p) for p in (old_dir / "run.json", old_dir / "legion.db")}
+    listing = sorted(p.name for p in old_dir.rglob("*"))
+    async with hosted(tmp_path, "new") as new:
+        assert not new.reopened and new.run.run_id != old_dir.name
+        assert new.model.interrupted() == []
+        await spawn_one(new, name="x")
+    assert {p: _bytes(p) for p in before} == before
+    assert sorted(p.name for p in old_dir.rglob("*")) == listing
+
+
+async def test_a_live_session_cannot_be_opened_twice(tmp_path: Path) -> None:
+    script = _HOST.format(project=str(tmp_path), session="busy")
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, "-c", script, stdout=asyncio.subprocess.PIPE
+    )
+    try:
+        assert proc.stdout is not None
+        line = await asyncio.wait_for(proc.stdout.readline(), 30)
+        assert line.strip() == b"ready"
+        with pytest.raises(SessionBusy):
+            Supervisor(tmp_path, session="busy")
+    finally:
+        proc.kill()
+        await asyncio.wait_for(proc.wait(), 10)
+
+
+_HOST = textwrap.dedent(
+    """
+    import asyncio, sys
+    from pathlib import Path
+    from legion_tui.supervisor.core import ROOT_ID, ChildRequest, Supervisor
+
+    async def main():
+        sup = Supervisor(Path({project!r}), session={session!r}, speed=200.0)
+        await sup.start()
+        (node,) = await sup.spawn(
+            ROOT_ID, [ChildRequest("worker", "t", name="w", sim={{"stall_seconds": 1e7}})]
+        )
+        while not sup.model.nodes[node.id].progress.in_flight:
+            await asyncio.sleep(0.01)
+        print("ready", flush=True)
+        await asyncio.Event().wait()
+
+    asyncio.run(main())
+    """
+)
+
+
+async def test_sigkilled_host_leaves_orphans_marked_on_next_start(tmp_path: Path) -> None:
+    script = _HOST.format(project=str(tmp_path), session="crash")
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, "-c", script, stdout=asyncio.subprocess.PIPE
+    )
+    assert proc.stdout is not None
+    line = await asyncio.wait_for(proc.stdout.readline(), 30)
+    assert line.strip() == b"ready"
+    os.kill(proc.pid, signal.SIGKILL)
+    await asyncio.wait_for(proc.wait(), 10)
+
+    async with hosted(tmp_path, "crash") as sup:
+        w = sup.resolve(ROOT_ID, "w")
+        assert EventType.NODE_ORPHANED in [e.type for e in sup.model.nodes[w.id].events]
+        orphaned = [e for e in sup.model.nodes[w.id].events if e.type is EventType.NODE_ORPHANED]
+        assert orphaned[0].data["owner_pid"] == proc.pid
+        assert sup.node(w.id).status is NodeStatus.RETIRED
+        assert [v.node.id for v in sup.model.interrupted()] == [w.id]
+        assert sup.launches == 0
+        assert (await sup.resume(ROOT_ID, "w")).startswith("Resumed w")
