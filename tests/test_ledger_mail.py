@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import asyncio
 import itertools
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from ledger_helpers import ticking_clock
 
 from legion_tui.ledger import (
@@ -176,3 +179,34 @@ async def test_unknown_kind_or_urgency_is_refused_before_queueing(ledger: Ledger
     with pytest.raises(ValueError):
         await ledger.send_mail("a", "b", MailKind.NOTICE, "urgent", "s", "b")  # type: ignore[arg-type]
     await _nothing_stored(ledger)
+
+
+_TEXT = st.text(st.characters(blacklist_categories=("Cs",)), max_size=300)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(subject=_TEXT, body=_TEXT)
+def test_any_text_is_stored_whole_or_refused_at_its_first_nul(
+    tmp_path_factory: pytest.TempPathFactory, subject: str, body: str
+) -> None:
+    path = tmp_path_factory.mktemp("mail") / "legion.db"
+
+    async def send() -> tuple[Message | MailInvalidText, list[Message]]:
+        async with await open_ledger(path, create=True) as ledger:
+            try:
+                result: Message | MailInvalidText = await ledger.send_mail(
+                    "a", "b", MailKind.REPORT, Urgency.NORMAL, subject, body
+                )
+            except MailInvalidText as err:
+                result = err
+            return result, await ledger.get_messages("b")
+
+    result, stored = asyncio.run(send())
+    bad = [(f, t.find("\x00")) for f, t in (("subject", subject), ("body", body)) if "\x00" in t]
+    if not bad and len(subject) <= SUBJECT_MAX_CHARS:
+        assert isinstance(result, Message)
+        assert [(m.subject, m.body) for m in stored] == [(subject, body)]
+    else:
+        assert isinstance(result, MailInvalidText) and stored == []
+        if bad:
+            assert (result.field, result.offset) == bad[0]
