@@ -144,3 +144,16 @@ async def test_without_inotify_the_sweep_still_reports(
     await wait_for(lambda: len(rec.of("n4")) == 1, "the sweep to find the new file")
     watcher.stop()
     await asyncio.wait_for(task, DEADLINE)
+
+
+async def test_big_file_catches_up_in_bounded_steps(
+    running: tuple[SessionWatcher, Recorder, Path],
+) -> None:
+    watcher, rec, sessions = running
+    big = conversation(1500, session_id="big")
+    (sessions / "n5.jsonl").write_bytes(big)
+    await wait_for(lambda: bool(rec.of("n5")) and rec.of("n5")[-1].turns == 3000, "catch-up")
+    reader = watcher.readers[str(sessions / "n5.jsonl")]
+    # More than one poll was needed: no single poll read the whole file.
+    assert reader.reads > len(big) // reader.max_bytes_per_poll
+    assert not watcher.pending

@@ -52,8 +52,10 @@ def node_id_for(sessions_dir: str, path: str) -> str | None:
     return parts[0] or None
 
 
-def _jsonl_filter(change: Change, path: str) -> bool:
-    return path.endswith(SUFFIX)
+def _watch_filter(change: Change, path: str) -> bool:
+    # Session files, plus anything added: a new per-node folder must be scanned at once,
+    # because a file written into it before inotify watches the folder has no event.
+    return path.endswith(SUFFIX) or change == Change.added
 
 
 class SessionWatcher:
@@ -136,14 +138,21 @@ class SessionWatcher:
     async def _watch(self) -> None:
         async for changes in awatch(
             self.sessions_dir,
-            watch_filter=_jsonl_filter,
+            watch_filter=_watch_filter,
             debounce=self.debounce_ms,
             step=self.step_ms,
             stop_event=self._stop,
             recursive=True,
         ):
-            self.poll_paths({path for _change, path in changes})
+            self._on_changes(changes)
             await self._catch_up()
+
+    def _on_changes(self, changes: set[tuple[Change, str]]) -> None:
+        paths = {path for _change, path in changes if path.endswith(SUFFIX)}
+        for _change, path in changes:
+            if not path.endswith(SUFFIX) and os.path.isdir(path):
+                paths.update(self._files_under(path))
+        self.poll_paths(paths)
 
     def stop(self) -> None:
         self._stop.set()
@@ -166,8 +175,9 @@ class SessionWatcher:
     async def _catch_up(self) -> None:
         # A large file is read a few MiB per poll; yield between polls so the UI stays live.
         while self.pending and not self._stop.is_set():
-            await asyncio.sleep(0)
-            self.poll_paths([p for p, r in self.readers.items() if r.pending])
+            for path in [p for p, r in self.readers.items() if r.pending]:
+                await asyncio.sleep(0)
+                self.poll_paths([path])
 
     # ----- internals --------------------------------------------------------------------
     def _discover(self) -> None:
@@ -179,10 +189,17 @@ class SessionWatcher:
             if entry.name.endswith(SUFFIX) and not entry.is_dir():
                 self._reader(entry.path)
             elif entry.is_dir(follow_symlinks=False):
-                for folder, _dirs, files in os.walk(entry.path):
-                    for name in files:
-                        if name.endswith(SUFFIX):
-                            self._reader(os.path.join(folder, name))
+                for path in self._files_under(entry.path):
+                    self._reader(path)
+
+    @staticmethod
+    def _files_under(folder: str) -> list[str]:
+        return [
+            os.path.join(parent, name)
+            for parent, _dirs, files in os.walk(folder)
+            for name in files
+            if name.endswith(SUFFIX)
+        ]
 
     def _reader(self, path: str) -> SessionReader | None:
         reader = self.readers.get(path)
