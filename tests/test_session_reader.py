@@ -344,3 +344,19 @@ def test_large_file_is_read_in_bounded_polls(tmp_session: Path) -> None:
         assert polls in (4, 5)
         assert reader.progress.turns == 800
         assert reader.progress == _whole(conversation(400))
+
+
+def test_partial_or_blank_appends_do_not_count_as_changes(tmp_session: Path) -> None:
+    _write(tmp_session, conversation(1))
+    with SessionReader(tmp_session) as reader:
+        _drain(reader)
+        next_line = line(user("z", "f0", "next", 99_000))
+        _write(tmp_session, next_line[:20])
+        assert reader.poll() is False  # half a line: nothing to show yet
+        _write(tmp_session, next_line[20:])
+        assert reader.poll() is True
+        _write(tmp_session, b"\n  \n")
+        assert reader.poll() is False
+        _write(tmp_session, b"{broken\n")
+        assert reader.poll() is True  # a bad line moves skipped_lines
+        assert reader.progress.skipped_lines == 1

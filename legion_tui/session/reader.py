@@ -80,6 +80,7 @@ class SessionReader:
         self._before = b""  # the FINGERPRINT_BYTES just before the offset
         self._fold = SessionFold()
         self._had_file = False
+        self.lines = 0  # whole non-blank lines handled (entries, header, skipped)
 
     # ----- public ----------------------------------------------------------------------
     @property
@@ -203,7 +204,7 @@ class SessionReader:
             self._restart()
             changed = True
         budget = self.max_bytes_per_poll
-        consumed_any = False
+        lines_before = self.lines
         while self._offset < size and budget > 0:
             want = min(CHUNK_BYTES, size - self._offset, budget)
             chunk = self._pread(want, self._offset)
@@ -215,9 +216,10 @@ class SessionReader:
             self._offset += len(chunk)
             budget -= len(chunk)
             self._consume(chunk)
-            consumed_any = True
         self.pending = self._offset < size
-        if consumed_any:
+        if self.lines != lines_before:
+            # Only a whole line (an entry, a bad line) moves the progress; a partial line
+            # or a blank one does not, and on_change is not called for it.
             self._fold.finish()
             changed = True
         return changed
@@ -241,7 +243,7 @@ class SessionReader:
             # Memory stays bounded: count the line now and drop the rest of it.
             self._tail = b""
             self._discarding = True
-            self._fold.skip()
+            self._skip()
 
     def _line(self, line: bytes) -> None:
         if line.endswith(b"\r"):
@@ -249,17 +251,22 @@ class SessionReader:
         if not line.strip():
             return  # blank lines carry nothing; they are not counted as bad
         if len(line) > self.max_line_bytes:
-            self._fold.skip()
+            self._skip()
             return
         try:
             value: Any = json.loads(line.decode("utf-8"))
         except (UnicodeDecodeError, ValueError, RecursionError):
-            self._fold.skip()
+            self._skip()
             return
         if not isinstance(value, dict):
-            self._fold.skip()
+            self._skip()
             return
+        self.lines += 1
         self._fold.feed(interpret(value))
+
+    def _skip(self) -> None:
+        self.lines += 1
+        self._fold.skip()
 
 
 def read_session(path: str | os.PathLike[str] | Path) -> SessionProgress:
