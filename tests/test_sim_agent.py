@@ -233,3 +233,18 @@ async def test_resume_continues_the_same_file(tmp_path: Path) -> None:
     assert [e["type"] for e in after].count("session") == 1
     assert after[len(before)]["parentId"] == before[-1]["id"]
     assert read_session(cfg.session_file).verdict is not None
+
+
+async def test_a_steer_during_an_interrupt_in_flight_is_intercepted(tmp_path: Path) -> None:
+    clock = HangingClock(hang_over=10_000.0)
+    agent = SimAgent(_config(tmp_path, behaviour={"stall_seconds": 20_000}), clock=clock)
+    agent.prompt("Fix the retry path.")
+    await asyncio.wait_for(clock.hanging.wait(), 10.0)
+    aborting = asyncio.ensure_future(agent.abort())
+    await asyncio.sleep(0)  # the abort is in flight: cancel sent, not yet settled
+    assert agent.steer("too late") == "handled"
+    assert await aborting is True
+    assert agent.queued == 0
+    users = [m["content"][0]["text"] for m in _messages(agent.cfg.session_file, "user")]
+    assert "too late" not in users
+    await agent.close()

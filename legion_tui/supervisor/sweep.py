@@ -133,13 +133,15 @@ async def sweep(
     """
     snapshot = _snapshot(root_pid, run_id, node_ids)
     signalled: set[int] = set()
+    # Membership before any signal: a member that dies at once can no longer be asked.
+    group = [p for p in snapshot if _in_group(p, pgid)]
     if not force:
         if _signal_group(pgid, signal.SIGTERM):
-            signalled.update(p.pid for p in snapshot if _in_group(p, pgid))
-        group = [p for p in snapshot if _in_group(p, pgid)]
+            signalled.update(p.pid for p in group)
         await _wait_gone(group, grace)
     # SIGKILL everything, even if the group looks gone: a member may have left it.
-    _signal_group(pgid, signal.SIGKILL)
+    if _signal_group(pgid, signal.SIGKILL):
+        signalled.update(p.pid for p in group)
     signalled.update(_kill(snapshot, signal.SIGKILL))
     late = [
         psutil.Process(pid)

@@ -1,0 +1,96 @@
+"""The exec backend: placeholders, the inbox, SIGINT as abort, the sweep as stop."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from process_helpers import launch_spec, marked, until
+
+from legion_tui.supervisor.backend import LaunchSpec, make_handle
+from legion_tui.supervisor.backends.common import normalize_bound, resolve_argv
+from legion_tui.supervisor.backends.exec_handle import ExecHandle
+
+# Echo the placeholders and the inbox path, then wait (SIGINT ends it: KeyboardInterrupt).
+ECHO = (
+    "import os, sys, time\n"
+    "print(sys.argv[1:], os.environ['LEGION_INBOX'], os.environ['LEGION_SESSION_FILE'], "
+    "flush=True)\n"
+    "while True: time.sleep(0.05)\n"
+)
+DEAF = (
+    "import signal, time\n"
+    "signal.signal(signal.SIGINT, signal.SIG_IGN)\n"
+    "print('ready', flush=True)\n"
+    "while True: time.sleep(0.05)\n"
+)
+
+
+def _spec(tmp_path: Path, code: str, *args: str) -> LaunchSpec:
+    spec = launch_spec(
+        tmp_path, kind="exec", name="tool-0", command=[sys.executable, "-c", code, *args]
+    )
+    assert isinstance(spec, LaunchSpec)
+    return spec
+
+
+def test_placeholders_are_filled_and_other_braces_survive(tmp_path: Path) -> None:
+    spec = _spec(tmp_path, "")
+    argv = resolve_argv(["run", "{task}", "--log={session_file}", "{cwd}/{name}", '{"a": 1}'], spec)
+    assert argv == [
+        "run",
+        "Fix the retry path.",
+        f"--log={spec.session_file}",
+        f"{spec.cwd}/tool-0",
+        '{"a": 1}',
+    ]
+
+
+def test_a_junk_abort_bound_falls_back_to_five_seconds() -> None:
+    for junk in (0.0, -1.0, float("nan"), float("inf")):
+        assert normalize_bound(junk) == 5.0
+    assert normalize_bound(1e12) == 3600.0
+    assert normalize_bound(2.5) == 2.5
+
+
+async def test_exec_logs_reads_its_inbox_and_aborts_with_sigint(tmp_path: Path) -> None:
+    spec = _spec(tmp_path, ECHO, "{task}", "{name}")
+    handle = make_handle(spec)
+    assert isinstance(handle, ExecHandle) and handle.backend == "process"
+    await handle.start()
+    log = spec.run_dir / "terminal" / "n1.log"
+    try:
+        assert await until(lambda: log.exists() and log.read_text() != "")
+        inbox = spec.run_dir / "inbox" / "n1.md"
+        expected = f"['Fix the retry path.', 'tool-0'] {inbox} {spec.session_file}\n"
+        assert log.read_text() == expected
+        assert handle.turn_running()
+
+        assert await handle.steer("stop polishing") == "queued"
+        await handle.deliver("[legion mail #4] hi")
+        assert inbox.read_text() == "stop polishing\n[legion mail #4] hi\n"
+
+        result = await handle.abort()
+        assert (result.outcome, result.dropped) == ("interrupted", 0)
+        assert handle.exited is not None and handle.exited != 0
+        assert (await handle.abort()).outcome == "no-turn"
+        await handle.idle()
+    finally:
+        report = await handle.stop(force=False, grace=1.0)
+    assert report.survivors == []
+
+
+async def test_exec_that_ignores_sigint_is_a_timeout_and_keeps_running(tmp_path: Path) -> None:
+    spec = _spec(tmp_path, DEAF)
+    handle = make_handle(spec)
+    await handle.start()
+    log = spec.run_dir / "terminal" / "n1.log"
+    try:
+        assert await until(lambda: log.exists() and "ready" in log.read_text())
+        result = await handle.abort(bound=0.3)
+        assert result.outcome == "timeout"
+        assert handle.exited is None and handle.turn_running()
+    finally:
+        report = await handle.stop(force=True)
+    assert report.survivors == []
+    assert marked(spec.run_id) == []
