@@ -305,3 +305,16 @@ async def test_a_dead_writer_fails_callers_instead_of_hanging(
     with pytest.raises(LedgerError, match="writer stopped"):
         await ledger.append_event("n1", EventType.NODE_LAUNCHED)
     await asyncio.wait_for(ledger.close(), 5)  # closes cleanly, no exception re-raised
+
+
+async def test_queued_usage_lands_without_a_flush(ledger: Ledger) -> None:
+    before = ledger.stats.transactions
+    for i in range(50):  # a burst over many nodes: one linger, one batch
+        ledger.queue_usage(f"n{i}", Usage(output=i))
+    for _ in range(100):  # bounded poll: the usage linger is 50 ms
+        if await ledger.get_usage("n49") is not None:
+            break
+        await asyncio.sleep(0.02)
+    assert await ledger.get_usage("n49") == Usage(output=49)
+    assert ledger.stats.transactions - before == 1
+    assert ledger.stats.usage_rows == 50

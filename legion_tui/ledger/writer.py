@@ -31,12 +31,13 @@ Apply = Callable[[sqlite3.Connection], Any]
 
 MAX_BATCH = 1000
 IDLE_CHECKPOINT_SECONDS = 1.0
+USAGE_LINGER_SECONDS = 0.05
 
 
 @dataclass(slots=True)
 class _Job:
-    apply: Apply | None  # None: only wakes the writer (usage queued) or marks a flush
-    future: asyncio.Future[Any] | None
+    apply: Apply | None  # None: a wake-up for queued usage
+    future: asyncio.Future[Any] | None  # None: a wake-up, nobody waits for it
     # A job of ONE statement needs no SAVEPOINT: SQLite already undoes a failed
     # statement as a whole. Jobs of several statements run inside their own SAVEPOINT.
     single_statement: bool = False
@@ -118,12 +119,20 @@ class BatchWriter:
         await self.submit(lambda _conn: None, single_statement=True)  # no statement at all
 
     def queue_usage(self, node_id: str, usage: Usage) -> None:
-        """Fire and forget; repeated updates of one node coalesce to the latest."""
+        """Fire and forget; repeated updates of one node coalesce to the latest.
+
+        Usage alone wakes the writer only after USAGE_LINGER_SECONDS, so a burst of
+        session appends over many nodes becomes one UPSERT batch; any other write (or
+        flush/close) in the meantime takes the pending usage with it. Call it from the
+        event loop's thread.
+        """
         self._check_open()
         self._usage[node_id] = dataclasses.replace(usage)  # the caller may mutate theirs
         if not self._usage_wake_pending:
             self._usage_wake_pending = True
-            self._queue.put_nowait(_Job(None, None))
+            asyncio.get_running_loop().call_later(
+                USAGE_LINGER_SECONDS, self._queue.put_nowait, _Job(None, None)
+            )
 
     def _check_open(self) -> None:
         if self._failure is not None:
@@ -145,12 +154,13 @@ class BatchWriter:
                 except TimeoutError:
                     await loop.run_in_executor(self._executor, self._checkpoint)
                     continue
-                batch = [] if first is None else [first]
+                # Wake-ups (no future) only make this loop run and take the pending usage.
+                batch = [] if first is None or first.future is None else [first]
                 stop = first is None
                 while not stop and len(batch) < MAX_BATCH and not self._queue.empty():
                     job = self._queue.get_nowait()
                     stop = job is None
-                    if job is not None:
+                    if job is not None and job.future is not None:
                         batch.append(job)
                 usage, self._usage = self._usage, {}
                 self._usage_wake_pending = False
@@ -211,7 +221,7 @@ class BatchWriter:
         return outcomes
 
     def _apply_one(self, conn: sqlite3.Connection, job: _Job) -> _Outcome:
-        if job.apply is None:
+        if job.apply is None:  # pragma: no cover - wake-ups never reach a batch
             return (True, None)
         if not job.single_statement:
             conn.execute("SAVEPOINT job")
