@@ -139,20 +139,32 @@ def test_unchanged_nodes_are_not_reconverted_each_frame() -> None:
     model = build([("worker", [(0.0, 10.0, 1000)]), ("scout", [(5.0, 10.0, 500)])])
     rb = RateBuckets()
     rb.compute(model, T0, T0 + 20, 20)
-    assert rb.converted == 2
+    assert (rb.converted, rb.extended) == (2, 0)
     for k in range(5):
         rb.compute(model, T0 + k, T0 + 20 + k, 20)
-    assert rb.converted == 2
-    view = model.nodes["n1"]
-    model.set_progress(
-        "n1",
-        SessionProgress(
-            rate_series=[*view.progress.rate_series, RateSegment(T0 + 16, T0 + 18, 80)]
-        ),
-    )
-    got = rb.compute(model, T0, T0 + 20, 20)
-    assert rb.converted == 3
+    assert (rb.converted, rb.extended) == (2, 0)
+    # A change that leaves the series alone (status, tool call) converts nothing.
+    model.mark_interrupted("n0")
+    rb.compute(model, T0, T0 + 20, 20)
+    assert (rb.converted, rb.extended) == (2, 0)
+
+
+def test_an_appended_series_converts_only_its_tail_and_stays_exact() -> None:
+    model = build([("worker", [(0.0, 10.0, 1000)]), ("scout", [(5.0, 10.0, 500)])])
+    rb = RateBuckets()
+    rb.compute(model, T0, T0 + 20, 20)
+    old = model.nodes["n1"].progress.rate_series
+    grown = [*old, RateSegment(T0 + 16, T0 + 18, 80), RateSegment(T0 + 19, T0 + 19, 7)]
+    model.set_progress("n1", SessionProgress(rate_series=grown))
+    got = rb.compute(model, T0, T0 + 20, 20).copy()
+    assert (rb.converted, rb.extended) == (2, 1)
+    np.testing.assert_allclose(got, naive_buckets(model, T0, T0 + 20, 20), atol=1e-6)
     assert math.isclose(got[BAND_OF_ROLE["scout"], 16], 40.0)
+    # A rewritten series (not an append) is converted whole again.
+    model.set_progress("n1", SessionProgress(rate_series=[RateSegment(T0 + 1, T0 + 2, 10)]))
+    got = rb.compute(model, T0, T0 + 20, 20).copy()
+    assert (rb.converted, rb.extended) == (3, 1)
+    np.testing.assert_allclose(got, naive_buckets(model, T0, T0 + 20, 20), atol=1e-6)
 
 
 def test_series_ended_before_the_window_add_nothing() -> None:

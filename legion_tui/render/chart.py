@@ -16,9 +16,11 @@ whatever the segments' lengths. Points before the window clamp to u = 0 (their r
 only add a constant that the differences cancel), points after it clamp to u = B (never
 plotted). A zero-length segment is a point mass: tokens / width into its own bucket.
 
-Per node the segment → point conversion is cached by `NodeView.revision`, so a frame
-re-converts only the nodes whose session changed; the frame concatenates cached arrays
-into preallocated buffers (`out=`) and skips nodes with nothing inside the window.
+Per node the segment → point conversion is cached by `NodeView.revision`: an unchanged
+node costs nothing, a node whose series only grew converts just the new tail, and only a
+rewritten series is converted whole. The frame concatenates the cached arrays into
+preallocated buffers (`out=`, skipped when no contributing node changed) and leaves out
+nodes with nothing inside the window.
 """
 
 from __future__ import annotations
@@ -38,6 +40,7 @@ from legion_tui.render.inks import BAND_INKS, Ink
 from legion_tui.render.rates import node_rate
 from legion_tui.render.reentry import not_reentrant
 from legion_tui.render.rows import RunFinder
+from legion_tui.session.progress import RateSegment
 from legion_tui.state import LegionModel, NodeView
 
 F64 = npt.NDArray[np.float64]
@@ -84,10 +87,16 @@ def nice_ceiling(value: float) -> float:
 
 @dataclass(slots=True, eq=False)  # identity equality: join keys compare objects, not arrays
 class _Points:
-    """One node's segments as bucketing points (see the module docstring)."""
+    """One node's segments as bucketing points (see the module docstring).
+
+    Point order does not matter to the scatter-add, so a grown series is converted by
+    appending its new tail's points, not by redoing the whole series.
+    """
 
     view: NodeView  # the converted view (a cache hit must be this very object)
     revision: int
+    n_segments: int
+    last_segment: RateSegment | None  # series[n_segments − 1], to recognise a pure append
     t: F64  # point times, epoch s
     ramp: F64  # +r at a segment's start, −r at its end, 0 for a point mass
     mass: F64  # tokens of a point mass, else 0
@@ -96,12 +105,12 @@ class _Points:
     last: float  # latest end
 
 
-def _points(view: NodeView) -> _Points:
-    series = view.progress.rate_series
-    band = BAND_OF_ROLE[view.node.role]
-    start = np.fromiter((s.start for s in series), dtype=np.float64, count=len(series))
-    end = np.fromiter((s.end for s in series), dtype=np.float64, count=len(series))
-    tokens = np.fromiter((s.tokens for s in series), dtype=np.float64, count=len(series))
+def _convert(series: Sequence[RateSegment]) -> tuple[F64, F64, F64, float, float]:
+    """Segments → (t, ramp, mass, first start, last end)."""
+    n = len(series)
+    start = np.fromiter((s.start for s in series), dtype=np.float64, count=n)
+    end = np.fromiter((s.end for s in series), dtype=np.float64, count=n)
+    tokens = np.fromiter((s.tokens for s in series), dtype=np.float64, count=n)
     dur = end - start
     spread = dur > POINT_MASS_S
     rate = np.where(spread, tokens / np.where(spread, dur, 1.0), 0.0)
@@ -109,16 +118,40 @@ def _points(view: NodeView) -> _Points:
     t = np.concatenate([start, np.where(spread, end, start)])
     ramp = np.concatenate([rate, -rate])
     mass = np.concatenate([np.where(spread, 0.0, tokens), np.zeros_like(tokens)])
-    return _Points(
+    first = float(start.min()) if n else math.inf
+    last = float(np.maximum(start, end).max()) if n else -math.inf
+    return t, ramp, mass, first, last
+
+
+def _points(view: NodeView, previous: _Points | None = None) -> tuple[_Points, bool]:
+    """Convert a node's series; with `previous`, only its appended tail if it is one.
+    The flag says whether the conversion was such an append."""
+    series = view.progress.rate_series
+    band = BAND_OF_ROLE[view.node.role]
+    done = previous.n_segments if previous is not None else 0
+    if previous is not None and (
+        done == 0 or len(series) < done or series[done - 1] != previous.last_segment
+    ):
+        previous, done = None, 0  # not an append: the series was replaced or rewritten
+    t, ramp, mass, first, last = _convert(series[done:] if done else series)
+    if previous is not None:
+        t = np.concatenate([previous.t, t])
+        ramp = np.concatenate([previous.ramp, ramp])
+        mass = np.concatenate([previous.mass, mass])
+        first, last = min(first, previous.first), max(last, previous.last)
+    points = _Points(
         view=view,
         revision=view.revision,
+        n_segments=len(series),
+        last_segment=series[-1] if series else None,
         t=t,
         ramp=ramp,
         mass=mass,
         band=np.full(t.shape, band, dtype=np.intp),
-        first=float(start.min()) if len(series) else math.inf,
-        last=float(np.maximum(start, end).max()) if len(series) else -math.inf,
+        first=first,
+        last=last,
     )
+    return points, previous is not None
 
 
 class RateBuckets:
@@ -131,7 +164,8 @@ class RateBuckets:
         self._alloc_points(1024)
         self._n_buckets = -1
         self._alloc_buckets(0)
-        self.converted = 0  # node conversions so far (tests: unchanged nodes are not redone)
+        self.converted = 0  # whole-series conversions so far (tests: no needless redo)
+        self.extended = 0  # conversions of only an appended tail
 
     def _alloc_points(self, cap: int) -> None:
         self._cap = cap
@@ -159,11 +193,27 @@ class RateBuckets:
 
     def _node_points(self, view: NodeView) -> _Points:
         cached = self._cache.get(view.node.id)
-        if cached is None or cached.view is not view or cached.revision != view.revision:
-            cached = _points(view)
-            self._cache[view.node.id] = cached
+        if cached is not None and cached.view is view and cached.revision == view.revision:
+            return cached
+        series = view.progress.rate_series
+        same = cached is not None and cached.view is view
+        if (
+            same
+            and cached is not None
+            and cached.n_segments == len(series)
+            and (not series or series[-1] == cached.last_segment)
+        ):
+            # The node changed (a tool call, a status) but its series did not: keep the
+            # same points object, so the frame's joined buffers stay valid.
+            cached.revision = view.revision
+            return cached
+        fresh, appended = _points(view, cached if same else None)
+        if appended:
+            self.extended += 1
+        else:
             self.converted += 1
-        return cached
+        self._cache[view.node.id] = fresh
+        return fresh
 
     def _join(self, model: LegionModel, visible: frozenset[str] | None, t0: float) -> int:
         """Concatenate the contributing nodes' points into the frame buffers."""
@@ -264,9 +314,9 @@ class ChartRenderer:
     def _alloc(self, h: int, b: int) -> None:
         self._shape = (h, b)
         self._tops = np.zeros((N_BANDS + 1, b), dtype=np.float64)  # band edges, eighths
-        self._ov = np.zeros((N_BANDS, h, b), dtype=np.float64)  # band eighths per cell
-        self._tmp = np.zeros((N_BANDS, h, b), dtype=np.float64)
-        self._fill = np.zeros((h, b), dtype=np.float64)
+        self._fill = np.zeros((h, b), dtype=np.float64)  # eighths filled per cell
+        self._mid = np.zeros((h, b), dtype=np.float64)
+        self._above = np.zeros((h, b), dtype=np.bool_)
         self._level = np.zeros((h, b), dtype=np.intp)
         self._band = np.zeros((h, b), dtype=np.intp)
         self._empty = np.zeros((h, b), dtype=np.bool_)
@@ -274,11 +324,10 @@ class ChartRenderer:
         self.inks = np.zeros((h, b), dtype=np.uint8)
         # Bottom edge of each cell row in eighths, top row first.
         self._lo = (8.0 * np.arange(h - 1, -1, -1, dtype=np.float64)).reshape(h, 1)
-        self._hi = self._lo + 8.0
         self._band_ink = np.array(BAND_INKS, dtype=np.uint8)
 
     def buffers(self) -> tuple[object, ...]:
-        return (*self.buckets.buffers(), self._tops, self._ov, self._tmp, self._fill,
+        return (*self.buckets.buffers(), self._tops, self._fill, self._mid, self._above,
                 self._level, self._band, self._empty, self.codes, self.inks)  # fmt: skip
 
     def window(self, model: LegionModel, now: float, whole_run: bool) -> tuple[float, float]:
@@ -366,20 +415,23 @@ class ChartRenderer:
 
     def _stack(self, values: F64, h: int) -> None:
         """Band values → glyph codes and inks of the plot grid (top row first)."""
-        tops, ov, tmp = self._tops, self._ov, self._tmp
+        tops, fill, mid = self._tops, self._fill, self._mid
         tops[0].fill(0.0)
         np.cumsum(values, axis=0, out=tops[1:])
         np.multiply(tops, 8.0 * h / self.stats.y_max, out=tops)
         np.rint(tops, out=tops)  # whole eighths: every glyph is exact
-        np.minimum(tops[1:, None, :], self._hi, out=ov)
-        np.maximum(tops[:-1, None, :], self._lo, out=tmp)
-        np.subtract(ov, tmp, out=ov)
-        np.maximum(ov, 0.0, out=ov)
-        np.sum(ov, axis=0, out=self._fill)
-        np.copyto(self._level, self._fill, casting="unsafe")
-        np.take(EIGHTHS, self._level, out=self.codes)
-        # The cell takes the colour of the band that fills most of it.
-        np.argmax(ov, axis=0, out=self._band)
-        np.take(self._band_ink, self._band, out=self.inks)
+        np.subtract(tops[N_BANDS], self._lo, out=fill)
+        np.clip(fill, 0.0, 8.0, out=fill)
+        np.copyto(self._level, fill, casting="unsafe")
+        np.take(EIGHTHS, self._level, out=self.codes, mode="clip")  # clip: never buffered
+        # A cell takes the colour of the band at the middle of its filled part (the band
+        # filling most of it, but for slivers): count the band tops below that point.
+        np.multiply(fill, 0.5, out=mid)
+        np.add(mid, self._lo, out=mid)
+        self._band.fill(0)
+        for k in range(1, N_BANDS):
+            np.greater_equal(mid, tops[k], out=self._above)
+            np.add(self._band, self._above, out=self._band)
+        np.take(self._band_ink, self._band, out=self.inks, mode="clip")
         np.equal(self._level, 0, out=self._empty)
         np.copyto(self.inks, np.uint8(Ink.BLANK), where=self._empty)

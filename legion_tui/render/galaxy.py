@@ -294,11 +294,11 @@ class GalaxyRenderer:
             np.cos(ang[lo:hi], out=cs[lo:hi])
             np.multiply(cs[lo:hi], r, out=cs[lo:hi])
             np.multiply(cs[lo:hi], self._stretch, out=cs[lo:hi])
-            np.take(fx, par, out=fx[lo:hi])
+            np.take(fx, par, out=fx[lo:hi], mode="clip")
             np.add(fx[lo:hi], cs[lo:hi], out=fx[lo:hi])
             np.sin(ang[lo:hi], out=cs[lo:hi])
             np.multiply(cs[lo:hi], r, out=cs[lo:hi])
-            np.take(fy, par, out=fy[lo:hi])
+            np.take(fy, par, out=fy[lo:hi], mode="clip")
             np.add(fy[lo:hi], cs[lo:hi], out=fy[lo:hi])
         np.floor(fx[:n], out=cs[:n])
         np.copyto(self.star_x[:n], cs[:n], casting="unsafe")
@@ -336,7 +336,7 @@ class GalaxyRenderer:
         flat, cell, keys = self._flat[:n], self._cell[:n], self._keys[:n]
         np.add(self.star_x[:n, None], STENCIL_X, out=px)
         np.add(self.star_y[:n, None], STENCIL_Y, out=py)
-        np.take(STENCIL_COUNT, self._level[:n], out=self._count[:n])
+        np.take(STENCIL_COUNT, self._level[:n], out=self._count[:n], mode="clip")
         np.less(STENCIL_K, self._count[:n, None], out=ok)  # the first COUNT[level] offsets
         self._to_indices(px, py, ok, tmp, flat, cell)
         np.copyto(keys, self._key[:n, None])

@@ -20,14 +20,18 @@ class RunFinder:
 
     def __init__(self) -> None:
         self._change: npt.NDArray[np.bool_] = np.zeros((0, 0), dtype=np.bool_)
+        # Per row: ((text, ink bytes, prefix), segments) of the previous frame.
+        self._rows: list[tuple[tuple[str, bytes, tuple[Segment, ...]], list[Segment]] | None] = []
+        self._styles: Sequence[Style] | None = None
 
     def runs(
         self, inks: npt.NDArray[np.uint8]
     ) -> tuple[list[int], list[int], list[int], list[int]]:
-        """(row, start column, end column, ink) of every run, row-major."""
+        """Runs row-major: (first run index of each row + a final total, start column,
+        end column, ink) — the first list has rows + 1 entries."""
         rows, cols = inks.shape
         if rows == 0 or cols == 0:
-            return [], [], [], []
+            return [0] * (rows + 1), [], [], []
         if self._change.shape != (rows, cols):
             self._change = np.zeros((rows, cols), dtype=np.bool_)
         change = self._change
@@ -38,7 +42,8 @@ class RunFinder:
         ends = np.full_like(c, cols)
         same_row = r[1:] == r[:-1]
         ends[:-1][same_row] = c[1:][same_row]
-        return r.tolist(), c.tolist(), ends.tolist(), inks[r, c].tolist()
+        bounds = np.searchsorted(r, np.arange(rows + 1))
+        return bounds.tolist(), c.tolist(), ends.tolist(), inks[r, c].tolist()
 
     def segments(
         self,
@@ -47,14 +52,37 @@ class RunFinder:
         styles: Sequence[Style],
         prefixes: Sequence[list[Segment]] | None = None,
     ) -> list[list[Segment]]:
-        """Per row: optional prefix segments, then one Segment per run of equal ink."""
+        """Per row: optional prefix segments, then one Segment per run of equal ink.
+
+        A row whose text, inks and prefix equal the previous frame's gets the previous
+        frame's segment list back (blank rows, a chart's settled part): no new objects.
+        """
         n_rows = inks.shape[0]
-        out: list[list[Segment]] = (
-            [list(p) for p in prefixes] if prefixes is not None else [[] for _ in range(n_rows)]
-        )
-        # tuple.__new__ skips NamedTuple's Python-level __new__: this loop is the one
-        # place Python runs per run, and a busy chart has thousands of runs.
+        if styles is not self._styles or len(self._rows) != n_rows:
+            self._styles = styles
+            self._rows = [None] * n_rows
+        bounds, starts, ends, run_inks = self.runs(inks)
+        # tuple.__new__ skips NamedTuple's Python-level __new__: this is the one place
+        # Python runs per run, and a busy chart has thousands of runs.
         new = tuple.__new__
-        for row, start, end, ink in zip(*self.runs(inks), strict=True):
-            out[row].append(new(Segment, (texts[row][start:end], styles[ink], None)))
+        out: list[list[Segment]] = []
+        for row in range(n_rows):
+            text = texts[row]
+            prefix = prefixes[row] if prefixes is not None else _NO_PREFIX
+            key = (text, inks[row].tobytes(), tuple(prefix))
+            cached = self._rows[row]
+            if cached is not None and cached[0] == key:
+                out.append(cached[1])
+                continue
+            a, b = bounds[row], bounds[row + 1]
+            segs = [*prefix]
+            segs += [
+                new(Segment, (text[s:e], styles[k], None))
+                for s, e, k in zip(starts[a:b], ends[a:b], run_inks[a:b], strict=True)
+            ]
+            self._rows[row] = (key, segs)
+            out.append(segs)
         return out
+
+
+_NO_PREFIX: list[Segment] = []
