@@ -242,7 +242,9 @@ async def test_legion_mail_through_the_real_socket_server(
         out, err = await asyncio.wait_for(proc.communicate(), 30)
         assert proc.returncode == 0, err.decode()
         (letter,) = await ledger.get_messages("a1", direction="in")
-        expected = f"Mail #{letter.id} to root/lead-a/w1 queued (pending delivery)."
+        expected = (
+            f"Mail #{letter.id} to root/lead-a/w1 handed over (accepted; read at its next turn)."
+        )
         assert out.decode().strip() == expected
         assert letter.subject == "fixture ready" and letter.from_node == "a0"
         assert len(handles["a1"].inbox) == 1

@@ -79,7 +79,9 @@ async def legion(
 async def test_mail_sends_one_request_as_the_calling_node(
     supervisor: FakeSupervisor, tmp_path: Path
 ) -> None:
-    supervisor.replies["mail"] = {"message_id": 7, "to": "n-lead", "to_path": "root/lead"}
+    supervisor.replies["mail"] = {
+        "message_id": 7, "to": "n-lead", "to_path": "root/lead", "state": "pending"
+    }
     ran = await legion(
         "mail", "--to", "parent", "--subject", "done with parsing", "--body", "see out.md",
         "--kind", "report", "--urgency", "action-needed",
@@ -92,6 +94,20 @@ async def test_mail_sends_one_request_as_the_calling_node(
         "op": "mail", "from": "n-worker-0", "to": "parent", "subject": "done with parsing",
         "body": "see out.md", "kind": "report", "urgency": "action-needed",
     }
+
+
+async def test_mail_reports_a_hand_over_and_a_bounce(
+    supervisor: FakeSupervisor, tmp_path: Path
+) -> None:
+    argv = ("mail", "--to", "w1", "--subject", "s", "--body", "b")
+    supervisor.replies["mail"] = {"message_id": 3, "to_path": "root/w1", "state": "accepted"}
+    ran = await legion(*argv, socket=supervisor.path, cwd=tmp_path)
+    assert ran.code == 0
+    assert ran.out.strip() == "Mail #3 to root/w1 handed over (accepted; read at its next turn)."
+    supervisor.replies["mail"] = {"message_id": 4, "to_path": "root/w1", "state": "bounced"}
+    ran = await legion(*argv, socket=supervisor.path, cwd=tmp_path)
+    assert ran.code == 1
+    assert ran.out.strip() == "Mail #4 to root/w1 bounced: root/w1 has ended."
 
 
 async def test_mail_json_and_body_from_stdin(supervisor: FakeSupervisor, tmp_path: Path) -> None:

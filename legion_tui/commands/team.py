@@ -63,7 +63,16 @@ async def _send_mail(args: argparse.Namespace, client: Any) -> int:
         urgency=args.urgency,
     )
     to = result.get("to_path") or result.get("to") or args.to
-    _emit(args, result, f"Mail #{result['message_id']} to {to} queued (pending delivery).")
+    letter = f"Mail #{result['message_id']} to {to}"
+    state = result.get("state", "pending")
+    if state == "bounced":
+        # Stored, but it will never arrive: that is a failure for the sender.
+        _emit(args, result, f"{letter} bounced: {to} has ended.")
+        return 1
+    if state == "accepted":
+        _emit(args, result, f"{letter} handed over (accepted; read at its next turn).")
+    else:
+        _emit(args, result, f"{letter} queued (pending delivery).")
     return 0
 
 
