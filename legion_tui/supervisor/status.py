@@ -71,7 +71,9 @@ def activity_of(node: Node, progress: SessionProgress, now: float) -> dict[str, 
     }
 
 
-def _entry(node: Node, progress: SessionProgress, now: float) -> dict[str, Any]:
+def _entry(
+    node: Node, progress: SessionProgress, now: float, interrupted: bool = False
+) -> dict[str, Any]:
     verdict: Any = None
     if node.verdict:
         try:
@@ -94,6 +96,7 @@ def _entry(node: Node, progress: SessionProgress, now: float) -> dict[str, Any]:
         "verdict": verdict,
         "error": node.error,
         "unreadable": progress.unreadable,
+        "interrupted": interrupted,
     }
 
 
@@ -104,12 +107,13 @@ def status_document(
     now: float,
     *,
     live: bool = True,
+    interrupted: frozenset[str] | set[str] = frozenset(),
 ) -> dict[str, Any]:
     return {
         "run_id": run_id,
         "session": session,
         "live": live,
-        "nodes": [_entry(node, progress, now) for node, progress in rows],
+        "nodes": [_entry(node, progress, now, node.id in interrupted) for node, progress in rows],
     }
 
 
@@ -123,6 +127,8 @@ def _doing(entry: dict[str, Any]) -> list[str]:
             tool = activity["tool"].split(" (", 1)[0]
             lines.append(receipts.stall_marker(entry["name"], tool, activity["seconds"]))
         return lines
+    if entry["role"] == "root":
+        return [f"{status} · the host" if status != "running" else "hosting the legion"]
     if status in ("starting", "running", "blocked"):
         return [f"{status} · between tool calls"]
     verdict = entry["verdict"]
@@ -133,6 +139,8 @@ def _doing(entry: dict[str, Any]) -> list[str]:
         return ["settled · no verdict"]
     if status == "failed":
         return [f"failed · {entry['error'] or 'no reason recorded'}"]
+    if entry.get("interrupted"):
+        return [f"retired · interrupted by the last exit (legion resume {entry['name']})"]
     return ["retired"]
 
 
