@@ -37,9 +37,7 @@ def scenario(n_nodes: int = 200, live: int = 50, seed: int = 1) -> LegionModel:
 
     def add(nid: str, parent: str | None, role: Role, is_live: bool) -> None:
         status = NodeStatus.RUNNING if is_live else NodeStatus.SETTLED
-        model.upsert(
-            Node(nid, "bench", parent, nid, nid, role, "sim", "inprocess", status=status)
-        )
+        model.upsert(Node(nid, "bench", parent, nid, nid, role, "sim", "inprocess", status=status))
         end = now if is_live else T0 + rng.uniform(60, RUN_S - 30)
         segs, t = [], T0 + rng.uniform(0, 60)
         while t < end:
@@ -56,6 +54,15 @@ def scenario(n_nodes: int = 200, live: int = 50, seed: int = 1) -> LegionModel:
         role: Role = "scout" if i % 5 == 4 else "worker"
         add(f"w{i}", centurions[i % 10], role, i < live - 11)
     return model
+
+
+class Clock:
+    def __init__(self, now: float) -> None:
+        self.now = now
+
+    def advance(self, dt: float) -> float:
+        self.now += dt
+        return self.now
 
 
 def timed(fn: Callable[[], object], n: int) -> list[float]:
@@ -112,11 +119,11 @@ def main() -> None:
     for n_nodes in (200, 1000):
         model = scenario(n_nodes, live=50)
         galaxy = GalaxyRenderer()
-        clock = [T0 + RUN_S]
 
-        def frame(g: GalaxyRenderer = galaxy, m: LegionModel = model) -> None:
-            clock[0] += 0.1
-            g.render(m, clock[0], 200, 60, styles, selected="w3")
+        clock = Clock(T0 + RUN_S)
+
+        def frame(g: GalaxyRenderer = galaxy, m: LegionModel = model, c: Clock = clock) -> None:
+            g.render(m, c.advance(0.1), 200, 60, styles, selected="w3")
 
         frame()
         f = timed(frame, 200)
@@ -135,7 +142,7 @@ def main() -> None:
 
     both()
     both()
-    peaks, numpy_peaks = [], []
+    peaks: list[float] = []
     tracemalloc.start()
     for _ in range(20):
         tracemalloc.reset_peak()
@@ -150,7 +157,8 @@ def main() -> None:
     tracemalloc.stop()
     domain = [tracemalloc.DomainFilter(True, np.lib.tracemalloc_domain)]
     retained = sum(
-        s.size_diff for s in snap1.filter_traces(domain).compare_to(snap0.filter_traces(domain), "filename")
+        s.size_diff
+        for s in snap1.filter_traces(domain).compare_to(snap0.filter_traces(domain), "filename")
     )
     print(f"galaxy_plus_chart_frame_alloc_peak_200x60_median: {statistics.median(peaks):.1f} KB")
     print(f"galaxy_plus_chart_frame_alloc_peak_200x60_max: {max(peaks):.1f} KB")
