@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field, replace
+from pathlib import Path
 from typing import Any
 
 import pyte
@@ -103,38 +104,210 @@ def _node(
     )
 
 
+SESSION_LINES: list[dict[str, object]] = [
+    {
+        "type": "session",
+        "version": 3,
+        "id": "s-n2",
+        "timestamp": "2026-09-21T12:00:00.000Z",
+        "cwd": "/work/project",
+    },
+    {
+        "type": "model_change",
+        "id": "a1",
+        "parentId": None,
+        "timestamp": "2026-09-21T12:00:00.100Z",
+        "provider": "sim",
+        "modelId": "sim-1",
+    },
+    {
+        "type": "message",
+        "id": "a2",
+        "parentId": "a1",
+        "timestamp": "2026-09-21T12:00:00.200Z",
+        "message": {
+            "role": "user",
+            "content": [{"type": "text", "text": "Add pagination to GET /items."}],
+        },
+    },
+    {
+        "type": "message",
+        "id": "a3",
+        "parentId": "a2",
+        "timestamp": "2026-09-21T12:00:04.000Z",
+        "message": {
+            "role": "assistant",
+            "content": [
+                {"type": "text", "text": "Reading the handlers before changing them."},
+                {
+                    "type": "toolCall",
+                    "id": "c1",
+                    "name": "read",
+                    "arguments": {"path": "api/items.py"},
+                },
+            ],
+            "usage": {"input": 900, "output": 120},
+            "stopReason": "toolUse",
+        },
+    },
+    {
+        "type": "message",
+        "id": "a4",
+        "parentId": "a3",
+        "timestamp": "2026-09-21T12:00:04.300Z",
+        "message": {
+            "role": "toolResult",
+            "toolCallId": "c1",
+            "toolName": "read",
+            "content": [{"type": "text", "text": "def list_items(db): ..."}],
+            "isError": False,
+        },
+    },
+]
+# What a process child printed: SGR colours, a \r progress bar redrawn in place.
+TERMINAL_LOG = (
+    b"\x1b[1;32m==>\x1b[0m building \x1b[36mapi\x1b[0m\n"
+    b"progress  10%\rprogress  55%\rprogress 100%\n"
+    b"\x1b[31merror:\x1b[0m 1 test failed (test_items_page)\n"
+    b"\x1b[33mwarning:\x1b[0m retrying once\n"
+)
+
+
+def write_run_files(run_dir: Path) -> Path:
+    """worker-0's (n2) session file and terminal log under a run dir; returns run_dir."""
+    (run_dir / "sessions").mkdir(parents=True, exist_ok=True)
+    (run_dir / "terminal").mkdir(parents=True, exist_ok=True)
+    lines = [json.dumps(entry) for entry in SESSION_LINES]
+    (run_dir / "sessions" / "n2.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    (run_dir / "terminal" / "n2.log").write_bytes(TERMINAL_LOG)
+    return run_dir
+
+
 def canned_model(*, interrupted: bool = False) -> LegionModel:
-    """Twelve nodes, every row kind the tree draws."""
+    """Twelve nodes, every row kind the tree draws. worker-0 (n2) is a process child
+    whose session file is `sessions/n2.jsonl` relative to the run dir (see
+    `write_run_files`)."""
     model = LegionModel(RUN_ID, "main", started_at=NOW - 900, clock=fixed_clock)
     S = NodeStatus
     rows: list[tuple[Node, SessionProgress]] = [
-        (_node("n0", None, "root", "root", "root", S.RUNNING, age=900),
-         _progress(4200, 60, tools=[("wait", 95)])),
-        (_node("n1", "n0", "lead-api", "root/lead-api", "centurion", S.RUNNING, age=840,
-               phase="implementing"), _progress(9100, 110)),
-        (_node("n2", "n1", "worker-0", "root/lead-api/worker-0", "worker", S.RUNNING, age=600,
-               backend="process", pid=4711), _progress(12800, 140, tools=[("read", 12)])),
-        (_node("n3", "n1", "worker-1", "root/lead-api/worker-1", "worker", S.RUNNING, age=590),
-         _progress(8800, 120, tools=[("bash", 451)])),
-        (_node("n4", "n1", "scout-0", "root/lead-api/scout-0", "scout", S.SETTLED, age=700,
-               ended_ago=400, verdict={"ok": True, "reason": "routes mapped"}),
-         _progress(3100, 40)),
-        (_node("n5", "n1", "worker-2", "root/lead-api/worker-2", "worker", S.FAILED, age=650,
-               ended_ago=200, verdict={"ok": False, "reason": "tests red"}),
-         _progress(5300, 70)),
-        (_node("n6", "n0", "lead-ui", "root/lead-ui", "centurion", S.RUNNING, age=820,
-               phase="reviewing"), _progress(7000, 95)),
-        (_node("n7", "n6", "worker-0", "root/lead-ui/worker-0", "worker", S.BLOCKED, age=500),
-         _progress(2300, 35)),
-        (_node("n8", "n6", "worker-1", "root/lead-ui/worker-1", "worker", S.STARTING, age=3),
-         _progress(0, 0)),
-        (_node("n9", "n6", "scout-0", "root/lead-ui/scout-0", "scout", S.RETIRED, age=480,
-               ended_ago=300), _progress(1200, 20)),
-        (_node("n10", "n6", "worker-2", "root/lead-ui/worker-2", "worker", S.RUNNING, age=300),
-         _progress(900, 15, unreadable="EACCES")),
-        (_node("n11", "n0", "scout-1", "root/scout-1", "scout", S.SETTLED, age=880,
-               ended_ago=700, verdict={"ok": True, "reason": "repo surveyed"}),
-         _progress(2600, 30)),
+        (
+            _node("n0", None, "root", "root", "root", S.RUNNING, age=900),
+            _progress(4200, 60, tools=[("wait", 95)]),
+        ),
+        (
+            _node(
+                "n1",
+                "n0",
+                "lead-api",
+                "root/lead-api",
+                "centurion",
+                S.RUNNING,
+                age=840,
+                phase="implementing",
+            ),
+            _progress(9100, 110),
+        ),
+        (
+            replace(
+                _node(
+                    "n2",
+                    "n1",
+                    "worker-0",
+                    "root/lead-api/worker-0",
+                    "worker",
+                    S.RUNNING,
+                    age=600,
+                    backend="process",
+                    pid=4711,
+                ),
+                session_file="sessions/n2.jsonl",
+            ),
+            _progress(12800, 140, tools=[("read", 12)]),
+        ),
+        (
+            _node("n3", "n1", "worker-1", "root/lead-api/worker-1", "worker", S.RUNNING, age=590),
+            _progress(8800, 120, tools=[("bash", 451)]),
+        ),
+        (
+            _node(
+                "n4",
+                "n1",
+                "scout-0",
+                "root/lead-api/scout-0",
+                "scout",
+                S.SETTLED,
+                age=700,
+                ended_ago=400,
+                verdict={"ok": True, "reason": "routes mapped"},
+            ),
+            _progress(3100, 40),
+        ),
+        (
+            _node(
+                "n5",
+                "n1",
+                "worker-2",
+                "root/lead-api/worker-2",
+                "worker",
+                S.FAILED,
+                age=650,
+                ended_ago=200,
+                verdict={"ok": False, "reason": "tests red"},
+            ),
+            _progress(5300, 70),
+        ),
+        (
+            _node(
+                "n6",
+                "n0",
+                "lead-ui",
+                "root/lead-ui",
+                "centurion",
+                S.RUNNING,
+                age=820,
+                phase="reviewing",
+            ),
+            _progress(7000, 95),
+        ),
+        (
+            _node("n7", "n6", "worker-0", "root/lead-ui/worker-0", "worker", S.BLOCKED, age=500),
+            _progress(2300, 35),
+        ),
+        (
+            _node("n8", "n6", "worker-1", "root/lead-ui/worker-1", "worker", S.STARTING, age=3),
+            _progress(0, 0),
+        ),
+        (
+            _node(
+                "n9",
+                "n6",
+                "scout-0",
+                "root/lead-ui/scout-0",
+                "scout",
+                S.RETIRED,
+                age=480,
+                ended_ago=300,
+            ),
+            _progress(1200, 20),
+        ),
+        (
+            _node("n10", "n6", "worker-2", "root/lead-ui/worker-2", "worker", S.RUNNING, age=300),
+            _progress(900, 15, unreadable="EACCES"),
+        ),
+        (
+            _node(
+                "n11",
+                "n0",
+                "scout-1",
+                "root/scout-1",
+                "scout",
+                S.SETTLED,
+                age=880,
+                ended_ago=700,
+                verdict={"ok": True, "reason": "repo surveyed"},
+            ),
+            _progress(2600, 30),
+        ),
     ]
     for node, progress in rows:
         model.upsert(node)
@@ -143,8 +316,20 @@ def canned_model(*, interrupted: bool = False) -> LegionModel:
     model.set_mail(
         "n2",
         MailboxStats(pending=1, accepted=0, delivered=2, bounced=0, obsolete=0),
-        [Message(7, "n1", "n2", MailKind.HANDOFF, Urgency.NORMAL, "contract", "see contract.md",
-                 MailState.DELIVERED, NOW - 500, NOW - 520)],
+        [
+            Message(
+                7,
+                "n1",
+                "n2",
+                MailKind.HANDOFF,
+                Urgency.NORMAL,
+                "contract",
+                "see contract.md",
+                MailState.DELIVERED,
+                NOW - 500,
+                NOW - 520,
+            )
+        ],
     )
     if interrupted:
         model.mark_interrupted("n9")
@@ -163,8 +348,18 @@ def big_model(total: int, live: int = 50, *, clock: object = None) -> LegionMode
         if made >= total:
             break
         nid = f"b{made}"
-        model.upsert(_node(nid, "b0", f"lead-{i}", f"root/lead-{i}", "centurion", S_RUN,
-                           age=800, phase="implementing"))
+        model.upsert(
+            _node(
+                nid,
+                "b0",
+                f"lead-{i}",
+                f"root/lead-{i}",
+                "centurion",
+                S_RUN,
+                age=800,
+                phase="implementing",
+            )
+        )
         lead_ids.append(nid)
         made += 1
     i = 0
@@ -173,15 +368,29 @@ def big_model(total: int, live: int = 50, *, clock: object = None) -> LegionMode
         nid = f"b{made}"
         name = f"worker-{i // len(lead_ids)}"
         status = S_RUN if made <= live else NodeStatus.SETTLED
-        model.upsert(_node(nid, parent, name, f"{parent}/{name}", "worker", status, age=600,
-                           ended_ago=0 if status is S_RUN else 100,
-                           verdict=None if status is S_RUN else {"ok": True, "reason": "done"}))
+        model.upsert(
+            _node(
+                nid,
+                parent,
+                name,
+                f"{parent}/{name}",
+                "worker",
+                status,
+                age=600,
+                ended_ago=0 if status is S_RUN else 100,
+                verdict=None if status is S_RUN else {"ok": True, "reason": "done"},
+            )
+        )
         made += 1
         i += 1
     for view in list(model.nodes.values()):
         live_now = view.node.live
-        model.set_progress(view.node.id, _progress(
-            3000 + hash(view.node.id) % 5000, 40, tools=[("bash", 30)] if live_now else None))
+        model.set_progress(
+            view.node.id,
+            _progress(
+                3000 + hash(view.node.id) % 5000, 40, tools=[("bash", 30)] if live_now else None
+            ),
+        )
     return model
 
 
@@ -212,8 +421,9 @@ class FakeOps:
         for child in [*self._live_subtree(node_id), node_id]:
             cv = self.model.nodes[child]
             if cv.node.live:
-                self.model.upsert(replace(cv.node, status=NodeStatus.RETIRED,
-                                          updated_at=self.model.clock()))
+                self.model.upsert(
+                    replace(cv.node, status=NodeStatus.RETIRED, updated_at=self.model.clock())
+                )
         return receipts.stopped(view.node.name)
 
     async def abort(self, node_id: str, *, keep_queue: bool = False) -> str:

@@ -31,7 +31,7 @@ class ConfirmRequest:
 
 class ConfirmBar(Widget, can_focus=True):
     DEFAULT_CSS = """
-    ConfirmBar { height: 1; dock: bottom; display: none; }
+    ConfirmBar { height: 1; display: none; }
     ConfirmBar.-asking { display: block; }
     """
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import ClassVar
 
+from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Vertical, VerticalScroll
@@ -25,7 +26,9 @@ from legion_tui.widgets.detail_text import (
     header_line,
     mail_lines,
     skipped_line,
+    stall_line,
 )
+from legion_tui.widgets.paint import paint_for
 from legion_tui.widgets.steer import SteerLine
 from legion_tui.widgets.terminal_view import TerminalView
 from legion_tui.widgets.transcript_view import TranscriptView
@@ -122,7 +125,12 @@ class DetailScreen(ModalScreen[None]):
         now = self.clock()
         self.query_one("#detail-head", Static).update(header_line(view))
         self.query_one("#detail-skipped", Static).update(skipped_line(view))
-        self.query_one("#activity", Static).update("\n".join(activity_lines(view, now)))
+        activity = Text("\n".join(activity_lines(view, now)))
+        stall = stall_line(view, now)
+        if stall is not None:
+            # the stall marker in the warning colour, as in the tree
+            activity.highlight_words([stall], style=paint_for(self.theme_name).warning)
+        self.query_one("#activity", Static).update(activity)
         self.query_one("#mail", Static).update("\n".join(mail_lines(view)))
         self.query_one("#events", Static).update("\n".join(event_lines(view)))
 

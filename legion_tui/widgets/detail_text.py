@@ -39,6 +39,7 @@ def skipped_line(view: NodeView) -> str:
 
 
 def activity_lines(view: NodeView, now: float) -> list[str]:
+    """The tool stack and the stall marker; `stall_line` tells which line to colour."""
     progress, node = view.progress, view.node
     if not progress.in_flight:
         lines = ["no tool call in flight"]
@@ -46,7 +47,7 @@ def activity_lines(view: NodeView, now: float) -> list[str]:
         top = progress.in_flight[-1]
         secs = now - top.started_at
         lines = [receipts.working(top.name, secs) + in_flight_context(view)]
-        if secs >= receipts.STALL_SECONDS:
+        if secs >= receipts.STALL_SECONDS and node.live:
             lines.append(receipts.stall_marker(node.name, top.name, secs))
         lines.append("")
         lines.append("tool stack (innermost last):")
@@ -55,6 +56,17 @@ def activity_lines(view: NodeView, now: float) -> list[str]:
     if progress.last_text:
         lines += ["", "last text:", *progress.last_text.strip().splitlines()[-12:]]
     return lines
+
+
+def stall_line(view: NodeView, now: float) -> str | None:
+    """The stall marker when the innermost tool call has run ≥ 5 min, else None."""
+    stack = view.progress.in_flight
+    if not stack or not view.node.live:
+        return None
+    secs = now - stack[-1].started_at
+    if secs < receipts.STALL_SECONDS:
+        return None
+    return receipts.stall_marker(view.node.name, stack[-1].name, secs)
 
 
 def mail_lines(view: NodeView) -> list[str]:

@@ -11,6 +11,7 @@ from textual.strip import Strip
 from textual.widget import Widget
 
 from legion_tui import receipts
+from legion_tui.session.live_rate import live_tok_s
 from legion_tui.state import LegionModel
 from legion_tui.themes import DEFAULT_THEME
 from legion_tui.widgets.paint import paint_for
@@ -63,15 +64,22 @@ class HeaderBar(Widget):
         if self._key is not None and self._key != self._make_key(self.size.width):
             self.refresh()
 
+    def live_rate(self) -> float:
+        """Σ live tok/s of the live nodes: the same figure the tree rows and the chart's
+        `now` show (a decode rate per node, summed)."""
+        now = self.model.clock()
+        return sum(
+            live_tok_s(v.progress, now) for v in self.model.nodes.values() if v.node.live
+        )
+
     def _make_key(self, width: int) -> tuple[object, ...]:
-        counts = self.model.counts()
         return (
             width,
             self.theme_name,
             self.floor,
             self.paused,
-            tuple(counts.values()),
-            round(self.model.total_tok_s()),
+            tuple(self.model.counts().values()),
+            round(self.live_rate()),
         )
 
     def render_line(self, y: int) -> Strip:
@@ -83,14 +91,9 @@ class HeaderBar(Widget):
         if key == self._key and self._strip is not None:
             return self._strip
         counts = self.model.counts()
-        model = self.model
-        segs = [Segment(" LEGION", paint.accent)]
-        text = (
-            f" · {model.run_id} · {model.session_name} · {counts['live']} live"
-            f" · {counts['settled']} settled · {counts['failed']} failed"
-            f" · {counts['retired']} retired · {model.total_tok_s():.0f} tok/s"
-        )
-        segs.append(Segment(text, paint.base))
+        text = header_text(self.model.run_id, self.model.session_name, counts,
+                           self.live_rate(), width)
+        segs = [Segment(" LEGION", paint.accent), Segment(text, paint.base)]
         used = 7 + len(text)
         if self.paused:
             segs.append(Segment("  PAUSED", paint.warning))
@@ -103,3 +106,22 @@ class HeaderBar(Widget):
         strip = Strip(segs).crop(0, width).adjust_cell_length(width, paint.blank)
         self._key, self._strip = key, strip
         return strip
+
+
+def header_text(run_id: str, session: str, counts: dict[str, int], rate: float,
+                width: int) -> str:
+    """The widest form that leaves room for the narrow stop hint; glyph counts (the
+    tree's own station glyphs) when words do not fit."""
+    words = (
+        f" · {run_id} · {session} · {counts['live']} live · {counts['settled']} settled"
+        f" · {counts['failed']} failed · {counts['retired']} retired · {rate:.0f} tok/s"
+    )
+    room = width - 7 - len(receipts.STOP_HINT_NARROW) - 3
+    if len(words) <= room or width >= NARROW_BELOW:
+        return words
+    glyphs = (
+        f"●{counts['live']} ○{counts['settled']} ✗{counts['failed']} ◌{counts['retired']}"
+        f" · {rate:.0f} tok/s"
+    )
+    short = f" · {run_id} · {session} · {glyphs}"
+    return short if len(short) <= room else f" {glyphs}"

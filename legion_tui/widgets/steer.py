@@ -13,7 +13,7 @@ from textual.widgets import Input
 
 class _BottomLine(Input):
     DEFAULT_CSS = """
-    _BottomLine { dock: bottom; height: 1; border: none; padding: 0 1; display: none; }
+    _BottomLine { height: 1; border: none; padding: 0 1; display: none; }
     _BottomLine.-open { display: block; }
     """
 
@@ -39,7 +39,7 @@ class _BottomLine(Input):
 
 class SteerLine(_BottomLine):
     DEFAULT_CSS = """
-    SteerLine { dock: bottom; height: 1; border: none; padding: 0 1; display: none; }
+    SteerLine { height: 1; border: none; padding: 0 1; display: none; }
     SteerLine.-open { display: block; }
     """
 
@@ -69,7 +69,7 @@ class SteerLine(_BottomLine):
 
 class FilterLine(_BottomLine):
     DEFAULT_CSS = """
-    FilterLine { dock: bottom; height: 1; border: none; padding: 0 1; display: none; }
+    FilterLine { height: 1; border: none; padding: 0 1; display: none; }
     FilterLine.-open { display: block; }
     """
 
