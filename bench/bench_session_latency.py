@@ -46,14 +46,19 @@ def _line(obj: dict[str, Any]) -> bytes:
 
 
 def _user(k: int) -> bytes:
-    return _line({
-        "type": "message",
-        "id": f"u{k:07x}",
-        "parentId": f"u{k - 1:07x}" if k else None,
-        "timestamp": "2026-11-29T14:00:00.000Z",
-        "message": {"role": "user", "content": [{"type": "text", "text": f"step {k}"}],
-                    "timestamp": 0},
-    })
+    return _line(
+        {
+            "type": "message",
+            "id": f"u{k:07x}",
+            "parentId": f"u{k - 1:07x}" if k else None,
+            "timestamp": "2026-11-29T14:00:00.000Z",
+            "message": {
+                "role": "user",
+                "content": [{"type": "text", "text": f"step {k}"}],
+                "timestamp": 0,
+            },
+        }
+    )
 
 
 def seed(folder: Path) -> list[Path]:
@@ -61,8 +66,18 @@ def seed(folder: Path) -> list[Path]:
     paths = []
     for n in range(FILES):
         path = folder / f"node-{n}.jsonl"
-        path.write_bytes(_line({"type": "session", "version": 3, "id": f"s{n}",
-                                "timestamp": "2026-11-29T14:00:00.000Z", "cwd": "/x"}) + _user(0))
+        path.write_bytes(
+            _line(
+                {
+                    "type": "session",
+                    "version": 3,
+                    "id": f"s{n}",
+                    "timestamp": "2026-11-29T14:00:00.000Z",
+                    "cwd": "/x",
+                }
+            )
+            + _user(0)
+        )
         paths.append(path)
     return paths
 

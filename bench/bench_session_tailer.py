@@ -53,12 +53,21 @@ def _assistant(i: int, parent: str | None, t_ms: int) -> dict[str, Any]:
             "role": "assistant",
             "content": [
                 {"type": "text", "text": text},
-                {"type": "toolCall", "id": f"call-{i}", "name": "read",
-                 "arguments": {"path": f"src/module_{i}.py"}},
+                {
+                    "type": "toolCall",
+                    "id": f"call-{i}",
+                    "name": "read",
+                    "arguments": {"path": f"src/module_{i}.py"},
+                },
             ],
             "model": "claude-sonnet-4-5",
-            "usage": {"input": 900, "output": 120, "cacheRead": 8000, "cacheWrite": 300,
-                      "cost": {"total": 0.0042}},
+            "usage": {
+                "input": 900,
+                "output": 120,
+                "cacheRead": 8000,
+                "cacheWrite": 300,
+                "cost": {"total": 0.0042},
+            },
             "stopReason": "toolUse",
             "timestamp": t_ms,
         },
@@ -71,9 +80,14 @@ def _result(i: int, parent: str) -> dict[str, Any]:
         "id": f"r{i:07x}",
         "parentId": parent,
         "timestamp": "2026-11-29T14:00:01.000Z",
-        "message": {"role": "toolResult", "toolCallId": f"call-{i}", "toolName": "read",
-                    "content": [{"type": "text", "text": "def f():\n    return 1\n" * 40}],
-                    "isError": False, "timestamp": 0},
+        "message": {
+            "role": "toolResult",
+            "toolCallId": f"call-{i}",
+            "toolName": "read",
+            "content": [{"type": "text", "text": "def f():\n    return 1\n" * 40}],
+            "isError": False,
+            "timestamp": 0,
+        },
     }
 
 
@@ -81,8 +95,17 @@ def seed(folder: Path) -> list[Path]:
     paths = []
     for n in range(FILES):
         path = folder / f"node-{n}.jsonl"
-        lines = [_line({"type": "session", "version": 3, "id": f"s{n}",
-                        "timestamp": "2026-11-29T14:00:00.000Z", "cwd": "/x"})]
+        lines = [
+            _line(
+                {
+                    "type": "session",
+                    "version": 3,
+                    "id": f"s{n}",
+                    "timestamp": "2026-11-29T14:00:00.000Z",
+                    "cwd": "/x",
+                }
+            )
+        ]
         parent = None
         for i in range(TURNS):
             lines.append(_line(_assistant(i, parent, 1_796_000_000_000 + i)))

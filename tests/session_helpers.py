@@ -15,8 +15,10 @@ BASE_MS = 1_786_622_042_000  # 2026-08-13T11:54:02Z
 
 
 def iso(ms: int) -> str:
-    return datetime.fromtimestamp(ms / 1000, UTC).isoformat(timespec="milliseconds").replace(
-        "+00:00", "Z"
+    return (
+        datetime.fromtimestamp(ms / 1000, UTC)
+        .isoformat(timespec="milliseconds")
+        .replace("+00:00", "Z")
     )
 
 
@@ -115,14 +117,26 @@ def conversation(turns: int, *, session_id: str = "s-1", text: str = "done") -> 
     for i in range(turns):
         out.append(line(user(f"u{i}", parent, f"task {i} — ünïcödé ✓", t)))
         out.append(
-            line(assistant(f"a{i}", f"u{i}", start_ms=t + 5, end_ms=t + 1005, output=40,
-                           tools=[(f"c{i}", "bash")], stop="toolUse"))
+            line(
+                assistant(
+                    f"a{i}",
+                    f"u{i}",
+                    start_ms=t + 5,
+                    end_ms=t + 1005,
+                    output=40,
+                    tools=[(f"c{i}", "bash")],
+                    stop="toolUse",
+                )
+            )
         )
         out.append(line(tool_result(f"r{i}", f"a{i}", f"c{i}", t + 2000)))
-        final = f"{text} {i}\n{{\"ok\": true, \"reason\": \"turn {i}\"}}"
+        final = f'{text} {i}\n{{"ok": true, "reason": "turn {i}"}}'
         out.append(
-            line(assistant(f"f{i}", f"r{i}", start_ms=t + 2001, end_ms=t + 2501, output=20,
-                           text=final))
+            line(
+                assistant(
+                    f"f{i}", f"r{i}", start_ms=t + 2001, end_ms=t + 2501, output=20, text=final
+                )
+            )
         )
         parent = f"f{i}"
         t += 10_000

@@ -120,7 +120,10 @@ def test_inspect_json_on_fixtures(fixture: Path, expected: dict[str, int]) -> No
 
 def test_inspect_human_output_and_missing_file(tmp_path: Path) -> None:
     done = subprocess.run(
-        [str(LEGION), "inspect", str(V1_FIXTURE)], capture_output=True, text=True, timeout=30,
+        [str(LEGION), "inspect", str(V1_FIXTURE)],
+        capture_output=True,
+        text=True,
+        timeout=30,
         check=False,
     )
     assert done.returncode == 0
@@ -136,7 +139,10 @@ def test_inspect_human_output_and_missing_file(tmp_path: Path) -> None:
     assert "cannot read" in missing.stderr and "no such file" in missing.stderr
     assert missing.stdout == ""
     a_dir = subprocess.run(
-        [str(LEGION), "inspect", str(tmp_path)], capture_output=True, text=True, timeout=30,
+        [str(LEGION), "inspect", str(tmp_path)],
+        capture_output=True,
+        text=True,
+        timeout=30,
         check=False,
     )
     assert a_dir.returncode == 1 and "EISDIR" in a_dir.stderr

@@ -24,19 +24,39 @@ def test_branch_switch_recomputes_the_active_path_and_back() -> None:
     base = [
         header(),
         user("u0", None, "first", 1_000),
-        assistant("a0", "u0", start_ms=1_001, end_ms=2_000, output=30,
-                  tools=[("c0", "bash")], stop="toolUse"),
+        assistant(
+            "a0",
+            "u0",
+            start_ms=1_001,
+            end_ms=2_000,
+            output=30,
+            tools=[("c0", "bash")],
+            stop="toolUse",
+        ),
         tool_result("r0", "a0", "c0", 3_000),
-        assistant("f0", "r0", start_ms=3_001, end_ms=4_001, output=10,
-                  text='done\n{"ok": true, "reason": "main"}'),
+        assistant(
+            "f0",
+            "r0",
+            start_ms=3_001,
+            end_ms=4_001,
+            output=10,
+            text='done\n{"ok": true, "reason": "main"}',
+        ),
     ]
     p = fold(*base)
     assert p.in_flight == [] and p.verdict is not None and p.verdict.reason == "main"
     # The user rewinds to u0 and asks again: a sibling branch of a0.
     side = [
         user("u1", "u0", "second try", 5_000),
-        assistant("b0", "u1", start_ms=5_001, end_ms=6_001, output=5,
-                  tools=[("c9", "edit"), ("c8", "read")], stop="toolUse"),
+        assistant(
+            "b0",
+            "u1",
+            start_ms=5_001,
+            end_ms=6_001,
+            output=5,
+            tools=[("c9", "edit"), ("c8", "read")],
+            stop="toolUse",
+        ),
     ]
     p = fold(*base, *side)
     assert [t.id for t in p.in_flight] == ["c9", "c8"]  # c0 is on the other branch

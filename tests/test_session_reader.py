@@ -24,12 +24,26 @@ BRANCHED = b"".join(
     for x in [
         header("branchy"),
         user("u0", None, "first ✓", 1_000),
-        assistant("a0", "u0", start_ms=1_001, end_ms=2_000, output=30, tools=[("c0", "bash")],
-                  stop="toolUse"),
+        assistant(
+            "a0",
+            "u0",
+            start_ms=1_001,
+            end_ms=2_000,
+            output=30,
+            tools=[("c0", "bash")],
+            stop="toolUse",
+        ),
         tool_result("r0", "a0", "c0", 3_000),
         # A branch back from u0: c0 is not on this path, c9 is and has no result.
-        assistant("b0", "u0", start_ms=4_000, end_ms=5_000, output=7, tools=[("c9", "edit")],
-                  stop="toolUse"),
+        assistant(
+            "b0",
+            "u0",
+            start_ms=4_000,
+            end_ms=5_000,
+            output=7,
+            tools=[("c9", "edit")],
+            stop="toolUse",
+        ),
     ]
 )
 SAMPLE = (

@@ -12,7 +12,7 @@ from legion_tui.session.verdict import extract_verdict
 
 def test_route_1_fenced_json_block_wins_over_the_last_line() -> None:
     text = (
-        "All done.\n```json\n{\"ok\": true, \"reason\": \"fenced\"}\n```\n"
+        'All done.\n```json\n{"ok": true, "reason": "fenced"}\n```\n'
         '{"ok": false, "reason": "last line"}'
     )
     v = extract_verdict(text)
@@ -21,8 +21,8 @@ def test_route_1_fenced_json_block_wins_over_the_last_line() -> None:
 
 def test_route_1_the_last_fenced_block_is_the_verdict() -> None:
     text = (
-        "Example shape:\n```json\n{\"ok\": false, \"reason\": \"example\"}\n```\n"
-        "Verdict:\n```json\n{\"ok\": true, \"reason\": \"real\"}\n```\n"
+        'Example shape:\n```json\n{"ok": false, "reason": "example"}\n```\n'
+        'Verdict:\n```json\n{"ok": true, "reason": "real"}\n```\n'
     )
     v = extract_verdict(text)
     assert v is not None and v.reason == "real"

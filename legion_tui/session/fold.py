@@ -59,9 +59,7 @@ class _PathState:
             self.last_stop_reason = entry.stop_reason
             # provider-empty-generation: the shape, never the usage or the error text.
             self.empty_generation = (
-                entry.stop_reason == "error"
-                and not entry.text.strip()
-                and not entry.tool_calls
+                entry.stop_reason == "error" and not entry.text.strip() and not entry.tool_calls
             )
         elif isinstance(entry, ToolResultEntry):
             self.open_tools.pop(entry.tool_call_id, None)

@@ -125,8 +125,9 @@ class SessionWatcher:
                 except (OSError, RuntimeError) as exc:
                     # No inotify (limits reached, folder removed): the sweep still reports
                     # every change, just up to a second later. Degrade, never go blind.
-                    log.warning("session watch on %s failed (%s); sweeping only",
-                                self.sessions_dir, exc)
+                    log.warning(
+                        "session watch on %s failed (%s); sweeping only", self.sessions_dir, exc
+                    )
             await self._stop.wait()
         finally:
             self._stop.set()
