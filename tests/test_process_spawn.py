@@ -66,7 +66,7 @@ async def test_child_sees_the_marker_env_and_logs_to_a_file(tmp_path: Path) -> N
     assert child.returncode == 3
     assert (tmp_path / "terminal" / "n1.log").read_text() == f"r1 n1 {tmp_path / 'inbox.md'}\n"
     assert os.getpgid(os.getpid()) != child.pgid
-    child.close()
+    await child.aclose()
 
 
 async def test_exit_is_learned_although_a_grandchild_holds_the_pipe(tmp_path: Path) -> None:
@@ -89,7 +89,7 @@ async def test_exit_is_learned_although_a_grandchild_holds_the_pipe(tmp_path: Pa
 
     report = await sweep(root_pid=None, pgid=child.pgid, run_id="r1", node_ids={"n1"}, force=True)
     assert report.survivors == []
-    child.close()
+    await child.aclose()
 
 
 async def test_wait_is_bounded_and_reports_a_signal_death(tmp_path: Path) -> None:
@@ -102,7 +102,7 @@ async def test_wait_is_bounded_and_reports_a_signal_death(tmp_path: Path) -> Non
     assert await child.wait(0.05) is None
     os.killpg(child.pgid, signal.SIGKILL)
     assert await child.wait(10.0) == -signal.SIGKILL
-    child.close()
+    await child.aclose()
 
 
 REPO = Path(__file__).resolve().parents[1]

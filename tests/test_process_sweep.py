@@ -63,7 +63,7 @@ async def test_sweep_leaves_no_marked_process_and_no_zombie(tmp_path: Path, forc
     assert child.returncode is not None and child.returncode < 0  # killed by a signal
     # The stubborn child keeps the group alive for the whole grace; force skips it.
     assert elapsed < (0.9 if force else 3.5)
-    child.close()
+    await child.aclose()
 
 
 async def test_sweep_of_one_node_spares_its_siblings(tmp_path: Path) -> None:
@@ -91,8 +91,8 @@ async def test_sweep_of_one_node_spares_its_siblings(tmp_path: Path) -> None:
             force=True,
             root_exit=sibling.exited_future(),
         )
-        doomed.close()
-        sibling.close()
+        await doomed.aclose()
+        await sibling.aclose()
     assert marked(run_id) == []
 
 
@@ -122,4 +122,4 @@ async def test_sweep_of_an_already_dead_child_is_quiet(tmp_path: Path) -> None:
     )
     assert report.survivors == []
     assert (tmp_path / "terminal" / "n1.log").read_text() == "bye\n"
-    child.close()
+    await child.aclose()

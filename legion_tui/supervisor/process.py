@@ -230,14 +230,39 @@ class ChildProcess:
         return self._exit
 
     def close(self) -> None:
-        """Release the pidfd and the transport (after exit); safe to call twice."""
+        """Release the pidfd and, once asyncio has reaped the child, the transport.
+
+        Closing the transport earlier would make it poll (and reap) the child itself —
+        asyncio's watcher then logs "Unknown child process pid" — or, for a live child,
+        kill it. Safe to call twice.
+        """
         if self._fd is not None:
             with contextlib.suppress(ValueError, OSError):
                 asyncio.get_running_loop().remove_reader(self._fd)
             os.close(self._fd)
             self._fd = None
+        if self.proc.returncode is not None:
+            self._close_transport()
+        elif self._exit.done():
+            loop = asyncio.get_running_loop()
+            self._tasks.add(loop.create_task(self._close_when_reaped()))
+
+    async def aclose(self) -> None:
+        """`close`, after waiting (bounded) for asyncio's watcher to reap the child."""
+        if self._exit.done():
+            await self._close_when_reaped()
+        self.close()
+
+    async def _close_when_reaped(self) -> None:
+        for _ in range(400):  # bounded: 2 s
+            if self.proc.returncode is not None:
+                break
+            await asyncio.sleep(0.005)
+        self._close_transport()
+
+    def _close_transport(self) -> None:
         transport = getattr(self.proc, "_transport", None)
-        if transport is not None and self._exit.done():
+        if transport is not None:
             # Without this the transport warns (ResourceWarning) when collected.
             transport.close()
 

@@ -113,5 +113,5 @@ class ExecHandle:
             grace=grace,
             root_exit=child.exited_future(),
         )
-        child.close()
+        await child.aclose()
         return report

@@ -262,5 +262,5 @@ class RpcHandle:
         )
         if self.rpc is not None:
             await self.rpc.close()
-        child.close()
+        await child.aclose()
         return report
