@@ -41,8 +41,8 @@ def scenario(n_nodes: int = 200, live: int = 50, seed: int = 1) -> LegionModel:
         end = now if is_live else T0 + rng.uniform(60, RUN_S - 30)
         segs, t = [], T0 + rng.uniform(0, 60)
         while t < end:
-            d = rng.uniform(1.5, 8.0)
-            segs.append(RateSegment(t, min(t + d, end), int(d * rng.uniform(40, 150))))
+            d = min(rng.uniform(1.5, 8.0), end - t)
+            segs.append(RateSegment(t, t + d, int(d * rng.uniform(40, 150))))
             t += d + rng.uniform(0.5, 6.0)
         model.set_progress(nid, SessionProgress(rate_series=segs))
 

@@ -191,6 +191,13 @@ class RateBuckets:
         return (self._t, self._ramp, self._mass, self._band, self._u, self._f, self._v,
                 self._m, self._flat, self._before, self._V, self._W, self.values)  # fmt: skip
 
+    def begin(self, n_buckets: int) -> None:
+        """Start a frame: the accumulators zeroed in place (reallocated on a new width)."""
+        if n_buckets != self._n_buckets:
+            self._alloc_buckets(n_buckets)
+        self._V.fill(0.0)
+        self._W.fill(0.0)
+
     def _node_points(self, view: NodeView) -> _Points:
         cached = self._cache.get(view.node.id)
         if cached is not None and cached.view is view and cached.revision == view.revision:
@@ -256,11 +263,8 @@ class RateBuckets:
 
         Returns `self.values` (reused across frames: copy it to keep it).
         """
-        if n_buckets != self._n_buckets:
-            self._alloc_buckets(n_buckets)
+        self.begin(n_buckets)
         V, W, out = self._V, self._W, self.values
-        V.fill(0.0)
-        W.fill(0.0)
         if n_buckets == 0 or t1 <= t0:
             out.fill(0.0)
             return out
