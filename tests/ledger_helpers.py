@@ -109,3 +109,18 @@ def migrate_worker(path: str, start: Any, results: Any) -> None:
         results.put(("ok", asyncio.run(run())))
     except Exception as exc:
         results.put(("error", repr(exc)))
+
+
+def churn_worker(path: str, count: int, start: Any) -> None:
+    """Commit and checkpoint in a loop, so page 1 of the main file is rewritten often."""
+    conn = connect(Path(path))
+    start.wait()
+    for i in range(count):
+        with immediate(conn):
+            conn.execute(
+                "INSERT INTO events (node_id, type, data, at) VALUES ('c', 'node_handled', ?, 0)",
+                (f'{{"pad":"{"z" * 2000}","i":{i}}}',),
+            )
+        if i % 5 == 4:
+            conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    conn.close()

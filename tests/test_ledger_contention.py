@@ -9,9 +9,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from ledger_helpers import async_ledger_worker, read_then_write_worker
+from ledger_helpers import async_ledger_worker, churn_worker, read_then_write_worker
 
-from legion_tui.ledger import connect, open_ledger
+from legion_tui.ledger import connect, open_ledger, read_snapshot
 from legion_tui.model import EventType
 
 PROCESSES = 6
@@ -79,3 +79,22 @@ async def test_a_write_waits_for_another_writer_instead_of_failing(tmp_path: Pat
         other.close()
         event = await asyncio.wait_for(write, timeout=5)
         assert [e.id for e in await ledger.get_events()] == [1, event.id]
+
+
+async def test_recognition_never_refuses_a_ledger_being_written(tmp_path: Path) -> None:
+    path = tmp_path / "legion.db"
+    await _new_ledger(path)
+    ctx = multiprocessing.get_context("spawn")
+    start = ctx.Barrier(2)
+    writer = ctx.Process(target=churn_worker, args=(str(path), 400, start))
+    writer.start()
+    start.wait()
+    reads = 0
+    while writer.is_alive():  # bounded by the writer's 400 transactions
+        nodes, _usage = read_snapshot(path)  # recognises the file first, then reads
+        assert nodes == []
+        reads += 1
+    writer.join()
+    assert writer.exitcode == 0 and reads > 0
+    async with await open_ledger(path) as ledger:
+        assert len(await ledger.get_events("c", limit=1000)) == 400

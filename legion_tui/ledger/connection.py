@@ -35,19 +35,17 @@ def readonly_uri(path: Path, *, immutable: bool = False) -> str:
     return uri + "&immutable=1" if immutable else uri
 
 
-def connect(path: Path, *, readonly: bool = False) -> sqlite3.Connection:
-    """A configured sqlite3 connection in autocommit mode (`isolation_level=None`).
+def connect(path: Path) -> sqlite3.Connection:
+    """A configured read-write sqlite3 connection in autocommit mode, the file in WAL.
 
-    Read-write connections also switch the file to WAL (needs no transaction open).
+    `isolation_level=None`: the sqlite3 module never opens a (deferred) transaction on
+    its own; writers say `BEGIN IMMEDIATE` themselves (see `immediate`).
+    journal_mode=WAL persists in the file and needs no transaction open.
     """
-    if readonly:
-        conn = sqlite3.connect(readonly_uri(path), uri=True, isolation_level=None)
-    else:
-        conn = sqlite3.connect(path, isolation_level=None)
+    conn = sqlite3.connect(path, isolation_level=None)
     try:
         configure(conn)
-        if not readonly:
-            conn.execute("PRAGMA journal_mode = WAL")
+        conn.execute("PRAGMA journal_mode = WAL")
     except BaseException:
         conn.close()
         raise

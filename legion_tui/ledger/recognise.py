@@ -41,7 +41,12 @@ def _refuse(path: Path, why: str) -> LedgerError:
     return LedgerError(f"{path}: {why}")
 
 
-def _read_header(path: Path, size: int) -> _Header:
+def _read_header(path: Path, size: int, *, check_size: bool) -> _Header:
+    """Parse the 100-byte header; with `check_size`, refuse a file shorter than it says.
+
+    The size checks are skipped while the WAL has frames: a checkpoint in progress may
+    have written the new page 1 before the pages that grow the file.
+    """
     with path.open("rb") as f:
         raw = f.read(_HEADER_SIZE)
     if len(raw) < _HEADER_SIZE or not raw.startswith(_MAGIC):
@@ -54,13 +59,13 @@ def _read_header(path: Path, size: int) -> _Header:
     (user_version,) = struct.unpack_from(">I", raw, 60)
     (application_id,) = struct.unpack_from(">I", raw, 68)
     (valid_for,) = struct.unpack_from(">I", raw, 92)
-    if size % page_size:
+    if check_size and size % page_size:
         raise _refuse(
             path,
             f"truncated or corrupt: {size} bytes is not a whole number of {page_size}-byte pages",
         )
     known = valid_for == change_counter and page_count > 0
-    if known and size < page_count * page_size:
+    if check_size and known and size < page_count * page_size:
         raise _refuse(
             path,
             f"truncated: the header says {page_count} pages of {page_size} "
@@ -164,11 +169,12 @@ def inspect_file(path: Path) -> FileState:
         raise _refuse(path, "is a directory, not a legion ledger")
     if size == 0:
         return FileState.BLANK
+    live = _wal_has_frames(path)
     try:
-        header = _read_header(path, size)
+        header = _read_header(path, size, check_size=not live)
     except PermissionError:
         raise _refuse(path, "cannot read (permission denied)") from None
-    if not _wal_has_frames(path):
+    if not live:
         # The header is current: where it can decide, no SQLite connection ever opens
         # a foreign file or one written by a newer legion-tui.
         _refuse_by_header(path, header)
