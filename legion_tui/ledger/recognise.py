@@ -44,8 +44,8 @@ def _refuse(path: Path, why: str) -> LedgerError:
 def _read_header(path: Path, size: int, *, check_size: bool) -> _Header:
     """Parse the 100-byte header; with `check_size`, refuse a file shorter than it says.
 
-    The size checks are skipped while the WAL has frames: a checkpoint in progress may
-    have written the new page 1 before the pages that grow the file.
+    The size checks are skipped while a -wal exists: a checkpoint in progress may have
+    written the new page 1 before the pages that grow the file.
     """
     with path.open("rb") as f:
         raw = f.read(_HEADER_SIZE)
@@ -169,12 +169,13 @@ def inspect_file(path: Path) -> FileState:
         raise _refuse(path, "is a directory, not a legion ledger")
     if size == 0:
         return FileState.BLANK
-    live = _wal_has_frames(path)
+    # Any -wal file means a connection is (or was) open: a checkpoint may be rewriting
+    # the main file under us, so its size says nothing; SQLite, with locks, decides.
     try:
-        header = _read_header(path, size, check_size=not live)
+        header = _read_header(path, size, check_size=not os.path.exists(f"{path}-wal"))
     except PermissionError:
         raise _refuse(path, "cannot read (permission denied)") from None
-    if not live:
+    if not _wal_has_frames(path):
         # The header is current: where it can decide, no SQLite connection ever opens
         # a foreign file or one written by a newer legion-tui.
         _refuse_by_header(path, header)
