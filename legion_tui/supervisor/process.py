@@ -210,11 +210,12 @@ class ChildProcess:
         self._tasks.add(asyncio.get_running_loop().create_task(self._from_returncode()))
 
     async def _from_returncode(self) -> None:
-        # The watcher thread sets returncode via call_soon_threadsafe; bounded poll.
-        for _ in range(200):
+        # The watcher thread reaped it and reports through call_soon_threadsafe: a few
+        # loop turns usually suffice, then a short bounded poll (about 2 s in all).
+        for i in range(2000):
             if self.proc.returncode is not None:
                 break
-            await asyncio.sleep(0.005)
+            await asyncio.sleep(0 if i < 50 else 0.001)
         if not self._exit.done():
             code = self.proc.returncode
             self._exit.set_result(code if code is not None else -signal.SIGKILL)
