@@ -11,7 +11,7 @@ import numpy as np
 from render_helpers import Clock, dark_styles, make_legion, node, streaming
 
 from legion_tui.model import NodeStatus
-from legion_tui.render.galaxy import GalaxyRenderer
+from legion_tui.render.galaxy import STENCIL_COUNT, GalaxyRenderer
 from legion_tui.render.inks import ROLE_BRIGHT_INK, ROLE_INK, Ink
 from legion_tui.state import LegionModel
 
@@ -40,7 +40,7 @@ def test_orbit_angles_do_not_depend_on_the_process_hash_seed() -> None:
     script = (
         "import sys; sys.path.insert(0, 'tests')\n"
         "from render_helpers import Clock, make_legion, dark_styles\n"
-        "from legion_tui.render.galaxy import GalaxyRenderer\n"
+        "from legion_tui.render.galaxy import STENCIL_COUNT, GalaxyRenderer\n"
         "c = Clock(); m = make_legion(c); g = GalaxyRenderer()\n"
         "g.render(m, c.now, 60, 20, dark_styles())\n"
         "print([int(x) for x in g.star_x[:len(g.star_ids)]])\n"
@@ -131,7 +131,7 @@ def test_star_size_and_ink_follow_live_tok_s_and_ended_stars_are_dim() -> None:
     model.set_progress("done", streaming(clock.now, 200.0))
     galaxy = GalaxyRenderer()
     galaxy.render(model, clock.now, 120, 40, dark_styles())
-    lit = {nid: int(galaxy._count[k]) for k, nid in enumerate(galaxy.star_ids)}
+    lit = {nid: int(STENCIL_COUNT[galaxy._level[k]]) for k, nid in enumerate(galaxy.star_ids)}
     assert lit["fast"] > lit["idle"] > lit["done"] == 1
     assert Ink.CENTURION_BRIGHT in _inks_around(galaxy, star_cell(galaxy, "fast"), 0)
     assert ROLE_INK["centurion"] in _inks_around(galaxy, star_cell(galaxy, "idle"), 0)
@@ -182,3 +182,20 @@ def test_empty_legion_draws_blank_rows() -> None:
     model = LegionModel("run-1", "s", started_at=0.0, clock=lambda: 0.0)
     rows = GalaxyRenderer().render(model, 0.0, 30, 5, dark_styles())
     assert ["".join(s.text for s in r) for r in rows] == [" " * 30] * 5
+
+
+def test_a_live_star_dims_to_idle_as_its_last_message_ages() -> None:
+    # Only the clock moves (no model change): the live tok/s of the last seconds falls
+    # to zero, and the star shrinks from a bright disc to the idle plus.
+    clock = Clock()
+    model = LegionModel("run-1", "s", started_at=clock.now - 100, clock=clock)
+    model.upsert(node("root", None, "root", NodeStatus.SETTLED))
+    model.upsert(node("w", "root", "worker", NodeStatus.RUNNING))
+    model.set_progress("w", streaming(clock.now, 150.0))
+    galaxy = GalaxyRenderer()
+    galaxy.render(model, clock.now, 60, 20, dark_styles())
+    k = galaxy.star_ids.index("w")
+    assert int(galaxy._level[k]) == 3
+    galaxy.render(model, clock.now + 60.0, 60, 20, dark_styles())
+    assert int(galaxy._level[k]) == 1
+    assert Ink.WORKER in galaxy.canvas.inks and Ink.WORKER_BRIGHT not in galaxy.canvas.inks

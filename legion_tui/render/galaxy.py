@@ -30,7 +30,7 @@ from legion_tui.render.inks import ROLE_BRIGHT_INK, ROLE_INK, Ink
 from legion_tui.render.rates import node_rate
 from legion_tui.render.reentry import not_reentrant
 from legion_tui.render.rows import RunFinder
-from legion_tui.state import LegionModel
+from legion_tui.state import LegionModel, NodeView
 
 F64 = npt.NDArray[np.float64]
 Idx = npt.NDArray[np.intp]
@@ -73,6 +73,7 @@ class _Layout:
     """The tree's shape as arrays, parents before children (rebuilt when nodes appear)."""
 
     ids: list[str]
+    views: list[NodeView]  # LegionModel keeps one NodeView per node for its lifetime
     index: dict[str, int]  # node id → star index
     parent: Idx  # index of the parent star; -1 for the centre star
     levels: list[tuple[int, int]]  # [lo, hi) slices of each depth, depth 1 first
@@ -133,6 +134,7 @@ def _build_layout(model: LegionModel) -> _Layout:
     n_top = levels[0][1] - levels[0][0] if levels else 0
     return _Layout(
         ids=ids,
+        views=[model.nodes[nid] for nid in ids],
         index={nid: k for k, nid in enumerate(ids)},
         parent=np.array(parents, dtype=np.intp),
         levels=levels,
@@ -154,6 +156,8 @@ class GalaxyRenderer:
         self._layout_key = -1
         self._geometry_key: tuple[int, int, int, int] = (-1, -1, -1, -1)
         self._radius = np.zeros(0, dtype=np.float64)  # orbit radius per star, this size
+        self._revs: list[int] = []
+        self._live_stars: dict[int, NodeView] = {}
         self._cap = 0
         self._alloc_star_buffers(16)
         self.star_ids: list[str] = []  # star index → node id, of the last frame
@@ -172,6 +176,17 @@ class GalaxyRenderer:
         self._level = np.zeros(cap, dtype=np.intp)
         self._count = np.zeros(cap, dtype=np.intp)
         self._key = np.zeros(cap, dtype=np.uint32)
+        self._is_dot = np.zeros(cap, dtype=np.bool_)
+        # Dots (one pixel: every ended star) and bodies (stencils) are stamped apart, so
+        # a legion of mostly finished agents does not pay 21 stencil slots per star.
+        self._dot = tuple(np.zeros(cap, dtype=np.intp) for _ in range(4))
+        self._dot_key = np.zeros(cap, dtype=np.uint32)
+        self._dot_ok = np.zeros(cap, dtype=np.bool_)
+        self._dot_tmp = np.zeros(cap, dtype=np.bool_)
+        self._body_x = np.zeros(cap, dtype=np.intp)
+        self._body_y = np.zeros(cap, dtype=np.intp)
+        self._body_level = np.zeros(cap, dtype=np.intp)
+        self._body_key = np.zeros(cap, dtype=np.uint32)
         self._px = np.zeros((cap, K), dtype=np.intp)
         self._py = np.zeros((cap, K), dtype=np.intp)
         self._flat = np.zeros((cap, K), dtype=np.intp)
@@ -190,7 +205,9 @@ class GalaxyRenderer:
         return (
             *self.canvas.buffers(),
             self._angle, self._cos, self._fx, self._fy, self.star_x, self.star_y,
-            self._level, self._count, self._key, self._px, self._py, self._flat, self._cell,
+            self._level, self._count, self._key, self._is_dot, *self._dot, self._dot_key,
+            self._dot_ok, self._dot_tmp, self._body_x, self._body_y, self._body_level,
+            self._body_key, self._px, self._py, self._flat, self._cell,
             self._keys, self._ok, self._tmpb,
         )  # fmt: skip
 
@@ -204,6 +221,8 @@ class GalaxyRenderer:
             n = len(self._layout.ids)
             if n > self._cap:
                 self._alloc_star_buffers(max(n, 2 * self._cap))
+            self._revs = [-1] * n  # revision each star was last shaded at
+            self._live_stars = {}
             self._geometry_key = (-1, -1, -1, -1)
         return self._layout
 
@@ -267,7 +286,7 @@ class GalaxyRenderer:
         self.star_ids = layout.ids
         if n and c.cols and c.rows:
             self._place(layout, now)
-            self._shade(model, layout, now)
+            self._shade(layout, now)
             self._stamp(n)
             k = layout.index.get(selected) if selected is not None else None
             if k is not None:
@@ -305,42 +324,69 @@ class GalaxyRenderer:
         np.floor(fy[:n], out=cs[:n])
         np.copyto(self.star_y[:n], cs[:n], casting="unsafe")
 
-    def _shade(self, model: LegionModel, layout: _Layout, now: float) -> None:
-        """Per star: stencil size and key (priority = live tok/s, ink = role or dim)."""
-        levels: list[int] = []
-        keys: list[int] = []
-        nodes = model.nodes
-        for k, nid in enumerate(layout.ids):
-            view = nodes[nid]
-            node = view.node
-            if not node.live:
-                levels.append(1 if k == 0 else 0)
-                keys.append((1 << PRIORITY_SHIFT) | Ink.DIM)
-                continue
-            rate = node_rate(view, now)
-            if rate >= FAST_TOK_S:
-                level, ink = 3, ROLE_BRIGHT_INK[node.role]
+    def _shade(self, layout: _Layout, now: float) -> None:
+        """Per star: stencil size level and key (priority = live tok/s, ink = role or dim).
+
+        Only stars whose node changed since the last frame are re-read; of the rest only
+        the live ones are recomputed (their tok/s moves with the clock). An ended star
+        is a constant dim dot.
+        """
+        views, revs, live = layout.views, self._revs, self._live_stars
+        level, key = self._level, self._key
+        dim_key = (1 << PRIORITY_SHIFT) | Ink.DIM
+        for k in [k for k, v in enumerate(views) if v.revision != revs[k]]:
+            view = views[k]
+            revs[k] = view.revision
+            if view.node.live:
+                live[k] = view
             else:
-                level, ink = (2 if rate > 0 else 1), ROLE_INK[node.role]
-            levels.append(max(level, 2) if k == 0 else level)
-            prio = 2 + min(int(rate), 0xFFF0)
-            keys.append((prio << PRIORITY_SHIFT) | ink)
-        n = len(levels)
-        self._level[:n] = levels
-        self._key[:n] = keys
+                live.pop(k, None)
+                level[k] = 1 if k == 0 else 0
+                key[k] = dim_key
+        for k, view in live.items():
+            rate = node_rate(view, now)
+            role = view.node.role
+            if rate >= FAST_TOK_S:
+                lv, ink = 3, ROLE_BRIGHT_INK[role]
+            else:
+                lv, ink = (2 if rate > 0 else 1), ROLE_INK[role]
+            level[k] = max(lv, 2) if k == 0 else lv
+            key[k] = ((2 + min(int(rate), 0xFFF0)) << PRIORITY_SHIFT) | ink
 
     def _stamp(self, n: int) -> None:
-        """Every star's stencil → pixels and cell keys, with no boolean filtering."""
+        """Every star → pixels and cell keys, with no boolean filtering of pixels."""
         c = self.canvas
-        px, py, ok, tmp = self._px[:n], self._py[:n], self._ok[:n], self._tmpb[:n]
-        flat, cell, keys = self._flat[:n], self._cell[:n], self._keys[:n]
-        np.add(self.star_x[:n, None], STENCIL_X, out=px)
-        np.add(self.star_y[:n, None], STENCIL_Y, out=py)
-        np.take(STENCIL_COUNT, self._level[:n], out=self._count[:n], mode="clip")
-        np.less(STENCIL_K, self._count[:n, None], out=ok)  # the first COUNT[level] offsets
-        self._to_indices(px, py, ok, tmp, flat, cell)
-        np.copyto(keys, self._key[:n, None])
-        c.plot(flat.ravel(), cell.ravel(), keys.ravel())
+        is_dot = self._is_dot[:n]
+        np.equal(self._level[:n], 0, out=is_dot)
+        dots = np.flatnonzero(is_dot)  # small index arrays: the only per-frame allocations
+        np.logical_not(is_dot, out=is_dot)
+        bodies = np.flatnonzero(is_dot)
+        nd, nb = len(dots), len(bodies)
+        if nd:
+            dx, dy, flat, cell = (b[:nd] for b in self._dot)
+            np.take(self.star_x, dots, out=dx, mode="clip")
+            np.take(self.star_y, dots, out=dy, mode="clip")
+            np.take(self._key, dots, out=self._dot_key[:nd], mode="clip")
+            self._dot_ok[:nd].fill(True)
+            self._to_indices(dx, dy, self._dot_ok[:nd], self._dot_tmp[:nd], flat, cell)
+            c.plot(flat, cell, self._dot_key[:nd])
+        if nb:
+            bx, by, bl, bk = (
+                self._body_x[:nb], self._body_y[:nb], self._body_level[:nb], self._body_key[:nb]
+            )  # fmt: skip
+            np.take(self.star_x, bodies, out=bx, mode="clip")
+            np.take(self.star_y, bodies, out=by, mode="clip")
+            np.take(self._level, bodies, out=bl, mode="clip")
+            np.take(self._key, bodies, out=bk, mode="clip")
+            px, py, ok, tmp = self._px[:nb], self._py[:nb], self._ok[:nb], self._tmpb[:nb]
+            flat2, cell2, keys = self._flat[:nb], self._cell[:nb], self._keys[:nb]
+            np.add(bx[:, None], STENCIL_X, out=px)
+            np.add(by[:, None], STENCIL_Y, out=py)
+            np.take(STENCIL_COUNT, bl, out=self._count[:nb], mode="clip")
+            np.less(STENCIL_K, self._count[:nb, None], out=ok)  # the first COUNT[level] offsets
+            self._to_indices(px, py, ok, tmp, flat2, cell2)
+            np.copyto(keys, bk[:, None])
+            c.plot(flat2.ravel(), cell2.ravel(), keys.ravel())
 
     def _to_indices(self, px: Idx, py: Idx, ok: Bool, tmp: Bool, flat: Idx, cell: Idx) -> None:
         """Pixel coords → flat pixel and cell indices; masked/off-canvas → the trash."""
