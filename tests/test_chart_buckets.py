@@ -43,7 +43,8 @@ def naive_buckets(
 
 segment = st.tuples(
     st.floats(-50.0, 150.0),  # start, relative to T0
-    st.one_of(st.just(0.0), st.floats(0.0, 40.0)),  # duration (0: an instant)
+    # duration: 0 is an instant; a negative one (a clock step) is treated as an instant too
+    st.one_of(st.just(0.0), st.floats(0.0, 40.0), st.floats(-5.0, 0.0)),
     st.integers(0, 5000),  # tokens
 )
 legion = st.lists(
