@@ -46,9 +46,16 @@ def pct(values: list[float], q: float) -> float:
 
 def node(node_id: str, parent: str | None) -> Node:
     return Node(
-        id=node_id, run_id="r", parent_id=parent, name=node_id,
-        path=node_id if parent is None else f"root/{node_id}", role="worker", kind="sim",
-        backend="inprocess", status=NodeStatus.RUNNING, session_file=f"/tmp/{node_id}.jsonl",
+        id=node_id,
+        run_id="r",
+        parent_id=parent,
+        name=node_id,
+        path=node_id if parent is None else f"root/{node_id}",
+        role="worker",
+        kind="sim",
+        backend="inprocess",
+        status=NodeStatus.RUNNING,
+        session_file=f"/tmp/{node_id}.jsonl",
     )
 
 
@@ -156,8 +163,18 @@ async def scenario_b(folder: Path) -> None:
 
 def scenario_c() -> None:
     letters = [
-        Message(i, "root", "w0", MailKind.REPORT, Urgency.NORMAL, f"s{i}", "body " * 40,
-                MailState.ACCEPTED, None, 0.0)
+        Message(
+            i,
+            "root",
+            "w0",
+            MailKind.REPORT,
+            Urgency.NORMAL,
+            f"s{i}",
+            "body " * 40,
+            MailState.ACCEPTED,
+            None,
+            0.0,
+        )
         for i in range(20)
     ]
     texts: deque[str] = deque(("y" * 2000 for _ in range(20)), maxlen=20)

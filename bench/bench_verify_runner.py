@@ -32,7 +32,10 @@ async def ours(folder: Path) -> list[float]:
     for i in range(RUNS):
         start = time.perf_counter()
         result = await run_verification(
-            ["true"], cwd=folder, output_file=folder / f"v{i}.log", run_id="bench-verify",
+            ["true"],
+            cwd=folder,
+            output_file=folder / f"v{i}.log",
+            run_id="bench-verify",
             node_id="lead",
         )
         times.append((time.perf_counter() - start) * 1000)
@@ -55,8 +58,12 @@ async def timeout_cost(folder: Path) -> list[float]:
     for i in range(5):
         start = time.perf_counter()
         result = await run_verification(
-            ["sleep 30 & sleep 30"], cwd=folder, output_file=folder / f"t{i}.log",
-            run_id="bench-verify", node_id="lead", command_timeout=0.2,
+            ["sleep 30 & sleep 30"],
+            cwd=folder,
+            output_file=folder / f"t{i}.log",
+            run_id="bench-verify",
+            node_id="lead",
+            command_timeout=0.2,
         )
         times.append((time.perf_counter() - start) * 1000)
         assert result.commands[0].timed_out and not result.commands[0].survivors

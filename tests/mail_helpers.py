@@ -45,8 +45,13 @@ class SessionFile:
         self.path = path
         self._last: str | None = None
         self._n = 0
-        header = {"type": "session", "version": 3, "id": str(uuid.uuid4()),
-                  "timestamp": "2026-11-29T14:00:00.000Z", "cwd": str(path.parent)}
+        header = {
+            "type": "session",
+            "version": 3,
+            "id": str(uuid.uuid4()),
+            "timestamp": "2026-11-29T14:00:00.000Z",
+            "cwd": str(path.parent),
+        }
         path.write_text(json.dumps(header) + "\n")
         self.reader = SessionReader(path)
 
@@ -58,8 +63,11 @@ class SessionFile:
             "id": entry_id,
             "parentId": self._last,
             "timestamp": f"2026-11-29T14:00:{self._n % 60:02d}.000Z",
-            "message": {"role": "user", "content": [{"type": "text", "text": text}],
-                        "timestamp": 1_764_424_800_000 + self._n},
+            "message": {
+                "role": "user",
+                "content": [{"type": "text", "text": text}],
+                "timestamp": 1_764_424_800_000 + self._n,
+            },
         }
         self._last = entry_id
         with self.path.open("a") as handle:

@@ -70,8 +70,15 @@ def model(sessions: dict[str, SessionFile]) -> LegionModel:
     m = LegionModel("run-1", "main", clock=lambda: PHASE_SINCE)
     m.upsert(make_node("root", None, "root", role="root", session_file=sessions["root"].path))
     m.upsert(
-        make_node("lead", "root", "root/lead", role="centurion", phase="implementing",
-                  phase_since=PHASE_SINCE, session_file=sessions["lead"].path)
+        make_node(
+            "lead",
+            "root",
+            "root/lead",
+            role="centurion",
+            phase="implementing",
+            phase_since=PHASE_SINCE,
+            session_file=sessions["lead"].path,
+        )
     )
     m.upsert(make_node("w0", "lead", "root/lead/w0", session_file=sessions["w0"].path))
     m.upsert(make_node("w1", "lead", "root/lead/w1", session_file=sessions["w1"].path))
@@ -90,15 +97,21 @@ def postman(ledger: Ledger, model: LegionModel, inbox: Inbox) -> Postman:
 
 async def send(ledger: Ledger, frm: str, to: str, body: str = "hello", **kw: object) -> Message:
     return await ledger.send_mail(
-        frm, to, kw.get("kind", MailKind.REPORT), kw.get("urgency", Urgency.NORMAL),  # type: ignore[arg-type]
-        str(kw.get("subject", "news")), body,
+        frm,
+        to,
+        kw.get("kind", MailKind.REPORT),
+        kw.get("urgency", Urgency.NORMAL),  # type: ignore[arg-type]
+        str(kw.get("subject", "news")),
+        body,
     )
 
 
 async def state_of(ledger: Ledger, message_id: int) -> MailState:
-    for m in await ledger.get_messages("w0", direction="both") + await ledger.get_messages(
-        "lead", direction="both"
-    ) + await ledger.get_messages("root", direction="both"):
+    for m in (
+        await ledger.get_messages("w0", direction="both")
+        + await ledger.get_messages("lead", direction="both")
+        + await ledger.get_messages("root", direction="both")
+    ):
         if m.id == message_id:
             return m.delivered
     raise AssertionError(f"no message {message_id}")
@@ -141,7 +154,10 @@ async def test_every_move_is_legal_or_refused_on_the_ledger(
 
 
 async def test_pending_is_handed_over_then_accepted_and_not_confirmed_in_the_same_tick(
-    ledger: Ledger, postman: Postman, inbox: Inbox, sessions: dict[str, SessionFile],
+    ledger: Ledger,
+    postman: Postman,
+    inbox: Inbox,
+    sessions: dict[str, SessionFile],
     model: LegionModel,
 ) -> None:
     letter = await send(ledger, "w0", "lead", "the contract is frozen")
@@ -287,16 +303,24 @@ async def test_twenty_undecidable_letters_cannot_block_the_21st(
 
 
 async def timeout_notice(
-    ledger: Ledger, phase: str = "implementing", since: float = PHASE_SINCE,
-    kind: MailKind = MailKind.NOTICE, with_event: bool = True,
+    ledger: Ledger,
+    phase: str = "implementing",
+    since: float = PHASE_SINCE,
+    kind: MailKind = MailKind.NOTICE,
+    with_event: bool = True,
 ) -> Message:
     letter = await ledger.send_mail(
-        "lead", "root", kind, Urgency.ACTION_NEEDED,
-        f"Phase timeout: lead in {phase} for 01:00:00", "advisory",
+        "lead",
+        "root",
+        kind,
+        Urgency.ACTION_NEEDED,
+        f"Phase timeout: lead in {phase} for 01:00:00",
+        "advisory",
     )
     if with_event:
         await ledger.append_event(
-            "lead", EventType.PHASE_TIMEOUT,
+            "lead",
+            EventType.PHASE_TIMEOUT,
             {"phase": phase, "phase_since": since, "message_id": letter.id},
         )
     return letter

@@ -235,9 +235,20 @@ async def test_legion_mail_through_the_real_socket_server(
         env = {k: v for k, v in os.environ.items() if not k.startswith("LEGION_")}
         env.update(LEGION_SOCKET=str(sock), LEGION_NODE_ID="a0")
         proc = await asyncio.create_subprocess_exec(
-            sys.executable, "-m", "legion_tui.cli", "mail", "--to", "w1", "--subject",
-            "fixture ready", "--body", "tests/data/x.json", cwd=tmp_path, env=env,
-            stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+            sys.executable,
+            "-m",
+            "legion_tui.cli",
+            "mail",
+            "--to",
+            "w1",
+            "--subject",
+            "fixture ready",
+            "--body",
+            "tests/data/x.json",
+            cwd=tmp_path,
+            env=env,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
         )
         out, err = await asyncio.wait_for(proc.communicate(), 30)
         assert proc.returncode == 0, err.decode()

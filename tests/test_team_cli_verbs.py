@@ -58,16 +58,20 @@ class Ran:
     err: str
 
 
-async def legion(
-    *argv: str, socket: Path | None, cwd: Path, stdin: str | None = None
-) -> Ran:
+async def legion(*argv: str, socket: Path | None, cwd: Path, stdin: str | None = None) -> Ran:
     env = {k: v for k, v in os.environ.items() if not k.startswith("LEGION_")}
     if socket is not None:
         env.update(LEGION_SOCKET=str(socket), LEGION_NODE_ID="n-worker-0")
     proc = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "legion_tui.cli", *argv,
-        stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE, cwd=cwd, env=env,
+        sys.executable,
+        "-m",
+        "legion_tui.cli",
+        *argv,
+        stdin=asyncio.subprocess.PIPE,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+        cwd=cwd,
+        env=env,
     )
     out, err = await asyncio.wait_for(
         proc.communicate(stdin.encode() if stdin is not None else b""), 30
@@ -80,19 +84,37 @@ async def test_mail_sends_one_request_as_the_calling_node(
     supervisor: FakeSupervisor, tmp_path: Path
 ) -> None:
     supervisor.replies["mail"] = {
-        "message_id": 7, "to": "n-lead", "to_path": "root/lead", "state": "pending"
+        "message_id": 7,
+        "to": "n-lead",
+        "to_path": "root/lead",
+        "state": "pending",
     }
     ran = await legion(
-        "mail", "--to", "parent", "--subject", "done with parsing", "--body", "see out.md",
-        "--kind", "report", "--urgency", "action-needed",
-        socket=supervisor.path, cwd=tmp_path,
+        "mail",
+        "--to",
+        "parent",
+        "--subject",
+        "done with parsing",
+        "--body",
+        "see out.md",
+        "--kind",
+        "report",
+        "--urgency",
+        "action-needed",
+        socket=supervisor.path,
+        cwd=tmp_path,
     )
     assert ran.code == 0, ran.err
     assert ran.out.strip() == "Mail #7 to root/lead queued (pending delivery)."
     (req,) = supervisor.requests
     assert {k: v for k, v in req.items() if k != "id"} == {
-        "op": "mail", "from": "n-worker-0", "to": "parent", "subject": "done with parsing",
-        "body": "see out.md", "kind": "report", "urgency": "action-needed",
+        "op": "mail",
+        "from": "n-worker-0",
+        "to": "parent",
+        "subject": "done with parsing",
+        "body": "see out.md",
+        "kind": "report",
+        "urgency": "action-needed",
     }
 
 
@@ -113,8 +135,17 @@ async def test_mail_reports_a_hand_over_and_a_bounce(
 async def test_mail_json_and_body_from_stdin(supervisor: FakeSupervisor, tmp_path: Path) -> None:
     supervisor.replies["mail"] = {"message_id": 9}
     ran = await legion(
-        "mail", "--to", "worker-1", "--subject", "s", "--body", "-", "--json",
-        socket=supervisor.path, cwd=tmp_path, stdin="line one\nline two\n",
+        "mail",
+        "--to",
+        "worker-1",
+        "--subject",
+        "s",
+        "--body",
+        "-",
+        "--json",
+        socket=supervisor.path,
+        cwd=tmp_path,
+        stdin="line one\nline two\n",
     )
     assert ran.code == 0, ran.err
     assert json.loads(ran.out) == {"message_id": 9}
@@ -128,8 +159,16 @@ async def test_nul_is_refused_client_side_with_the_ledgers_words(
 ) -> None:
     body = "half\x00of it"
     ran = await legion(
-        "mail", "--to", "parent", "--subject", "s", "--body", "-",
-        socket=supervisor.path, cwd=tmp_path, stdin=body,
+        "mail",
+        "--to",
+        "parent",
+        "--subject",
+        "s",
+        "--body",
+        "-",
+        socket=supervisor.path,
+        cwd=tmp_path,
+        stdin=body,
     )
     assert ran.code == 1
     with pytest.raises(MailInvalidText) as expected:
@@ -139,8 +178,17 @@ async def test_nul_is_refused_client_side_with_the_ledgers_words(
     assert supervisor.requests == []  # nothing was sent, so nothing can be half-stored
 
     ran = await legion(
-        "mail", "--to", "parent", "--subject", "s", "--body", "-", "--json",
-        socket=supervisor.path, cwd=tmp_path, stdin=body,
+        "mail",
+        "--to",
+        "parent",
+        "--subject",
+        "s",
+        "--body",
+        "-",
+        "--json",
+        socket=supervisor.path,
+        cwd=tmp_path,
+        stdin=body,
     )
     assert ran.code == 1
     assert json.loads(ran.out)["error"]["code"] == "MAIL_INVALID_TEXT"
@@ -151,8 +199,15 @@ async def test_over_long_and_multiline_subjects_are_refused(
 ) -> None:
     for subject in ("x" * 201, "two\nlines"):
         ran = await legion(
-            "mail", "--to", "parent", "--subject", subject, "--body", "b",
-            socket=supervisor.path, cwd=tmp_path,
+            "mail",
+            "--to",
+            "parent",
+            "--subject",
+            subject,
+            "--body",
+            "b",
+            socket=supervisor.path,
+            cwd=tmp_path,
         )
         assert ran.code == 1 and "MAIL_INVALID_TEXT: subject" in ran.err
     assert supervisor.requests == []
@@ -161,25 +216,47 @@ async def test_over_long_and_multiline_subjects_are_refused(
 async def test_a_refused_route_exits_1_with_the_hint(
     supervisor: FakeSupervisor, tmp_path: Path
 ) -> None:
-    hint = ("no mail route from worker-0 to root: mail travels parent↔child and between "
-            "siblings; write to lead and ask it to forward")
+    hint = (
+        "no mail route from worker-0 to root: mail travels parent↔child and between "
+        "siblings; write to lead and ask it to forward"
+    )
     supervisor.replies["mail"] = {"error": {"code": "MAIL_ROUTE", "message": hint}}
     ran = await legion(
-        "mail", "--to", "root", "--subject", "s", "--body", "b",
-        socket=supervisor.path, cwd=tmp_path,
+        "mail",
+        "--to",
+        "root",
+        "--subject",
+        "s",
+        "--body",
+        "b",
+        socket=supervisor.path,
+        cwd=tmp_path,
     )
     assert ran.code == 1
     assert ran.err.strip() == f"legion mail: {hint}"
 
 
 async def test_usage_errors_exit_2(supervisor: FakeSupervisor, tmp_path: Path) -> None:
-    missing = await legion("mail", "--subject", "s", "--body", "b",
-                           socket=supervisor.path, cwd=tmp_path)
-    bad_kind = await legion("mail", "--to", "parent", "--subject", "s", "--body", "b",
-                            "--kind", "instruction", socket=supervisor.path, cwd=tmp_path)
+    missing = await legion(
+        "mail", "--subject", "s", "--body", "b", socket=supervisor.path, cwd=tmp_path
+    )
+    bad_kind = await legion(
+        "mail",
+        "--to",
+        "parent",
+        "--subject",
+        "s",
+        "--body",
+        "b",
+        "--kind",
+        "instruction",
+        socket=supervisor.path,
+        cwd=tmp_path,
+    )
     no_reason = await legion("phase", "--to", "failed", socket=supervisor.path, cwd=tmp_path)
-    empty_list = await legion("phase", "--to", "reviewing", "--supersedes", " , ",
-                              socket=supervisor.path, cwd=tmp_path)
+    empty_list = await legion(
+        "phase", "--to", "reviewing", "--supersedes", " , ", socket=supervisor.path, cwd=tmp_path
+    )
     assert [r.code for r in (missing, bad_kind, no_reason, empty_list)] == [2, 2, 2, 2]
     assert "--reason is required for --to failed" in no_reason.err
     assert supervisor.requests == []
@@ -190,16 +267,27 @@ async def test_phase_sends_its_fields_and_prints_the_move(
 ) -> None:
     supervisor.replies["phase"] = {"phase": "reviewing", "from": "implementing"}
     ran = await legion(
-        "phase", "--to", "reviewing", "--note", "two workers settled",
-        "--evidence", "outputs/worker-0.output.md", "--supersedes", "worker-1, worker-2",
-        socket=supervisor.path, cwd=tmp_path,
+        "phase",
+        "--to",
+        "reviewing",
+        "--note",
+        "two workers settled",
+        "--evidence",
+        "outputs/worker-0.output.md",
+        "--supersedes",
+        "worker-1, worker-2",
+        socket=supervisor.path,
+        cwd=tmp_path,
     )
     assert ran.code == 0, ran.err
     assert ran.out.strip() == "Phase implementing → reviewing."
     (req,) = supervisor.requests
     assert {k: v for k, v in req.items() if k != "id"} == {
-        "op": "phase", "from": "n-worker-0", "to": "reviewing",
-        "note": "two workers settled", "evidence": "outputs/worker-0.output.md",
+        "op": "phase",
+        "from": "n-worker-0",
+        "to": "reviewing",
+        "note": "two workers settled",
+        "evidence": "outputs/worker-0.output.md",
         "supersedes": ["worker-1", "worker-2"],
     }
 
@@ -212,21 +300,28 @@ async def test_phase_failed_with_a_reason_and_a_refusal(
     ran = await legion("phase", "--to", "done", "--json", socket=supervisor.path, cwd=tmp_path)
     assert ran.code == 1
     assert json.loads(ran.out) == {
-        "ok": False, "error": {"code": "PHASE_REFUSED", "message": refusal}
+        "ok": False,
+        "error": {"code": "PHASE_REFUSED", "message": refusal},
     }
 
     supervisor.replies["phase"] = {"phase": "failed", "receipt": "Team lead failed."}
     ran = await legion(
-        "phase", "--to", "failed", "--reason", "all workers failed",
-        socket=supervisor.path, cwd=tmp_path,
+        "phase",
+        "--to",
+        "failed",
+        "--reason",
+        "all workers failed",
+        socket=supervisor.path,
+        cwd=tmp_path,
     )
     assert ran.code == 0 and ran.out.strip() == "Team lead failed."
     assert supervisor.requests[-1]["reason"] == "all workers failed"
 
 
 async def test_without_a_supervisor_the_verbs_fail_cleanly(tmp_path: Path) -> None:
-    ran = await legion("mail", "--to", "parent", "--subject", "s", "--body", "b",
-                       socket=None, cwd=tmp_path)
+    ran = await legion(
+        "mail", "--to", "parent", "--subject", "s", "--body", "b", socket=None, cwd=tmp_path
+    )
     assert ran.code == 1
     assert "no live legion supervisor" in ran.err
     assert "Traceback" not in ran.err

@@ -38,15 +38,33 @@ async def ledger(tmp_path: Path) -> AsyncIterator[Ledger]:
 
 def team(phase: str = "planning", since: float = T0, machine: str | None = None) -> Node:
     return Node(
-        id="lead", run_id="run-1", parent_id="root", name="lead-api", path="root/lead-api",
-        role="centurion", kind="sim", backend="inprocess", status=NodeStatus.RUNNING,
-        phase=phase, phase_since=since, machine=machine or DEFAULT_MACHINE.to_json(),
+        id="lead",
+        run_id="run-1",
+        parent_id="root",
+        name="lead-api",
+        path="root/lead-api",
+        role="centurion",
+        kind="sim",
+        backend="inprocess",
+        status=NodeStatus.RUNNING,
+        phase=phase,
+        phase_since=since,
+        machine=machine or DEFAULT_MACHINE.to_json(),
     )
 
 
 async def root_node(ledger: Ledger, lead: Node) -> None:
-    root = replace(lead, id="root", parent_id=None, name="root", path="root", role="root",
-                   phase=None, phase_since=None, machine=None)
+    root = replace(
+        lead,
+        id="root",
+        parent_id=None,
+        name="root",
+        path="root",
+        role="root",
+        phase=None,
+        phase_since=None,
+        machine=None,
+    )
     await ledger.insert_nodes([root, lead])
 
 
@@ -75,7 +93,9 @@ async def test_one_event_and_one_notice_per_stint(ledger: Ledger) -> None:
     assert len(notices) == 1
     notice = notices[0]
     assert (notice.from_node, notice.kind, notice.urgency) == (
-        "lead", MailKind.NOTICE, Urgency.ACTION_NEEDED
+        "lead",
+        MailKind.NOTICE,
+        Urgency.ACTION_NEEDED,
     )
     assert notice.subject == "Phase timeout: lead-api in planning for 00:16:00"
     assert "only reports" in notice.body and "legion stop lead-api" in notice.body
@@ -130,11 +150,13 @@ async def test_re_entering_a_phase_is_a_new_stint(ledger: Ledger) -> None:
 
 async def test_resolution_operator_then_machine_then_builtin_then_never(ledger: Ledger) -> None:
     machine = parse_machine(
-        {"phases": [
-            {"id": "spec", "timeoutMs": 5 * 60_000, "next": ["implementing"]},
-            {"id": "implementing", "timeoutMs": 2 * 60_000, "next": ["ship"]},
-            {"id": "ship", "next": ["done"]},
-        ]}
+        {
+            "phases": [
+                {"id": "spec", "timeoutMs": 5 * 60_000, "next": ["implementing"]},
+                {"id": "implementing", "timeoutMs": 2 * 60_000, "next": ["ship"]},
+                {"id": "ship", "next": ["done"]},
+            ]
+        }
     ).to_json()
     clock = Clock(T0)
     phase_clock = PhaseClock(ledger, clock=clock, operator={"spec": 60_000, "ship": 0})
@@ -173,8 +195,10 @@ async def test_the_notice_goes_obsolete_when_the_team_moves_on(ledger: Ledger) -
     clock = Clock(T0 + 16 * MINUTE)
     report = await PhaseClock(ledger, clock=clock).check(lead)
     assert report is not None and report.message_id is not None
-    nodes = {"lead": replace(lead, phase="implementing", phase_since=T0 + 17 * MINUTE),
-             "root": replace(lead, id="root", parent_id=None, path="root", phase=None)}
+    nodes = {
+        "lead": replace(lead, phase="implementing", phase_since=T0 + 17 * MINUTE),
+        "root": replace(lead, id="root", parent_id=None, path="root", phase=None),
+    }
 
     class Directory:
         def node(self, node_id: str) -> Node | None:

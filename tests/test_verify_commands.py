@@ -55,7 +55,10 @@ async def test_passing_and_failing_commands_report_each_exit_code(
     out = tmp_path / "verify.log"
     result = await run_verification(
         ["echo hello-from-verify", "pwd", "echo oops >&2; exit 3", "true"],
-        cwd=tmp_path, output_file=out, run_id=run_id, node_id="lead",
+        cwd=tmp_path,
+        output_file=out,
+        run_id=run_id,
+        node_id="lead",
     )
     assert result.outcome == "fail"
     assert [c.exit_code for c in result.commands] == [0, 0, 3, 0]  # all of them ran
@@ -67,13 +70,18 @@ async def test_passing_and_failing_commands_report_each_exit_code(
     assert f"\n{tmp_path}\n" in log  # ran in the given cwd
     assert "oops" in log and "[exit 3" in log
     assert result.event_data()["commands"][2] == {
-        "command": "echo oops >&2; exit 3", "exit_code": 3, "timed_out": False,
+        "command": "echo oops >&2; exit 3",
+        "exit_code": 3,
+        "timed_out": False,
         "seconds": result.commands[2].seconds.__round__(3),
     }
 
     passing = await run_verification(
-        ["true", "test -d ."], cwd=tmp_path, output_file=tmp_path / "ok.log",
-        run_id=run_id, node_id="lead",
+        ["true", "test -d ."],
+        cwd=tmp_path,
+        output_file=tmp_path / "ok.log",
+        run_id=run_id,
+        node_id="lead",
     )
     assert passing.outcome == "pass"
     assert passing.summary == "verification passed (2 commands)"
@@ -95,7 +103,10 @@ async def test_an_empty_block_is_by_contract_never_passed(tmp_path: Path, run_id
     assert "by contract (0 commands)" in out.read_text()
 
     missing = await verify_contract(
-        tmp_path / "no-such-contract.md", cwd=tmp_path, output_file=out, run_id=run_id,
+        tmp_path / "no-such-contract.md",
+        cwd=tmp_path,
+        output_file=out,
+        run_id=run_id,
         node_id="lead",
     )
     assert missing.summary == "by contract (0 commands)" and missing.blocks == 0
@@ -123,8 +134,12 @@ async def test_a_timed_out_command_is_swept_with_its_whole_tree(
 
     async def fire() -> VerificationResult:
         return await run_verification(
-            [command, "echo after"], cwd=tmp_path, output_file=tmp_path / "v.log",
-            run_id=run_id, node_id="lead", command_timeout=1.5,
+            [command, "echo after"],
+            cwd=tmp_path,
+            output_file=tmp_path / "v.log",
+            run_id=run_id,
+            node_id="lead",
+            command_timeout=1.5,
         )
 
     task = asyncio.create_task(fire())
@@ -158,8 +173,12 @@ async def test_the_sweep_spares_the_teams_own_processes(tmp_path: Path, run_id: 
     )
     try:
         result = await run_verification(
-            ["sleep 30"], cwd=tmp_path, output_file=tmp_path / "v.log", run_id=run_id,
-            node_id="lead", command_timeout=0.3,
+            ["sleep 30"],
+            cwd=tmp_path,
+            output_file=tmp_path / "v.log",
+            run_id=run_id,
+            node_id="lead",
+            command_timeout=0.3,
         )
         assert result.commands[0].timed_out
         assert alive(agent.pid)

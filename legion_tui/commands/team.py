@@ -34,11 +34,15 @@ def _mail_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--subject", required=True, help="one line")
     p.add_argument("--body", required=True, help="the letter; `-` reads it from stdin")
     p.add_argument(
-        "--kind", choices=[k.value for k in MailKind], default=MailKind.REPORT.value,
+        "--kind",
+        choices=[k.value for k in MailKind],
+        default=MailKind.REPORT.value,
         help="default: report",
     )
     p.add_argument(
-        "--urgency", choices=[u.value for u in Urgency], default=Urgency.NORMAL.value,
+        "--urgency",
+        choices=[u.value for u in Urgency],
+        default=Urgency.NORMAL.value,
         help="default: normal",
     )
     _common(p)
@@ -59,7 +63,11 @@ def _mail(args: argparse.Namespace) -> int:
 
 async def _send_mail(args: argparse.Namespace, client: Any) -> int:
     result = await client.request(
-        "mail", to=args.to, subject=args.subject, body=args.body, kind=args.kind,
+        "mail",
+        to=args.to,
+        subject=args.subject,
+        body=args.body,
+        kind=args.kind,
         urgency=args.urgency,
     )
     to = result.get("to_path") or result.get("to") or args.to

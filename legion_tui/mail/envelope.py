@@ -26,6 +26,7 @@ __all__ = [
     "route_allowed",
 ]
 
+
 def envelope_header(message_id: int) -> str:
     return f"[legion mail #{message_id}]"
 

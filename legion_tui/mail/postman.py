@@ -124,9 +124,7 @@ def recipient_ended(node: Node, interrupted: bool) -> bool:
     not ended: its mail waits for `resume`."""
     if node.status is NodeStatus.RETIRED:
         return not interrupted
-    return node.status in (NodeStatus.SETTLED, NodeStatus.FAILED) or (
-        node.phase in TERMINAL_PHASES
-    )
+    return node.status in (NodeStatus.SETTLED, NodeStatus.FAILED) or (node.phase in TERMINAL_PHASES)
 
 
 @dataclass(slots=True)

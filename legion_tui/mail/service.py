@@ -51,8 +51,13 @@ class MailLedger(MailStore, Protocol):
     """The ledger calls the service makes on top of the postman's."""
 
     async def send_mail(
-        self, from_node: str, to_node: str, kind: MailKind, urgency: Urgency,
-        subject: str, body: str,
+        self,
+        from_node: str,
+        to_node: str,
+        kind: MailKind,
+        urgency: Urgency,
+        subject: str,
+        body: str,
     ) -> Message: ...
 
     async def mailbox_stats(self, node_id: str) -> MailboxStats: ...
@@ -98,8 +103,13 @@ class MailService:
 
     # ----- the `mail` op -----------------------------------------------------------------
     async def send(
-        self, caller_id: str, to: str, subject: str, body: str,
-        kind: str = MailKind.REPORT.value, urgency: str = Urgency.NORMAL.value,
+        self,
+        caller_id: str,
+        to: str,
+        subject: str,
+        body: str,
+        kind: str = MailKind.REPORT.value,
+        urgency: str = Urgency.NORMAL.value,
     ) -> dict[str, Any]:
         """Check, route and store one letter (PENDING); the postman does the rest. Every
         refusal happens before anything is stored."""

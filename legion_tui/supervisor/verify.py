@@ -123,14 +123,18 @@ def _note(output_file: Path, text: str) -> None:
 
 
 async def _run_one(
-    command: str, *, cwd: Path, output_file: Path, env: dict[str, str], run_id: str,
-    marker: str, limit: float,
+    command: str,
+    *,
+    cwd: Path,
+    output_file: Path,
+    env: dict[str, str],
+    run_id: str,
+    marker: str,
+    limit: float,
 ) -> CommandResult:
     _note(output_file, f"$ {command}\n")
     started = time.monotonic()
-    child = await spawn_child(
-        [SHELL, "-c", command], env=env, cwd=cwd, log_path=output_file
-    )
+    child = await spawn_child([SHELL, "-c", command], env=env, cwd=cwd, log_path=output_file)
     try:
         code = await child.wait(limit)
         if code is not None:
@@ -184,8 +188,13 @@ async def run_verification(
     env = _env(run_id, marker)
     results = [
         await _run_one(
-            command, cwd=cwd, output_file=output_file, env=env, run_id=run_id,
-            marker=marker, limit=command_timeout,
+            command,
+            cwd=cwd,
+            output_file=output_file,
+            env=env,
+            run_id=run_id,
+            marker=marker,
+            limit=command_timeout,
         )
         for command in todo
     ]
@@ -212,6 +221,10 @@ async def verify_contract(
     """Read `contract` (missing file: no commands), extract its blocks, run them."""
     text = await asyncio.to_thread(_read_contract, contract)
     return await run_verification(
-        extract_verify_commands(text), cwd=cwd, output_file=output_file, run_id=run_id,
-        node_id=node_id, command_timeout=command_timeout,
+        extract_verify_commands(text),
+        cwd=cwd,
+        output_file=output_file,
+        run_id=run_id,
+        node_id=node_id,
+        command_timeout=command_timeout,
     )
