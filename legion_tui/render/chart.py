@@ -299,6 +299,14 @@ class RateBuckets:
 
 @dataclass(frozen=True, slots=True)
 class ChartStats:
+    """The readout's figures, all from the visible nodes only.
+
+    now: Σ live tok/s of the visible live nodes (the tree's "live tok/s" figure: the
+        newest buckets only fill in when a message ends, so they would read low);
+    avg: tokens in the window ÷ the part of the window since the run started;
+    peak: the largest bucket total; y_max: the nice round top of the y axis.
+    """
+
     now: float
     avg: float
     peak: float

@@ -3,7 +3,8 @@
 Only the nodes in the visible set contribute (`set_visible`: the tree's unfolded,
 unfiltered nodes; None = all), so a folded subtree or a filtered-out node does not lift
 the average. `toggle_window()` switches between the last 60 s and the whole run. Frames
-are rendered once per paint from the model clock, as in `GalaxyView`.
+are rendered once per paint from the model clock, as in `GalaxyView`; the app should
+also call `tick()` now and then (~1 Hz) so the 60 s window slides while nothing changes.
 """
 
 from __future__ import annotations
