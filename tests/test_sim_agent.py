@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from legion_tui.agents.sim import FakeClock, SimAgent, SimConfig
+from legion_tui.agents.sim import FakeClock, SimAgent, SimConfig, _seed_material
 from legion_tui.session.reader import read_session
 
 
@@ -223,7 +223,7 @@ async def test_resume_continues_the_same_file(tmp_path: Path) -> None:
     cfg = _config(tmp_path)
     await _run_once(cfg)
     before = _entries(cfg.session_file)
-    resumed = _config(tmp_path, resume=True, seed=8)
+    resumed = _config(tmp_path, resume=True)  # same seed: must not replay the same ids
     agent = SimAgent(resumed, clock=FakeClock(start=1_767_300_000.0))
     agent.prompt("Continue where you left off.")
     await asyncio.wait_for(agent.wait_idle(), 10.0)
@@ -232,6 +232,9 @@ async def test_resume_continues_the_same_file(tmp_path: Path) -> None:
     assert after[: len(before)] == before
     assert [e["type"] for e in after].count("session") == 1
     assert after[len(before)]["parentId"] == before[-1]["id"]
+    assert len({e["id"] for e in after}) == len(after)
+    # The resumed life draws from its own stream, not a replay of the first one.
+    assert _seed_material(resumed) != _seed_material(cfg) == 7
     assert read_session(cfg.session_file).verdict is not None
 
 

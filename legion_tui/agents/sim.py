@@ -59,6 +59,7 @@ __all__ = [
     "SimClock",
     "SimConfig",
     "WallClock",
+    "contract_path",
     "main",
 ]
 
@@ -221,6 +222,20 @@ def _last_entry_id(path: Path) -> str | None:
     return leaf
 
 
+def _seed_material(cfg: SimConfig) -> int | str:
+    """The seed, or — resuming — the seed and the file's length, so a resumed agent does
+    not replay the ids of its first life (duplicate entry ids would tangle the tree)."""
+    if cfg.resume:
+        with contextlib.suppress(OSError):
+            return f"{cfg.seed}/resume/{cfg.session_file.stat().st_size}"
+    return cfg.seed
+
+
+def contract_path(run_dir: Path, name: str) -> Path:
+    """Where a centurion sim writes its contract (with a `legion-verify` block)."""
+    return run_dir / "contracts" / f"{name}.md"
+
+
 class SimAgent:
     """The agent; public methods mirror pi's RPC commands."""
 
@@ -228,7 +243,7 @@ class SimAgent:
         self, cfg: SimConfig, *, clock: SimClock | None = None, emit: Emit | None = None
     ) -> None:
         self.cfg = cfg
-        self.rng = random.Random(cfg.seed)
+        self.rng = random.Random(_seed_material(cfg))
         base = clock or WallClock()
         history = float(cfg.behaviour.get("history_seconds") or 0.0)
         self.clock: SimClock = CatchUpClock(base, history) if history > 0 else base
@@ -608,7 +623,7 @@ class SimAgent:
         raise LegionRequestError("UNKNOWN_ACTION", action)
 
     def _write_contract(self) -> str:
-        path = self.cfg.run_dir / "contracts" / f"{self.cfg.name}.md"
+        path = contract_path(self.cfg.run_dir, self.cfg.name)
         path.parent.mkdir(parents=True, exist_ok=True)
         text = (
             f"# Contract: {self.cfg.name}\n\n"
