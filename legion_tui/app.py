@@ -345,8 +345,8 @@ class LegionApp(App[None]):
         if view is not None:
             self.screen.query_one(SteerLine).ask(view.node.id, view.node.name)
 
-    @on(SteerLine.Submitted)
-    def _steer_submitted(self, event: SteerLine.Submitted) -> None:
+    @on(SteerLine.SteerSubmitted)
+    def _steer_submitted(self, event: SteerLine.SteerSubmitted) -> None:
         self.run_worker(self._run_op(self.ops.steer(event.node_id, event.text)), group="ops")
 
     def action_resume_node(self) -> None:
@@ -371,15 +371,29 @@ class LegionApp(App[None]):
             if not targets:
                 self._say("No live agents to stop.")
         else:
-            view = self.model.by_path(command.target)
-            if view is None:
-                self._say(f"No agent named {command.target}.", severity="error")
+            found = self.resolve(command.target)
+            if isinstance(found, str):
+                self._say(found, severity="error")
                 return
-            targets = [view.node.id]
+            targets = [found.node.id]
         for node_id in targets:
             self.run_worker(
                 self._run_op(self.ops.stop(node_id, force=command.force)), group="ops"
             )
+
+    def resolve(self, target: str) -> NodeView | str:
+        """A node by path (`root/lead-api/worker-1`) or by a name that is unique; else the
+        reason it cannot be named, so the wrong `worker-1` is never the one stopped."""
+        by_path = [v for v in self.model.nodes.values() if v.node.path == target]
+        if by_path:
+            return by_path[0]
+        named = [v for v in self.model.nodes.values() if v.node.name == target]
+        if len(named) == 1:
+            return named[0]
+        if not named:
+            return f"No agent named {target}."
+        paths = ", ".join(v.node.path for v in named)
+        return f"{target} is ambiguous: {paths} — name it by its path."
 
     # ----- views -------------------------------------------------------------------
     @on(RailwayTree.SelectionChanged)
@@ -411,11 +425,9 @@ class LegionApp(App[None]):
     def action_filter(self) -> None:
         self.screen.query_one(FilterLine).ask(self.railway.filter_text)
 
-    @on(FilterLine.Changed)
-    def _filter_changed(self, event: FilterLine.Changed) -> None:
+    @on(FilterLine.FilterChanged)
+    def _filter_changed(self, event: FilterLine.FilterChanged) -> None:
         self.railway.set_filter(event.text)
-        if not self.screen.query_one(FilterLine).is_open:
-            self.railway.focus()
 
     def action_chart_window(self) -> None:
         self.chart.toggle_window()

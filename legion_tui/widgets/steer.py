@@ -8,6 +8,7 @@ from typing import ClassVar
 from textual import events
 from textual.binding import Binding, BindingType
 from textual.message import Message
+from textual.widget import Widget
 from textual.widgets import Input
 
 
@@ -19,14 +20,24 @@ class _BottomLine(Input):
 
     BINDINGS: ClassVar[list[BindingType]] = [Binding("escape", "close", "Cancel", show=False)]
 
+    _return_focus: Widget | None = None
+
     def open(self, placeholder: str, value: str = "") -> None:
         self.placeholder = placeholder
         self.value = value
+        self._return_focus = self.screen.focused
         self.add_class("-open")
         self.focus()
 
-    def action_close(self) -> None:
+    def finish(self) -> None:
+        """Hide the line and give focus back to whoever had it (the tree, the overlay)."""
         self.remove_class("-open")
+        if self._return_focus is not None and self._return_focus.is_attached:
+            self._return_focus.focus()
+        self._return_focus = None
+
+    def action_close(self) -> None:
+        self.finish()
         self.closed()
 
     def closed(self) -> None:
@@ -43,7 +54,7 @@ class SteerLine(_BottomLine):
     SteerLine.-open { display: block; }
     """
 
-    class Submitted(Message):
+    class SteerSubmitted(Message):
         def __init__(self, node_id: str, text: str) -> None:
             super().__init__()
             self.node_id = node_id
@@ -60,9 +71,9 @@ class SteerLine(_BottomLine):
             event.stop()
             event.prevent_default()
             text, node_id = self.value.strip(), self.node_id
-            self.remove_class("-open")
+            self.finish()
             if text and node_id is not None:
-                self.post_message(self.Submitted(node_id, text))
+                self.post_message(self.SteerSubmitted(node_id, text))
             return
         await super()._on_key(event)
 
@@ -73,7 +84,7 @@ class FilterLine(_BottomLine):
     FilterLine.-open { display: block; }
     """
 
-    class Changed(Message):
+    class FilterChanged(Message):
         def __init__(self, text: str) -> None:
             super().__init__()
             self.text = text
@@ -83,11 +94,11 @@ class FilterLine(_BottomLine):
 
     def on_input_changed(self, event: Input.Changed) -> None:
         event.stop()
-        self.post_message(self.Changed(event.value))
+        self.post_message(self.FilterChanged(event.value))
 
     def on_input_submitted(self, event: Input.Submitted) -> None:
         event.stop()
-        self.remove_class("-open")
+        self.finish()
 
     def closed(self) -> None:
-        self.post_message(self.Changed(""))
+        self.post_message(self.FilterChanged(""))

@@ -1,0 +1,295 @@
+"""Keys, mouse, palette and the data feed of the dashboard (SPEC §7.1, §7.3, §7.5)."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any
+
+from app_helpers import NOW, FakeOps, big_model, canned_model, fixed_clock
+
+from legion_tui import receipts
+from legion_tui.app import LegionApp, ModelChanged, make_app
+from legion_tui.model import Node, NodeStatus
+from legion_tui.state import LegionModel
+from legion_tui.widgets.confirm import ConfirmBar
+from legion_tui.widgets.help import HelpScreen
+from legion_tui.widgets.palette import LegionCommands, SlashStop, parse_slash_stop
+
+SIZE = (120, 40)
+
+
+def build(model: LegionModel | None = None) -> tuple[LegionApp, FakeOps]:
+    model = model or canned_model()
+    ops = FakeOps(model)
+    return make_app(model, ops, clock=fixed_clock, timers=False), ops
+
+
+def notes(app: LegionApp) -> list[str]:
+    return [n.message for n in app._notifications]
+
+
+def names(app: LegionApp) -> list[str]:
+    return [app.model.nodes[r.node_id].node.path for r in app.railway.rows]
+
+
+def new_node(nid: str, parent: str, name: str) -> Node:
+    return Node(nid, "r-7f3a", parent, name, f"root/{name}", "worker", "sim", "inprocess",
+                NodeStatus.RUNNING, created_at=NOW, updated_at=NOW)
+
+
+async def test_vim_and_arrow_keys_move_fold_and_unfold() -> None:
+    app, _ = build()
+    async with app.run_test(size=SIZE) as pilot:
+        assert app.railway.selected_id == "n0"
+        await pilot.press("j", "down")
+        assert app.railway.selected_id == "n2"
+        await pilot.press("k")
+        assert app.railway.selected_id == "n1"
+        await pilot.press("h")  # fold lead-api
+        assert "root/lead-api/worker-0" not in names(app)
+        assert app.railway.rows[1].hidden == 4
+        await pilot.press("l")
+        assert "root/lead-api/worker-0" in names(app)
+        await pilot.press("j", "left")  # on a leaf, ← goes to the parent
+        assert app.railway.selected_id == "n1"
+        await pilot.press("minus", "plus")
+        assert len(app.railway.rows) == 12
+
+
+async def test_slash_filters_incrementally_and_the_chart_follows_the_visible_rows() -> None:
+    app, _ = build()
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("slash", "s", "c", "o")
+        await pilot.pause()
+        assert names(app) == ["root", "root/lead-api", "root/lead-api/scout-0", "root/lead-ui",
+                              "root/lead-ui/scout-0", "root/scout-1"]
+        visible = getattr(app.chart_widget, "visible_ids", None)
+        if visible is not None:  # the real chart records what it was told
+            assert visible == app.railway.visible_ids()
+        await pilot.press("enter")  # keeps the filter, back to the tree
+        assert len(app.railway.rows) == 6 and app.railway.has_focus
+        await pilot.press("slash", "escape")  # Esc clears it
+        await pilot.pause()
+        assert len(app.railway.rows) == 12
+
+
+async def test_a_flood_of_changes_is_one_message_and_repaints_only_changed_rows() -> None:
+    app, _ = build()
+    seen: list[ModelChanged] = []
+
+    def hook(message: Any) -> None:
+        if isinstance(message, ModelChanged):
+            seen.append(message)
+
+    async with app.run_test(size=SIZE, message_hook=hook) as pilot:
+        await pilot.pause()
+        seen.clear()
+        painted: list[str] = []
+        original = app.railway._paint_row
+
+        def spy(row, *args):  # type: ignore[no-untyped-def]
+            painted.append(row.node_id)
+            return original(row, *args)
+
+        app.railway._paint_row = spy  # type: ignore[method-assign]
+        view = app.model.nodes["n3"]
+        for i in range(500):  # 500 appends to one session in one loop turn
+            progress = replace(view.progress, entries=view.progress.entries + i)
+            app.model.set_progress("n3", progress)
+        await pilot.pause()
+        await pilot.pause()
+        assert len(seen) == 1
+        assert painted == ["n3"]  # one row repainted, the other eleven from the cache
+
+
+async def test_virtualised_first_frame_paints_only_the_visible_rows() -> None:
+    app, _ = build(big_model(1000))
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        tree = app.railway
+        assert len(tree.rows) == 1000
+        painted: list[str] = []
+        original = tree._paint_row
+
+        def spy(row, *args):  # type: ignore[no-untyped-def]
+            painted.append(row.node_id)
+            return original(row, *args)
+
+        tree._paint_row = spy  # type: ignore[method-assign]
+        tree._cache.clear()
+        tree.refresh()
+        await pilot.pause()
+        assert 0 < len(painted) <= tree.size.height
+        await pilot.press("end")
+        await pilot.pause()
+        assert tree.selected_id == tree.rows[-1].node_id
+        assert int(tree.scroll_offset.y) == 1000 - tree.size.height
+
+
+async def test_pause_stops_applying_updates_until_unpaused() -> None:
+    app, _ = build()
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("p")
+        assert app.paused and app.header.paused
+        app.model.upsert(new_node("n20", "n0", "late"))
+        await pilot.pause()
+        assert "n20" not in app.railway._index  # the screen holds still
+        assert "n20" in app._pending
+        await pilot.press("p")
+        await pilot.pause()
+        assert "n20" in app.railway._index and not app._pending
+
+
+async def test_t_cycles_the_three_themes() -> None:
+    app, _ = build()
+    async with app.run_test(size=SIZE) as pilot:
+        seen = [app.theme]
+        for _ in range(3):
+            await pilot.press("t")
+            await pilot.pause()
+            seen.append(app.theme)
+            assert app.railway.theme_name == app.theme == app.header.theme_name
+        assert seen == ["legion-dark", "legion-light", "legion-ansi", "legion-dark"]
+
+
+async def test_help_galaxy_full_screen_and_chart_window() -> None:
+    app, _ = build()
+    async with app.run_test(size=(80, 24)) as pilot:
+        assert not app.galaxy_widget.display or app.galaxy_widget.size.area == 0
+        await pilot.press("g")
+        await pilot.pause()
+        assert app.galaxy_widget.size.area > 0 and app.railway.size.area == 0
+        await pilot.press("g")
+        await pilot.pause()
+        assert app.railway.size.area > 0
+        before = getattr(app.chart_widget, "whole_run", None)
+        await pilot.press("w")
+        if before is not None:
+            assert app.chart_widget.whole_run is (not before)  # type: ignore[attr-defined]
+        await pilot.press("question_mark")
+        await pilot.pause()
+        assert isinstance(app.screen, HelpScreen)
+        await pilot.press("escape")
+        await pilot.pause()
+        assert app.screen is app.main_screen
+
+
+async def test_q_asks_while_agents_are_live_and_y_quits() -> None:
+    app, _ = build()
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("q")
+        bar = app.screen.query_one(ConfirmBar)
+        assert bar.request is not None and bar.request.prompt == receipts.QUIT_CONFIRM
+        await pilot.press("n")
+        await pilot.pause()
+        assert app.is_running
+        await pilot.press("q", "y")
+        await pilot.pause()
+        assert not app.is_running
+
+
+async def test_q_quits_at_once_when_nothing_is_live() -> None:
+    model = canned_model()
+    for view in list(model.nodes.values()):
+        if view.node.live:
+            model.upsert(replace(view.node, status=NodeStatus.SETTLED))
+    app, _ = build(model)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("q")
+        await pilot.pause()
+        assert not app.is_running
+
+
+async def test_abort_steer_and_resume_act_on_the_selected_node() -> None:
+    app, ops = build(canned_model(interrupted=True))
+    async with app.run_test(size=SIZE, notifications=True) as pilot:
+        app.railway.select("n3")
+        await pilot.press("a")
+        await app.workers.wait_for_complete()
+        await pilot.press("s")
+        app.railway.select("n2")  # the steer line is locked to n3 already
+        await pilot.press(*"go on", "enter")
+        await app.workers.wait_for_complete()
+        app.railway.select("n9")
+        await pilot.press("r")
+        await app.workers.wait_for_complete()
+        app.railway.select("n4")
+        await pilot.press("r")
+        await pilot.pause()
+        assert ops.calls == [
+            ("abort", "n3", {"keep_queue": False}),
+            ("steer", "n3", {"text": "go on"}),
+            ("resume", "n9", {}),
+        ]
+        assert receipts.aborted("worker-1") in notes(app)
+        assert receipts.steered("worker-1", "queued") in notes(app)
+        assert "scout-0 was not interrupted — nothing to resume." in notes(app)
+
+
+async def test_the_interrupted_banner_names_the_nodes_and_goes_when_resumed() -> None:
+    app, _ = build(canned_model(interrupted=True))
+    async with app.run_test(size=SIZE) as pilot:
+        banner = app.main_screen.query_one("#banner")
+        assert banner.has_class("-shown")
+        assert "scout-0" in str(banner.render())
+        app.railway.select("n9")
+        await pilot.press("r")
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        assert not banner.has_class("-shown")
+
+
+async def test_click_selects_a_row_and_a_star_click_selects_its_node() -> None:
+    app, _ = build()
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.click("#tree", offset=(4, 3))
+        assert app.railway.selected_id == app.railway.rows[3].node_id
+        galaxy_cls = type(app.galaxy_widget)
+        app.galaxy_widget.post_message(galaxy_cls.StarClicked("n6"))  # type: ignore[attr-defined]
+        await pilot.pause()
+        assert app.railway.selected_id == "n6"
+
+
+def test_slash_stop_parsing() -> None:
+    assert parse_slash_stop("/legion stop") == SlashStop(False, None)
+    assert parse_slash_stop("/legion stop all") == SlashStop(False, None)
+    assert parse_slash_stop("/legion stop --force worker-2") == SlashStop(True, "worker-2")
+    assert parse_slash_stop("/legion stop -f root/lead-ui") == SlashStop(True, "root/lead-ui")
+    assert parse_slash_stop("/legion stop a b") is None
+    assert parse_slash_stop("/legion status") is None
+    assert parse_slash_stop('/legion stop "unclosed') is None
+
+
+async def test_palette_hits_and_the_typed_slash_stop() -> None:
+    app, ops = build()
+    async with app.run_test(size=SIZE, notifications=True) as pilot:
+        provider = LegionCommands(app.screen)
+        hits = [hit async for hit in provider.search("force stop lead-ui")]
+        assert hits and hits[0].text == "Force stop lead-ui"
+        hits[0].command()
+        await pilot.pause()
+        bar = app.screen.query_one(ConfirmBar)
+        assert bar.request is not None and bar.request.node_id == "n6"
+        assert bar.request.kind == "force-stop"
+        await pilot.press("n")
+        typed = [hit async for hit in provider.search("/legion stop worker-1")]
+        typed[0].command()
+        await pilot.pause()
+        assert ops.calls == []  # ambiguous: two worker-1s
+        assert any("worker-1 is ambiguous" in n for n in notes(app))
+        typed = [hit async for hit in provider.search("/legion stop --force root/lead-ui/worker-1")]
+        typed[0].command()
+        await app.workers.wait_for_complete()
+        assert ops.calls == [("stop", "n8", {"force": True})]
+        resume = [hit async for hit in provider.search("Resume")]
+        assert resume == []  # nothing interrupted in this legion
+
+
+async def test_slash_stop_all_stops_every_live_child_of_root() -> None:
+    app, ops = build()
+    async with app.run_test(size=SIZE, notifications=True) as pilot:
+        app.palette_slash_stop(SlashStop(False, None))
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        assert sorted(c[1] for c in ops.calls) == ["n1", "n6"]
+        assert app.model.counts()["live"] == 1  # root itself keeps running
