@@ -13,7 +13,7 @@ from legion_tui.model import Node, NodeStatus, Role
 from legion_tui.render.inks import STYLES
 from legion_tui.session.progress import RateSegment, SessionProgress
 from legion_tui.state import LegionModel
-from legion_tui.themes import palette
+from legion_tui.themes import palette, textual_themes
 
 T0 = 1_700_000_000.0  # the run starts here; tests move a mutable clock from it
 
@@ -88,14 +88,9 @@ class OneWidgetApp(App[None]):
     def __init__(self, widget: Widget, theme: str = "legion-dark") -> None:
         super().__init__()
         self._widget = widget
-        self._theme_name = theme
+        for t in textual_themes():
+            self.register_theme(t)
+        self.theme = theme
 
     def compose(self) -> ComposeResult:
         yield self._widget
-
-    def on_mount(self) -> None:
-        from legion_tui.themes import textual_themes
-
-        for t in textual_themes():
-            self.register_theme(t)
-        self.theme = self._theme_name

@@ -131,8 +131,9 @@ async def test_theme_change_restyles_and_ansi_keeps_the_terminal_default() -> No
         assert view.palette.name == "legion-light"
         light = Color.parse(palette("legion-light").page)
         assert first_bg(view) == light
-        # The ANSI palette paints on the terminal's own default background (fed directly:
-        # switching the Textual theme itself is the app's business).
-        view._theme_changed("legion-ansi")
+        # The ANSI theme paints on the terminal's own default background.
+        app.theme = "legion-ansi"
+        await pilot.pause()
+        assert view.palette.name == "legion-ansi"
         bg = first_bg(view)
         assert bg is not None and bg.is_default
