@@ -81,3 +81,19 @@ async def test_abort_drops_the_queue_then_stop_sweeps_gracefully(tmp_path: Path)
     assert elapsed < 2.0  # it honoured SIGTERM: no need to wait out the grace
     assert marked(handle.spec.run_id) == []
     assert handle.spec.run_dir.joinpath("terminal", "n1.log").exists()
+
+
+async def test_a_failing_legion_sim_exits_with_status_1(tmp_path: Path) -> None:
+    spec = launch_spec(tmp_path, isolate=True, speed=500.0, sim_behaviour={"fail": True})
+    assert isinstance(spec, LaunchSpec)
+    handle = make_handle(spec)
+    await handle.start()
+    try:
+        assert await until(lambda: handle.exited is not None, bound=15.0)
+        assert handle.exited == 1
+        await handle.idle()  # returns at once for a dead agent
+        assert not handle.turn_running()
+        assert _last_assistant_stop(spec.session_file) == "error"
+        assert await handle.steer("anyone?") == "intercepted"
+    finally:
+        assert (await handle.stop(force=True)).survivors == []

@@ -25,6 +25,7 @@ import json
 import os
 import random
 import signal
+import stat
 import sys
 import time
 import uuid
@@ -718,6 +719,15 @@ class _RpcFront:
             self.respond(name, req_id, error=f"Unknown command: {name}")
 
 
+def _is_stream(fd: int) -> bool:
+    """A pipe or socket the event loop can watch (a file or /dev/null cannot be)."""
+    try:
+        mode = os.fstat(fd).st_mode
+    except OSError:
+        return False
+    return stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode)
+
+
 def _parse_args(argv: list[str] | None) -> tuple[SimConfig, str | None]:
     env = os.environ
     p = argparse.ArgumentParser(
@@ -790,9 +800,16 @@ async def _serve(cfg: SimConfig, task: str | None) -> int:
     loop.add_signal_handler(signal.SIGINT, on_sigint)
 
     reader = asyncio.StreamReader(limit=64 * 1024 * 1024)
-    transport, _ = await loop.connect_read_pipe(
-        lambda: asyncio.StreamReaderProtocol(reader), sys.stdin
-    )
+    transport: asyncio.BaseTransport | None = None
+    if _is_stream(sys.stdin.fileno()):
+        transport, _ = await loop.connect_read_pipe(
+            lambda: asyncio.StreamReaderProtocol(reader), sys.stdin
+        )
+    elif task is None:
+        print("legion-sim: stdin must be a pipe (RPC) unless --task is given", file=sys.stderr)
+        return 2
+    else:
+        reader.feed_eof()  # standalone (stdin is a file or /dev/null): no commands
     if task is not None:
         agent.prompt(task)
 
@@ -823,7 +840,8 @@ async def _serve(cfg: SimConfig, task: str | None) -> int:
     code = agent.exit_code if agent.exit_code is not None else 0
     with contextlib.suppress(TimeoutError):
         await asyncio.wait_for(agent.close(), 0.5)
-    transport.close()
+    if transport is not None:
+        transport.close()
     return code
 
 
