@@ -137,3 +137,20 @@ async def test_theme_change_restyles_and_ansi_keeps_the_terminal_default() -> No
         assert view.palette.name == "legion-ansi"
         bg = first_bg(view)
         assert bg is not None and bg.is_default
+
+
+async def test_a_tick_paints_every_line_from_one_render() -> None:
+    # Through Textual's own compositor: a tick repaints all 20 lines, rendering once.
+    clock = Clock()
+    view = GalaxyView(make_legion(clock), id="galaxy")
+    async with OneWidgetApp(view).run_test(size=(60, 20)) as pilot:
+        await pilot.pause()
+        n = view.frames_rendered
+        before = [view.render_line(y).text for y in range(20)]
+        for _ in range(3):
+            clock.now += 7.0
+            view.tick()
+            await pilot.pause()
+        assert view.frames_rendered == n + 3
+        assert [view.render_line(y).text for y in range(20)] != before
+        assert view.frames_rendered == n + 3
