@@ -5,6 +5,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+import pytest
 from process_helpers import launch_spec, marked, until
 
 from legion_tui.supervisor.backend import LaunchSpec, make_handle
@@ -94,3 +95,12 @@ async def test_exec_that_ignores_sigint_is_a_timeout_and_keeps_running(tmp_path:
         report = await handle.stop(force=True)
     assert report.survivors == []
     assert marked(spec.run_id) == []
+
+
+async def test_a_missing_exec_command_is_refused_at_start(tmp_path: Path) -> None:
+    spec = launch_spec(tmp_path, kind="exec", command=["/nonexistent/agent", "{task}"])
+    assert isinstance(spec, LaunchSpec)
+    handle = make_handle(spec)
+    with pytest.raises(FileNotFoundError, match="/nonexistent/agent"):
+        await handle.start()
+    assert handle.pid is None

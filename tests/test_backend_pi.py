@@ -138,3 +138,14 @@ async def test_legacy_pi_without_agent_settled_or_clear_queue(
         assert await until(lambda: not handle.turn_running())
     finally:
         assert (await handle.stop(force=True)).survivors == []
+
+
+async def test_a_missing_pi_is_refused_before_anything_is_spawned(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("PATH", str(tmp_path / "empty-bin"))
+    handle = make_handle(_spec(tmp_path))
+    with pytest.raises(FileNotFoundError, match="command not found: pi"):
+        await handle.start()
+    assert handle.pid is None
+    assert not (tmp_path / "run" / "terminal" / "n1.log").exists()

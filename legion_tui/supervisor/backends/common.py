@@ -5,6 +5,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import math
+import os
+import shutil
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 
@@ -18,6 +20,7 @@ __all__ = [
     "inbox_path",
     "log_path",
     "normalize_bound",
+    "require_executable",
     "resolve_argv",
 ]
 
@@ -98,3 +101,20 @@ async def bounded_abort(
     except TimeoutError:
         return AbortResult("timeout", dropped)
     return AbortResult("interrupted", dropped)
+
+
+def require_executable(argv: list[str], env: dict[str, str]) -> None:
+    """Refuse a launch whose program is not there, before anything is spawned.
+
+    Without this the failure would surface late and vaguely: the parent-death launcher
+    (setpriv) starts fine and only its exec fails, as exit status 127 in the log.
+    """
+    if not argv:
+        raise FileNotFoundError("empty command")
+    program = argv[0]
+    if os.sep in program:
+        found = os.access(program, os.X_OK) and os.path.isfile(program)
+    else:
+        found = shutil.which(program, path=env.get("PATH")) is not None
+    if not found:
+        raise FileNotFoundError(f"command not found: {program} (looked on PATH)")

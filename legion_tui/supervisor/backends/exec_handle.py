@@ -27,6 +27,7 @@ from legion_tui.supervisor.backends.common import (
     inbox_path,
     log_path,
     normalize_bound,
+    require_executable,
     resolve_argv,
 )
 from legion_tui.supervisor.process import ChildProcess, spawn_child
@@ -53,12 +54,10 @@ class ExecHandle:
         assert spec.command is not None
         self.inbox.parent.mkdir(parents=True, exist_ok=True)
         self.inbox.touch()
-        self.child = await spawn_child(
-            resolve_argv(spec.command, spec),
-            env=child_env(spec, inbox=self.inbox),
-            cwd=spec.cwd,
-            log_path=log_path(spec),
-        )
+        argv = resolve_argv(spec.command, spec)
+        env = child_env(spec, inbox=self.inbox)
+        require_executable(argv, env)
+        self.child = await spawn_child(argv, env=env, cwd=spec.cwd, log_path=log_path(spec))
         self.pid = self.child.pid
 
     def turn_running(self) -> bool:

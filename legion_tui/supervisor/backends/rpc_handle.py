@@ -28,6 +28,7 @@ from legion_tui.supervisor.backends.common import (
     bounded_abort,
     child_env,
     log_path,
+    require_executable,
     resolve_argv,
 )
 from legion_tui.supervisor.process import ChildProcess, spawn_child
@@ -121,8 +122,10 @@ class RpcHandle:
             argv = pi_argv(spec)
         else:
             argv = sim_argv(spec)
+        env = child_env(spec)
+        require_executable(argv, env)
         self.child = await spawn_child(
-            argv, env=child_env(spec), cwd=spec.cwd, log_path=log_path(spec), pipes=True
+            argv, env=env, cwd=spec.cwd, log_path=log_path(spec), pipes=True
         )
         self.pid = self.child.pid
         proc = self.child.proc
