@@ -17,6 +17,7 @@ class StandInServer:
 
     def __init__(self) -> None:
         self.requests: list[dict[str, Any]] = []
+        self.mail_sent = False  # the first wait returns early with mail, like the postman
 
     def answer(self, req: dict[str, Any]) -> dict[str, Any]:
         op = req["op"]
@@ -29,6 +30,9 @@ class StandInServer:
         if op == "phase" and req["to"] == "done":
             error = {"code": "PHASE_REFUSED", "message": "legal next: implementing"}
             return {"ok": False, "error": error}
+        if op == "wait" and not self.mail_sent:
+            self.mail_sent = True
+            return {"ok": True, "result": {"state": "mail", "message_ids": [1], "text": "hi"}}
         results = {
             "phase": {"phase": req.get("to")},
             "mail": {"message_id": 1},
@@ -87,6 +91,7 @@ async def test_centurion_contracts_spawns_waits_collects_and_logs_a_refusal(
         ("spawn", None),
         ("mail", None),
         ("wait", None),
+        ("wait", None),  # the first one came back early with mail
         ("phase", "reviewing"),
         *[("collect", None)] * len(names),
         ("phase", "verifying"),

@@ -602,7 +602,14 @@ class SimAgent:
             return json.dumps(await self._request("spawn", children=children))
         if kind == "wait":
             bound = float(self.cfg.behaviour.get("wait_timeout", 3600.0)) / self.speed
-            return json.dumps(await self._request("wait", names=None, timeout=bound))
+            replies: list[str] = []
+            # A wait that returns early with mail is read and the wait resumed (bounded).
+            for _ in range(20):
+                reply = await self._request("wait", names=None, timeout=bound)
+                replies.append(json.dumps(reply))
+                if reply.get("state") != "mail":
+                    break
+            return "\n".join(replies)
         if kind == "collect":
             result = await self._request("collect", name=arg)
             verdict = result.get("verdict")
