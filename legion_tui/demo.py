@@ -32,6 +32,10 @@ STALL_HISTORY_S = 420.0  # the stuck call started 7 minutes (wall clock) before 
 # The sim divides tool durations by `--speed` but not its history, so the stuck call must
 # outlast the history at any speed: effectively forever (it is the demo's stuck agent).
 STALL_S = 1e9
+# A lead's first minute (reading, the contract, dispatching) is replayed instantly, so the
+# whole tree is on screen at once and looks mid-flight rather than just started.
+LEAD_HISTORY_S = 90.0
+FAIL_HISTORY_S = 900.0
 TASKS = (
     "Fix the retry path",
     "Add order validation",
@@ -91,12 +95,15 @@ def plan_demo(nodes: int, seed: int) -> list[dict[str, Any]]:
                 "task": f"{TASKS[(t + m) % len(TASKS)]} (team {t}).",
                 "seed": seed * 100_003 + t * 1_000 + m,
             }
+            # Members start part-way into their work (deterministic per position).
+            child["sim"] = {"history_seconds": float((t * 11 + m * 7) % 45)}
             if t == 0 and m == 0:
                 child["isolate"] = True  # a real OS process
             elif t == 0 and m == 1:
                 child["sim"] = {"history_seconds": STALL_HISTORY_S, "stall_seconds": STALL_S}
             elif t == 0 and m == 2:
-                child["sim"] = {"fail": True}
+                # Its whole run is history: it fails (provider-empty-generation) at once.
+                child["sim"] = {"fail": True, "history_seconds": FAIL_HISTORY_S}
             members.append(child)
         out.append(
             {
@@ -104,7 +111,7 @@ def plan_demo(nodes: int, seed: int) -> list[dict[str, Any]]:
                 "name": f"lead-{t}",
                 "task": f"Lead team {t}: {TASKS[t % len(TASKS)].lower()} end to end.",
                 "seed": seed * 100_003 + t,
-                "sim": {"children": members},
+                "sim": {"children": members, "history_seconds": LEAD_HISTORY_S},
             }
         )
     return out
