@@ -10,7 +10,8 @@ agent_end, agent_settled. It writes a pi v3 session file `<ts>_<uuid>.jsonl` in 
 session dir. Modes (env FAKE_PI_MODE):
   normal    abort ends the turn (stopReason "aborted") and answers once idle;
   stubborn  the running tool ignores cancellation: abort is never answered, never settles;
-  legacy    no clear_queue, no agent_settled, no disposition (pi before 0.80).
+  legacy    no clear_queue, no agent_settled, no disposition (pi before 0.80);
+  refuse    every prompt fails (like pi without an API key).
 """
 
 from __future__ import annotations
@@ -266,6 +267,9 @@ async def main() -> int:
                 continue
             kind, req_id = cmd.get("type"), cmd.get("id")
             legacy = MODE == "legacy"
+            if kind == "prompt" and MODE == "refuse":
+                respond(kind, req_id, error="No API key found for anthropic")
+                continue
             if kind in ("prompt", "steer", "follow_up"):
                 text = cmd["message"]
                 if kind == "prompt" and agent.streaming and not cmd.get("streamingBehavior"):

@@ -11,6 +11,7 @@ from process_helpers import launch_spec, marked, put_fake_pi_on_path, until
 
 from legion_tui.supervisor.backend import LaunchSpec, make_handle
 from legion_tui.supervisor.backends.rpc_handle import RpcHandle
+from legion_tui.supervisor.rpc import RpcError
 
 
 @pytest.fixture
@@ -149,3 +150,16 @@ async def test_a_missing_pi_is_refused_before_anything_is_spawned(
         await handle.start()
     assert handle.pid is None
     assert not (tmp_path / "run" / "terminal" / "n1.log").exists()
+
+
+@pytest.mark.usefixtures("fake_pi")
+async def test_a_refused_launch_prompt_leaves_no_process(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("FAKE_PI_MODE", "refuse")
+    handle = make_handle(_spec(tmp_path))
+    assert isinstance(handle, RpcHandle)
+    with pytest.raises(RpcError, match="No API key"):
+        await handle.start()
+    assert handle.exited is not None
+    assert marked(handle.spec.run_id) == []

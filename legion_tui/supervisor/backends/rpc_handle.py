@@ -131,10 +131,16 @@ class RpcHandle:
         proc = self.child.proc
         assert proc.stdin is not None and proc.stdout is not None
         self.rpc = RpcClient(proc.stdin, proc.stdout)
-        if self.backend == "pi-rpc":
-            await self._learn_session_file()
-        runs = self.rpc.runs
-        data = await self.rpc.request("prompt", bound=START_BOUND, message=spec.task)
+        try:
+            if self.backend == "pi-rpc":
+                await self._learn_session_file()
+            runs = self.rpc.runs
+            data = await self.rpc.request("prompt", bound=START_BOUND, message=spec.task)
+        except BaseException:
+            # A launch that fails half-way (pi refuses the prompt: no API key, bad model…)
+            # must not leave its process behind: the caller gets no handle to stop.
+            await self.stop(force=True)
+            raise
         if data.get("disposition") != "handled":
             self.rpc.expect_run(runs)
 
