@@ -4,12 +4,19 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
+import signal
+import time
 from pathlib import Path
 from typing import Any
+
+from process_helpers import launch_spec, until
 
 from legion_tui.agents.sim import FakeClock, SimAgent, SimConfig
 from legion_tui.phases.verify_blocks import extract_verify_commands
 from legion_tui.session.reader import read_session
+from legion_tui.supervisor.backend import LaunchSpec, make_handle
+from legion_tui.supervisor.backends.rpc_handle import RpcHandle
 
 
 class StandInServer:
@@ -127,3 +134,43 @@ async def test_centurion_without_a_supervisor_says_it_could_not_dispatch(tmp_pat
     verdict = read_session(cfg.session_file).verdict
     assert verdict is not None and not verdict.ok
     assert verdict.reason is not None and "NO_SUPERVISOR" in verdict.reason
+
+
+async def test_a_process_centurion_blocked_in_wait_exits_within_1s_of_sigterm(
+    tmp_path: Path,
+) -> None:
+    stand_in = StandInServer()
+    stand_in.mail_sent = True
+    blocked = asyncio.Event()
+
+    async def never_answer_wait(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        while line := await reader.readline():
+            req = json.loads(line)
+            stand_in.requests.append(req)
+            if req["op"] == "wait":
+                blocked.set()
+                continue  # the children never settle
+            reply = {"id": req["id"], **stand_in.answer(req)}
+            writer.write(json.dumps(reply).encode() + b"\n")
+            await writer.drain()
+        writer.close()
+
+    spec = launch_spec(tmp_path, role="centurion", name="centurion-0", isolate=True, speed=500.0)
+    assert isinstance(spec, LaunchSpec)
+    spec.run_dir.mkdir(parents=True, exist_ok=True)
+    server = await asyncio.start_unix_server(never_answer_wait, path=str(spec.socket_path))
+    handle = make_handle(spec)
+    assert isinstance(handle, RpcHandle)
+    try:
+        await handle.start()
+        await asyncio.wait_for(blocked.wait(), 15.0)
+        assert handle.pid is not None and handle.child is not None
+        started = time.monotonic()
+        os.kill(handle.pid, signal.SIGTERM)
+        assert await handle.child.wait(1.0) == 0, time.monotonic() - started
+        assert await until(lambda: handle.exited is not None)
+    finally:
+        assert (await handle.stop(force=True)).survivors == []
+        server.close()
+        await server.wait_closed()
+    assert [r["from"] for r in stand_in.requests] == [spec.node_id] * len(stand_in.requests)
