@@ -14,6 +14,20 @@ It writes a real pi v3 session file, one whole line per entry. Timestamps come f
 clock, so the file's tok/s is a real decode rate: at `speed` s every duration is divided
 by s, hence the decode rate the dashboard shows is s × the scripted 40–150 tok/s.
 The clock (now + sleep) is injectable: tests pass a `FakeClock` and run instantly.
+
+Behaviour knobs (`SimConfig.behaviour`, `--behaviour JSON`):
+  stall_seconds    one early `bash` call that long (at speed 1) — the stall marker;
+  fail             the final turn is an empty generation with stopReason "error"
+                   (provider-empty-generation) and the agent exits with status 1;
+  history_seconds  start as if it had been running that long: the first entries are
+                   replayed at once with past timestamps (wall seconds, not scaled);
+  children         (centurion/root) the team to spawn: [{role, name, task, ...}]
+                   instead of 2–4 seeded workers/scouts;
+  wait_timeout     (centurion/root) seconds for `wait` at speed 1 (default 3600).
+Roles: scout reads and greps; worker reads, edits and runs bash; centurion writes
+`<run_dir>/contracts/<name>.md` (with a `legion-verify` block), requests phases, spawns,
+mails, waits, collects through the socket; root orchestrates the same way without
+phases. After its final answer the agent idles until a steer, a follow-up or a stop.
 """
 
 from __future__ import annotations
