@@ -116,6 +116,7 @@ class _Plan:
 
     node: Node
     request: ChildRequest
+    card: str  # the role card's name (the node's `role` is the role the card plays)
     command: list[str] | None
     isolate: bool
 
@@ -187,6 +188,7 @@ class Supervisor:
         self._monitors: dict[str, asyncio.Task[None]] = {}
         self._turn_started: dict[str, asyncio.Event] = {}
         self._stopping: set[str] = set()
+        self._card_of: dict[str, str] = {}  # node id → role card name
         self._changed = asyncio.Event()
         self._server: Any = None
         self._watcher: Any = None
@@ -326,6 +328,11 @@ class Supervisor:
             self.model.upsert(node)
             for event in await self.ledger.get_events(node.id, limit=200):
                 self.model.add_event(event)
+            launched = await self.ledger.get_events(
+                node.id, types=[EventType.NODE_LAUNCHED], limit=1
+            )
+            if launched and "card" in launched[-1].data:
+                self._card_of[node.id] = str(launched[-1].data["card"])
         if ROOT_ID not in self.model.nodes:
             await self._create_root()
         else:
@@ -482,8 +489,9 @@ class Supervisor:
                 await self.ledger.insert_nodes(nodes)
             except NameConflict as err:
                 raise OpError("NAME_CONFLICT", str(err)) from err
-            for node in nodes:
-                self.model.upsert(node)
+            for plan in plans:
+                self._card_of[plan.node.id] = plan.card
+                self.model.upsert(plan.node)
         for plan in plans:
             await self._launch(plan.node, plan.request, plan.command, plan.isolate, resume=False)
         return [self.node(n.id) for n in nodes]
@@ -493,21 +501,23 @@ class Supervisor:
         from legion_tui.agents.cards import CardError
         from legion_tui.phases import DeclarationRefused, check_centurion_dispatch
 
-        for req in requests:
-            try:  # G1: only root dispatches a centurion
-                check_centurion_dispatch(
-                    req.role, caller_is_root=is_root, caller=caller.name, node=caller.path
-                )
-            except DeclarationRefused as err:
-                raise OpError("FORBIDDEN", str(err)) from err
-            if req.kind is not None and req.kind not in KINDS:
-                raise OpError("BAD_REQUEST", f"unknown kind {req.kind!r} (one of {KINDS})")
+        # `role` in a request names a role CARD; the card says which of the four roles
+        # the node plays (a project card `runner` may play `worker`).
         cards: list[RoleCard] = []
         for req in requests:
             try:
                 cards.append(self._cards.get(req.role))
             except CardError as err:
                 raise OpError("CARD", str(err)) from err
+        for card, req in zip(cards, requests, strict=True):
+            try:  # G1: only root dispatches a centurion
+                check_centurion_dispatch(
+                    card.role, caller_is_root=is_root, caller=caller.name, node=caller.path
+                )
+            except DeclarationRefused as err:
+                raise OpError("FORBIDDEN", str(err)) from err
+            if req.kind is not None and req.kind not in KINDS:
+                raise OpError("BAD_REQUEST", f"unknown kind {req.kind!r} (one of {KINDS})")
         machines = [
             _declared_machine(req, card, caller) for req, card in zip(requests, cards, strict=True)
         ]
@@ -523,14 +533,14 @@ class Supervisor:
             wants_tree = card.worktree if req.worktree is None else bool(req.worktree)
             # Only a centurion owns a worktree, and only in a git repository; a process
             # is what gives it its own cwd (SPEC §6.1).
-            if req.role == "centurion" and wants_tree and (self.project_dir / ".git").exists():
+            if card.role == "centurion" and wants_tree and (self.project_dir / ".git").exists():
                 isolate = True
             node_id = f"{name}-{secrets.token_hex(3)}"
             probe = LaunchSpec(
                 node_id=node_id,
                 run_id=self.run.run_id,
                 name=name,
-                role=req.role,
+                role=card.role,
                 kind=kind,
                 task=req.task,
                 session_file=self.run.sessions_dir / f"{node_id}.jsonl",
@@ -545,8 +555,8 @@ class Supervisor:
                 parent_id=caller.id,
                 name=name,
                 path=f"{caller.path}/{name}",
-                role=req.role,  # type: ignore[arg-type]  # cards may name custom roles
-                kind=kind,  # type: ignore[arg-type]
+                role=card.role,
+                kind=kind,  # type: ignore[arg-type]  # checked against KINDS above
                 backend=backend_for(probe),
                 status=NodeStatus.STARTING,
                 phase=start_phase,
@@ -557,7 +567,7 @@ class Supervisor:
                 created_at=now,
                 updated_at=now,
             )
-            plans.append(_Plan(node, req, list(card.command) or None, isolate))
+            plans.append(_Plan(node, req, card.name, list(card.command) or None, isolate))
         return plans
 
     def _names(self, caller: Node, requests: Sequence[ChildRequest]) -> list[str]:
@@ -618,9 +628,10 @@ class Supervisor:
             # below a node of that role: 0 = it spawns nothing, 1 = children only.
             view = self.model.nodes.get(caller.id)
             while view is not None and view.node.id != ROOT_ID:
-                cap = self._card_depth_cap(view.node.role)
+                card_name = self._card_of.get(view.node.id, view.node.role)
+                cap = self._card_depth_cap(card_name)
                 if cap is not None and depth - self.depth(view.node.id) > cap:
-                    problem = (f"maxSubagentDepth of {view.node.role}", cap, depth)
+                    problem = (f"maxSubagentDepth of {card_name}", cap, depth)
                     break
                 view = self.model.nodes.get(view.node.parent_id or "")
         if problem is None:
@@ -637,10 +648,10 @@ class Supervisor:
             "nothing was spawned",
         )
 
-    def _card_depth_cap(self, role: str) -> int | None:
-        if role not in self._cards:
+    def _card_depth_cap(self, card_name: str) -> int | None:
+        if card_name not in self._cards:
             return None
-        cap: int = self._cards.get(role).max_subagent_depth
+        cap: int = self._cards.get(card_name).max_subagent_depth
         return cap
 
     async def _launch(
@@ -697,6 +708,7 @@ class Supervisor:
                 "name": node.name,
                 "path": node.path,
                 "role": node.role,
+                "card": self._card_of.get(node.id, node.role),
                 "kind": node.kind,
                 "backend": handle.backend,
                 "pid": handle.pid,
@@ -934,7 +946,8 @@ class Supervisor:
             )
         node = await self._set_status(target.id, NodeStatus.STARTING, None, {}, error=None)
         self.model.mark_interrupted(target.id, False)
-        command = list(self._cards.get(node.role).command) if node.role in self._cards else []
+        card_name = self._card_of.get(node.id, node.role)
+        command = list(self._cards.get(card_name).command) if card_name in self._cards else []
         isolate = node.backend == "process" and node.kind == "sim"
         await self._launch(node, None, command or None, isolate, resume=True)
         return receipts.resumed(node.name, Path(node.session_file or ""))

@@ -1,0 +1,94 @@
+"""Settling and failing (SPEC §6): verdicts from the session file, provider-empty-generation,
+non-zero exits, OS-process children stopped by the sweep, ledger and model in step."""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+import psutil
+from supervisor_helpers import hosted, settled, spawn_one, stuck_worker, until
+
+from legion_tui.model import EventType, NodeStatus
+from legion_tui.supervisor.core import ROOT_ID
+
+
+async def test_a_worker_settles_with_its_verdict_in_ledger_and_model(tmp_path: Path) -> None:
+    async with hosted(tmp_path) as sup:
+        x = await spawn_one(sup, name="x")
+        node = await settled(sup, x.id)
+        assert node.status is NodeStatus.SETTLED and node.verdict
+        await sup.ledger.flush()
+        row = await sup.ledger.get_node(x.id)
+        assert row is not None and row.status is NodeStatus.SETTLED and row.verdict == node.verdict
+        types = [e.type for e in await sup.ledger.get_events(x.id)]
+        assert types[:2] == [EventType.NODE_LAUNCHED, EventType.NODE_SETTLED]
+        usage = await sup.ledger.get_usage(x.id)
+        assert (
+            usage is not None and usage.output == sup.model.nodes[x.id].progress.tokens.output > 0
+        )
+
+
+async def test_provider_empty_generation_fails_the_node(tmp_path: Path) -> None:
+    async with hosted(tmp_path) as sup:
+        bad = await spawn_one(sup, name="bad", sim={"fail": True})
+        node = await settled(sup, bad.id)
+        assert node.status is NodeStatus.FAILED
+        assert node.error == "provider-empty-generation"
+        assert EventType.NODE_FAILED in [e.type for e in sup.model.nodes[bad.id].events]
+
+
+async def test_a_process_child_runs_settles_and_its_stop_leaves_no_process(tmp_path: Path) -> None:
+    async with hosted(tmp_path) as sup:
+        quick = await spawn_one(sup, name="quick", isolate=True)
+        assert quick.backend == "process"
+        node = await settled(sup, quick.id, limit=60)
+        assert node.status is NodeStatus.SETTLED and node.verdict and node.pid
+        stuck = await spawn_one(sup, name="stuck", isolate=True, sim={"stall_seconds": 1e7})
+        await until(lambda: bool(sup.model.nodes[stuck.id].progress.in_flight), 60, "in a tool")
+        pid = sup.node(stuck.id).pid
+        assert pid is not None and psutil.pid_exists(pid)
+        assert await sup.stop(ROOT_ID, "stuck", force=True) == "Stopped stuck."
+        assert not psutil.pid_exists(pid) or psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
+
+
+async def test_an_exec_child_that_exits_non_zero_fails(tmp_path: Path) -> None:
+    agents = tmp_path / ".legion" / "agents"
+    agents.mkdir(parents=True)
+    (agents / "runner.md").write_text(
+        textwrap.dedent(
+            """\
+            ---
+            name: runner
+            description: Runs one command.
+            kind: exec
+            role: worker
+            command: ["sh", "-c", "echo working on {name}; exit 3"]
+            ---
+            Run the command.
+            """
+        ),
+        encoding="utf-8",
+    )
+    async with hosted(tmp_path) as sup:
+        r = await spawn_one(sup, "runner", name="r")
+        assert r.role == "worker"  # the card `runner` plays the worker role
+        assert r.kind == "exec" and r.backend == "process"
+        node = await settled(sup, r.id, limit=30)
+        assert node.status is NodeStatus.FAILED
+        assert node.error == "exited with status 3"
+        log = sup.run.dir / "terminal" / f"{r.id}.log"
+        await until(log.exists, what="terminal log")
+        assert "working on r" in log.read_text(encoding="utf-8")
+
+
+async def test_model_subscribers_hear_status_changes(tmp_path: Path) -> None:
+    async with hosted(tmp_path) as sup:
+        heard: list[frozenset[str]] = []
+        sup.model.subscribe(heard.append)
+        w = await stuck_worker(sup, "w")
+        await until(lambda: any(w.id in d for d in heard), what="a change signal")
+        # The host's own root node counts as live while it hosts.
+        assert sup.model.counts() == {"live": 2, "settled": 0, "failed": 0, "retired": 0}
+        await sup.stop(ROOT_ID, "w")
+        assert sup.model.counts() == {"live": 1, "settled": 0, "failed": 0, "retired": 1}
