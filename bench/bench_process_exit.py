@@ -25,6 +25,7 @@ from legion_tui.supervisor.process import marker_env, spawn_child
 from legion_tui.supervisor.sweep import sweep
 
 ROUNDS = 25
+RUN_ID = f"bench-exit-{os.getpid()}"  # run ids are kill targets: never share one
 HANG_BOUND = 2.0
 SLEEPER = [sys.executable, "-c", "import time; time.sleep(60)"]
 GRANDPARENT = [
@@ -43,7 +44,7 @@ def p95(values: list[float]) -> float:
 async def main() -> None:
     tmp = Path(tempfile.mkdtemp(prefix="bench-exit-"))
     env = marker_env(
-        run_id="bench-exit",
+        run_id=RUN_ID,
         node_id="n",
         socket_path=tmp / "s",
         run_dir=tmp,
@@ -85,7 +86,7 @@ async def main() -> None:
     t0 = time.perf_counter()
     code = await child.wait(HANG_BOUND)
     print(f"grandchild_holds_pipe_pidfd: {(time.perf_counter() - t0) * 1000:.1f} ms (code {code})")
-    await sweep(root_pid=None, pgid=child.pgid, run_id="bench-exit", node_ids={"n"}, force=True)
+    await sweep(root_pid=None, pgid=child.pgid, run_id=RUN_ID, node_ids={"n"}, force=True)
     await child.aclose()
     proc = await asyncio.create_subprocess_exec(
         *GRANDPARENT, stdout=asyncio.subprocess.PIPE, start_new_session=True, env=env
@@ -99,7 +100,7 @@ async def main() -> None:
     waited = (time.perf_counter() - t0) * 1000
     print(f"grandchild_holds_pipe_process_wait: {waited:.1f} ms ({outcome})")
     os.killpg(proc.pid, signal.SIGKILL)
-    await sweep(root_pid=None, pgid=None, run_id="bench-exit", node_ids={"n"}, force=True)
+    await sweep(root_pid=None, pgid=None, run_id=RUN_ID, node_ids={"n"}, force=True)
     # The pipe is closed now that the grandchild is dead: the wait can finish.
     await asyncio.wait_for(proc.wait(), 5.0)
 

@@ -75,13 +75,14 @@ def psutil_scan(run_id: str) -> list[int]:
 async def main() -> None:
     tmp = Path(tempfile.mkdtemp(prefix="bench-sweep-"))
 
-    child = await spawn_tree(tmp, "naive")
-    before = len(marked("naive"))
+    naive = f"naive-{os.getpid()}"  # run ids are kill targets: never share one
+    child = await spawn_tree(tmp, naive)
+    before = len(marked(naive))
     t0 = time.perf_counter()
     await naive_stop(child)
     naive_s = time.perf_counter() - t0
     await asyncio.sleep(0.2)  # let the group's deaths land before counting
-    naive_left = len(marked("naive"))
+    naive_left = len(marked(naive))
     print(f"tree_processes: {before} processes")
     print(f"naive_killpg_stop_survivors: {naive_left} processes")
     print(f"naive_killpg_stop_duration: {naive_s * 1000:.0f} ms")
@@ -89,26 +90,27 @@ async def main() -> None:
     ours, theirs = [], []
     for _ in range(SCANS):
         t0 = time.perf_counter()
-        a = marked_pids("naive", {"n"})
+        a = marked_pids(naive, {"n"})
         ours.append((time.perf_counter() - t0) * 1000)
         t0 = time.perf_counter()
-        b = psutil_scan("naive")
+        b = psutil_scan(naive)
         theirs.append((time.perf_counter() - t0) * 1000)
         assert sorted(a) == sorted(b), (a, b)
     print(f"processes_on_machine: {len(psutil.pids())} processes")
     print(f"marker_scan_proc_environ_median: {statistics.median(ours):.2f} ms")
     print(f"marker_scan_psutil_process_iter_median: {statistics.median(theirs):.2f} ms")
-    report = await sweep(root_pid=None, pgid=None, run_id="naive", node_ids={"n"}, force=True)
+    report = await sweep(root_pid=None, pgid=None, run_id=naive, node_ids={"n"}, force=True)
     print(f"cleanup_sweep_after_naive_survivors: {len(report.survivors)} processes")
     await child.aclose()
 
     for force in (False, True):
-        child = await spawn_tree(tmp, f"sweep-{force}")
+        run_id = f"sweep-{force}-{os.getpid()}"
+        child = await spawn_tree(tmp, run_id)
         t0 = time.perf_counter()
         report = await sweep(
             root_pid=child.pid,
             pgid=child.pgid,
-            run_id=f"sweep-{force}",
+            run_id=run_id,
             node_ids={"n"},
             force=force,
             grace=GRACE,
@@ -117,7 +119,7 @@ async def main() -> None:
         elapsed = time.perf_counter() - t0
         label = "force" if force else "graceful"
         print(f"sweep_{label}_survivors: {len(report.survivors)} processes")
-        print(f"sweep_{label}_left_by_scan: {len(marked(f'sweep-{force}'))} processes")
+        print(f"sweep_{label}_left_by_scan: {len(marked(run_id))} processes")
         print(f"sweep_{label}_duration: {elapsed * 1000:.0f} ms (grace {GRACE:g} s)")
         await child.aclose()
 

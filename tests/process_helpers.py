@@ -99,6 +99,11 @@ async def until(cond: Callable[[], bool], bound: float = 5.0, step: float = 0.02
 FAKE_PI = Path(__file__).resolve().parent / "fake_pi.py"
 
 
+def unique_run_id(label: str) -> str:
+    """A run id no other test session on this machine uses: sweeps kill by run marker."""
+    return f"run-{os.getpid()}-{time.monotonic_ns()}-{label}"
+
+
 def put_fake_pi_on_path(bin_dir: Path) -> str:
     """Write a `pi` wrapper running tests/fake_pi.py; returns the new PATH value."""
     import sys
@@ -118,7 +123,7 @@ def launch_spec(tmp_path: Path, **overrides: object) -> object:
     run_dir = tmp_path / "run"
     fields: dict[str, object] = {
         "node_id": node_id,
-        "run_id": f"run-{tmp_path.name}",
+        "run_id": unique_run_id(tmp_path.name),
         "name": "worker-0",
         "role": "worker",
         "kind": "sim",

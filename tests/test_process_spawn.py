@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from process_helpers import gone, until
+from process_helpers import gone, unique_run_id, until
 
 from legion_tui.supervisor.process import (
     death_signal_prefix,
@@ -18,8 +18,10 @@ from legion_tui.supervisor.process import (
     spawn_child,
 )
 
+RUN_ID = unique_run_id("spawn")
+
 HOST = r"""
-import asyncio, sys
+import asyncio, os, sys
 from pathlib import Path
 import legion_tui.supervisor.process as process
 from legion_tui.supervisor.process import marker_env, spawn_child
@@ -29,7 +31,7 @@ if sys.argv[2] == "python":
 
 async def main() -> None:
     tmp = Path(sys.argv[1])
-    env = marker_env(run_id="host-run", node_id="n1", socket_path=tmp / "s",
+    env = marker_env(run_id=f"host-{os.getpid()}", node_id="n1", socket_path=tmp / "s",
                      run_dir=tmp, session_file=tmp / "n1.jsonl")
     child = await spawn_child([sys.executable, "-c", "import time\nwhile True: time.sleep(1)"],
                               env=env, cwd=tmp, log_path=tmp / "n1.log")
@@ -42,7 +44,7 @@ asyncio.run(main())
 
 def _env(tmp_path: Path) -> dict[str, str]:
     return marker_env(
-        run_id="r1",
+        run_id=RUN_ID,
         node_id="n1",
         socket_path=tmp_path / "s.sock",
         run_dir=tmp_path,
@@ -64,7 +66,9 @@ async def test_child_sees_the_marker_env_and_logs_to_a_file(tmp_path: Path) -> N
     )
     assert await child.wait(10.0) == 3
     assert child.returncode == 3
-    assert (tmp_path / "terminal" / "n1.log").read_text() == f"r1 n1 {tmp_path / 'inbox.md'}\n"
+    assert (
+        tmp_path / "terminal" / "n1.log"
+    ).read_text() == f"{RUN_ID} n1 {tmp_path / 'inbox.md'}\n"
     assert os.getpgid(os.getpid()) != child.pgid
     await child.aclose()
 
@@ -87,7 +91,7 @@ async def test_exit_is_learned_although_a_grandchild_holds_the_pipe(tmp_path: Pa
     assert await child.wait(10.0) == 0
     from legion_tui.supervisor.sweep import sweep
 
-    report = await sweep(root_pid=None, pgid=child.pgid, run_id="r1", node_ids={"n1"}, force=True)
+    report = await sweep(root_pid=None, pgid=child.pgid, run_id=RUN_ID, node_ids={"n1"}, force=True)
     assert report.survivors == []
     await child.aclose()
 

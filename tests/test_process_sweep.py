@@ -7,7 +7,7 @@ import time
 from pathlib import Path
 
 import pytest
-from process_helpers import TREE_AGENT, marked, our_zombies, until
+from process_helpers import TREE_AGENT, marked, our_zombies, unique_run_id, until
 
 from legion_tui.supervisor.process import ChildProcess, marker_env, spawn_child
 from legion_tui.supervisor.sweep import marked_pids, sweep
@@ -97,8 +97,9 @@ async def test_sweep_of_one_node_spares_its_siblings(tmp_path: Path) -> None:
 
 
 async def test_sweep_of_an_already_dead_child_is_quiet(tmp_path: Path) -> None:
+    dead_run = unique_run_id("dead")
     env = marker_env(
-        run_id="run-dead",
+        run_id=dead_run,
         node_id="n1",
         socket_path=tmp_path / "s.sock",
         run_dir=tmp_path,
@@ -114,7 +115,7 @@ async def test_sweep_of_an_already_dead_child_is_quiet(tmp_path: Path) -> None:
     report = await sweep(
         root_pid=child.pid,
         pgid=child.pgid,
-        run_id="run-dead",
+        run_id=dead_run,
         node_ids={"n1"},
         force=False,
         grace=5.0,
