@@ -199,3 +199,33 @@ async def test_root_operations_for_the_dashboard(tmp_path: Path) -> None:
         assert await ops.stop(w.id) == "Stopped w."
         with pytest.raises(OpError):
             await ops.stop(ROOT_ID)  # the host is not a child of itself
+
+
+async def test_abort_timeout_on_a_tool_that_ignores_cancellation(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A real `pi` child (the fake one, `stubborn` mode) whose running tool never honours
+    the interrupt: the receipt says so after the 5 s bound, and the child stays alive."""
+    from process_helpers import put_fake_pi_on_path
+
+    monkeypatch.setenv("PATH", put_fake_pi_on_path(tmp_path / "bin"))
+    monkeypatch.setenv("FAKE_PI_MODE", "stubborn")
+    monkeypatch.setenv("FAKE_PI_TOOL_SECONDS", "600")
+    agents = tmp_path / ".legion" / "agents"
+    agents.mkdir(parents=True)
+    (agents / "piw.md").write_text(
+        "---\nname: piw\ndescription: a pi worker\nkind: pi\nrole: worker\n---\nWork.\n",
+        encoding="utf-8",
+    )
+    async with hosted(tmp_path) as sup:
+        p = await spawn_one(sup, "piw", name="worker-2")
+        assert sup.node(p.id).backend == "pi-rpc"
+        await until(lambda: bool(sup.model.nodes[p.id].progress.in_flight), 30, "pi in a tool")
+        outcome, receipt = await sup.abort(ROOT_ID, "worker-2")
+        assert outcome == "timeout"
+        assert receipt == (
+            "Abort sent to worker-2, but it had not settled within 5s — the running tool may "
+            "ignore cancellation; use stop (or stop with force) if it must die."
+        )
+        assert sup.node(p.id).live
+        assert await sup.stop(ROOT_ID, "worker-2", force=True) == "Stopped worker-2."

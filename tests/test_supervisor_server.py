@@ -7,9 +7,11 @@ import json
 from pathlib import Path
 from typing import Any
 
-from supervisor_helpers import hosted, stuck_worker
+import pytest
+from supervisor_helpers import hosted, stuck_worker, until
 
-from legion_tui.supervisor.client import MAX_LINE
+from legion_tui.supervisor.client import MAX_LINE, LegionClient, LegionRequestError
+from legion_tui.supervisor.core import ROOT_ID
 
 
 async def _ask(
@@ -111,3 +113,31 @@ async def test_a_dropped_connection_does_not_hurt_the_server(tmp_path: Path) -> 
         finally:
             writer.close()
             await writer.wait_closed()
+
+
+async def test_mail_travels_and_a_wait_returns_early_with_it(tmp_path: Path) -> None:
+    """The `mail` op is served (routes and text checked by the mail service), and a
+    blocking `wait` returns as soon as mail for its caller arrives."""
+    async with hosted(tmp_path) as sup:
+        w = await stuck_worker(sup, "w")
+        await stuck_worker(sup, "v")
+        waiting = asyncio.create_task(sup.wait(ROOT_ID, ["w"], 60))
+        await until(lambda: sup.mail.postman.held(ROOT_ID), what="the wait to hold root's mail")
+        async with LegionClient(sup.socket_path, caller=w.id) as client:
+            sent = await client.request(
+                "mail", to="parent", subject="Question", body="Which branch?", kind="question"
+            )
+            assert sent["to"] == ROOT_ID
+            result = await asyncio.wait_for(waiting, 30)
+            assert result["state"] == "mail"
+            assert result["message_ids"] == [sent["message_id"]]
+            assert "Which branch?" in result["text"] and f"#{sent['message_id']}" in result["text"]
+            assert sup.node(w.id).live  # the wait ended; nothing was stopped
+            with pytest.raises(LegionRequestError) as bad:
+                await client.request("mail", to="parent", subject="x", body="a\x00b")
+            assert bad.value.code == "MAIL_INVALID_TEXT"
+            # Siblings may write to each other.
+            ok = await client.request("mail", to="v", subject="Heads-up", body="config.py")
+            assert ok["to_path"] == "root/v"
+        letters = await sup.ledger.get_messages(ROOT_ID)
+        assert [m.subject for m in letters if m.to_node == ROOT_ID] == ["Question"]

@@ -123,6 +123,9 @@ def _node_line(n: dict[str, Any]) -> str:
 
 async def _wait(args: argparse.Namespace, client: Any) -> int:
     result = await client.request("wait", names=args.names or None, timeout=args.timeout)
+    if result["state"] == "mail":  # mail for you ended the wait early: read it first
+        _emit(args, result, result["text"])
+        return 0
     lines = [_node_line(n) for n in result["nodes"]]
     if result["state"] == "timeout":
         lines.append(result.get("message", "timed out; nothing was stopped"))

@@ -191,6 +191,7 @@ class Supervisor:
         self._card_of: dict[str, str] = {}  # node id → role card name
         self._changed = asyncio.Event()
         self._server: Any = None
+        self.mail: Any = None  # legion_tui.mail.service.MailService once started
         self._watcher: Any = None
         self._watch_task: asyncio.Task[None] | None = None
         self._started = False
@@ -218,6 +219,11 @@ class Supervisor:
         else:
             await self._create_root()
         self.run = runs.touch_run(self.run)
+        from legion_tui.mail.service import MailService
+
+        # Mail (SPEC §6.5): the postman hands letters over through the agents' handles.
+        self.mail = MailService(self.ledger, self.model, self._handles.get)
+        self.mail.start()
         if self._serve:
             from legion_tui.supervisor.server import SupervisorServer
 
@@ -237,6 +243,8 @@ class Supervisor:
             self._closed = True
             return
         self._closed = True
+        if self.mail is not None:  # no hand-over to an agent that is being paused
+            await self.mail.close()
         live = [v.node.id for v, _depth in self.model.walk(ROOT_ID) if v.node.live]
         self._stopping.update(live)
         # Concurrent writes land in the ledger writer's batches: one transaction for a
@@ -957,7 +965,22 @@ class Supervisor:
         self, caller_id: str, names: Sequence[str] | None, seconds: float | None
     ) -> dict[str, Any]:
         """Wait until the named children (default: every child of the caller) are no
-        longer live. A timeout never stops anything, and the reply says so."""
+        longer live. A timeout never stops anything, and the reply says so. Mail for
+        the caller ends the wait early (`state: "mail"`, the letters in `text`)."""
+        work = self._wait(caller_id, names, seconds)
+        if self.mail is None:
+            return await work
+        from legion_tui.mail.service import race_mail
+
+        outcome = await race_mail(self.mail.postman, caller_id, work)
+        if isinstance(outcome, dict):
+            return outcome
+        result: dict[str, Any] = outcome.details()
+        return result
+
+    async def _wait(
+        self, caller_id: str, names: Sequence[str] | None, seconds: float | None
+    ) -> dict[str, Any]:
         caller = self._caller(caller_id)
         if names:
             ids = [self.resolve(caller_id, n).id for n in names]

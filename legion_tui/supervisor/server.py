@@ -112,6 +112,13 @@ async def _resume(sup: Supervisor, caller: str, req: dict[str, Any]) -> dict[str
     return {"receipt": await sup.resume(caller, _str(req, "name"))}
 
 
+async def _mail(sup: Supervisor, caller: str, req: dict[str, Any]) -> dict[str, Any]:
+    if sup.mail is None:
+        raise OpError("NOT_READY", "mail is not running in this supervisor")
+    result: dict[str, Any] = await sup.mail.op(sup, caller, req)
+    return result
+
+
 async def _not_yet(sup: Supervisor, caller: str, req: dict[str, Any]) -> dict[str, Any]:
     raise OpError("NOT_IMPLEMENTED", f"op {req.get('op')!r} is not served by this supervisor yet")
 
@@ -126,8 +133,8 @@ OPS: dict[str, Handler] = {
     "status": _status,
     "tree": _tree,
     "resume": _resume,
-    # Mail delivery and declared-phase moves plug in here (`register_op`).
-    "mail": _not_yet,
+    "mail": _mail,
+    # Declared-phase moves (`legion phase`) plug in here (`register_op`).
     "phase": _not_yet,
 }
 
