@@ -17,6 +17,7 @@ from legion_tui.model import EventType, NodeStatus
 from legion_tui.ops import OpError
 from legion_tui.supervisor.core import ROOT_ID, Supervisor
 from legion_tui.supervisor.runs import SessionBusy
+from legion_tui.supervisor.sweep import marked_pids
 
 MACHINE = {
     "phases": [
@@ -134,10 +135,15 @@ _HOST = textwrap.dedent(
     async def main():
         sup = Supervisor(Path({project!r}), session={session!r}, speed=200.0)
         await sup.start()
-        (node,) = await sup.spawn(
-            ROOT_ID, [ChildRequest("worker", "t", name="w", sim={{"stall_seconds": 1e7}})]
+        stuck = {{"stall_seconds": 1e7}}
+        nodes = await sup.spawn(
+            ROOT_ID,
+            [
+                ChildRequest("worker", "t", name="w", sim=stuck),
+                ChildRequest("worker", "t", name="p", sim=stuck, isolate=True),
+            ],
         )
-        while not sup.model.nodes[node.id].progress.in_flight:
+        while not all(sup.model.nodes[n.id].progress.in_flight for n in nodes):
             await asyncio.sleep(0.01)
         print("ready", flush=True)
         await asyncio.Event().wait()
@@ -159,11 +165,16 @@ async def test_sigkilled_host_leaves_orphans_marked_on_next_start(tmp_path: Path
     await asyncio.wait_for(proc.wait(), 10)
 
     async with hosted(tmp_path, "crash") as sup:
-        w = sup.resolve(ROOT_ID, "w")
-        assert EventType.NODE_ORPHANED in [e.type for e in sup.model.nodes[w.id].events]
-        orphaned = [e for e in sup.model.nodes[w.id].events if e.type is EventType.NODE_ORPHANED]
-        assert orphaned[0].data["owner_pid"] == proc.pid
-        assert sup.node(w.id).status is NodeStatus.RETIRED
-        assert [v.node.id for v in sup.model.interrupted()] == [w.id]
+        w, p = sup.resolve(ROOT_ID, "w"), sup.resolve(ROOT_ID, "p")
+        assert p.backend == "process" and p.pid is not None
+        for node in (w, p):
+            orphaned = [
+                e for e in sup.model.nodes[node.id].events if e.type is EventType.NODE_ORPHANED
+            ]
+            assert len(orphaned) == 1 and orphaned[0].data["owner_pid"] == proc.pid
+            assert sup.node(node.id).status is NodeStatus.RETIRED
+        assert sorted(v.node.id for v in sup.model.interrupted()) == sorted([w.id, p.id])
         assert sup.launches == 0
+        # Nothing of the old host's run survives: no process carries its marker.
+        assert marked_pids(sup.run.run_id, [w.id, p.id]) == []
         assert (await sup.resume(ROOT_ID, "w")).startswith("Resumed w")

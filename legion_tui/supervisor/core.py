@@ -345,6 +345,17 @@ class Supervisor:
             await self._create_root()
         else:
             await self._set_status(ROOT_ID, NodeStatus.RUNNING, None, {}, pid=os.getpid())
+        orphans = [n.id for n in ordered if n.id != ROOT_ID and n.live]
+        swept: list[int] = []
+        if orphans:
+            # Their children die with the old host (parent-death signal); anything that
+            # escaped it still carries the run marker: sweep those before saying so.
+            from legion_tui.supervisor.sweep import sweep
+
+            report = await sweep(
+                root_pid=None, pgid=None, run_id=self.run.run_id, node_ids=orphans, force=True
+            )
+            swept = report.signalled
         for node in ordered:
             if node.id == ROOT_ID:
                 continue
@@ -352,7 +363,11 @@ class Supervisor:
                 await self._event(
                     node.id,
                     EventType.NODE_ORPHANED,
-                    {"owner_pid": self._previous_owner, "status": node.status.value},
+                    {
+                        "owner_pid": self._previous_owner,
+                        "status": node.status.value,
+                        "swept_pids": swept,
+                    },
                 )
                 await self._set_status(
                     node.id,
