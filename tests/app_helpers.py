@@ -336,61 +336,39 @@ def canned_model(*, interrupted: bool = False) -> LegionModel:
     return model
 
 
-def big_model(total: int, live: int = 50, *, clock: object = None) -> LegionModel:
-    """`total` nodes under one root and centurions of 8-ish children; `live` of them
-    running with a tool in flight and a rate series, the rest settled."""
+def big_model(total: int, live: int = 50) -> LegionModel:
+    """`total` nodes: a root, a few centurions, workers spread under them. The first
+    `live` nodes (root and centurions included) run with a tool in flight and a rate
+    series; the rest have settled with a ✓ verdict."""
     model = LegionModel(RUN_ID, "bench", started_at=NOW - 900, clock=fixed_clock)
-    model.upsert(_node("b0", None, "root", "root", "root", S_RUN, age=900))
-    leads = max(1, (total - 1) // 9)
-    made = 1
-    lead_ids: list[str] = []
-    for i in range(leads):
-        if made >= total:
-            break
-        nid = f"b{made}"
-        model.upsert(
-            _node(
-                nid,
-                "b0",
-                f"lead-{i}",
-                f"root/lead-{i}",
-                "centurion",
-                S_RUN,
-                age=800,
-                phase="implementing",
-            )
-        )
-        lead_ids.append(nid)
+    leads = max(1, min(8, total // 25))
+    made = 0
+
+    def add(nid: str, parent: str | None, name: str, path: str, role: Role) -> None:
+        nonlocal made
+        running = made < live
+        model.upsert(_node(
+            nid, parent, name, path, role, S_RUN if running else NodeStatus.SETTLED,
+            age=800 - made % 300, ended_ago=0 if running else 60 + made % 200,
+            phase="implementing" if role == "centurion" else None,
+            verdict=None if running else {"ok": True, "reason": "done"},
+        ))
+        model.set_progress(nid, _progress(
+            2000 + (made * 7919) % 9000, 30 + made % 40,
+            tools=[("bash", 5 + made % 50)] if running else None,
+        ))
         made += 1
+
+    add("b0", None, "root", "root", "root")
+    lead_ids = [f"b{i + 1}" for i in range(min(leads, total - 1))]
+    for i, nid in enumerate(lead_ids):
+        add(nid, "b0", f"lead-{i}", f"root/lead-{i}", "centurion")
     i = 0
     while made < total:
         parent = lead_ids[i % len(lead_ids)]
-        nid = f"b{made}"
         name = f"worker-{i // len(lead_ids)}"
-        status = S_RUN if made <= live else NodeStatus.SETTLED
-        model.upsert(
-            _node(
-                nid,
-                parent,
-                name,
-                f"{parent}/{name}",
-                "worker",
-                status,
-                age=600,
-                ended_ago=0 if status is S_RUN else 100,
-                verdict=None if status is S_RUN else {"ok": True, "reason": "done"},
-            )
-        )
-        made += 1
+        add(f"b{made}", parent, name, f"{parent}/{name}", "worker")
         i += 1
-    for view in list(model.nodes.values()):
-        live_now = view.node.live
-        model.set_progress(
-            view.node.id,
-            _progress(
-                3000 + hash(view.node.id) % 5000, 40, tools=[("bash", 30)] if live_now else None
-            ),
-        )
     return model
 
 

@@ -50,6 +50,7 @@ class HeaderBar(Widget):
         self.paused = False
         self._key: tuple[object, ...] | None = None
         self._strip: Strip | None = None
+        self._rate_memo: tuple[int, float, float] = (-1, 0.0, 0.0)
 
     def set_theme(self, theme: str) -> None:
         self.theme_name = theme
@@ -66,11 +67,15 @@ class HeaderBar(Widget):
 
     def live_rate(self) -> float:
         """Σ live tok/s of the live nodes: the same figure the tree rows and the chart's
-        `now` show (a decode rate per node, summed)."""
+        `now` show (a decode rate per node, summed). Memoised on (model version, clock):
+        the key check and the paint of one frame ask twice."""
         now = self.model.clock()
-        return sum(
-            live_tok_s(v.progress, now) for v in self.model.nodes.values() if v.node.live
-        )
+        if self._rate_memo[:2] != (self.model.version, now):
+            rate = sum(
+                live_tok_s(v.progress, now) for v in self.model.nodes.values() if v.node.live
+            )
+            self._rate_memo = (self.model.version, now, rate)
+        return self._rate_memo[2]
 
     def _make_key(self, width: int) -> tuple[object, ...]:
         return (

@@ -74,7 +74,7 @@ def read_tail(path: Path) -> tuple[bytes, int]:
 
 class TerminalView(ScrollView, can_focus=True):
     DEFAULT_CSS = """
-    TerminalView { height: 1fr; }
+    TerminalView { height: 1fr; overflow-x: hidden; }
     """
 
     def __init__(self, path: Path, *, theme: str, id: str | None = None) -> None:
@@ -83,14 +83,19 @@ class TerminalView(ScrollView, can_focus=True):
         self.theme_name = theme
         self.skipped_bytes = 0
         self._lines: list[Strip] = []
+        self._columns = 0
         self._style_cache: dict[tuple[str, str, bool, bool, bool], Style] = {}
 
-    def on_mount(self) -> None:
-        self.reload()
+    def on_resize(self) -> None:
+        # The emulated terminal is as wide as the view: long lines wrap as they would
+        # in a real terminal of this width, and there is no sideways scrolling.
+        if self.size.width and self.size.width != self._columns:
+            self.reload()
 
     def reload(self) -> None:
         data, self.skipped_bytes = read_tail(self.path)
-        screen = emulate(data)
+        self._columns = max(20, self.size.width or COLUMNS)
+        screen = emulate(data, self._columns)
         lines = [self._paint(screen, y) for y in range(screen.lines)]
         # Drop the blank rows the emulator kept below the last output.
         while lines and not lines[-1].text.strip():

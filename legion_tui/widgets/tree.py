@@ -9,9 +9,11 @@ cannot move it to another agent.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import ClassVar
 
+from rich.cells import set_cell_size
 from rich.segment import Segment
 from rich.style import Style
 from textual import events
@@ -22,6 +24,7 @@ from textual.message import Message
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
+from legion_tui.model import NodeStatus
 from legion_tui.receipts import fmt_duration
 from legion_tui.session.live_rate import live_tok_s
 from legion_tui.state import Clock, LegionModel, NodeView
@@ -177,14 +180,12 @@ class RailwayTree(ScrollView, can_focus=True):
         if structural and any(nid in self.model.nodes for nid in dirty):
             self.rebuild()
             return
-        for nid in dirty:
-            self._refresh_row(nid)
+        self._refresh_rows(dirty)
 
     def tick(self) -> None:
         """Once a second: live rows show elapsed time, so repaint just those."""
-        for row in self._visible_rows():
-            if self.model.nodes[row.node_id].node.live:
-                self._refresh_row(row.node_id)
+        nodes = self.model.nodes
+        self._refresh_rows(r.node_id for r in self._visible_rows() if nodes[r.node_id].node.live)
 
     def select(self, node_id: str) -> None:
         if node_id not in self._index or node_id == self.selected_id:
@@ -273,54 +274,69 @@ class RailwayTree(ScrollView, can_focus=True):
     def _paint_row(
         self, row: TreeRow, view: NodeView, cols: Columns, width: int, now: float
     ) -> Strip:
+        """One row as exactly `width` cells: every piece is padded or cut to its column,
+        so no line is ever wider than the widget and columns stay aligned."""
         paint = self.paint
         node = view.node
         ended = not node.live
         role_style = paint.dim if ended else paint.roles[node.role]
-        glyph_style = paint.fail if node.status.value == "failed" else role_style
-        segs: list[Segment] = [
-            Segment(row.rail, paint.track),
-            Segment(" " + GLYPHS[node.status] + " ", glyph_style),
-            Segment(node.name, role_style),
-        ]
-        used = len(row.rail) + 3 + len(node.name)
-        if row.hidden:
-            hidden = f" +{row.hidden}"
-            segs.append(Segment(hidden, paint.dim))
-            used += len(hidden)
-        if used < cols.label:
-            segs.append(Segment(" " * (cols.label - used), paint.blank))
+        glyph_style = paint.fail if node.status is NodeStatus.FAILED else role_style
         text_style = paint.dim if ended else paint.base
-
-        def cell(text: str, w: int, style: Style, right: bool = False) -> None:
-            if w <= 0:
-                return
-            text = text[: w - 1]
-            padded = text.rjust(w - 1) + " " if right else text.ljust(w)
-            segs.append(Segment(padded, style))
-
-        cell(node.role, cols.role, role_style)
-        cell(node.phase or "", cols.phase, paint.dim if ended else paint.accent)
-        cell(fmt_duration(elapsed_seconds(view, now)), cols.elapsed, text_style, right=True)
-        rate = fmt_rate(live_tok_s(view.progress, now)) if node.live else ""
-        cell(rate, cols.rate, text_style, right=True)
-        cell(fmt_tokens(view.progress.tokens.output), cols.tokens, text_style, right=True)
+        label = f"{row.rail} {GLYPHS[node.status]} "
+        name = node.name + (f" +{row.hidden}" if row.hidden else "")
+        room = cols.label - len(label)
+        if len(name) > room:  # a deep rail and a long name: cut the name, keep columns
+            name = name[: max(0, room - 1)] + "…" if room > 0 else ""
+        pieces: list[tuple[str, Style]] = [
+            (row.rail, paint.track),
+            (label[len(row.rail):], glyph_style),
+            (name.ljust(max(0, room)), role_style),
+        ]
+        if cols.role:
+            pieces.append((node.role[: cols.role - 1].ljust(cols.role), role_style))
+        if cols.phase:
+            phase = (node.phase or "")[: cols.phase - 1].ljust(cols.phase)
+            pieces.append((phase, paint.dim if ended else paint.accent))
+        if cols.elapsed:
+            elapsed = fmt_duration(elapsed_seconds(view, now))
+            pieces.append((elapsed.rjust(cols.elapsed - 1) + " ", text_style))
+        if cols.rate:
+            rate = fmt_rate(live_tok_s(view.progress, now)) if node.live else ""
+            pieces.append((rate.rjust(cols.rate - 1) + " ", text_style))
+        if cols.tokens:
+            tokens = fmt_tokens(view.progress.tokens.output)
+            pieces.append((tokens.rjust(cols.tokens - 1) + " ", text_style))
+        used = sum(len(text) for text, _ in pieces)
         act = activity(view, now)
-        segs.append(Segment(" " + act.text, paint.dim if act.tone == "text" and ended
-                            else paint.tone(act.tone)))
-        strip = Strip(segs).adjust_cell_length(width, paint.blank)
+        act_style = paint.dim if act.tone == "text" and ended else paint.tone(act.tone)
+        # The activity is free text (an agent's verdict reason): measure it in cells.
+        pieces.append((set_cell_size(" " + act.text, max(0, width - used)), act_style))
         if row.node_id == self.selected_id:
             # Layered on top so the selection background wins over the page floor.
-            strip = Strip(
-                [Segment(t, (s or paint.blank) + paint.selection) for t, s, _ in strip],
-                width,
-            )
-        return strip
+            pieces = [(text, style + paint.selection) for text, style in pieces]
+        segments = [Segment(text, style) for text, style in pieces]
+        return Strip(segments, width).crop(0, width) if used > width else Strip(segments, width)
 
     # ----- helpers -----------------------------------------------------------------
     def _visible_rows(self) -> list[TreeRow]:
         top = int(self.scroll_offset.y)
         return self.rows[top : top + self.size.height]
+
+    def _refresh_rows(self, node_ids: Iterable[str]) -> None:
+        """Repaint the on-screen rows of these nodes: one region per row when a few
+        changed, one region spanning them when many did (50 streaming agents should
+        cost one refresh call, not fifty)."""
+        if not self.is_attached:
+            return
+        top, height = int(self.scroll_offset.y), self.size.height
+        ys = sorted(
+            y for y in (self._index.get(nid, -1) - top for nid in node_ids) if 0 <= y < height
+        )
+        if len(ys) > 8:
+            self.refresh(Region(0, ys[0], self.size.width, ys[-1] - ys[0] + 1))
+        else:
+            for y in ys:
+                self.refresh(Region(0, y, self.size.width, 1))
 
     def _refresh_row(self, node_id: str) -> None:
         idx = self._index.get(node_id)

@@ -1,0 +1,209 @@
+"""Full dashboard frame: every widget re-rendered + composited + ANSI (SPEC §8).
+
+Scenario: 200 and 1000 nodes (the rest settled, 50 live and streaming), dark theme, at
+120×40 and 200×60. Run: `.venv/bin/python bench/bench_frame.py` (≈ 30 s).
+
+How one frame is timed (inside the running app's event loop, headless):
+  1. outside the timing: advance the clock 1/30 s and give each of the 50 live nodes a
+     new rate segment (`set_progress`), then `model.flush()` — what the tailer does;
+  2. timed: the app applies the pending dirty set (`_apply_pending`: tree, header,
+     galaxy, chart), then EVERY widget is forced dirty (tree strip cache cleared, header
+     key dropped, galaxy/chart frames invalidated, every widget's Textual styles cache
+     cleared), the screen's compositor renders a full update and it is turned into the
+     ANSI string the driver would write, written into a StringIO.
+  So the figure is an upper bound of a real frame (real frames repaint only dirty rows).
+Allocation: the same frame under tracemalloc (numpy reports its buffers to tracemalloc);
+the figure is peak − start within the frame, i.e. the transient memory one frame needs.
+
+Side by side: the same screen with Textual's own `Tree` widget in place of the railway
+tree (labels updated for the live nodes each frame) — the widget a user would reach for.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import io
+import statistics
+import sys
+import time
+import tracemalloc
+from collections.abc import Callable
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
+
+from app_helpers import FakeOps, big_model  # noqa: E402
+from textual.widget import Widget  # noqa: E402
+from textual.widgets import Tree  # noqa: E402
+
+from legion_tui.app import LegionApp, make_app  # noqa: E402
+from legion_tui.session.progress import RateSegment  # noqa: E402
+from legion_tui.state import LegionModel  # noqa: E402
+from legion_tui.widgets.tree_rows import GLYPHS, flatten  # noqa: E402
+
+TIMED_FRAMES = 150
+ALLOC_FRAMES = 15
+FPS = 30.0
+
+
+class Clock:
+    def __init__(self, start: float) -> None:
+        self.now = start
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def stream(model: LegionModel, clock: Clock, live: list[str], frame: int) -> None:
+    """One frame of a streaming legion: every live node's token count moves (each is
+    dirty every frame), and each finishes an assistant message — a new rate segment —
+    every 2 s, staggered (the session file gets whole messages, never partial ones)."""
+    clock.now += 1.0 / FPS
+    period = int(2 * FPS)
+    for i, nid in enumerate(live):
+        progress = model.nodes[nid].progress
+        tokens = replace(progress.tokens, output=progress.tokens.output + 3)
+        series = progress.rate_series
+        if (frame + i) % period == 0:
+            series = [*series[-60:], RateSegment(clock.now - 2.0, clock.now, 180)]
+        model.set_progress(nid, replace(progress, rate_series=series, tokens=tokens,
+                                        generation_ms=progress.generation_ms + 33))
+    model.flush()
+
+
+def force_dirty(app: LegionApp, alt_tree: Tree[str] | None) -> None:
+    if alt_tree is None:
+        app.railway._cache.clear()
+    else:
+        alt_tree._line_cache.clear()
+    app.header._key = None
+    for panel in (app.galaxy_widget, app.chart_widget):
+        invalidate = getattr(panel, "invalidate", None)
+        if invalidate is not None:
+            invalidate()
+    for widget in app.screen.walk_children(Widget):
+        widget._styles_cache.clear()
+
+
+def full_frame(app: LegionApp, alt_tree: Tree[str] | None, out: io.StringIO) -> None:
+    app._apply_pending()
+    if alt_tree is not None:
+        relabel(app, alt_tree)
+    force_dirty(app, alt_tree)
+    update = app.screen._compositor.render_update(
+        full=True, screen_stack=app._background_screens
+    )
+    assert update is not None
+    out.write(update.render_segments(app.console))
+
+
+def label(app: LegionApp, nid: str) -> str:
+    view = app.model.nodes[nid]
+    tok_s = view.progress.tok_s
+    return f"{GLYPHS[view.node.status]} {view.node.name}  {view.node.role}  {tok_s:.0f} tok/s"
+
+
+def relabel(app: LegionApp, tree: Tree[str]) -> None:
+    nodes: dict[str, Any] = tree._legion_nodes  # type: ignore[attr-defined]
+    for nid, view in app.model.nodes.items():
+        if view.node.live:
+            nodes[nid].set_label(label(app, nid))
+
+
+async def swap_in_textual_tree(app: LegionApp) -> Tree[str]:
+    """Replace the railway tree with Textual's Tree holding the same nodes."""
+    tree: Tree[str] = Tree("legion", id="alt-tree")
+    tree.show_root = False
+    made: dict[str, Any] = {}
+    for row in flatten(app.model, set()):
+        view = app.model.nodes[row.node_id]
+        parent = made.get(view.node.parent_id or "", tree.root)
+        made[row.node_id] = parent.add(label(app, row.node_id), data=row.node_id,
+                                       expand=True)
+    tree._legion_nodes = made  # type: ignore[attr-defined]
+    body = app.main_screen.query_one("#body")
+    await body.mount(tree, before=0)
+    await app.railway.remove()
+    return tree
+
+
+def percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(round(q * (len(ordered) - 1))))]
+
+
+async def measure(nodes: int, size: tuple[int, int], textual_tree: bool) -> dict[str, float]:
+    model = big_model(nodes, live=50)
+    clock = Clock(model.clock())
+    model.clock = clock
+    app = make_app(model, FakeOps(model), clock=clock, timers=False)
+    live = [nid for nid, v in model.nodes.items() if v.node.live]
+    async with app.run_test(size=size) as pilot:
+        await pilot.pause()
+        alt = await swap_in_textual_tree(app) if textual_tree else None
+        await pilot.pause()
+        out = io.StringIO()
+        frame = 0
+        for frame in range(10):  # warm caches, styles, numpy buffers
+            stream(model, clock, live, frame)
+            full_frame(app, alt, out)
+        times: list[float] = []
+        for _ in range(TIMED_FRAMES):
+            frame += 1
+            stream(model, clock, live, frame)
+            out.seek(0)
+            out.truncate()
+            t0 = time.perf_counter()
+            full_frame(app, alt, out)
+            times.append((time.perf_counter() - t0) * 1000.0)
+        allocs: list[float] = []
+        tracemalloc.start()
+        for _ in range(ALLOC_FRAMES):
+            frame += 1
+            stream(model, clock, live, frame)
+            out.seek(0)
+            out.truncate()
+            tracemalloc.reset_peak()
+            start, _peak = tracemalloc.get_traced_memory()
+            full_frame(app, alt, out)
+            _now, peak = tracemalloc.get_traced_memory()
+            allocs.append((peak - start) / 1024.0)
+        tracemalloc.stop()
+        ansi_bytes = len(out.getvalue().encode())
+    return {
+        "median": statistics.median(times),
+        "p95": percentile(times, 0.95),
+        "alloc": statistics.median(allocs),
+        "ansi": ansi_bytes / 1024.0,
+    }
+
+
+def report(name: str, r: dict[str, float]) -> None:
+    print(f"{name} median: {r['median']:.2f} ms")
+    print(f"{name} p95: {r['p95']:.2f} ms")
+    print(f"{name} alloc per frame: {r['alloc']:.0f} KB")
+    print(f"{name} ansi per frame: {r['ansi']:.0f} KB")
+
+
+async def main() -> None:
+    results: dict[tuple[int, str, bool], dict[str, float]] = {}
+    for size in ((120, 40), (200, 60)):
+        for nodes in (200, 1000):
+            for textual_tree in (False, True):
+                r = await measure(nodes, size, textual_tree)
+                results[(nodes, f"{size[0]}x{size[1]}", textual_tree)] = r
+                which = "textual-Tree" if textual_tree else "railway"
+                report(f"frame {size[0]}x{size[1]} {nodes} nodes {which}", r)
+    for size_name in ("120x40", "200x60"):
+        small = results[(200, size_name, False)]["median"]
+        big = results[(1000, size_name, False)]["median"]
+        print(f"frame {size_name} railway 1000/200 node ratio: {big / small:.2f} x")
+        alt = results[(1000, size_name, True)]["median"]
+        print(f"frame {size_name} 1000 nodes textual-Tree/railway: {alt / big:.2f} x")
+
+
+if __name__ == "__main__":
+    check: Callable[[], None] = lambda: asyncio.run(main())  # noqa: E731
+    check()
