@@ -92,3 +92,21 @@ async def test_model_subscribers_hear_status_changes(tmp_path: Path) -> None:
         assert sup.model.counts() == {"live": 2, "settled": 0, "failed": 0, "retired": 0}
         await sup.stop(ROOT_ID, "w")
         assert sup.model.counts() == {"live": 1, "settled": 0, "failed": 0, "retired": 1}
+
+
+async def test_a_launch_that_fails_marks_the_node_failed_and_says_why(tmp_path: Path) -> None:
+    agents = tmp_path / ".legion" / "agents"
+    agents.mkdir(parents=True)
+    (agents / "ghost.md").write_text(
+        "---\nname: ghost\ndescription: missing program\nkind: exec\nrole: worker\n"
+        'command: ["no-such-program-xyz", "{task}"]\n---\nRun.\n',
+        encoding="utf-8",
+    )
+    async with hosted(tmp_path) as sup:
+        g = await spawn_one(sup, "ghost", name="g")
+        node = sup.node(g.id)
+        assert node.status is NodeStatus.FAILED
+        assert node.error is not None and node.error.startswith("launch failed:")
+        assert "no-such-program-xyz" in node.error
+        failed = [e for e in sup.model.nodes[g.id].events if e.type is EventType.NODE_FAILED]
+        assert failed[0].data["reason"] == "launch-failed"

@@ -686,6 +686,8 @@ class Supervisor:
         *,
         resume: bool,
     ) -> None:
+        if self._closed or self.node(node.id).status is NodeStatus.RETIRED:
+            return  # the host paused (or the node was stopped) before its turn came
         self._seq += 1
         spec = LaunchSpec(
             node_id=node.id,
@@ -713,6 +715,8 @@ class Supervisor:
         try:
             await handle.start()
         except Exception as err:
+            if self._closed or self._handles.get(node.id) is not handle:
+                return  # stopped while starting: that, not a launch failure, is the story
             self._handles.pop(node.id, None)
             log.warning("launch of %s failed: %s", node.path, err)
             await self._set_status(
@@ -722,6 +726,10 @@ class Supervisor:
                 {"reason": "launch-failed", "error": str(err)},
                 error=f"launch failed: {err}",
             )
+            return
+        if self._closed or self._handles.get(node.id) is not handle:
+            # Paused or stopped while starting: whoever did that swept this handle (or
+            # will); writing `running` now would contradict the ledger's `retired`.
             return
         await self._set_status(
             node.id,
