@@ -110,6 +110,11 @@ async def test_abort_without_a_queue_has_no_dropped_suffix(tmp_path: Path) -> No
         await stuck_worker(sup, "w")
         _, receipt = await sup.abort(ROOT_ID, "w", keep_queue=True)
         assert receipt == "Aborted w's current turn (context kept; partial edits may remain)"
+        # Live, idle, context kept: status says how to go on.
+        from legion_tui.supervisor.status import render_status
+
+        block = render_status(sup.status(ROOT_ID, "w")).split("\n\n")[1].splitlines()
+        assert block[1] == "  running · idle, no turn running (steer w to continue)"
 
 
 async def test_abort_on_a_retired_or_unknown_node_is_an_error(tmp_path: Path) -> None:

@@ -843,7 +843,10 @@ class Supervisor:
         settled: dict[str, list[str]] = {}
         for child_id in list(self.model.children(caller.id)):
             child = self.node(child_id)
+            if child.live:  # a stop is in progress: it no longer settles on its own
+                self._stopping.add(child.id)
             survivors = await self._retire_descendants(child, force)
+            child = self.node(child_id)
             if child.status is NodeStatus.RETIRED:
                 continue
             execution = _execution(child.status)
@@ -859,7 +862,10 @@ class Supervisor:
         return "\n".join(lines) if lines else receipts.nothing_to_stop()
 
     async def _stop_target(self, target: Node, force: bool) -> str:
+        if target.live:  # a stop is in progress: it no longer settles on its own
+            self._stopping.add(target.id)
         survivors = await self._retire_descendants(target, force)
+        target = self.node(target.id)
         if target.status is NodeStatus.RETIRED:
             event = self._last_event(target.id, EventType.NODE_RETIRED)
             execution = str(event.data.get("execution", "unknown")) if event else "unknown"
@@ -1082,6 +1088,13 @@ class Supervisor:
             [(v.node, v.progress) for v in views],
             self.clock(),
             interrupted={v.node.id for v in views if v.interrupted},
+            idle={
+                v.node.id
+                for v in views
+                if v.node.live
+                and (h := self._handles.get(v.node.id)) is not None
+                and not h.turn_running()
+            },
         )
 
     def _any(self, name: str) -> Node:

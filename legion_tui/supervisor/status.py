@@ -72,7 +72,11 @@ def activity_of(node: Node, progress: SessionProgress, now: float) -> dict[str, 
 
 
 def _entry(
-    node: Node, progress: SessionProgress, now: float, interrupted: bool = False
+    node: Node,
+    progress: SessionProgress,
+    now: float,
+    interrupted: bool = False,
+    idle: bool = False,
 ) -> dict[str, Any]:
     verdict: Any = None
     if node.verdict:
@@ -97,6 +101,7 @@ def _entry(
         "error": node.error,
         "unreadable": progress.unreadable,
         "interrupted": interrupted,
+        "idle": idle,
     }
 
 
@@ -108,6 +113,7 @@ def status_document(
     *,
     live: bool = True,
     interrupted: frozenset[str] | set[str] = frozenset(),
+    idle: frozenset[str] | set[str] = frozenset(),
 ) -> dict[str, Any]:
     return {
         "run_id": run_id,
@@ -130,6 +136,8 @@ def _doing(entry: dict[str, Any]) -> list[str]:
     if entry["role"] == "root":
         return [f"{status} · the host" if status != "running" else "hosting the legion"]
     if status in ("starting", "running", "blocked"):
+        if entry.get("idle"):  # e.g. after an abort: context kept, waiting for a steer
+            return [f"{status} · idle, no turn running (steer {entry['name']} to continue)"]
         return [f"{status} · between tool calls"]
     verdict = entry["verdict"]
     if status == "settled":
