@@ -119,7 +119,10 @@ def status_document(
         "run_id": run_id,
         "session": session,
         "live": live,
-        "nodes": [_entry(node, progress, now, node.id in interrupted) for node, progress in rows],
+        "nodes": [
+            _entry(node, progress, now, node.id in interrupted, node.id in idle)
+            for node, progress in rows
+        ],
     }
 
 
