@@ -15,6 +15,9 @@ How one frame is timed (inside the running app's event loop, headless):
 Allocation: the same frame under tracemalloc (numpy reports its buffers to tracemalloc);
 the figure is peak − start within the frame, i.e. the transient memory one frame needs.
 
+GC: the dashboard calls `legion_tui.app.tune_gc()` at start (freeze + thresholds); the
+railway rows are reported both with CPython's default collector and with that tuning.
+
 Side by side: the same screen with Textual's own `Tree` widget in place of the railway
 tree (labels updated for the live nodes each frame) — the widget a user would reach for.
 """
@@ -22,28 +25,29 @@ tree (labels updated for the live nodes each frame) — the widget a user would 
 from __future__ import annotations
 
 import asyncio
+import gc
 import io
 import statistics
 import sys
 import time
 import tracemalloc
-from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
-from app_helpers import FakeOps, big_model  # noqa: E402
-from textual.widget import Widget  # noqa: E402
-from textual.widgets import Tree  # noqa: E402
+from app_helpers import FakeOps, big_model
+from textual.widget import Widget
+from textual.widgets import Tree
 
-from legion_tui.app import LegionApp, make_app  # noqa: E402
-from legion_tui.session.progress import RateSegment  # noqa: E402
-from legion_tui.state import LegionModel  # noqa: E402
-from legion_tui.widgets.tree_rows import GLYPHS, flatten  # noqa: E402
+from legion_tui.app import LegionApp, make_app
+from legion_tui.session.progress import RateSegment
+from legion_tui.state import LegionModel
+from legion_tui.widgets.tree_rows import GLYPHS, flatten
 
-TIMED_FRAMES = 150
+TIMED_FRAMES = 120
+DEFAULT_GC = gc.get_threshold()
 ALLOC_FRAMES = 15
 FPS = 30.0
 
@@ -131,14 +135,16 @@ async def swap_in_textual_tree(app: LegionApp) -> Tree[str]:
 
 def percentile(values: list[float], q: float) -> float:
     ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(round(q * (len(ordered) - 1))))]
+    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
 
 
-async def measure(nodes: int, size: tuple[int, int], textual_tree: bool) -> dict[str, float]:
+async def measure(
+    nodes: int, size: tuple[int, int], textual_tree: bool, gc_tuned: bool
+) -> dict[str, float]:
     model = big_model(nodes, live=50)
     clock = Clock(model.clock())
     model.clock = clock
-    app = make_app(model, FakeOps(model), clock=clock, timers=False)
+    app = make_app(model, FakeOps(model), clock=clock, timers=False, gc_tuning=gc_tuned)
     live = [nid for nid, v in model.nodes.items() if v.node.live]
     async with app.run_test(size=size) as pilot:
         await pilot.pause()
@@ -172,6 +178,8 @@ async def measure(nodes: int, size: tuple[int, int], textual_tree: bool) -> dict
             allocs.append((peak - start) / 1024.0)
         tracemalloc.stop()
         ansi_bytes = len(out.getvalue().encode())
+    gc.unfreeze()  # back to CPython's defaults for the next configuration
+    gc.set_threshold(*DEFAULT_GC)
     return {
         "median": statistics.median(times),
         "p95": percentile(times, 0.95),
@@ -191,11 +199,14 @@ async def main() -> None:
     results: dict[tuple[int, str, bool], dict[str, float]] = {}
     for size in ((120, 40), (200, 60)):
         for nodes in (200, 1000):
+            name = f"frame {size[0]}x{size[1]} {nodes} nodes"
+            default_gc = await measure(nodes, size, textual_tree=False, gc_tuned=False)
+            report(f"{name} railway (CPython default gc)", default_gc)
             for textual_tree in (False, True):
-                r = await measure(nodes, size, textual_tree)
+                r = await measure(nodes, size, textual_tree, gc_tuned=True)
                 results[(nodes, f"{size[0]}x{size[1]}", textual_tree)] = r
                 which = "textual-Tree" if textual_tree else "railway"
-                report(f"frame {size[0]}x{size[1]} {nodes} nodes {which}", r)
+                report(f"{name} {which} (app gc tuning)", r)
     for size_name in ("120x40", "200x60"):
         small = results[(200, size_name, False)]["median"]
         big = results[(1000, size_name, False)]["median"]
@@ -205,5 +216,4 @@ async def main() -> None:
 
 
 if __name__ == "__main__":
-    check: Callable[[], None] = lambda: asyncio.run(main())  # noqa: E731
-    check()
+    asyncio.run(main())

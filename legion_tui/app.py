@@ -8,6 +8,7 @@ second, and each widget repaints only what those ids touch. Tests build the app 
 
 from __future__ import annotations
 
+import gc
 import importlib
 import time
 from collections.abc import Awaitable, Callable
@@ -41,6 +42,17 @@ from legion_tui.widgets.tree import RailwayTree
 
 MAX_APPLY_HZ = 30.0
 GALAXY_HZ = 12.0
+GC_THRESHOLDS = (20_000, 50, 1000)
+
+
+def tune_gc() -> None:
+    """Keep garbage collection out of frame time (bench/bench_frame.py: p95 of a full
+    200×60 frame ≈ 45 ms with CPython's defaults, ≈ 9 ms with this). Everything alive
+    after start-up (Textual, the model, caches) is frozen out of the collector's scans,
+    and young-generation collections run less often. Process-wide, so only the CLI's
+    `run_dashboard` calls it, never tests."""
+    gc.freeze()
+    gc.set_threshold(*GC_THRESHOLDS)
 
 
 class GalaxyLike(Protocol):
@@ -147,8 +159,10 @@ class LegionApp(App[None]):
         floor: bool = True,
         run_dir: Path | None = None,
         on_start: Callable[[LegionApp], Awaitable[None]] | None = None,
+        gc_tuning: bool = False,
     ) -> None:
         super().__init__()
+        self.gc_tuning = gc_tuning
         self.model = model
         self.ops = ops
         self.clock: Clock = clock or model.clock
@@ -213,6 +227,8 @@ class LegionApp(App[None]):
         if self.timers:
             self.set_interval(1.0, self._second_tick)
             self._galaxy_timer = self.set_interval(1.0 / GALAXY_HZ, self._galaxy_tick)
+        if self.gc_tuning:
+            tune_gc()  # after mount: the widgets and caches alive now are frozen
         if self.on_start is not None:
             self.run_worker(self.on_start(self), name="legion-start", exit_on_error=True)
 
@@ -493,11 +509,12 @@ def make_app(
     floor: bool = True,
     run_dir: Path | None = None,
     on_start: Callable[[LegionApp], Awaitable[None]] | None = None,
+    gc_tuning: bool = False,
 ) -> LegionApp:
     """The dashboard over `model`. Tests: a canned model, a fixed clock, `timers=False`."""
     return LegionApp(
         model, ops, clock=clock, theme=theme, timers=timers, floor=floor,
-        run_dir=run_dir, on_start=on_start,
+        run_dir=run_dir, on_start=on_start, gc_tuning=gc_tuning,
     )
 
 
@@ -510,7 +527,8 @@ def run_dashboard(
     on_start: Callable[[LegionApp], Awaitable[None]] | None = None,
 ) -> None:
     """Run the dashboard in the terminal until the user quits (blocking)."""
-    make_app(model, ops, theme=theme, run_dir=run_dir, on_start=on_start).run()
+    app = make_app(model, ops, theme=theme, run_dir=run_dir, on_start=on_start, gc_tuning=True)
+    app.run()
 
 
 async def run_dashboard_async(
@@ -522,4 +540,5 @@ async def run_dashboard_async(
     on_start: Callable[[LegionApp], Awaitable[None]] | None = None,
 ) -> None:
     """The same inside a running event loop (the supervisor shares the loop)."""
-    await make_app(model, ops, theme=theme, run_dir=run_dir, on_start=on_start).run_async()
+    app = make_app(model, ops, theme=theme, run_dir=run_dir, on_start=on_start, gc_tuning=True)
+    await app.run_async()

@@ -50,7 +50,8 @@ class HeaderBar(Widget):
         self.paused = False
         self._key: tuple[object, ...] | None = None
         self._strip: Strip | None = None
-        self._rate_memo: tuple[int, float, float] = (-1, 0.0, 0.0)
+        self._memo_at: tuple[int, float] = (-1, 0.0)
+        self._memo: tuple[dict[str, int], float] = ({}, 0.0)
 
     def set_theme(self, theme: str) -> None:
         self.theme_name = theme
@@ -65,27 +66,31 @@ class HeaderBar(Widget):
         if self._key is not None and self._key != self._make_key(self.size.width):
             self.refresh()
 
-    def live_rate(self) -> float:
-        """Σ live tok/s of the live nodes: the same figure the tree rows and the chart's
-        `now` show (a decode rate per node, summed). Memoised on (model version, clock):
-        the key check and the paint of one frame ask twice."""
+    def summary(self) -> tuple[dict[str, int], float]:
+        """(live/settled/failed/retired counts, Σ live tok/s) in one pass over the nodes.
+        The rate is the same figure the tree rows and the chart's `now` show. Memoised
+        on (model version, clock): a frame asks for it twice (key check, paint)."""
         now = self.model.clock()
-        if self._rate_memo[:2] != (self.model.version, now):
-            rate = sum(
-                live_tok_s(v.progress, now) for v in self.model.nodes.values() if v.node.live
-            )
-            self._rate_memo = (self.model.version, now, rate)
-        return self._rate_memo[2]
+        if self._memo_at != (self.model.version, now):
+            counts = {"live": 0, "settled": 0, "failed": 0, "retired": 0}
+            rate = 0.0
+            for view in self.model.nodes.values():
+                status = view.node.status
+                if status.live:
+                    counts["live"] += 1
+                    rate += live_tok_s(view.progress, now)
+                else:
+                    counts[status.value] += 1
+            self._memo_at, self._memo = (self.model.version, now), (counts, rate)
+        return self._memo
+
+    def live_rate(self) -> float:
+        return self.summary()[1]
 
     def _make_key(self, width: int) -> tuple[object, ...]:
-        return (
-            width,
-            self.theme_name,
-            self.floor,
-            self.paused,
-            tuple(self.model.counts().values()),
-            round(self.live_rate()),
-        )
+        counts, rate = self.summary()
+        return (width, self.theme_name, self.floor, self.paused, tuple(counts.values()),
+                round(rate))
 
     def render_line(self, y: int) -> Strip:
         width = self.size.width
@@ -95,9 +100,8 @@ class HeaderBar(Widget):
         key = self._make_key(width)
         if key == self._key and self._strip is not None:
             return self._strip
-        counts = self.model.counts()
-        text = header_text(self.model.run_id, self.model.session_name, counts,
-                           self.live_rate(), width)
+        counts, rate = self.summary()
+        text = header_text(self.model.run_id, self.model.session_name, counts, rate, width)
         segs = [Segment(" LEGION", paint.accent), Segment(text, paint.base)]
         used = 7 + len(text)
         if self.paused:
