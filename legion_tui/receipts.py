@@ -114,6 +114,13 @@ def phase_timeout_body(name: str, phase: str, elapsed_s: float, limit_s: float) 
     )
 
 
+def verify_gate_by_contract() -> str:
+    return (
+        f"{VERIFY_BY_CONTRACT} — the verification_passed gate was met by a contract "
+        "with no legion-verify command, not by a test run"
+    )
+
+
 def verification_passed(count: int) -> str:
     return f"verification passed ({count} command{'s' if count != 1 else ''})"
 

@@ -11,7 +11,15 @@ from pathlib import Path
 import psutil
 import pytest
 
-from legion_tui.supervisor.verify import VerificationResult, run_verification, verify_contract
+from legion_tui.phases.builtin import DEFAULT_MACHINE
+from legion_tui.phases.load import parse_machine
+from legion_tui.supervisor.verify import (
+    VerificationResult,
+    needs_verification,
+    run_verification,
+    verification_gate,
+    verify_contract,
+)
 
 # A command that leaves a child ignoring SIGTERM and a double-forked setsid daemon, writes
 # their pids, and then hangs: only the sweep (group + snapshot + /proc marker) gets them all.
@@ -185,3 +193,42 @@ async def test_the_sweep_spares_the_teams_own_processes(tmp_path: Path, run_id: 
     finally:
         agent.kill()
         await asyncio.wait_for(agent.wait(), 5)
+
+
+# ----- which move runs the verification (G6) ----------------------------------------------
+
+
+def test_the_default_machine_verifies_when_leaving_verifying() -> None:
+    assert verification_gate(None) == "verifying"
+    assert verification_gate(DEFAULT_MACHINE) == "verifying"
+    assert needs_verification(DEFAULT_MACHINE, "verifying", "done")
+    assert needs_verification(DEFAULT_MACHINE, "verifying", "implementing")  # rework edge
+    assert not needs_verification(DEFAULT_MACHINE, "reviewing", "verifying")
+    assert not needs_verification(DEFAULT_MACHINE, "implementing", "reviewing")
+
+
+def test_a_declared_machine_moves_the_gate_to_its_own_phase() -> None:
+    machine = parse_machine(
+        {
+            "phases": [
+                {"id": "spec", "next": ["impl"]},
+                {"id": "impl", "next": ["ship"]},
+                {"id": "ship", "next": [{"to": "done", "require": ["verification_passed"]}]},
+            ]
+        }
+    )
+    assert verification_gate(machine) == "ship"
+    assert needs_verification(machine, "ship", "done")
+    assert not needs_verification(machine, "impl", "ship")
+    plain = parse_machine({"phases": [{"id": "solo", "next": ["done"]}]})
+    assert verification_gate(plain) == "solo" and not needs_verification(plain, "solo", "done")
+
+
+async def test_an_empty_contract_meeting_the_gate_says_so(tmp_path: Path, run_id: str) -> None:
+    result = await run_verification(
+        [], cwd=tmp_path, output_file=tmp_path / "v.log", run_id=run_id, node_id="lead"
+    )
+    assert result.gate_summary(gate_requires_pass=False) == "by contract (0 commands)"
+    text = result.gate_summary(gate_requires_pass=True)
+    assert text.startswith("by contract (0 commands)") and "gate" in text
+    assert "passed (" not in text

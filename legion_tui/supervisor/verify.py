@@ -28,6 +28,8 @@ from pathlib import Path
 from typing import Any, Literal
 
 from legion_tui import receipts
+from legion_tui.phases.builtin import DEFAULT_MACHINE
+from legion_tui.phases.machine import Machine
 from legion_tui.phases.verify_blocks import VerifyBlocks, extract_verify_commands
 from legion_tui.supervisor.client import ENV_NODE_ID, ENV_RUN_ID, ENV_SOCKET
 from legion_tui.supervisor.process import spawn_child
@@ -35,9 +37,12 @@ from legion_tui.supervisor.sweep import sweep
 
 __all__ = [
     "DEFAULT_COMMAND_TIMEOUT",
+    "VERIFY_CONDITIONS",
     "CommandResult",
     "VerificationResult",
+    "needs_verification",
     "run_verification",
+    "verification_gate",
     "verify_contract",
 ]
 
@@ -47,6 +52,26 @@ SHELL = "/bin/sh"
 REAP_BOUND = 2.0
 
 Outcome = Literal["pass", "fail"]
+VERIFY_CONDITIONS = frozenset({"verification_passed", "verification_failed"})
+LEGACY_GATE = "verifying"
+
+
+def verification_gate(machine: Machine | None) -> str:
+    """The phase that runs `legion-verify` (upstream G6, #358): the one the machine says
+    judges success; `verifying` for no machine or a machine with no exit to `done`."""
+    found = machine.verification_phase() if machine is not None else None
+    return found or LEGACY_GATE
+
+
+def needs_verification(machine: Machine | None, current: str, target: str) -> bool:
+    """Does moving `current → target` need a fresh verification result? Only a move out
+    of the gate phase whose rules mention `verification_passed`/`verification_failed`."""
+    if current != verification_gate(machine):
+        return False
+    spec = (machine or DEFAULT_MACHINE).phase(current)
+    if spec is None:
+        return False
+    return not VERIFY_CONDITIONS.isdisjoint(spec.exit_requires(target))
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,6 +113,13 @@ class VerificationResult:
             return receipts.verification_passed(len(self.commands))
         details = "; ".join(c.describe() for c in failed)
         return f"{receipts.verification_failed(len(failed), len(self.commands))}: {details}"
+
+    def gate_summary(self, gate_requires_pass: bool) -> str:
+        """`summary`, plus — when nothing ran and the machine's completion gate asks for
+        `verification_passed` — the plain statement that an empty contract met it."""
+        if self.by_contract and gate_requires_pass:
+            return receipts.verify_gate_by_contract()
+        return self.summary
 
     def event_data(self) -> dict[str, Any]:
         """The `verification_result` event's data."""
