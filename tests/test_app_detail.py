@@ -1,0 +1,129 @@
+"""The detail overlay (SPEC §7.2): lazy transcript, terminal through pyte, live header,
+keys inside it, an unreadable session shown as such."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+from app_helpers import SESSION_LINES, FakeOps, canned_model, fixed_clock, write_run_files
+from textual.widgets import Static, TabbedContent
+
+from legion_tui.app import LegionApp, make_app
+from legion_tui.widgets.detail import DetailScreen
+from legion_tui.widgets.terminal_view import TerminalView, emulate, pyte_colour
+from legion_tui.widgets.transcript_view import PAGE, TranscriptView
+
+SIZE = (120, 40)
+
+
+def build(run_dir: Path) -> tuple[LegionApp, FakeOps]:
+    model = canned_model()
+    ops = FakeOps(model)
+    return make_app(model, ops, clock=fixed_clock, timers=False, run_dir=run_dir), ops
+
+
+async def open_detail(pilot, app: LegionApp, node_id: str) -> DetailScreen:  # type: ignore[no-untyped-def]
+    app.railway.select(node_id)
+    await pilot.press("o")
+    await pilot.pause()
+    assert isinstance(app.screen, DetailScreen)
+    return app.screen
+
+
+async def test_a_50mb_session_opens_at_once_and_is_paged_lazily(tmp_path: Path) -> None:
+    run_dir = write_run_files(tmp_path)
+    session = run_dir / "sessions" / "n2.jsonl"
+    message = json.dumps(SESSION_LINES[3]) + "\n"
+    copies = 50 * 1024 * 1024 // len(message)
+    with session.open("a", encoding="utf-8") as fh:
+        fh.write(message * copies)
+    assert session.stat().st_size > 50 * 1024 * 1024
+    app, _ = build(run_dir)
+    async with app.run_test(size=SIZE) as pilot:
+        started = time.perf_counter()
+        screen = await open_detail(pilot, app, "n2")
+        view = screen.query_one(TranscriptView)
+        await pilot.pause()
+        opened = time.perf_counter() - started
+        assert view.pager is not None
+        # only the start of the file was indexed (the pager scans 1 MB at a time)
+        assert PAGE <= view.pager.count_known() < copies // 20 and not view.pager.at_end
+        assert opened < 2.0, f"overlay took {opened:.2f}s to open a 50 MB session"
+        first = view.render_line(2).text
+        assert "Add pagination to GET /items." in first
+
+
+async def test_terminal_tab_honours_colours_and_carriage_returns(tmp_path: Path) -> None:
+    screen = emulate(b"\x1b[31mred\x1b[0m plain\nprogress  10%\rprogress 100%\n")
+    assert screen.display[0].rstrip() == "red plain"
+    assert screen.display[1].rstrip() == "progress 100%"
+    assert screen.buffer[0][0].fg == "red" and screen.buffer[0][4].fg == "default"
+    assert pyte_colour("brightred") == "bright_red" and pyte_colour("ff8700") == "#ff8700"
+    app, _ = build(write_run_files(tmp_path))
+    async with app.run_test(size=SIZE) as pilot:
+        detail = await open_detail(pilot, app, "n2")
+        detail.query_one(TabbedContent).active = "tab-terminal"
+        await pilot.pause()
+        term = detail.query_one(TerminalView)
+        lines = [term.render_line(y).text.rstrip() for y in range(4)]
+        assert lines == ["==> building api", "progress 100%",
+                         "error: 1 test failed (test_items_page)", "warning: retrying once"]
+        styles = {seg.text: seg.style for seg in term.render_line(2) if seg.text.strip()}
+        assert styles["error:"] is not None and str(styles["error:"].color.name) == "red"
+
+
+async def test_no_terminal_tab_for_an_in_process_node(tmp_path: Path) -> None:
+    app, _ = build(write_run_files(tmp_path))
+    async with app.run_test(size=SIZE) as pilot:
+        detail = await open_detail(pilot, app, "n3")
+        assert not detail.query("#tab-terminal")
+
+
+async def test_missing_session_file_is_shown_not_cached_as_empty(tmp_path: Path) -> None:
+    run_dir = write_run_files(tmp_path)
+    (run_dir / "sessions" / "n2.jsonl").unlink()
+    app, _ = build(run_dir)
+    async with app.run_test(size=SIZE) as pilot:
+        detail = await open_detail(pilot, app, "n2")
+        view = detail.query_one(TranscriptView)
+        assert view.render_line(0).text.startswith(" session unreadable: ")
+
+
+async def test_overlay_header_follows_the_model_and_keys_act_inside(tmp_path: Path) -> None:
+    app, ops = build(write_run_files(tmp_path))
+    async with app.run_test(size=SIZE, notifications=True) as pilot:
+        detail = await open_detail(pilot, app, "n3")
+        head = detail.query_one("#detail-head", Static)
+        assert "worker-1 · worker · sim · running" in str(head.render())
+        view = app.model.nodes["n3"]
+        app.model.set_progress("n3", view.progress.__class__(skipped_lines=7))
+        await pilot.pause()
+        await pilot.pause()
+        assert "7 skipped lines" in str(detail.query_one("#detail-skipped", Static).render())
+        await pilot.press("a")
+        await app.workers.wait_for_complete()
+        await pilot.press("s", *"stop editing", "enter")
+        await app.workers.wait_for_complete()
+        assert ops.calls == [("abort", "n3", {"keep_queue": False}),
+                             ("steer", "n3", {"text": "stop editing"})]
+        await pilot.press("q")
+        await pilot.pause()
+        assert app.screen is app.main_screen and app.is_running
+
+
+async def test_galaxy_ticks_only_while_visible_and_not_paused(tmp_path: Path) -> None:
+    app, _ = build(write_run_files(tmp_path))
+    ticks: list[int] = []
+    async with app.run_test(size=(80, 24)) as pilot:  # < 100 cols: galaxy hidden
+        app.galaxy_widget.tick = lambda: ticks.append(1)  # type: ignore[method-assign]
+        app._galaxy_tick()
+        assert ticks == []
+        await pilot.resize_terminal(120, 40)
+        await pilot.pause()
+        app._galaxy_tick()
+        assert ticks == [1]
+        await pilot.press("p")
+        app._galaxy_tick()
+        assert ticks == [1]
