@@ -16,6 +16,7 @@ from legion_tui.supervisor.worktree import (
     delivery,
     demote_worktree,
     is_git_repo,
+    prepare_worktree,
     remove_worktree,
 )
 
@@ -190,3 +191,16 @@ def test_other_roles_asking_are_demoted_with_exactly_one_warning(role: str) -> N
 def test_roles_not_asking_get_no_warning() -> None:
     for requested in (None, False):
         assert demote_worktree("worker", "w", requested=requested).warning is None
+
+
+async def test_prepare_gives_a_centurion_a_worktree_and_demotes_the_rest(
+    repo: Path, tmp_path: Path
+) -> None:
+    tree, warning = await prepare_worktree(repo, "centurion", "lead")
+    assert tree is not None and warning is None and tree.path.exists()
+    tree, warning = await prepare_worktree(repo, "worker", "worker-2", requested=True)
+    assert tree is None and warning == receipts.worktree_demoted("worker-2", "worker")
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    assert await prepare_worktree(plain, "centurion", "lead") == (None, None)
+    assert not (plain / ".legion").exists()

@@ -36,6 +36,7 @@ __all__ = [
     "delivery",
     "demote_worktree",
     "is_git_repo",
+    "prepare_worktree",
     "remove_worktree",
     "worktrees_dir",
 ]
@@ -173,6 +174,21 @@ async def create_worktree(project: Path, name: str, *, nonce: str | None = None)
     branch = f"{BRANCH_PREFIX}{slug}"
     await _git(project, "worktree", "add", "-b", branch, str(path), base_sha)
     return Worktree(path=path, branch=branch, base_sha=base_sha, cwd=path / prefix)
+
+
+async def prepare_worktree(
+    project: Path, role: str, name: str, requested: bool | None = None
+) -> tuple[Worktree | None, str | None]:
+    """The launch-time decision in one call: (the worktree, the warning for the spawn's
+    answer). A centurion in a git repository gets a new worktree; a centurion elsewhere
+    works in the project itself (no warning: nothing was asked that could be given);
+    anyone else asking for one is demoted with one warning. Call it only after every
+    refusal check (G1–G4, budgets, names): a refused spawn must leave no worktree.
+    """
+    decision = demote_worktree(role, name, requested)
+    if not decision.use or not await is_git_repo(project):
+        return None, decision.warning
+    return await create_worktree(project, name), None
 
 
 async def _remote_link(worktree: Path, branch: str) -> str | None:
