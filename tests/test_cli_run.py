@@ -88,3 +88,21 @@ async def test_demo_headless(tmp_path: Path) -> None:
     assert report["stalled"] >= 1
     assert report["failed"] >= 1
     assert report["tokens_out"] > 0
+
+
+async def test_a_corrupt_ledger_is_refused_and_left_untouched(tmp_path: Path) -> None:
+    code, _out, err = await run_cli(
+        "run", "worker", "--task", "x", "--speed", "200", "--session", "s", cwd=tmp_path
+    )
+    assert code == 0, err
+    info = find_session_run(tmp_path, "s")
+    assert info is not None
+    garbage = b"this is not a database at all\n" * 100
+    info.ledger_path.write_bytes(garbage)
+    run_json = (info.dir / "run.json").read_bytes()
+    code, _out, err = await run_cli("run", "worker", "--task", "x", "--session", "s", cwd=tmp_path)
+    assert code == 1 and "legion.db" in err and "Traceback" not in err
+    assert info.ledger_path.read_bytes() == garbage
+    assert (info.dir / "run.json").read_bytes() == run_json
+    code, _out, err = await run_cli("status", "--session", "s", cwd=tmp_path)
+    assert code == 1 and "legion.db" in err and "Traceback" not in err

@@ -205,9 +205,11 @@ def _demo(args: argparse.Namespace) -> int:
         print("legion demo: --nodes must be at least 1", file=sys.stderr)
         return 2
     if args.headless:
-        return asyncio.run(_demo_headless(args))
+        return _hosting("demo", lambda: asyncio.run(_demo_headless(args)))
     sup = _demo_supervisor(args)
-    return asyncio.run(_host_dashboard(sup, args.theme, args.nodes, args.seed))
+    return _hosting(
+        "demo", lambda: asyncio.run(_host_dashboard(sup, args.theme, args.nodes, args.seed))
+    )
 
 
 # ----- legion tui ------------------------------------------------------------------------
@@ -227,17 +229,23 @@ def _tui(args: argparse.Namespace) -> int:
         print(f"legion tui: {err}", file=sys.stderr)
         return 1
     theme = args.theme or load_settings(Path.cwd()).settings.theme
-    return asyncio.run(_host_dashboard(sup, theme, None, 0))
+    return _hosting("tui", lambda: asyncio.run(_host_dashboard(sup, theme, None, 0)))
 
 
-def _run(args: argparse.Namespace) -> int:
+def _hosting(verb: str, host: Callable[[], int]) -> int:
+    """Run a host; a refused session or ledger is a clear one-line error, exit 1."""
+    from legion_tui.ledger import LedgerError
     from legion_tui.supervisor.runs import SessionBusy, SessionNameError
 
     try:
-        return asyncio.run(_run_headless(args))
-    except (SessionBusy, SessionNameError) as err:
-        print(f"legion run: {err}", file=sys.stderr)
+        return host()
+    except (SessionBusy, SessionNameError, LedgerError) as err:
+        print(f"legion {verb}: {err}", file=sys.stderr)
         return 1
+
+
+def _run(args: argparse.Namespace) -> int:
+    return _hosting("run", lambda: asyncio.run(_run_headless(args)))
 
 
 COMMANDS: dict[str, Command] = {
