@@ -7,9 +7,11 @@ import textwrap
 from pathlib import Path
 
 import psutil
+import pytest
 from supervisor_helpers import hosted, settled, spawn_one, stuck_worker, until
 
 from legion_tui.model import EventType, NodeStatus
+from legion_tui.ops import OpError
 from legion_tui.supervisor.core import ROOT_ID
 
 
@@ -36,6 +38,14 @@ async def test_provider_empty_generation_fails_the_node(tmp_path: Path) -> None:
         assert node.status is NodeStatus.FAILED
         assert node.error == "provider-empty-generation"
         assert EventType.NODE_FAILED in [e.type for e in sup.model.nodes[bad.id].events]
+        # A failed agent has exited: steering it is refused with the way forward ...
+        await until(lambda: sup._handles[bad.id].exited is not None, what="the agent's exit")
+        with pytest.raises(OpError) as err:
+            await sup.steer(ROOT_ID, "bad", "try again")
+        assert err.value.code == "NOT_RUNNING" and "legion resume bad" in err.value.message
+        # ... and resume starts it again on the same session file.
+        assert (await sup.resume(ROOT_ID, "bad")).startswith("Resumed bad")
+        assert sup.node(bad.id).live and sup.node(bad.id).error is None
 
 
 async def test_a_process_child_runs_settles_and_its_stop_leaves_no_process(tmp_path: Path) -> None:

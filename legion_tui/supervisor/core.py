@@ -934,8 +934,12 @@ class Supervisor:
         if target.status is NodeStatus.RETIRED:
             raise OpError("RETIRED", f"{verb} failed: {target.name} is retired")
         handle = self._handles.get(target.id)
-        if handle is None:
-            raise OpError("NOT_RUNNING", f"{verb} failed: {target.name} has no running agent")
+        if handle is None or (verb == "steer" and handle.exited is not None):
+            raise OpError(
+                "NOT_RUNNING",
+                f"{verb} failed: {target.name} has no running agent "
+                f"({target.status.value}; `legion resume {target.name}` starts it again)",
+            )
         return target, handle
 
     async def abort(
@@ -970,7 +974,8 @@ class Supervisor:
     async def resume(self, caller_id: str, name: str) -> str:
         """Resume an ended node on its old session file (SPEC §6.6); never automatic."""
         target = self.resolve(caller_id, name)
-        if target.id in self._handles:
+        previous = self._handles.get(target.id)
+        if previous is not None and previous.exited is None:
             raise OpError(
                 "ALREADY_RUNNING", f"{target.name} is {target.status.value}; steer it instead"
             )
@@ -981,6 +986,10 @@ class Supervisor:
             raise OpError(
                 "FORBIDDEN", f"resume {parent.node.name} first: {target.name}'s parent has ended"
             )
+        if previous is not None:  # it exited (failed): sweep what is left, then relaunch
+            self._handles.pop(target.id, None)
+            self._stopping.add(target.id)
+            await previous.stop(force=True, grace=0.0)
         node = await self._set_status(target.id, NodeStatus.STARTING, None, {}, error=None)
         self.model.mark_interrupted(target.id, False)
         card_name = self._card_of.get(node.id, node.role)
