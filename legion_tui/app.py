@@ -115,12 +115,12 @@ class MainScreen(Screen[None]):
         yield Static(
             "terminal too small — make it at least 40×10", id="too-small", markup=False
         )
-        # One docked block for the bottom lines: docked siblings would overlap each other.
-        with Container(id="bottom"):
-            yield ConfirmBar(theme=legion.theme_name, floor=legion.floor, id="confirm")
-            yield SteerLine(id="steer")
-            yield FilterLine(id="filter")
-            yield Footer()
+        # The prompt lines sit in the normal flow under the body (the body is 1fr), and
+        # only the footer is docked: docked siblings would overlap each other.
+        yield ConfirmBar(theme=legion.theme_name, floor=legion.floor, id="confirm")
+        yield SteerLine(id="steer")
+        yield FilterLine(id="filter")
+        yield Footer()
 
     def on_mount(self) -> None:
         self.legion.main_mounted()

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from app_helpers import FakeOps, canned_model, fixed_clock
 from textual._compositor import LayoutUpdate
+from textual.geometry import Region
+from textual.widgets import Footer
 
 from legion_tui.app import LegionApp, make_app
 from legion_tui.widgets.layout import layout_classes
@@ -51,6 +53,9 @@ async def test_resize_sweep_never_overflows_and_picks_the_layout() -> None:
             tiny = width < 40 or height < 10
             assert notice.display == tiny, (width, height)
             assert app.railway.display != tiny or app.railway.size.area == 0
+            if not tiny:  # the key hints stay on the last row, never covered by a panel
+                footer = app.main_screen.query_one(Footer)
+                assert footer.region == Region(0, height - 1, width, 1), (width, height)
 
 
 def test_layout_breakpoints() -> None:
