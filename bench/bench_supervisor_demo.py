@@ -3,14 +3,17 @@ second (SPEC §8: peak RSS ≤ 400 MB).
 
 Runs the real CLI as a subprocess; the host reports its own `ru_maxrss` and event counts
 in the JSON summary, and this script samples the RSS of the host plus every descendant
-(the demo's OS-process child included) with psutil. Side by side: the default 20-node
-demo for 10 s, to show what the extra 980 agents cost.
+(the demo's OS-process child included) with psutil. Then the same 1000 nodes at
+`--speed 20` for 10 s (how many events the host keeps up with when agents talk fast), and
+the obvious alternative to in-process agents side by side: 50 stuck agents in-process vs
+50 as OS processes (one `legion-sim` each), memory of the host and its children.
 
     .venv/bin/python bench/bench_supervisor_demo.py
 """
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import json
 import subprocess
@@ -32,12 +35,14 @@ def _tree_rss(proc: psutil.Process) -> int:
     return total
 
 
-def run_demo(nodes: int, duration: float) -> tuple[dict[str, object], float, float]:
+def run_demo(
+    nodes: int, duration: float, speed: float = 1.0
+) -> tuple[dict[str, object], float, float]:
     with tempfile.TemporaryDirectory(prefix="lt-bench-") as tmp:
         t0 = time.perf_counter()
         child = subprocess.Popen(
             [LEGION, "demo", "--headless", "--json", "--nodes", str(nodes),
-             "--duration", str(duration)],
+             "--duration", str(duration), "--speed", str(speed)],
             cwd=tmp, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
         )  # fmt: skip
         proc = psutil.Process(child.pid)
@@ -53,10 +58,40 @@ def run_demo(nodes: int, duration: float) -> tuple[dict[str, object], float, flo
         return json.loads(out), peak / 2**20, wall
 
 
+async def _agents_rss(count: int, isolate: bool) -> float:
+    """RSS (MB) of this process + its children with `count` stuck agents running."""
+    from legion_tui.supervisor.core import ROOT_ID, Budgets, ChildRequest, Supervisor
+
+    with tempfile.TemporaryDirectory(prefix="lt-bench-") as tmp:
+        sup = Supervisor(
+            Path(tmp), session="mem", budgets=Budgets(max_children=count, max_active=count + 1)
+        )
+        await sup.start()
+        try:
+            stuck = {"stall_seconds": 1e9}
+            await sup.spawn(
+                ROOT_ID,
+                [ChildRequest("worker", "t", sim=stuck, isolate=isolate) for _ in range(count)],
+            )
+            ready = asyncio.Event()
+
+            def check(_dirty: frozenset[str]) -> None:
+                agents = [v for v in sup.model.nodes.values() if v.node.id != ROOT_ID]
+                if all(v.progress.in_flight for v in agents):
+                    ready.set()
+
+            sup.model.subscribe(check)
+            check(frozenset())
+            await asyncio.wait_for(ready.wait(), 60)
+            return _tree_rss(psutil.Process()) / 2**20
+        finally:
+            await sup.close()
+
+
 def main() -> None:
-    for nodes, duration in ((1000, 30.0), (20, 10.0)):
-        report, tree_peak_mb, wall = run_demo(nodes, duration)
-        tag = f"demo_{nodes}"
+    for nodes, duration, speed in ((1000, 30.0, 1.0), (1000, 10.0, 20.0)):
+        report, tree_peak_mb, wall = run_demo(nodes, duration, speed)
+        tag = f"demo_{nodes}" if speed == 1.0 else f"demo_{nodes}_speed{speed:g}"
         print(f"{tag}_nodes_shown: {report['nodes']} nodes")
         print(f"{tag}_peak_rss_host: {report['peak_rss_mb']} MB")
         print(f"{tag}_peak_rss_host_and_children: {tree_peak_mb:.1f} MB")
@@ -64,6 +99,11 @@ def main() -> None:
         print(f"{tag}_ledger_events: {report['events_written']} events")
         print(f"{tag}_session_updates: {report['progress_updates']} updates")
         print(f"{tag}_wall_incl_startup_and_pause: {wall:.1f} s")
+    base = _tree_rss(psutil.Process()) / 2**20
+    inproc = asyncio.run(_agents_rss(50, isolate=False))
+    procs = asyncio.run(_agents_rss(50, isolate=True))
+    print(f"agents_50_inprocess_rss_delta: {inproc - base:.1f} MB")
+    print(f"agents_50_os_processes_rss_delta: {procs - base:.1f} MB")
 
 
 if __name__ == "__main__":
