@@ -83,7 +83,7 @@ def force_dirty(app: LegionApp, alt_tree: Tree[str] | None) -> None:
     else:
         alt_tree._line_cache.clear()
     app.header._key = None
-    for panel in (app.galaxy_widget, app.chart_widget):
+    for panel in (app.galaxy, app.chart):
         invalidate = getattr(panel, "invalidate", None)
         if invalidate is not None:
             invalidate()

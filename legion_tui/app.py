@@ -9,13 +9,12 @@ second, and each widget repaints only what those ids touch. Tests build the app 
 from __future__ import annotations
 
 import gc
-import importlib
 import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Any, ClassVar, Protocol, cast
+from typing import Any, ClassVar
 
-from textual import events, log, on
+from textual import events, on
 from textual.app import App, ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Container
@@ -24,7 +23,6 @@ from textual.message import Message
 from textual.notifications import SeverityLevel
 from textual.screen import Screen
 from textual.timer import Timer
-from textual.widget import Widget
 from textual.widgets import Footer, Static
 
 from legion_tui import receipts
@@ -33,10 +31,12 @@ from legion_tui.state import Clock, LegionModel, NodeView
 from legion_tui.themes import DEFAULT_THEME, THEME_ORDER, textual_themes
 from legion_tui.widgets.confirm import ConfirmBar, ConfirmRequest
 from legion_tui.widgets.detail import DetailScreen
+from legion_tui.widgets.galaxy import GalaxyView
 from legion_tui.widgets.header import HeaderBar
 from legion_tui.widgets.help import HelpScreen
 from legion_tui.widgets.layout import layout_classes
 from legion_tui.widgets.palette import LegionCommands, SlashStop
+from legion_tui.widgets.rate_chart import RateChart
 from legion_tui.widgets.steer import FilterLine, SteerLine
 from legion_tui.widgets.tree import RailwayTree
 
@@ -55,39 +55,6 @@ def tune_gc() -> None:
     `run_dashboard` calls it, never tests."""
     gc.freeze()
     gc.set_threshold(*GC_THRESHOLDS)
-
-
-class GalaxyLike(Protocol):
-    def set_selected(self, node_id: str | None) -> None: ...
-
-    def model_changed(self, dirty: frozenset[str]) -> None: ...
-
-    def tick(self) -> None: ...
-
-
-class ChartLike(Protocol):
-    def set_visible(self, ids: frozenset[str] | None) -> None: ...
-
-    def toggle_window(self) -> None: ...
-
-    def model_changed(self, dirty: frozenset[str]) -> None: ...
-
-
-def _make_viz(module: str, name: str, model: LegionModel, widget_id: str) -> Widget:
-    """The render engineer's widget when it is in the tree, else the stand-in.
-
-    A panel that cannot even be built must not take the dashboard down with it: the
-    stand-in takes its place and the error goes to the Textual log.
-    """
-    fallback = getattr(importlib.import_module("legion_tui.widgets.viz_fallback"), name)
-    try:
-        cls = getattr(importlib.import_module(f"legion_tui.widgets.{module}"), name)
-        return cast(Widget, cls(model, id=widget_id))
-    except (ImportError, AttributeError):
-        return cast(Widget, fallback(model, id=widget_id))
-    except Exception as error:
-        log.error(f"{module}.{name} failed to build: {error!r}")
-        return cast(Widget, fallback(model, id=widget_id))
 
 
 class ModelChanged(Message):
@@ -112,8 +79,8 @@ class MainScreen(Screen[None]):
         with Container(id="body"):
             yield legion.railway
             with Container(id="viz"):
-                yield legion.galaxy_widget
-                yield legion.chart_widget
+                yield legion.galaxy
+                yield legion.chart
         yield Static(
             "terminal too small — make it at least 40×10", id="too-small", markup=False
         )
@@ -184,20 +151,12 @@ class LegionApp(App[None]):
         self.theme_name = theme
         self.header = HeaderBar(model, theme=theme, floor=floor, id="header")
         self.railway = RailwayTree(model, clock=self.clock, theme=theme, floor=floor, id="tree")
-        self.galaxy_widget = _make_viz("galaxy", "GalaxyView", model, "galaxy")
-        self.chart_widget = _make_viz("rate_chart", "RateChart", model, "chart")
+        self.galaxy = GalaxyView(model, id="galaxy")
+        self.chart = RateChart(model, id="chart")
         self.main_screen = MainScreen(self)
         if not floor:
             self.add_class("-no-floor")
         self._unsubscribe = model.subscribe(self._on_model_signal)
-
-    @property
-    def galaxy(self) -> GalaxyLike:
-        return cast(GalaxyLike, self.galaxy_widget)
-
-    @property
-    def chart(self) -> ChartLike:
-        return cast(ChartLike, self.chart_widget)
 
     # ----- lifecycle ---------------------------------------------------------------
     def get_default_screen(self) -> Screen[Any]:
@@ -275,7 +234,7 @@ class LegionApp(App[None]):
     def _galaxy_tick(self) -> None:
         """Advance the orbits — only while the galaxy is on screen, the user has not
         paused, and something is live (an ended legion holds still and costs nothing)."""
-        if self.paused or not self.galaxy_widget.display or not self.galaxy_widget.size.area:
+        if self.paused or not self.galaxy.display or not self.galaxy.size.area:
             return
         if self.header.summary()[0].get("live", 0):
             self.galaxy.tick()
@@ -454,10 +413,9 @@ class LegionApp(App[None]):
             )
         )
 
-    def on_galaxy_view_star_clicked(self, event: Message) -> None:
-        node_id = getattr(event, "node_id", None)
-        if isinstance(node_id, str):
-            self.railway.select(node_id)
+    @on(GalaxyView.StarClicked)
+    def _star_clicked(self, event: GalaxyView.StarClicked) -> None:
+        self.railway.select(event.node_id)
 
     def action_filter(self) -> None:
         self.screen.query_one(FilterLine).ask(self.railway.filter_text)
@@ -486,8 +444,8 @@ class LegionApp(App[None]):
         self.header.set_theme(name)
         for bar in self.query(ConfirmBar):
             bar.set_theme(name)
-        self.galaxy_widget.refresh()
-        self.chart_widget.refresh()
+        self.galaxy.refresh()
+        self.chart.refresh()
 
     def action_pause(self) -> None:
         self.paused = not self.paused

@@ -117,7 +117,7 @@ async def test_galaxy_ticks_only_while_visible_and_not_paused(tmp_path: Path) ->
     app, _ = build(write_run_files(tmp_path))
     ticks: list[int] = []
     async with app.run_test(size=(80, 24)) as pilot:  # < 100 cols: galaxy hidden
-        app.galaxy_widget.tick = lambda: ticks.append(1)  # type: ignore[method-assign]
+        app.galaxy.tick = lambda: ticks.append(1)  # type: ignore[method-assign]
         app._galaxy_tick()
         assert ticks == []
         await pilot.resize_terminal(120, 40)

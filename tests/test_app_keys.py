@@ -12,6 +12,7 @@ from legion_tui.app import LegionApp, ModelChanged, make_app
 from legion_tui.model import Node, NodeStatus
 from legion_tui.state import LegionModel
 from legion_tui.widgets.confirm import ConfirmBar
+from legion_tui.widgets.galaxy import GalaxyView
 from legion_tui.widgets.help import HelpScreen
 from legion_tui.widgets.palette import LegionCommands, SlashStop, parse_slash_stop
 
@@ -63,9 +64,8 @@ async def test_slash_filters_incrementally_and_the_chart_follows_the_visible_row
         await pilot.pause()
         assert names(app) == ["root", "root/lead-api", "root/lead-api/scout-0", "root/lead-ui",
                               "root/lead-ui/scout-0", "root/scout-1"]
-        visible = getattr(app.chart_widget, "visible_ids", None)
-        if visible is not None:  # the real chart records what it was told
-            assert visible == app.railway.visible_ids()
+        assert app.chart.visible_ids == app.railway.visible_ids()  # folded/filtered out
+        assert len(app.chart.visible_ids or ()) == 6  # rows lift no band in the chart
         await pilot.press("enter")  # keeps the filter, back to the tree
         assert len(app.railway.rows) == 6 and app.railway.has_focus
         await pilot.press("slash", "escape")  # Esc clears it
@@ -155,17 +155,16 @@ async def test_t_cycles_the_three_themes() -> None:
 async def test_help_galaxy_full_screen_and_chart_window() -> None:
     app, _ = build()
     async with app.run_test(size=(80, 24)) as pilot:
-        assert not app.galaxy_widget.display or app.galaxy_widget.size.area == 0
+        assert not app.galaxy.display or app.galaxy.size.area == 0
         await pilot.press("g")
         await pilot.pause()
-        assert app.galaxy_widget.size.area > 0 and app.railway.size.area == 0
+        assert app.galaxy.size.area > 0 and app.railway.size.area == 0
         await pilot.press("g")
         await pilot.pause()
         assert app.railway.size.area > 0
-        before = getattr(app.chart_widget, "whole_run", None)
+        assert app.chart.whole_run is False
         await pilot.press("w")
-        if before is not None:
-            assert app.chart_widget.whole_run is (not before)  # type: ignore[attr-defined]
+        assert app.chart.whole_run is True
         await pilot.press("question_mark")
         await pilot.pause()
         assert isinstance(app.screen, HelpScreen)
@@ -244,8 +243,7 @@ async def test_click_selects_a_row_and_a_star_click_selects_its_node() -> None:
     async with app.run_test(size=SIZE) as pilot:
         await pilot.click("#tree", offset=(4, 3))
         assert app.railway.selected_id == app.railway.rows[3].node_id
-        galaxy_cls = type(app.galaxy_widget)
-        app.galaxy_widget.post_message(galaxy_cls.StarClicked("n6"))  # type: ignore[attr-defined]
+        app.galaxy.post_message(GalaxyView.StarClicked("n6"))
         await pilot.pause()
         assert app.railway.selected_id == "n6"
 

@@ -27,7 +27,7 @@ def composed_line_widths(app: LegionApp) -> set[int]:
 def own_widget_overflow(app: LegionApp) -> list[str]:
     """Our Line API widgets must paint exactly their width, never more."""
     bad = []
-    for widget in (app.header, app.railway, app.galaxy_widget, app.chart_widget):
+    for widget in (app.header, app.railway, app.galaxy, app.chart):
         if not widget.display or not widget.size.area:
             continue
         for y in range(widget.size.height):

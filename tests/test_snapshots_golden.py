@@ -90,7 +90,7 @@ def panel_mask(app: LegionApp) -> Mask:
     overlay = None
     if app.screen is not app.main_screen and app.screen.query("#detail-frame"):
         overlay = app.screen.query_one("#detail-frame").region
-    for widget, char in ((app.galaxy_widget, "."), (app.chart_widget, ":")):
+    for widget, char in ((app.galaxy, "."), (app.chart, ":")):
         if not widget.display:
             continue
         region = widget.region
