@@ -1,0 +1,76 @@
+"""The header bar: counts, live tok/s, and the stop hint (wide, narrow, gone)."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from app_helpers import FakeOps, canned_model, fixed_clock
+from textual import events
+
+from legion_tui import receipts
+from legion_tui.app import make_app
+from legion_tui.model import NodeStatus
+from legion_tui.widgets.header import header_text, stop_hint
+
+
+def test_stop_hint_is_wide_narrow_or_absent() -> None:
+    assert stop_hint(120, 60, live=3) == "/legion stop [--force] [name|all]"
+    assert stop_hint(99, 40, live=3) == "/legion stop"
+    assert stop_hint(120, 100, live=3) == "/legion stop"  # wide would not fit
+    assert stop_hint(60, 50, live=3) == ""  # nothing fits beside the counts
+    assert stop_hint(200, 10, live=0) == ""  # nothing live: no hint
+    assert receipts.STOP_HINT_WIDE == "/legion stop [--force] [name|all]"
+    assert receipts.STOP_HINT_NARROW == "/legion stop"
+
+
+def test_header_text_shortens_with_the_station_glyphs() -> None:
+    counts = {"live": 8, "settled": 2, "failed": 1, "retired": 1}
+    wide = header_text("r-7f3a", "main", counts, 902.4, 120)
+    assert wide == (" · r-7f3a · main · 8 live · 2 settled · 1 failed · 1 retired · 902 tok/s")
+    assert header_text("r-7f3a", "main", counts, 902.4, 80) == (
+        " · r-7f3a · main · ●8 ○2 ✗1 ◌1 · 902 tok/s"
+    )
+    assert header_text("r-7f3a", "main", counts, 902.4, 46) == " ●8 ○2 ✗1 ◌1 · 902 tok/s"
+
+
+async def test_header_total_is_the_sum_of_the_rows_and_the_hint_goes_when_all_end() -> None:
+    model = canned_model()
+    app = make_app(model, FakeOps(model), clock=fixed_clock, timers=False)
+    async with app.run_test(size=(120, 40)) as pilot:
+        line = app.header.render_line(0).text
+        assert line.startswith(" LEGION · r-7f3a · main · 8 live · 2 settled")
+        assert line.rstrip().endswith(receipts.STOP_HINT_WIDE)
+        rows_total = sum(
+            float(app.railway.render_line(i).text.split(" tok/s")[0].split()[-1])
+            for i, row in enumerate(app.railway.rows)
+            if model.nodes[row.node_id].node.live
+        )
+        assert f"· {rows_total:.0f} tok/s" in line
+        for view in list(model.nodes.values()):
+            if view.node.live:
+                model.upsert(replace(view.node, status=NodeStatus.SETTLED))
+        await pilot.pause()
+        await pilot.pause()
+        line = app.header.render_line(0).text
+        assert "0 live" in line and "/legion stop" not in line
+        ticks: list[int] = []
+        app.galaxy.tick = lambda: ticks.append(1)  # type: ignore[method-assign]
+        await pilot.resize_terminal(160, 50)
+        await pilot.pause()
+        app._galaxy_tick()
+        assert ticks == []  # nothing live: the galaxy holds still, no CPU spent
+
+
+async def test_mouse_wheel_scrolls_the_tree() -> None:
+    from app_helpers import big_model
+
+    model = big_model(300)
+    app = make_app(model, FakeOps(model), clock=fixed_clock, timers=False)
+    async with app.run_test(size=(120, 40)) as pilot:
+        tree = app.railway
+        assert tree.scroll_offset.y == 0
+        for _ in range(3):
+            tree.post_message(events.MouseScrollDown(tree, 5, 5, 0, 0, 0, False, False, False))
+        await pilot.pause()
+        assert tree.scroll_offset.y > 0
+        assert tree.selected_id == "b0"  # scrolling does not move the selection
