@@ -291,3 +291,24 @@ async def test_slash_stop_all_stops_every_live_child_of_root() -> None:
         await pilot.pause()
         assert sorted(c[1] for c in ops.calls) == ["n1", "n6"]
         assert app.model.counts()["live"] == 1  # root itself keeps running
+
+
+async def test_selection_follows_its_node_when_rows_are_inserted_above() -> None:
+    app, _ = build()
+    async with app.run_test(size=SIZE) as pilot:
+        app.railway.select("n7")
+        before = app.railway._index["n7"]
+        app.model.upsert(Node("n12", "r-7f3a", "n1", "worker-3", "root/lead-api/worker-3",
+                              "worker", "sim", "inprocess", NodeStatus.STARTING,
+                              created_at=NOW, updated_at=NOW))
+        await pilot.pause()
+        await pilot.pause()
+        assert app.railway.selected_id == "n7"
+        assert app.railway._index["n7"] == before + 1
+        selection_bg = app.railway.paint.selection.bgcolor
+        highlighted = [
+            y for y in range(len(app.railway.rows))
+            if any(seg.style is not None and seg.style.bgcolor == selection_bg
+                   for seg in app.railway.render_line(y))
+        ]
+        assert highlighted == [before + 1]
