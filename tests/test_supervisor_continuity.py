@@ -4,6 +4,7 @@ run, and a host killed with SIGKILL leaves orphans that the next start marks."""
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import signal
 import sys
@@ -11,7 +12,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from supervisor_helpers import STUCK, hosted, settled, spawn_one, stuck_worker, until
+from supervisor_helpers import STUCK, hosted, run_cli, settled, spawn_one, stuck_worker, until
 
 from legion_tui.model import EventType, NodeStatus
 from legion_tui.ops import OpError
@@ -163,6 +164,14 @@ async def test_sigkilled_host_leaves_orphans_marked_on_next_start(tmp_path: Path
     assert line.strip() == b"ready"
     os.kill(proc.pid, signal.SIGKILL)
     await asyncio.wait_for(proc.wait(), 10)
+
+    # Read-only, before anyone reopens it: the ledger still says running; status says why
+    # that is stale.
+    code, out, err = await run_cli("status", "--json", "--session", "crash", cwd=tmp_path)
+    assert code == 0, err
+    stale = {n["name"]: n for n in json.loads(out)["nodes"]}
+    assert stale["w"]["status"] == "running" and stale["w"]["orphaned"] is True
+    assert stale["w"]["owner_pid"] == proc.pid and stale["w"]["activity"] is None
 
     async with hosted(tmp_path, "crash") as sup:
         w, p = sup.resolve(ROOT_ID, "w"), sup.resolve(ROOT_ID, "p")

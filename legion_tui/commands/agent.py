@@ -208,14 +208,17 @@ def _status_args(p: argparse.ArgumentParser) -> None:
 
 def _offline_doc(session: str | None) -> dict[str, Any] | None:
     """The newest run's status from its ledger + session files, read-only."""
-    from legion_tui.supervisor.runs import find_project_dir, newest_run
+    from legion_tui.supervisor.runs import find_project_dir, newest_run, owner_alive
     from legion_tui.supervisor.status import offline_status
 
     project = find_project_dir(Path.cwd())
     info = newest_run(project, session)
     if info is None:
         return None
-    return offline_status(info.dir, info.run_id, info.session_name, time.time())
+    gone = None if owner_alive(info) else info.owner_pid
+    return offline_status(
+        info.dir, info.run_id, info.session_name, time.time(), owner_gone_pid=gone
+    )
 
 
 def _status_or_tree(verb: str) -> Callable[[argparse.Namespace], int]:

@@ -290,6 +290,7 @@ class Supervisor:
         if self.ledger is not None:
             await self.ledger.flush()
             await self.ledger.close()
+        self.run = runs.touch_run(self.run)  # updatedAt: when this session last paused
         self._notify()
 
     async def __aenter__(self) -> Supervisor:

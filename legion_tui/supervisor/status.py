@@ -136,6 +136,11 @@ def _doing(entry: dict[str, Any]) -> list[str]:
             tool = activity["tool"].split(" (", 1)[0]
             lines.append(receipts.stall_marker(entry["name"], tool, activity["seconds"]))
         return lines
+    if entry.get("orphaned"):
+        return [
+            f"{status} in the ledger, but its host (pid {entry['owner_pid']}) is gone: "
+            "orphaned — reopen the session to mark it, then resume it"
+        ]
     if entry["role"] == "root":
         return [f"{status} · the host" if status != "running" else "hosting the legion"]
     if status in ("starting", "running", "blocked"):
@@ -201,9 +206,13 @@ def render_tree(rows: Sequence[tuple[Node, SessionProgress, int]], now: float) -
     return "\n".join(out)
 
 
-def offline_status(run_dir: Path, run_id: str, session: str, now: float) -> dict[str, Any]:
+def offline_status(
+    run_dir: Path, run_id: str, session: str, now: float, *, owner_gone_pid: int | None = None
+) -> dict[str, Any]:
     """The status document straight from the ledger and the session files, for a run
-    whose supervisor is gone (read-only: nothing is written)."""
+    whose supervisor is gone (read-only: nothing is written). `owner_gone_pid`: the host
+    died without pausing its nodes (SIGKILL), so the ledger's `running` is stale — said
+    so per node; the next start of that session marks them `node_orphaned`."""
     from legion_tui.ledger import read_snapshot
     from legion_tui.session.reader import read_session
 
@@ -220,7 +229,14 @@ def offline_status(run_dir: Path, run_id: str, session: str, now: float) -> dict
             progress = read_session(node.session_file)
         rows.append((node, progress))
         stack.extend(reversed(by_parent.get(node.id, [])))
-    return status_document(run_id, session, rows, now, live=False)
+    doc = status_document(run_id, session, rows, now, live=False)
+    if owner_gone_pid is not None:
+        for entry in doc["nodes"]:
+            if entry["status"] in ("starting", "running", "blocked") and entry["role"] != "root":
+                entry["orphaned"] = True
+                entry["owner_pid"] = owner_gone_pid
+                entry["activity"] = None  # nothing runs it any more
+    return doc
 
 
 def tree_rows_from_doc(doc: dict[str, Any]) -> str:
