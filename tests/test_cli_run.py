@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import signal
 import time
 from pathlib import Path
 
+import pytest
 from supervisor_helpers import LEGION, cli_env, run_cli
 
 from legion_tui.ledger import LedgerError, open_ledger, read_snapshot
@@ -45,7 +47,8 @@ async def test_legion_run_refused_exits_1(tmp_path: Path) -> None:
     assert code == 1 and "wizard" in err
 
 
-async def test_sigterm_pauses_the_run(tmp_path: Path) -> None:
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGHUP])
+async def test_a_signal_pauses_the_run(tmp_path: Path, sig: signal.Signals) -> None:
     proc = await asyncio.create_subprocess_exec(
         LEGION, "run", "worker", "--task", "slow", "--speed", "0.01", "--session", "t",
         cwd=tmp_path, env=cli_env(),
@@ -62,7 +65,7 @@ async def test_sigterm_pauses_the_run(tmp_path: Path) -> None:
             break
         assert time.monotonic() < deadline, "worker never ran"
         await asyncio.sleep(0.05)
-    proc.send_signal(signal.SIGTERM)
+    proc.send_signal(sig)
     _out, err = await asyncio.wait_for(proc.communicate(), 30)
     assert proc.returncode == 1 and b"paused" in err
     assert info is not None
@@ -106,3 +109,65 @@ async def test_a_corrupt_ledger_is_refused_and_left_untouched(tmp_path: Path) ->
     assert (info.dir / "run.json").read_bytes() == run_json
     code, _out, err = await run_cli("status", "--session", "s", cwd=tmp_path)
     assert code == 1 and "legion.db" in err and "Traceback" not in err
+
+
+async def _served(project: Path) -> bool:
+    code, out, _err = await run_cli("status", "--json", cwd=project)
+    return code == 0 and json.loads(out)["live"] is True
+
+
+async def test_the_dashboard_host_pauses_on_sigterm(tmp_path: Path) -> None:
+    """`legion tui` in a real pseudo-terminal hosts the supervisor: a worker spawned from
+    another shell is paused (not failed) by SIGTERM."""
+    import fcntl
+    import pty
+    import struct
+    import termios
+
+    async def host() -> tuple[int, asyncio.subprocess.Process]:
+        master, slave = pty.openpty()
+        fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 30, 110, 0, 0))
+        proc = await asyncio.create_subprocess_exec(
+            LEGION, "tui", "--session", "dash", cwd=tmp_path,
+            env=cli_env() | {"TERM": "xterm-256color"},
+            stdin=slave, stdout=slave, stderr=slave, start_new_session=True,
+        )  # fmt: skip
+        os.close(slave)
+        return master, proc
+
+    def drain(master: int) -> None:  # keep the terminal's buffer from filling up
+        try:
+            while os.read(master, 65536):
+                pass
+        except OSError:
+            pass
+
+    loop = asyncio.get_running_loop()
+    master, proc = await host()
+    os.set_blocking(master, False)
+    loop.add_reader(master, drain, master)
+    try:
+        deadline = time.monotonic() + 30
+        while not await _served(tmp_path):  # until the dashboard's host answers
+            assert time.monotonic() < deadline, "the dashboard never served"
+        code, out, err = await run_cli("spawn", "worker", "--task", "slow", "--name", "w",
+                                       cwd=tmp_path)  # fmt: skip
+        assert code == 0, err
+        proc.send_signal(signal.SIGTERM)
+        await asyncio.wait_for(proc.wait(), 30)
+    finally:
+        loop.remove_reader(master)
+        os.close(master)
+        if proc.returncode is None:
+            proc.kill()
+    code, out, _ = await run_cli("status", "--json", "--session", "dash", cwd=tmp_path)
+    (w,) = [n for n in json.loads(out)["nodes"] if n["name"] == "w"]
+    assert w["status"] == "retired"
+    info = find_session_run(tmp_path, "dash")
+    assert info is not None
+    ledger = await open_ledger(info.ledger_path)
+    try:
+        events = await ledger.get_events(w["id"], types=[EventType.NODE_RETIRED])
+        assert events[-1].data["reason"] == "session-shutdown"
+    finally:
+        await ledger.close()
