@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import ClassVar
 
 from rich.cells import set_cell_size
@@ -60,6 +61,7 @@ class Columns:
         return self.label + self.role + self.phase + self.elapsed + self.rate + self.tokens
 
 
+@lru_cache(maxsize=64)
 def plan_columns(width: int, label_need: int, phase_need: int) -> Columns:
     """Fit the columns into `width`, dropping the least useful first (phase, role,
     tokens, rate, elapsed) so the activity keeps room to say what an agent is doing."""
@@ -311,10 +313,21 @@ class RailwayTree(ScrollView, can_focus=True):
         act_style = paint.dim if act.tone == "text" and ended else paint.tone(act.tone)
         # The activity is free text (an agent's verdict reason): measure it in cells.
         pieces.append((set_cell_size(" " + act.text, max(0, width - used)), act_style))
-        if row.node_id == self.selected_id:
+        selected = row.node_id == self.selected_id
+        # Neighbouring pieces in the same style become one segment (fewer objects for
+        # Textual to crop and filter per line).
+        segments: list[Segment] = []
+        run_text, run_style = pieces[0]
+        for text, style in pieces[1:]:
+            if style is run_style:
+                run_text += text
+            else:
+                segments.append(Segment(run_text, run_style))
+                run_text, run_style = text, style
+        segments.append(Segment(run_text, run_style))
+        if selected:
             # Layered on top so the selection background wins over the page floor.
-            pieces = [(text, style + paint.selection) for text, style in pieces]
-        segments = [Segment(text, style) for text, style in pieces]
+            segments = [Segment(t, (st or paint.blank) + paint.selection) for t, st, _ in segments]
         return Strip(segments, width).crop(0, width) if used > width else Strip(segments, width)
 
     # ----- helpers -----------------------------------------------------------------
