@@ -312,3 +312,19 @@ async def test_selection_follows_its_node_when_rows_are_inserted_above() -> None
                    for seg in app.railway.render_line(y))
         ]
         assert highlighted == [before + 1]
+
+
+async def test_an_empty_legion_takes_every_key_and_fills_in_when_nodes_arrive() -> None:
+    model = LegionModel("r-empty", "main", clock=fixed_clock)
+    app, ops = build(model)
+    async with app.run_test(size=SIZE, notifications=True) as pilot:
+        await pilot.press("j", "k", "h", "l", "o", "x", "X", "a", "s", "r", "w", "g", "g", "t")
+        await pilot.pause()
+        assert ops.calls == [] and app.railway.rows == [] and app.is_running
+        assert app.screen is app.main_screen
+        model.upsert(Node("n0", "r-empty", None, "root", "root", "root", "sim", "inprocess",
+                          NodeStatus.RUNNING, created_at=NOW, updated_at=NOW))
+        await pilot.pause()
+        await pilot.pause()
+        assert [r.node_id for r in app.railway.rows] == ["n0"]
+        assert app.railway.selected_id == "n0"
