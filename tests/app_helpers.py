@@ -465,3 +465,18 @@ def terminal_screen(app: App[Any]) -> pyte.Screen:
 
 def screen_lines(screen: pyte.Screen) -> list[str]:
     return [line.rstrip() for line in screen.display]
+
+
+def run_canned_in_terminal(theme: str, floor: bool = True) -> None:
+    """The canned dashboard on the real terminal driver (used by the pty test)."""
+    model = canned_model()
+    from legion_tui.app import make_app
+
+    make_app(model, FakeOps(model), clock=fixed_clock, timers=False, theme=theme,
+             floor=floor).run()
+
+
+if __name__ == "__main__":
+    import sys
+
+    run_canned_in_terminal(sys.argv[1], floor="--no-floor" not in sys.argv)

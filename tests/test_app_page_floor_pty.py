@@ -1,0 +1,86 @@
+"""The page floor through the real terminal driver: the dashboard runs in a pty (Textual's
+LinuxDriver, the bytes a terminal receives), pyte plays them, and the gutter cells beside
+the detail overlay must carry the page colour in dark and light."""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import pty
+import select
+import signal
+import struct
+import sys
+import termios
+import time
+from pathlib import Path
+
+import pyte
+import pytest
+
+from legion_tui.themes import palette
+
+W, H = 120, 40
+HELPERS = Path(__file__).with_name("app_helpers.py")
+
+
+def read_until(fd: int, stream: pyte.ByteStream, done, timeout: float = 20.0) -> bool:  # type: ignore[no-untyped-def]
+    """Feed the pty's output to pyte until `done()` holds (bounded, no blind sleep)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        ready, _, _ = select.select([fd], [], [], 0.05)
+        if ready:
+            try:
+                data = os.read(fd, 65536)
+            except OSError:
+                return done()
+            if not data:
+                return done()
+            stream.feed(data)
+        elif done():
+            return True
+    return done()
+
+
+@pytest.mark.parametrize(
+    ("theme", "floor"),
+    [
+        ("legion-dark", True),
+        ("legion-light", True),
+        pytest.param("legion-dark", False, marks=pytest.mark.xfail(
+            strict=True, raises=AssertionError, reason="no floor: the black band is back")),
+    ],
+)
+def test_gutters_beside_the_overlay_on_a_real_terminal(theme: str, floor: bool) -> None:
+    pid, fd = pty.fork()
+    if pid == 0:  # the child: size its terminal first, then become the dashboard
+        fcntl.ioctl(0, termios.TIOCSWINSZ, struct.pack("HHHH", H, W, 0, 0))
+        # An explicit environment: the test runner exports COLUMNS/LINES=80×24 behind
+        # os.environ's back (putenv), and they would win over the pty's size.
+        env = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "LINES")}
+        env.update(TERM="xterm-256color", COLORTERM="truecolor")
+        args = [sys.executable, str(HELPERS), theme] + ([] if floor else ["--no-floor"])
+        os.execve(sys.executable, args, env)
+    try:
+        screen = pyte.Screen(W, H)
+        stream = pyte.ByteStream(screen)
+        assert read_until(fd, stream, lambda: "LEGION" in screen.display[0]), screen.display
+        os.write(fd, b"o")
+        assert read_until(fd, stream, lambda: "╭" in "".join(screen.display)), screen.display
+        read_until(fd, stream, lambda: False, timeout=0.5)  # let the frame finish
+        top = next(y for y, line in enumerate(screen.display) if "╭" in line)
+        left = screen.display[top].index("╭")
+        right = screen.display[top].index("╮")
+        bottom = next(y for y, line in enumerate(screen.display) if "╰" in line)
+        assert right - left + 1 == W * 3 // 4
+        page = palette(theme).page.lstrip("#").lower()
+        gutters = {
+            screen.buffer[y][x].bg
+            for y in range(top, bottom + 1)
+            for x in [*range(0, left), *range(right + 1, W)]
+        }
+        assert page and gutters == {page}
+    finally:
+        os.kill(pid, signal.SIGKILL)
+        os.waitpid(pid, 0)
+        os.close(fd)
