@@ -147,6 +147,8 @@ class LegionApp(App[None]):
         self._galaxy_full = False
         for textual_theme in textual_themes():
             self.register_theme(textual_theme)
+        if theme not in THEME_ORDER:  # a typo in --theme or settings must not crash
+            theme = DEFAULT_THEME
         self.theme = theme
         self.theme_name = theme
         self.header = HeaderBar(model, theme=theme, floor=floor, id="header")

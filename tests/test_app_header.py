@@ -74,3 +74,10 @@ async def test_mouse_wheel_scrolls_the_tree() -> None:
         await pilot.pause()
         assert tree.scroll_offset.y > 0
         assert tree.selected_id == "b0"  # scrolling does not move the selection
+
+
+async def test_an_unknown_theme_name_falls_back_to_the_default() -> None:
+    model = canned_model()
+    app = make_app(model, FakeOps(model), clock=fixed_clock, timers=False, theme="nope")
+    async with app.run_test(size=(80, 24)):
+        assert app.theme == "legion-dark" and app.railway.theme_name == "legion-dark"
