@@ -229,9 +229,13 @@ class LegionApp(App[None]):
             self._update_banner()
 
     def _second_tick(self) -> None:
-        if not self.paused:
-            self.railway.tick()
-            self.header.model_changed()
+        """Once a second: elapsed times and tool-call clocks move even when no file does."""
+        if self.paused:
+            return
+        self.railway.tick()
+        self.header.model_changed()
+        if isinstance(self.screen, DetailScreen):
+            self.screen.model_changed(frozenset({self.screen.node_id}))
 
     def _galaxy_tick(self) -> None:
         """Advance the orbits — only while the galaxy is on screen, the user has not

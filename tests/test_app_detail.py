@@ -127,3 +127,19 @@ async def test_galaxy_ticks_only_while_visible_and_not_paused(tmp_path: Path) ->
         await pilot.press("p")
         app._galaxy_tick()
         assert ticks == [1]
+
+
+async def test_the_overlay_activity_clock_moves_with_the_second_tick(tmp_path: Path) -> None:
+    model = canned_model()
+    now = [1_790_000_000.0]
+    model.clock = lambda: now[0]
+    app = make_app(model, FakeOps(model), clock=model.clock, timers=False,
+                   run_dir=write_run_files(tmp_path))
+    async with app.run_test(size=SIZE) as pilot:
+        detail = await open_detail(pilot, app, "n3")
+        activity = detail.query_one("#activity", Static)
+        assert "working · bash 00:07:31" in str(activity.render())
+        now[0] += 2
+        app._second_tick()  # what the 1 s timer calls
+        await pilot.pause()
+        assert "working · bash 00:07:33" in str(activity.render())
