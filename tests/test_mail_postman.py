@@ -447,3 +447,40 @@ async def test_the_loop_keeps_ticking_past_a_failing_recipient(
             await task
     assert len(inbox.to("w1")) == 1
     assert await state_of(ledger, letter.id) is MailState.ACCEPTED
+
+
+class FlakyLedger:
+    """The real ledger, but the next ACCEPTED write fails (a full disk, a closed writer)."""
+
+    def __init__(self, ledger: Ledger) -> None:
+        self.ledger = ledger
+        self.fail_next_accept = True
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self.ledger, name)
+
+    async def move_mail(
+        self, message_id: int, state: MailState, *, reason: str | None = None
+    ) -> Message:
+        if state is MailState.ACCEPTED and self.fail_next_accept:
+            self.fail_next_accept = False
+            raise OSError("disk full")
+        return await self.ledger.move_mail(message_id, state, reason=reason)
+
+
+@pytest.mark.parametrize("second_pass", ["tick", "take_pending"])
+async def test_a_failed_accepted_write_never_hands_the_letter_over_twice(
+    ledger: Ledger, model: LegionModel, inbox: Inbox, second_pass: str
+) -> None:
+    postman = Postman(FlakyLedger(ledger), ModelDirectory(model), inbox)  # type: ignore[arg-type]
+    letter = await send(ledger, "w0", "w1")
+    with pytest.raises(OSError):
+        await postman.tick("w1")
+    assert len(inbox.to("w1")) == 1
+    assert await state_of(ledger, letter.id) is MailState.PENDING
+    if second_pass == "tick":
+        assert (await postman.tick("w1")).accepted == [letter.id]
+    else:
+        assert not await postman.take_pending("w1")  # it was handed over already
+    assert len(inbox.to("w1")) == 1
+    assert await state_of(ledger, letter.id) is MailState.ACCEPTED

@@ -347,6 +347,12 @@ class Postman:
                 if await self._stale_timeout_notice(message, events):
                     await self.store.move_mail(message.id, MailState.OBSOLETE)
                     continue
+                if message.id in self._handed:
+                    # already handed over by a tick whose ACCEPTED write failed: finish
+                    # that move, never hand the same letter out a second time
+                    await self.store.move_mail(message.id, MailState.ACCEPTED)
+                    self._handed.discard(message.id)
+                    continue
                 moved = await self.store.move_mail(message.id, MailState.ACCEPTED)
                 if moved.delivered is MailState.ACCEPTED:
                     taken.append(moved)
