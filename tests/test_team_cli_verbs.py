@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 
+from legion_tui import receipts
 from legion_tui.ledger.errors import MailInvalidText
 from legion_tui.ledger.mailtext import check_mail_text
 
@@ -258,7 +259,7 @@ async def test_usage_errors_exit_2(supervisor: FakeSupervisor, tmp_path: Path) -
         "phase", "--to", "reviewing", "--supersedes", " , ", socket=supervisor.path, cwd=tmp_path
     )
     assert [r.code for r in (missing, bad_kind, no_reason, empty_list)] == [2, 2, 2, 2]
-    assert "--reason is required for --to failed" in no_reason.err
+    assert no_reason.err.strip() == f"legion phase: {receipts.PHASE_FAILED_NEEDS_REASON}"
     assert supervisor.requests == []
 
 

@@ -105,8 +105,12 @@ def _split_names(value: str | None) -> list[str] | None:
 
 
 def _phase(args: argparse.Namespace) -> int:
-    if args.to == "failed" and not (args.reason or "").strip():
-        print("legion phase: --reason is required for --to failed", file=sys.stderr)
+    from legion_tui import receipts
+    from legion_tui.phases.machine import NEEDS_REASON
+
+    if args.to in NEEDS_REASON and not (args.reason or "").strip():
+        # the machine's own rule and words, answered before any round trip
+        print(f"legion phase: {receipts.PHASE_FAILED_NEEDS_REASON}", file=sys.stderr)
         return USAGE
     if args.supersedes is not None and not _split_names(args.supersedes):
         print("legion phase: --supersedes needs at least one name (a,b)", file=sys.stderr)
