@@ -151,3 +151,16 @@ def test_y_labels_show_the_max_the_middle_and_zero() -> None:
     assert labels[0] == "  500 " and labels[-1] == "    0 "
     assert labels[5] == "  250 "
     assert all(lab.strip() == "" for i, lab in enumerate(labels) if i not in (0, 5, 9))
+
+
+def test_avg_never_exceeds_peak_when_history_predates_the_run() -> None:
+    # A resumed (or demo) agent brings tokens from before the run started: they are in
+    # the window, so the time they cover must be too, or avg reads above peak.
+    clock = Clock(T0 + 5)
+    model = LegionModel("run-1", "s", started_at=T0, clock=clock)
+    model.upsert(node("a", None, "worker", NodeStatus.RUNNING))
+    model.set_progress("a", SessionProgress(rate_series=[RateSegment(T0 - 40, T0 + 5, 4500)]))
+    chart = ChartRenderer()
+    chart.render(model, clock.now, 60, 10, dark_styles())
+    assert chart.stats.avg <= chart.stats.peak + 1e-9
+    assert chart.stats.avg == pytest.approx(100, rel=0.05)

@@ -303,7 +303,7 @@ class ChartStats:
 
     now: Σ live tok/s of the visible live nodes (the tree's "live tok/s" figure: the
         newest buckets only fill in when a message ends, so they would read low);
-    avg: tokens in the window ÷ the part of the window since the run started;
+    avg: mean bucket total since the run started (or since the first tokens, if earlier);
     peak: the largest bucket total; y_max: the nice round top of the y axis.
     """
 
@@ -390,9 +390,17 @@ class ChartRenderer:
         visible: frozenset[str] | None,
     ) -> ChartStats:
         n = values.shape[1]
-        peak = float(values.sum(axis=0).max()) if n else 0.0
-        covered = t1 - max(t0, model.started_at)
-        avg = float(values.sum()) * (t1 - t0) / n / covered if n and covered > 0 else 0.0
+        totals = values.sum(axis=0)
+        peak = float(totals.max()) if n else 0.0
+        avg = 0.0
+        if n:
+            # Average over the buckets since the run started — or since the first tokens,
+            # when resumed agents bring history from before it — so it never exceeds peak.
+            first = int(np.clip((model.started_at - t0) * n / (t1 - t0), 0, n - 1))
+            nonzero = np.flatnonzero(totals[:first])
+            if nonzero.size:
+                first = int(nonzero[0])
+            avg = float(totals[first:].mean())
         live = 0.0
         for nid, view in model.nodes.items():
             if view.node.live and (visible is None or nid in visible):
