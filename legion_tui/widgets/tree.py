@@ -41,7 +41,7 @@ from legion_tui.widgets.tree_rows import (
     fmt_tokens,
 )
 
-ACTIVITY_MIN = 16  # columns are dropped before the activity gets narrower than this
+ACTIVITY_MIN = 26  # columns are dropped before "working · bash 00:07:31" stops fitting
 LABEL_MAX_SHARE = 0.45
 
 
@@ -66,7 +66,7 @@ def plan_columns(width: int, label_need: int, phase_need: int) -> Columns:
     """Fit the columns into `width`, dropping the least useful first (phase, role,
     tokens, rate, elapsed) so the activity keeps room to say what an agent is doing."""
     label = max(8, min(label_need, int(width * LABEL_MAX_SHARE)))
-    widths = {"role": 11, "phase": phase_need, "elapsed": 10, "rate": 12, "tokens": 8}
+    widths = {"role": 10, "phase": phase_need, "elapsed": 9, "rate": 11, "tokens": 7}
     for drop in ("phase", "role", "tokens", "rate", "elapsed"):
         if label + sum(widths.values()) + ACTIVITY_MIN <= width:
             break
