@@ -114,6 +114,21 @@ def phase_timeout_body(name: str, phase: str, elapsed_s: float, limit_s: float) 
     )
 
 
+def phase_moved(name: str, current: str, target: str) -> str:
+    return f"{name}: {current} → {target}."
+
+
+def no_phases(name: str) -> str:
+    return (
+        f"{name} runs without declared phases: there is no phase to move "
+        "(finish the work and end with a verdict)"
+    )
+
+
+def team_failed_subject(name: str) -> str:
+    return f"Team failed: {name}"
+
+
 def verify_gate_by_contract() -> str:
     return (
         f"{VERIFY_BY_CONTRACT} — the verification_passed gate was met by a contract "

@@ -192,6 +192,9 @@ class Supervisor:
         self._changed = asyncio.Event()
         self._server: Any = None
         self.mail: Any = None  # legion_tui.mail.service.MailService once started
+        self.phase_clock: Any = None  # legion_tui.phases.timeouts.PhaseClock once started
+        self._clock_task: asyncio.Task[None] | None = None
+        self._worktrees: dict[str, Any] = {}  # centurion id → supervisor.worktree.Worktree
         self._watcher: Any = None
         self._watch_task: asyncio.Task[None] | None = None
         self._started = False
@@ -224,6 +227,13 @@ class Supervisor:
         # Mail (SPEC §6.5): the postman hands letters over through the agents' handles.
         self.mail = MailService(self.ledger, self.model, self._handles.get)
         self.mail.start()
+        from legion_tui.phases.timeouts import PhaseClock
+
+        # Advisory phase clocks (SPEC §6.4): one `Phase timeout:` notice per stint.
+        self.phase_clock = PhaseClock(
+            self.ledger, operator=_phase_timeouts_for(self.project_dir), clock=self.clock
+        )
+        self._clock_task = asyncio.create_task(self._run_phase_clock(), name="phase-clock")
         if self._serve:
             from legion_tui.supervisor.server import SupervisorServer
 
@@ -245,6 +255,11 @@ class Supervisor:
         self._closed = True
         if self.mail is not None:  # no hand-over to an agent that is being paused
             await self.mail.close()
+        if self._clock_task is not None:
+            self._clock_task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._clock_task
+            self._clock_task = None
         live = [v.node.id for v, _depth in self.model.walk(ROOT_ID) if v.node.live]
         self._stopping.update(live)
         # Concurrent writes land in the ledger writer's batches: one transaction for a
@@ -690,6 +705,7 @@ class Supervisor:
         if self._closed or self.node(node.id).status is NodeStatus.RETIRED:
             return  # the host paused (or the node was stopped) before its turn came
         self._seq += 1
+        warning = await self._worktree_for_launch(node, req, resume=resume)
         spec = LaunchSpec(
             node_id=node.id,
             run_id=self.run.run_id,
@@ -699,7 +715,7 @@ class Supervisor:
             task=node.task,
             session_file=Path(node.session_file or self.run.sessions_dir / f"{node.id}.jsonl"),
             run_dir=self.run.dir,
-            cwd=self.project_dir,
+            cwd=self._cwd_for(node),
             socket_path=self.socket_path,
             command=command,
             isolate=isolate,
@@ -745,6 +761,7 @@ class Supervisor:
                 "backend": handle.backend,
                 "pid": handle.pid,
                 "resumed": resume,
+                **self._worktree_data(node.id, warning),
             },
             pid=handle.pid,
             backend=handle.backend,
@@ -999,6 +1016,235 @@ class Supervisor:
         await self._launch(node, None, command or None, isolate, resume=True)
         return receipts.resumed(node.name, Path(node.session_file or ""))
 
+    # ----- worktrees (SPEC §6.7) ----------------------------------------------------------
+    async def _worktree_for_launch(
+        self, node: Node, req: ChildRequest | None, *, resume: bool
+    ) -> str | None:
+        """Give a centurion its worktree (git repositories only) before it starts; return
+        the one warning a demoted request gets. A resumed centurion finds its old one.
+        Simulated agents never write the project, so they get no worktree (no branches
+        in the user's repository for a demo)."""
+        from legion_tui.supervisor.worktree import (
+            Worktree,
+            WorktreeError,
+            demote_worktree,
+            prepare_worktree,
+        )
+
+        if node.id in self._worktrees:
+            return None
+        if resume:
+            event = self._last_event(node.id, EventType.NODE_LAUNCHED)
+            data = event.data if event is not None else {}
+            if data.get("worktree") and _has_file(str(data["worktree"])):
+                self._worktrees[node.id] = Worktree(
+                    path=Path(str(data["worktree"])),
+                    branch=str(data.get("branch", "")),
+                    base_sha=str(data.get("base_sha", "")),
+                    cwd=Path(str(data.get("worktree_cwd", data["worktree"]))),
+                )
+            return None
+        card_name = self._card_of.get(node.id, node.role)
+        card_tree = self._cards.get(card_name).worktree if card_name in self._cards else False
+        wants = req.worktree if req is not None and req.worktree is not None else card_tree
+        if node.kind == "sim":
+            return demote_worktree(node.role, node.name, wants).warning
+        try:
+            tree, warning = await prepare_worktree(self.project_dir, node.role, node.name, wants)
+        except WorktreeError as err:
+            log.warning("no worktree for %s: %s", node.path, err)
+            return f"no worktree for {node.name}: {err}"
+        if tree is not None:
+            self._worktrees[node.id] = tree
+        if warning:
+            log.warning("%s", warning)
+        return warning
+
+    def _worktree_data(self, node_id: str, warning: str | None) -> dict[str, Any]:
+        data: dict[str, Any] = {}
+        tree = self._worktrees.get(node_id)
+        if tree is not None:
+            data.update(
+                worktree=str(tree.path),
+                worktree_cwd=str(tree.cwd),
+                branch=tree.branch,
+                base_sha=tree.base_sha,
+            )
+        if warning:
+            data["warning"] = warning
+        return data
+
+    # ----- declared phases (SPEC §6.4) ------------------------------------------------------
+    async def _run_phase_clock(self) -> None:
+        """Advisory clocks: report live teams past their stint's limit. A report never
+        stops anything; its notice goes to the postman at once."""
+        from legion_tui.phases.timeouts import CHECK_SECONDS
+
+        while True:
+            teams = [v.node for v in self.model.nodes.values() if v.node.phase is not None]
+            for report in await self.phase_clock.check_all(teams):
+                team = self.model.nodes.get(report.stint.node_id)
+                for event in await self.ledger.get_events(
+                    report.stint.node_id, types=[EventType.PHASE_TIMEOUT], limit=1
+                ):
+                    self.model.add_event(event)
+                if team is not None and team.node.parent_id is not None and self.mail:
+                    self.mail.notify(team.node.parent_id)
+            await asyncio.sleep(CHECK_SECONDS)
+
+    def worktree_of(self, node_id: str) -> Any:
+        """The worktree a node works in: its own (a centurion's) or its nearest
+        ancestor's; None when the team works in the project itself."""
+        view = self.model.nodes.get(node_id)
+        while view is not None:
+            tree = self._worktrees.get(view.node.id)
+            if tree is not None:
+                return tree
+            view = self.model.nodes.get(view.node.parent_id or "")
+        return None
+
+    def _cwd_for(self, node: Node) -> Path:
+        tree = self.worktree_of(node.id)
+        return Path(tree.cwd) if tree is not None else self.project_dir
+
+    def _contract_path(self, node: Node) -> Path:
+        """`<run>/contracts/<name>.md` (where the sim writes it), else `contract.md` in
+        the team's working folder (the centurion card's wording)."""
+        in_run = self.run.dir / "contracts" / f"{node.name}.md"
+        if in_run.exists():
+            return in_run
+        local = self._cwd_for(node) / "contract.md"
+        return local if local.exists() else in_run
+
+    def _stint_verification(self, node: Node) -> Any:
+        """The outcome of this stint's last verification run, if any ran."""
+        view = self.model.nodes.get(node.id)
+        for event in reversed(view.events if view is not None else ()):
+            if event.type is EventType.VERIFICATION_RESULT:
+                if event.data.get("phase_since") == node.phase_since:
+                    return event.data.get("outcome")
+                return None
+        return None
+
+    def _handled_ids(self, node: Node) -> list[str]:
+        view = self.model.nodes.get(node.id)
+        return [
+            str(e.data.get("node_id"))
+            for e in (view.events if view is not None else ())
+            if e.type is EventType.NODE_HANDLED
+        ]
+
+    async def phase(
+        self,
+        caller_id: str,
+        to: str,
+        *,
+        note: str | None = None,
+        evidence: str | None = None,
+        reason: str | None = None,
+        supersedes: Sequence[str] = (),
+    ) -> dict[str, Any]:
+        """`legion phase --to P`: a team moves itself along its declared machine. Leaving
+        the machine's verification phase runs the contract's `legion-verify` commands
+        first (G6). Refusals list the legal next phases; nothing is written then."""
+        from legion_tui.phases import Machine, MachineError, snapshot_of
+        from legion_tui.supervisor.verify import (
+            needs_verification,
+            verification_gate,
+            verify_contract,
+        )
+
+        lead = self._caller(caller_id)
+        if lead.machine is None or lead.phase is None:
+            raise OpError("NO_PHASES", receipts.no_phases(lead.name))
+        if not lead.live:
+            raise OpError("ENDED", f"{lead.name} has ended ({lead.status.value})")
+        try:
+            machine = Machine.from_json(lead.machine)
+        except (MachineError, ValueError) as err:
+            raise OpError(
+                "PHASES", f"{lead.name}'s stored phase machine is unreadable: {err}"
+            ) from err
+        children = [self.model.nodes[c].node for c in self.model.children(lead.id)]
+        by_name = {c.name: c for c in children}
+        superseded: list[Node] = []
+        for name in supersedes:
+            child = by_name.get(name)
+            if child is None:
+                raise OpError("NOT_FOUND", f"--supersedes: {lead.name} has no child {name!r}")
+            if child.status is not NodeStatus.FAILED:
+                raise OpError(
+                    "BAD_REQUEST", f"--supersedes: {name} has not failed ({child.status.value})"
+                )
+            superseded.append(child)
+        current = lead.phase
+        verification = self._stint_verification(lead)
+        verified = None
+        if needs_verification(machine, current, to):
+            stamp = time.strftime("%Y%m%d-%H%M%S", time.gmtime(self.clock()))
+            verified = await verify_contract(
+                self._contract_path(lead),
+                cwd=self._cwd_for(lead),
+                output_file=self.run.dir / "verify" / f"{lead.name}-{stamp}.log",
+                run_id=self.run.run_id,
+                node_id=lead.id,
+            )
+            data = verified.event_data()
+            data.update(phase=current, phase_since=lead.phase_since)
+            await self._event(lead.id, EventType.VERIFICATION_RESULT, data)
+            verification = verified.outcome
+        snapshot = snapshot_of(
+            lead,
+            children,
+            contract_path=self._contract_path(lead),
+            handled=[*self._handled_ids(lead), *(c.id for c in superseded)],
+            verification=verification,
+            max_rework=machine.max_rework,
+        )
+        decision = machine.check_transition(snapshot, current, to, reason=reason, actor="self")
+        if not decision:
+            raise OpError("PHASE_REFUSED", decision.message)
+        for child in superseded:
+            await self._event(
+                lead.id, EventType.NODE_HANDLED, {"node_id": child.id, "by": "supersedes"}
+            )
+        change: dict[str, Any] = {"from": current, "to": to}
+        for key, value in (("note", note), ("evidence", evidence), ("reason", reason)):
+            if value:
+                change[key] = value
+        if superseded:
+            change["supersedes"] = [c.name for c in superseded]
+        fields: dict[str, Any] = {"phase": to, "phase_since": self.clock()}
+        if decision.rework:
+            fields["rework_count"] = lead.rework_count + 1
+            change["rework"] = fields["rework_count"]
+        node: Node = await self.ledger.update_node(lead.id, **fields)
+        self.model.upsert(node)
+        await self._event(lead.id, EventType.PHASE_CHANGE, change)
+        self._notify()
+        if to == "failed" and lead.parent_id is not None and self.mail is not None:
+            # A declared failure is a verdict: the parent hears it (upstream #309).
+            with contextlib.suppress(OpError):
+                await self.mail.send(
+                    lead.id,
+                    "parent",
+                    receipts.team_failed_subject(lead.name),
+                    reason or "",
+                    kind="report",
+                    urgency="action-needed",
+                )
+        reply: dict[str, Any] = {
+            "phase": to,
+            "from": current,
+            "receipt": receipts.phase_moved(lead.name, current, to),
+        }
+        if verified is not None:
+            gate = machine.phase(verification_gate(machine))
+            gated = gate is not None and "verification_passed" in gate.exit_requires("done")
+            reply["verification"] = verified.gate_summary(gated)
+            reply["receipt"] += f" Verification: {reply['verification']}"
+        return reply
+
     # ----- wait / collect / status --------------------------------------------------------
     async def wait(
         self, caller_id: str, names: Sequence[str] | None, seconds: float | None
@@ -1066,7 +1312,7 @@ class Supervisor:
         out = self.output_file(target)
         out.parent.mkdir(parents=True, exist_ok=True)
         out.write_text(progress.last_text + ("\n" if progress.last_text else ""), encoding="utf-8")
-        return {
+        result: dict[str, Any] = {
             "name": target.name,
             "path": target.path,
             "status": target.status.value,
@@ -1074,6 +1320,22 @@ class Supervisor:
             "verdict": verdict,
             "output_file": str(out),
         }
+        tree = self._worktrees.get(target.id)
+        if tree is not None:
+            # A centurion delivers a branch + HEAD sha; a PR/MR link only if gh/glab
+            # reports one — never an invented URL (SPEC §6.7).
+            from legion_tui.supervisor.worktree import WorktreeError, delivery
+
+            with contextlib.suppress(WorktreeError):
+                d = await delivery(tree)
+                result["delivery"] = {
+                    "branch": d.branch,
+                    "head_sha": d.head_sha,
+                    "link": d.link,
+                    "commits": d.commits,
+                    "dirty": d.dirty,
+                }
+        return result
 
     def output_file(self, node: Node) -> Path:
         # Direct children of root get exactly `<name>.output.md`; deeper nodes are
@@ -1176,6 +1438,14 @@ def _settings_for(project_dir: Path) -> tuple[Budgets, float]:
         ),
         s.stop_grace_seconds,
     )
+
+
+def _phase_timeouts_for(project_dir: Path) -> dict[str, int]:
+    """Only the phase timeouts the operator wrote in `.legion/settings.toml` (upstream
+    #358: a default-filled table would silently beat a card's `timeoutMs`)."""
+    from legion_tui.settings import load_settings
+
+    return dict(load_settings(project_dir).settings.phase_timeouts)
 
 
 def _declared_machine(

@@ -119,6 +119,20 @@ async def _mail(sup: Supervisor, caller: str, req: dict[str, Any]) -> dict[str, 
     return result
 
 
+async def _phase(sup: Supervisor, caller: str, req: dict[str, Any]) -> dict[str, Any]:
+    supersedes = req.get("supersedes") or []
+    if not isinstance(supersedes, list) or not all(isinstance(n, str) for n in supersedes):
+        raise OpError("BAD_REQUEST", "field 'supersedes' must be a list of names")
+    return await sup.phase(
+        caller,
+        _str(req, "to"),
+        note=_opt_str(req, "note"),
+        evidence=_opt_str(req, "evidence"),
+        reason=_opt_str(req, "reason"),
+        supersedes=supersedes,
+    )
+
+
 async def _not_yet(sup: Supervisor, caller: str, req: dict[str, Any]) -> dict[str, Any]:
     raise OpError("NOT_IMPLEMENTED", f"op {req.get('op')!r} is not served by this supervisor yet")
 
@@ -134,8 +148,7 @@ OPS: dict[str, Handler] = {
     "tree": _tree,
     "resume": _resume,
     "mail": _mail,
-    # Declared-phase moves (`legion phase`) plug in here (`register_op`).
-    "phase": _not_yet,
+    "phase": _phase,
 }
 
 
