@@ -112,6 +112,15 @@ async def test_wait_is_bounded_and_reports_a_signal_death(tmp_path: Path) -> Non
 REPO = Path(__file__).resolve().parents[1]
 
 
+def _runs_the_command(pid: int) -> bool:
+    """True once `pid` has exec'd the host's command (argv: python -c "import time…")."""
+    try:
+        argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+    except OSError:
+        return False
+    return len(argv) > 2 and argv[1] == b"-c" and argv[2].startswith(b"import time")
+
+
 @pytest.mark.parametrize("launcher", ["setpriv", "python"])
 async def test_children_die_with_a_sigkilled_supervisor(tmp_path: Path, launcher: str) -> None:
     assert death_signal_prefix()  # setpriv or the prctl launcher
@@ -130,6 +139,10 @@ async def test_children_die_with_a_sigkilled_supervisor(tmp_path: Path, launcher
         line = await asyncio.wait_for(host.stdout.readline(), 20.0)
         pid = int(line)
         assert not gone(pid)
+        # The death signal is armed inside the launcher, just before it execs the
+        # command; a host killed before that is a different race (the next start's
+        # marker sweep covers it), so wait until the command itself runs.
+        assert await until(lambda: _runs_the_command(pid), bound=10.0)
         host.kill()
         assert await until(lambda: gone(pid), bound=2.0), f"child {pid} outlived its host"
         reap([pid])  # it was re-parented to us (we are a subreaper)
