@@ -8,11 +8,12 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from supervisor_helpers import STUCK, cli_env, hosted, settled, spawn_one, until
+from supervisor_helpers import STUCK, cli_env, hosted, run_cli, settled, spawn_one, until
 
 from legion_tui import receipts
 from legion_tui.model import EventType, MailKind, MailState, NodeStatus
 from legion_tui.ops import OpError
+from legion_tui.supervisor.client import LegionClient
 from legion_tui.supervisor.core import ROOT_ID, Supervisor
 
 PIPELINE = {
@@ -229,6 +230,9 @@ async def test_a_centurion_runs_in_its_worktree_and_delivers_branch_and_sha(
         assert result["delivery"]["head_sha"] == git(tree, "rev-parse", "HEAD")
         assert result["delivery"]["link"] is None  # no remote: no link, never invented
         assert result["delivery"]["commits"] == 1
+        code, out, _err = await run_cli("collect", "lead", cwd=project)
+        assert code == 0
+        assert f"delivery: branch {launched.data['branch']} @ " in out
         await sup.stop(ROOT_ID, "lead", force=True)
         await settled(sup, lead.id)
     assert exists(tree)  # nothing is deleted without an explicit command
@@ -246,3 +250,11 @@ async def test_a_worker_asking_for_a_worktree_is_demoted_with_one_warning(
         ][-1]
         assert launched.data["warning"] == receipts.worktree_demoted("w", "worker")
         assert "worktree" not in launched.data
+        assert sup.launch_warning(worker.id) == launched.data["warning"]
+        # the spawn's answer carries it too, exactly once
+        async with LegionClient(sup.socket_path) as client:
+            reply = await client.request(
+                "spawn",
+                children=[{"role": "worker", "task": "t", "name": "w2", "worktree": True}],
+            )
+        assert reply["warnings"] == [receipts.worktree_demoted("w2", "worker")]

@@ -97,8 +97,9 @@ async def _spawn(args: argparse.Namespace, client: Any) -> int:
     if args.kind:
         child["kind"] = args.kind
     result = await client.request("spawn", children=[child])
-    text = "\n".join(f"Spawned {n['path']} ({n['id']})" for n in result["nodes"])
-    _emit(args, result, text)
+    lines = [f"Spawned {n['path']} ({n['id']})" for n in result["nodes"]]
+    lines += [f"warning: {w}" for w in result.get("warnings", [])]
+    _emit(args, result, "\n".join(lines))
     return 0
 
 
@@ -150,6 +151,14 @@ async def _collect(args: argparse.Namespace, client: Any) -> int:
         lines.append(f"verdict: {json.dumps(verdict, ensure_ascii=False)}")
     else:
         lines.append("verdict: none")
+    delivery = result.get("delivery")
+    if isinstance(delivery, dict):  # a centurion delivers a branch + HEAD sha (SPEC §6.7)
+        line = f"delivery: branch {delivery['branch']} @ {delivery['head_sha'][:12]}"
+        if delivery.get("link"):
+            line += f" · {delivery['link']}"
+        if delivery.get("dirty"):
+            line += " (uncommitted changes left in the worktree)"
+        lines.append(line)
     lines.append(f"written to {result['output_file']}")
     _emit(args, result, "\n".join(lines))
     return 0

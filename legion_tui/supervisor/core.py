@@ -1060,6 +1060,12 @@ class Supervisor:
             log.warning("%s", warning)
         return warning
 
+    def launch_warning(self, node_id: str) -> str | None:
+        """The warning a node's launch carried (a demoted worktree request), if any."""
+        event = self._last_event(node_id, EventType.NODE_LAUNCHED)
+        warning = event.data.get("warning") if event is not None else None
+        return str(warning) if warning else None
+
     def _worktree_data(self, node_id: str, warning: str | None) -> dict[str, Any]:
         data: dict[str, Any] = {}
         tree = self._worktrees.get(node_id)

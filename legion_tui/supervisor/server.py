@@ -62,7 +62,13 @@ async def _spawn(sup: Supervisor, caller: str, req: dict[str, Any]) -> dict[str,
     if not isinstance(children, list) or not children:
         raise OpError("MISSING_FIELD", "field 'children' is required (a non-empty list)")
     nodes = await sup.spawn(caller, [ChildRequest.from_wire(c) for c in children])
-    return {"nodes": [{"id": n.id, "name": n.name, "path": n.path} for n in nodes]}
+    result: dict[str, Any] = {
+        "nodes": [{"id": n.id, "name": n.name, "path": n.path} for n in nodes]
+    }
+    warnings = [w for n in nodes if (w := sup.launch_warning(n.id))]
+    if warnings:  # e.g. a worker that asked for a worktree was demoted (SPEC §6.7)
+        result["warnings"] = warnings
+    return result
 
 
 async def _wait(sup: Supervisor, caller: str, req: dict[str, Any]) -> dict[str, Any]:
