@@ -6,17 +6,20 @@ Reply:    {"id": <int>, "ok": true, "result": {...}}
 
 Ops and their fields (the server in `supervisor/server.py` is the authority):
   spawn    children: [{role, task, name?, phases?, kind?, worktree?}]
-           -> {nodes: [{id, name, path}]}
+           -> {nodes: [{id, name, path}], warnings?: [str]}
   wait     names: [str] | null, timeout: float | null                   -> {state, nodes: [...]}
-  collect  name                                    -> {text, verdict, output_file}
+           (state "mail": the caller's letters ended the wait: {message_ids, text})
+  collect  name                        -> {text, verdict, output_file, delivery?: {branch,
+                                          head_sha, link, commits, dirty}}
   stop     name ("all" allowed), force: bool                            -> {receipt}
   abort    name, keep_queue: bool                                       -> {outcome, receipt}
   steer    name, text                                                   -> {outcome}
   status   name | null                                                  -> {run_id, session, nodes}
   tree                                                                  -> {text}
   resume   name                                                         -> {receipt}
-  mail     to, subject, body, kind, urgency                             -> {message_id}
-  phase    to, note?, evidence?, reason?, supersedes?: [str]            -> {phase}
+  mail     to, subject, body, kind, urgency      -> {message_id, to, to_path, state}
+  phase    to, note?, evidence?, reason?, supersedes?: [str]
+           -> {phase, from, receipt, verification?}
 """
 
 from __future__ import annotations
