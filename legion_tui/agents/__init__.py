@@ -1,1 +1,1 @@
-"""agents."""
+"""Role cards and the simulated agent."""

@@ -1,1 +1,1 @@
-"""supervisor."""
+"""Supervision: launch, operations, the socket, runs, backends, the stop sweep."""
