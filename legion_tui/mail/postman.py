@@ -32,6 +32,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Collection, Iter
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from legion_tui.ledger.ports import EventReader, MailMover
 from legion_tui.mail.envelope import format_envelope
 from legion_tui.model import (
     Event,
@@ -70,24 +71,8 @@ TERMINAL_PHASES = frozenset({"done", "failed", "aborted"})
 REASON_RECIPIENT_ENDED = "recipient_ended"
 
 
-class MailStore(Protocol):
+class MailStore(MailMover, EventReader, Protocol):
     """The part of `legion_tui.ledger.Ledger` the postman uses."""
-
-    async def get_pending_mail(
-        self, to_node: str, states: Collection[MailState]
-    ) -> list[Message]: ...
-
-    async def move_mail(
-        self, message_id: int, state: MailState, *, reason: str | None = None
-    ) -> Message: ...
-
-    async def get_events(
-        self,
-        node_id: str | None = None,
-        *,
-        types: Collection[EventType] | None = None,
-        limit: int = 500,
-    ) -> list[Event]: ...
 
 
 class Directory(Protocol):

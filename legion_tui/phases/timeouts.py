@@ -24,16 +24,15 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Callable, Collection, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Protocol
 
 from legion_tui import receipts
+from legion_tui.ledger.ports import EventReader, EventWriter, MailSender, NodeUpdater
 from legion_tui.model import (
-    Event,
     EventType,
     MailKind,
-    Message,
     Node,
     Urgency,
 )
@@ -55,38 +54,12 @@ log = logging.getLogger(__name__)
 CHECK_SECONDS = 10.0  # the smallest built-in limit is 15 min; 10 s late is nothing
 
 
-class TimeoutStore(Protocol):
+class TimeoutStore(MailSender, EventWriter, EventReader, Protocol):
     """The part of `legion_tui.ledger.Ledger` the clock uses."""
 
-    async def send_mail(
-        self,
-        from_node: str,
-        to_node: str,
-        kind: MailKind,
-        urgency: Urgency,
-        subject: str,
-        body: str,
-    ) -> Message: ...
 
-    async def append_event(
-        self, node_id: str | None, type: EventType, data: dict[str, Any] | None = None
-    ) -> Event: ...
-
-    async def get_events(
-        self,
-        node_id: str | None = None,
-        *,
-        types: Collection[EventType] | None = None,
-        limit: int = 500,
-    ) -> list[Event]: ...
-
-
-class ReviveStore(Protocol):
-    async def update_node(self, node_id: str, **fields: Any) -> Node: ...
-
-    async def append_event(
-        self, node_id: str | None, type: EventType, data: dict[str, Any] | None = None
-    ) -> Event: ...
+class ReviveStore(NodeUpdater, EventWriter, Protocol):
+    """The part of `legion_tui.ledger.Ledger` a revival uses."""
 
 
 @dataclass(frozen=True, slots=True)
