@@ -1,4 +1,5 @@
-"""What the three backends share: paths, env, argv placeholders, the bounded abort."""
+"""What the backends share: paths, env, argv placeholders, the bounded abort, the steer
+outcome words, and the stop of a process child."""
 
 from __future__ import annotations
 
@@ -7,14 +8,22 @@ import contextlib
 import math
 import os
 import shutil
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Collection
 from pathlib import Path
 
-from legion_tui.supervisor.backend import ABORT_BOUND, AbortResult, LaunchSpec
-from legion_tui.supervisor.process import marker_env
+from legion_tui.supervisor.backend import (
+    ABORT_BOUND,
+    AbortResult,
+    LaunchSpec,
+    SteerOutcome,
+    SweepReport,
+)
+from legion_tui.supervisor.process import ChildProcess, marker_env
+from legion_tui.supervisor.sweep import sweep
 
 __all__ = [
     "MAX_BOUND",
+    "STEER_OUTCOMES",
     "bounded_abort",
     "child_env",
     "inbox_path",
@@ -22,9 +31,17 @@ __all__ = [
     "normalize_bound",
     "require_executable",
     "resolve_argv",
+    "sweep_child",
 ]
 
 MAX_BOUND = 3600.0
+
+# The in-process sim and pi's RPC answer a steer/prompt with the same disposition words.
+STEER_OUTCOMES: dict[str, SteerOutcome] = {
+    "started": "accepted",
+    "queued": "queued",
+    "handled": "intercepted",
+}
 
 
 def normalize_bound(bound: float) -> float:
@@ -118,3 +135,27 @@ def require_executable(argv: list[str], env: dict[str, str]) -> None:
         found = shutil.which(program, path=env.get("PATH")) is not None
     if not found:
         raise FileNotFoundError(f"command not found: {program} (looked on PATH)")
+
+
+async def sweep_child(
+    child: ChildProcess | None,
+    spec: LaunchSpec,
+    *,
+    force: bool,
+    grace: float,
+    node_ids: Collection[str],
+) -> SweepReport:
+    """Stop a process child (SPEC §6.2): its tree, its group and whatever carries the run
+    marker of this node or of `node_ids`. A child never spawned has nothing to signal.
+    The caller closes the child afterwards (after its own pipes, if it has any)."""
+    if child is None:
+        return SweepReport(signalled=[], survivors=[])
+    return await sweep(
+        root_pid=child.pid,
+        pgid=child.pgid,
+        run_id=spec.run_id,
+        node_ids={spec.node_id, *node_ids},
+        force=force,
+        grace=grace,
+        root_exit=child.exited_future(),
+    )

@@ -29,9 +29,9 @@ from legion_tui.supervisor.backends.common import (
     normalize_bound,
     require_executable,
     resolve_argv,
+    sweep_child,
 )
 from legion_tui.supervisor.process import ChildProcess, spawn_child
-from legion_tui.supervisor.sweep import sweep
 
 __all__ = ["ExecHandle"]
 
@@ -100,17 +100,9 @@ class ExecHandle:
     async def stop(
         self, *, force: bool, grace: float = STOP_GRACE, node_ids: Collection[str] = ()
     ) -> SweepReport:
-        child = self.child
-        if child is None:
-            return SweepReport(signalled=[], survivors=[])
-        report = await sweep(
-            root_pid=child.pid,
-            pgid=child.pgid,
-            run_id=self.spec.run_id,
-            node_ids={self.node_id, *node_ids},
-            force=force,
-            grace=grace,
-            root_exit=child.exited_future(),
+        report = await sweep_child(
+            self.child, self.spec, force=force, grace=grace, node_ids=node_ids
         )
-        await child.aclose()
+        if self.child is not None:
+            await self.child.aclose()
         return report

@@ -16,15 +16,9 @@ from legion_tui.supervisor.backend import (
     SteerOutcome,
     SweepReport,
 )
-from legion_tui.supervisor.backends.common import bounded_abort
+from legion_tui.supervisor.backends.common import STEER_OUTCOMES, bounded_abort
 
 __all__ = ["InProcessHandle", "sim_config"]
-
-_OUTCOME: dict[str, SteerOutcome] = {
-    "started": "accepted",
-    "queued": "queued",
-    "handled": "intercepted",
-}
 
 
 def sim_config(spec: LaunchSpec) -> SimConfig:
@@ -95,7 +89,7 @@ class InProcessHandle:
         return result
 
     async def steer(self, text: str) -> SteerOutcome:
-        return _OUTCOME[self.agent.steer(text)]
+        return STEER_OUTCOMES[self.agent.steer(text)]
 
     async def deliver(self, envelope: str) -> None:
         self.agent.follow_up(envelope)

@@ -25,24 +25,20 @@ from legion_tui.supervisor.backend import (
     SweepReport,
 )
 from legion_tui.supervisor.backends.common import (
+    STEER_OUTCOMES,
     bounded_abort,
     child_env,
     log_path,
     require_executable,
     resolve_argv,
+    sweep_child,
 )
 from legion_tui.supervisor.process import ChildProcess, spawn_child
 from legion_tui.supervisor.rpc import RpcClient, RpcError
-from legion_tui.supervisor.sweep import sweep
 
 __all__ = ["RpcHandle", "pi_argv", "sim_argv"]
 
 START_BOUND = 10.0  # spawn + first answers; pi's own startup can take a few seconds
-_DISPOSITION: dict[str, SteerOutcome] = {
-    "started": "accepted",
-    "queued": "queued",
-    "handled": "intercepted",
-}
 
 
 def sim_argv(spec: LaunchSpec) -> list[str]:
@@ -237,8 +233,8 @@ class RpcHandle:
             # Raced with a turn that just started: pi refuses prompt while streaming.
             data = await self.rpc.request("steer", bound=ABORT_BOUND, message=text)
         disposition = data.get("disposition")
-        if isinstance(disposition, str) and disposition in _DISPOSITION:
-            outcome = _DISPOSITION[disposition]
+        if isinstance(disposition, str) and disposition in STEER_OUTCOMES:
+            outcome = STEER_OUTCOMES[disposition]
         else:
             outcome = "queued" if running else "accepted"  # pi before 0.99 says nothing
         if outcome == "accepted":
@@ -257,19 +253,11 @@ class RpcHandle:
     async def stop(
         self, *, force: bool, grace: float = STOP_GRACE, node_ids: Collection[str] = ()
     ) -> SweepReport:
-        child = self.child
-        if child is None:
-            return SweepReport(signalled=[], survivors=[])
-        report = await sweep(
-            root_pid=child.pid,
-            pgid=child.pgid,
-            run_id=self.spec.run_id,
-            node_ids={self.node_id, *node_ids},
-            force=force,
-            grace=grace,
-            root_exit=child.exited_future(),
+        report = await sweep_child(
+            self.child, self.spec, force=force, grace=grace, node_ids=node_ids
         )
         if self.rpc is not None:
             await self.rpc.close()
-        await child.aclose()
+        if self.child is not None:
+            await self.child.aclose()
         return report
