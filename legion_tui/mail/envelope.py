@@ -9,7 +9,7 @@ confirmation.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 
 from legion_tui.ledger.errors import MailInvalidText
 from legion_tui.ledger.mailtext import check_mail_text as ledger_check
@@ -153,6 +153,12 @@ class AddressError(LookupError):
         self.message = message
 
 
+def _ambiguous(address: str, what: str, nodes: Iterable[Node]) -> AddressError:
+    """The one refusal for an address that fits several nodes: it lists their paths."""
+    paths = ", ".join(sorted(node.path for node in nodes))
+    return AddressError(f"'{address}' {what}: {paths}; write the full path")
+
+
 def resolve_address(sender: Node, address: str, nodes: Mapping[str, Node]) -> Node:
     """Resolve `parent`, a `NAME` (a child or sibling of the sender) or a `PATH`.
 
@@ -181,11 +187,7 @@ def resolve_address(sender: Node, address: str, nodes: Mapping[str, Node]) -> No
             full = [node for node in hits if node.path == wanted]
             if len(full) == 1:
                 return full[0]
-            raise AddressError(
-                f"'{address}' is ambiguous: "
-                + ", ".join(sorted(node.path for node in hits))
-                + "; write the full path"
-            )
+            raise _ambiguous(address, "is ambiguous", hits)
         raise AddressError(f"no node at path '{address}'")
     near = [
         node
@@ -200,11 +202,7 @@ def resolve_address(sender: Node, address: str, nodes: Mapping[str, Node]) -> No
     if len(near) == 1:
         return near[0]
     if len(near) > 1:
-        raise AddressError(
-            f"'{address}' is both a child and a sibling of {sender.name}: "
-            + ", ".join(sorted(node.path for node in near))
-            + "; write the full path"
-        )
+        raise _ambiguous(address, f"is both a child and a sibling of {sender.name}", near)
     # Not a neighbour: still say which node it means (a path of one segment like `root`,
     # or a name that is unique in the tree), so the route check can answer with the way
     # to reach it instead of "no such node".
@@ -214,11 +212,7 @@ def resolve_address(sender: Node, address: str, nodes: Mapping[str, Node]) -> No
     if len(far) == 1:
         return far[0]
     if len(far) > 1:
-        raise AddressError(
-            f"'{address}' names several nodes: "
-            + ", ".join(sorted(node.path for node in far))
-            + "; write the full path"
-        )
+        raise _ambiguous(address, "names several nodes", far)
     raise AddressError(
         f"no child or sibling of {sender.name} is named '{address}' "
         "(write parent, a child's or sibling's NAME, or a PATH like lead-api/worker-0)"
