@@ -50,10 +50,16 @@ class SettingsProblem:
     message: str
     hint: str = ""
 
+    @property
+    def where(self) -> str:
+        return self.path if self.line is None else f"{self.path}:{self.line}"
+
+    @property
+    def what(self) -> str:
+        return f"setting '{self.key}': {self.message}" if self.key else self.message
+
     def __str__(self) -> str:
-        where = self.path if self.line is None else f"{self.path}:{self.line}"
-        what = f"setting '{self.key}': {self.message}" if self.key else self.message
-        return f"{where}: {what}"
+        return f"{self.where}: {self.what}"
 
 
 @dataclass(frozen=True, slots=True)

@@ -80,10 +80,16 @@ class CardProblem:
     message: str
     hint: str = ""  # how to fix it (`legion doctor` prints it)
 
+    @property
+    def where(self) -> str:
+        return self.path if self.line is None else f"{self.path}:{self.line}"
+
+    @property
+    def what(self) -> str:
+        return f"field '{self.field}': {self.message}" if self.field else self.message
+
     def __str__(self) -> str:
-        where = self.path if self.line is None else f"{self.path}:{self.line}"
-        what = f"field '{self.field}': {self.message}" if self.field else self.message
-        return f"{where}: {what}"
+        return f"{self.where}: {self.what}"
 
 
 class CardError(LookupError):

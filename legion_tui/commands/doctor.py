@@ -14,9 +14,10 @@ import json
 import os
 import shutil
 import socket
+from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Literal, Protocol
 
 from legion_tui.commands import Command
 
@@ -38,6 +39,19 @@ class Finding:
         return f"{self.where}: {self.message}" if self.where else self.message
 
 
+class FileProblem(Protocol):
+    """`CardProblem` and `SettingsProblem`: a problem in a file the user edits."""
+
+    @property
+    def where(self) -> str: ...  # file[:line]
+
+    @property
+    def what(self) -> str: ...  # the field or key, and what is wrong with it
+
+    @property
+    def hint(self) -> str: ...  # how to fix it; "" when the check has no better advice
+
+
 @dataclass(slots=True)
 class Report:
     project: Path
@@ -52,6 +66,11 @@ class Report:
     def warnings(self) -> list[Finding]:
         return [f for f in self.findings if f.severity == "warning"]
 
+    def add_problems(self, check: str, problems: Iterable[FileProblem], default_fix: str) -> None:
+        """A card's or the settings file's problems, each one finding at its file:line."""
+        for p in problems:
+            self.findings.append(Finding(check, "problem", p.where, p.what, p.hint or default_fix))
+
 
 # ----- the checks ----------------------------------------------------------------------
 
@@ -60,11 +79,11 @@ def check_cards(report: Report) -> None:
     from legion_tui.agents.cards import load_cards
 
     cards = load_cards(report.project)
-    for p in cards.problems:
-        where = p.path if p.line is None else f"{p.path}:{p.line}"
-        what = f"field '{p.field}': {p.message}" if p.field else p.message
-        fix = p.hint or "fix the card, or delete it to use the bundled card of that name"
-        report.findings.append(Finding("cards", "problem", where, what, fix))
+    report.add_problems(
+        "cards",
+        cards.problems,
+        "fix the card, or delete it to use the bundled card of that name",
+    )
     own = [c.name for c in cards if not c.bundled]
     summary = f"role cards: {len(cards.names)} loaded ({', '.join(cards.names)})"
     if own:
@@ -106,11 +125,11 @@ def check_settings(report: Report) -> None:
     from legion_tui.settings import load_settings
 
     result = load_settings(report.project)
-    for p in result.problems:
-        where = p.path if p.line is None else f"{p.path}:{p.line}"
-        what = f"setting '{p.key}': {p.message}" if p.key else p.message
-        fix = p.hint or "fix the value or remove the line (every setting has a default)"
-        report.findings.append(Finding("settings", "problem", where, what, fix))
+    report.add_problems(
+        "settings",
+        result.problems,
+        "fix the value or remove the line (every setting has a default)",
+    )
     if result.path is None:
         report.passed.append("settings: no .legion/settings.toml (defaults)")
     elif not result.problems:
