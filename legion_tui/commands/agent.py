@@ -165,16 +165,25 @@ async def _collect(args: argparse.Namespace, client: Any) -> int:
 
 
 # ----- stop / abort / steer / resume ----------------------------------------------------
+def _receipt_verb(verb: str, *fields: str) -> Callable[[argparse.Namespace], int]:
+    """stop, abort, steer, resume: send the named arguments, print the receipt.
+
+    The supervisor writes every receipt (SPEC §6.3's frozen words live in `receipts`);
+    the verb only carries them to the terminal.
+    """
+
+    async def handler(args: argparse.Namespace, client: Any) -> int:
+        result = await client.request(verb, **{f: getattr(args, f) for f in fields})
+        _emit(args, result, result["receipt"])
+        return 0
+
+    return _run_client(verb, handler)
+
+
 def _stop_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("name", help="NAME, parent/name, or `all` (your children)")
     p.add_argument("--force", action="store_true", help="skip the SIGTERM grace")
     _common(p)
-
-
-async def _stop(args: argparse.Namespace, client: Any) -> int:
-    result = await client.request("stop", name=args.name, force=args.force)
-    _emit(args, result, result["receipt"])
-    return 0
 
 
 def _abort_args(p: argparse.ArgumentParser) -> None:
@@ -185,28 +194,10 @@ def _abort_args(p: argparse.ArgumentParser) -> None:
     _common(p)
 
 
-async def _abort(args: argparse.Namespace, client: Any) -> int:
-    result = await client.request("abort", name=args.name, keep_queue=args.keep_queue)
-    _emit(args, result, result["receipt"])
-    return 0
-
-
 def _steer_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("name", help="NAME or parent/name")
     p.add_argument("text", help="the message for its next turn")
     _common(p)
-
-
-async def _steer(args: argparse.Namespace, client: Any) -> int:
-    result = await client.request("steer", name=args.name, text=args.text)
-    _emit(args, result, result.get("receipt", result["outcome"]))
-    return 0
-
-
-async def _resume(args: argparse.Namespace, client: Any) -> int:
-    result = await client.request("resume", name=args.name)
-    _emit(args, result, result["receipt"])
-    return 0
 
 
 # ----- status / tree (also without a live supervisor) ------------------------------------
@@ -293,22 +284,24 @@ COMMANDS: dict[str, Command] = {
         _run_client("collect", _collect),
     ),
     "stop": Command(
-        "Retire a node and its subtree (children first).", _stop_args, _run_client("stop", _stop)
+        "Retire a node and its subtree (children first).",
+        _stop_args,
+        _receipt_verb("stop", "name", "force"),
     ),
     "abort": Command(
         "Interrupt a node's current turn; its context is kept.",
         _abort_args,
-        _run_client("abort", _abort),
+        _receipt_verb("abort", "name", "keep_queue"),
     ),
     "steer": Command(
         "Queue a message for a node's next turn boundary.",
         _steer_args,
-        _run_client("steer", _steer),
+        _receipt_verb("steer", "name", "text"),
     ),
     "resume": Command(
         "Resume an interrupted node on its old session file.",
         _name_args("NAME or parent/name"),
-        _run_client("resume", _resume),
+        _receipt_verb("resume", "name"),
     ),
     "status": Command(
         "What every node is doing (works without a live supervisor, from the ledger).",
