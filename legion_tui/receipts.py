@@ -2,6 +2,18 @@
 
 from __future__ import annotations
 
+from legion_tui.model import NodeStatus
+
+# SPEC §7.1: the station glyph by status (tree rows, `legion status`, `legion tree`).
+STATUS_GLYPHS: dict[NodeStatus, str] = {
+    NodeStatus.RUNNING: "●",
+    NodeStatus.STARTING: "◐",
+    NodeStatus.BLOCKED: "◆",
+    NodeStatus.SETTLED: "○",
+    NodeStatus.FAILED: "✗",
+    NodeStatus.RETIRED: "◌",
+}
+
 STOP_HINT_WIDE = "/legion stop [--force] [name|all]"
 STOP_HINT_NARROW = "/legion stop"
 
@@ -75,9 +87,7 @@ VERIFY_BY_CONTRACT = "by contract (0 commands)"
 
 
 def mail_subject_multiline(offset: int) -> str:
-    return (
-        f"contains a line break at offset {offset}; keep the subject on one line"
-    )
+    return f"contains a line break at offset {offset}; keep the subject on one line"
 
 
 def mail_empty_subject() -> str:

@@ -31,15 +31,6 @@ __all__ = [
     "tool_label",
 ]
 
-GLYPHS = {
-    NodeStatus.RUNNING: "●",
-    NodeStatus.STARTING: "◐",
-    NodeStatus.BLOCKED: "◆",
-    NodeStatus.SETTLED: "○",
-    NodeStatus.FAILED: "✗",
-    NodeStatus.RETIRED: "◌",
-}
-
 
 def tool_label(stack: Sequence[InFlightTool]) -> str:
     """The top (innermost) tool, plus the context when the stack is deeper than one:
@@ -200,9 +191,8 @@ def render_tree(rows: Sequence[tuple[Node, SessionProgress, int]], now: float) -
         entry = _entry(node, progress, now)
         doing = _doing(entry)[0]
         phase = f" [{node.phase}]" if node.phase else ""
-        out.append(
-            f"{prefix}{branch}{GLYPHS[node.status]} {node.name} ({node.role}){phase} — {doing}"
-        )
+        glyph = receipts.STATUS_GLYPHS[node.status]
+        out.append(f"{prefix}{branch}{glyph} {node.name} ({node.role}){phase} — {doing}")
     return "\n".join(out)
 
 
@@ -244,6 +234,6 @@ def tree_rows_from_doc(doc: dict[str, Any]) -> str:
     lines = []
     for e in doc["nodes"]:
         depth = e["path"].count("/")
-        glyph = GLYPHS[NodeStatus(e["status"])]
+        glyph = receipts.STATUS_GLYPHS[NodeStatus(e["status"])]
         lines.append(f"{'   ' * depth}{glyph} {e['name']} ({e['role']}) — {_doing(e)[0]}")
     return "\n".join(lines)
