@@ -28,7 +28,6 @@ from typing import Any
 import psutil
 
 from legion_tui.supervisor.client import (
-    ENV_NODE_ID,
     ENV_SOCKET,
     ROOT_CALLER,
     LegionClient,
@@ -334,9 +333,8 @@ def client_for(cwd: Path | None = None, session_name: str | None = None) -> Legi
     a legion), else root on the newest live run of `./.legion/` (a user's own shell).
 
     Raises LegionRequestError("NO_SUPERVISOR") when there is no live run."""
-    env_socket = os.environ.get(ENV_SOCKET)
-    if env_socket and session_name is None:
-        return LegionClient(env_socket, os.environ.get(ENV_NODE_ID) or ROOT_CALLER)
+    if os.environ.get(ENV_SOCKET) and session_name is None:
+        return LegionClient.from_env()
     project = find_project_dir(cwd or Path.cwd())
     info = find_live_run(project, session_name)
     if info is None:
