@@ -106,10 +106,6 @@ class SessionWatcher:
         """Some file has more bytes waiting than one poll reads (a big file catching up)."""
         return any(r.pending for r in self.readers.values())
 
-    def progress_of(self, node_id: str) -> SessionProgress | None:
-        reported = self._reported.get(node_id)
-        return reported[1] if reported else None
-
     # ----- running ----------------------------------------------------------------------
     async def run(self) -> None:
         """Watch until `stop()`. Reports go to `on_change` on the event loop's thread."""
