@@ -6,11 +6,13 @@ import asyncio
 import itertools
 import os
 import sqlite3
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
 
-from legion_tui.ledger import connect, immediate, open_ledger
+import pytest
+
+from legion_tui.ledger import Ledger, connect, immediate, open_ledger
 from legion_tui.model import EventType, Node
 
 
@@ -39,6 +41,14 @@ def ticking_clock(start: float = 1_800_000_000.0, step: float = 1.0) -> Callable
     """A deterministic clock: every call is `step` seconds after the previous one."""
     counter = itertools.count()
     return lambda: start + step * next(counter)
+
+
+@pytest.fixture(name="ledger")
+async def ledger_fixture(tmp_path: Path) -> AsyncIterator[Ledger]:
+    """The `ledger` fixture: a new ledger file in the test's folder, on a ticking clock,
+    closed after the test. A test module that wants it imports `ledger_fixture`."""
+    async with await open_ledger(tmp_path / "legion.db", create=True, clock=ticking_clock()) as led:
+        yield led
 
 
 def size_of(path: Path | str) -> int:

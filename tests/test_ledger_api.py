@@ -8,7 +8,7 @@ import sqlite3
 from pathlib import Path
 
 import pytest
-from ledger_helpers import make_node, size_of, ticking_clock
+from ledger_helpers import ledger_fixture, make_node, size_of  # noqa: F401 (a fixture)
 
 from legion_tui.ledger import (
     Ledger,
@@ -28,13 +28,6 @@ from legion_tui.model import (
     Urgency,
     Usage,
 )
-
-
-@pytest.fixture
-async def ledger(tmp_path: Path) -> Ledger:
-    led = await open_ledger(tmp_path / "legion.db", create=True, clock=ticking_clock())
-    yield led  # type: ignore[misc]
-    await led.close()
 
 
 async def test_nodes_round_trip_exactly(ledger: Ledger) -> None:

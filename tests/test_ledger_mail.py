@@ -4,12 +4,11 @@ from __future__ import annotations
 
 import asyncio
 import itertools
-from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from ledger_helpers import ticking_clock
+from ledger_helpers import ledger_fixture  # noqa: F401 (a fixture)
 
 from legion_tui.ledger import (
     BODY_MAX_BYTES,
@@ -43,13 +42,6 @@ EXPECTED_EVENT: dict[MailState, tuple[EventType, str | None] | None] = {
     MailState.BOUNCED: (EventType.MAIL_BOUNCED, None),
     MailState.OBSOLETE: (EventType.MAIL_BOUNCED, "obsolete_after_phase_change"),
 }
-
-
-@pytest.fixture
-async def ledger(tmp_path: Path) -> Ledger:
-    led = await open_ledger(tmp_path / "legion.db", create=True, clock=ticking_clock())
-    yield led  # type: ignore[misc]
-    await led.close()
 
 
 async def _letter_in(ledger: Ledger, state: MailState) -> Message:

@@ -3,14 +3,15 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
 
 import pytest
+from ledger_helpers import ledger_fixture  # noqa: F401 (a fixture)
 from mail_helpers import SessionFile, make_node
 
-from legion_tui.ledger.ledger import Ledger, open_ledger
+from legion_tui.ledger.ledger import Ledger
 from legion_tui.mail.postman import CONFIRM_BATCH, ModelDirectory, Postman
 from legion_tui.model import (
     MAIL_MOVES,
@@ -46,15 +47,6 @@ class Inbox:
 
     def to(self, node_id: str) -> list[str]:
         return [text for nid, text in self.given if nid == node_id]
-
-
-@pytest.fixture
-async def ledger(tmp_path: Path) -> AsyncIterator[Ledger]:
-    led = await open_ledger(tmp_path / "legion.db", create=True)
-    try:
-        yield led
-    finally:
-        await led.close()
 
 
 @pytest.fixture

@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
 from dataclasses import replace
-from pathlib import Path
 
-import pytest
+from ledger_helpers import ledger_fixture  # noqa: F401 (a fixture)
 
-from legion_tui.ledger.ledger import Ledger, open_ledger
+from legion_tui.ledger.ledger import Ledger
 from legion_tui.mail.postman import Postman
 from legion_tui.model import EventType, MailKind, MailState, Node, NodeStatus, Urgency
 from legion_tui.phases.builtin import DEFAULT_MACHINE
@@ -25,15 +23,6 @@ class Clock:
 
     def __call__(self) -> float:
         return self.now
-
-
-@pytest.fixture
-async def ledger(tmp_path: Path) -> AsyncIterator[Ledger]:
-    led = await open_ledger(tmp_path / "legion.db", create=True)
-    try:
-        yield led
-    finally:
-        await led.close()
 
 
 def team(phase: str = "planning", since: float = T0, machine: str | None = None) -> Node:
