@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import multiprocessing
 import os
 import sqlite3
 from collections.abc import AsyncIterator, Callable
@@ -58,6 +59,31 @@ def size_of(path: Path | str) -> int:
 def file_snapshot(path: Path) -> tuple[bytes, list[str]]:
     """The file's bytes and every name in its folder (to catch a new -wal/-shm)."""
     return path.read_bytes(), sorted(os.listdir(path.parent))
+
+
+def run_workers(
+    count: int,
+    target: Callable[..., None],
+    args_of: Callable[[int], tuple[Any, ...]],
+    *,
+    timeout: float = 90.0,
+) -> list[Any]:
+    """Run `target(*args_of(worker), start, results)` in `count` spawned processes.
+
+    All wait at the `start` barrier (imported and ready) before anyone writes; each puts
+    one outcome on `results`. Returns the outcomes once every process exited cleanly.
+    """
+    ctx = multiprocessing.get_context("spawn")
+    start = ctx.Barrier(count)
+    results = ctx.Queue()
+    procs = [ctx.Process(target=target, args=(*args_of(w), start, results)) for w in range(count)]
+    for p in procs:
+        p.start()
+    outcomes = [results.get(timeout=timeout) for _ in procs]
+    for p in procs:
+        p.join(timeout=30)
+        assert p.exitcode == 0
+    return outcomes
 
 
 def read_then_write_worker(path: str, worker: int, count: int, start: Any, results: Any) -> None:

@@ -5,34 +5,15 @@ from __future__ import annotations
 import asyncio
 import multiprocessing
 import sqlite3
-from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
-from ledger_helpers import async_ledger_worker, churn_worker, read_then_write_worker
+from ledger_helpers import async_ledger_worker, churn_worker, read_then_write_worker, run_workers
 
 from legion_tui.ledger import connect, open_ledger, read_snapshot
 from legion_tui.model import EventType
 
 PROCESSES = 6
 TRANSACTIONS = 300
-
-
-def _run_workers(target: Callable[..., None], path: Path, count: int) -> list[Any]:
-    ctx = multiprocessing.get_context("spawn")
-    start = ctx.Barrier(PROCESSES)  # all imported and ready before anyone writes
-    results = ctx.Queue()
-    procs = [
-        ctx.Process(target=target, args=(str(path), w, count, start, results))
-        for w in range(PROCESSES)
-    ]
-    for p in procs:
-        p.start()
-    outcomes = [results.get(timeout=90) for _ in procs]
-    for p in procs:
-        p.join(timeout=30)
-        assert p.exitcode == 0
-    return outcomes
 
 
 async def _new_ledger(path: Path) -> None:
@@ -43,7 +24,9 @@ async def _new_ledger(path: Path) -> None:
 async def test_six_processes_read_then_write_without_locking(tmp_path: Path) -> None:
     path = tmp_path / "legion.db"
     await _new_ledger(path)
-    outcomes = _run_workers(read_then_write_worker, path, TRANSACTIONS)
+    outcomes = run_workers(
+        PROCESSES, read_then_write_worker, lambda w: (str(path), w, TRANSACTIONS)
+    )
     assert [(locked, other) for _, locked, other in outcomes] == [(0, [])] * PROCESSES
     conn = sqlite3.connect(path)
     per_worker = dict(
@@ -56,7 +39,7 @@ async def test_six_processes_read_then_write_without_locking(tmp_path: Path) -> 
 async def test_six_async_ledgers_share_one_file(tmp_path: Path) -> None:
     path = tmp_path / "legion.db"
     await _new_ledger(path)
-    outcomes = _run_workers(async_ledger_worker, path, 100)
+    outcomes = run_workers(PROCESSES, async_ledger_worker, lambda w: (str(path), w, 100))
     assert sorted(outcomes) == [(w, []) for w in range(PROCESSES)]
     async with await open_ledger(path) as ledger:
         for w in range(PROCESSES):

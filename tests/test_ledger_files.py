@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import multiprocessing
 import os
 import sqlite3
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from ledger_helpers import file_snapshot, make_node, migrate_worker, size_of
+from ledger_helpers import file_snapshot, make_node, migrate_worker, run_workers, size_of
 
 from legion_tui.ledger import (
     APPLICATION_ID,
@@ -229,16 +228,7 @@ async def test_migration_v1_to_v2_applies_once_and_keeps_rows(tmp_path: Path) ->
 def test_concurrent_migrators_apply_exactly_once(tmp_path: Path) -> None:
     path = tmp_path / "legion.db"
     _v1_ledger(path)
-    ctx = multiprocessing.get_context("spawn")
-    start = ctx.Barrier(8)
-    results = ctx.Queue()
-    procs = [ctx.Process(target=migrate_worker, args=(str(path), start, results)) for _ in range(8)]
-    for p in procs:
-        p.start()
-    outcomes = [results.get(timeout=60) for _ in procs]
-    for p in procs:
-        p.join(timeout=30)
-        assert p.exitcode == 0
+    outcomes = run_workers(8, migrate_worker, lambda _w: (str(path),), timeout=60)
     assert all(status == "ok" for status, _ in outcomes), outcomes
     applied = sorted(tuple(v) for _, v in outcomes)
     assert applied == [()] * 7 + [(2,)]
