@@ -64,6 +64,9 @@ _PY_LAUNCHER = (
 
 _subreaper_enabled = False
 
+PIPE_LIMIT = 16 * 1024 * 1024  # StreamReader limit of a pi RPC stdout line
+REAP_BOUND = 2.0  # how long `aclose` waits for asyncio's watcher to report an exit
+
 
 def enable_subreaper() -> bool:
     """Make this process the reaper of its agents' orphans (process-wide, idempotent)."""
@@ -165,22 +168,71 @@ def reap(pids: Sequence[int]) -> list[int]:
     return reaped
 
 
-class ChildProcess:
-    """One spawned agent process: pid, log file and an exit future fed by its pidfd."""
+class _ExitReportingProtocol(asyncio.subprocess.SubprocessStreamProtocol):
+    """asyncio's own subprocess protocol, plus a future that resolves when asyncio's
+    child watcher has reaped the child and reported its status (`process_exited`).
 
-    def __init__(self, proc: asyncio.subprocess.Process, log_path: Path) -> None:
+    That moment is the only one at which closing the transport is safe: before it,
+    `transport.close()` polls the child (`Popen.poll` → `waitpid`), reaping it behind
+    the watcher's back — the watcher then logs "Unknown child process pid" and reports
+    255 — or, for a live child, kills it.
+    """
+
+    def __init__(self, limit: int, loop: asyncio.AbstractEventLoop) -> None:
+        super().__init__(limit=limit, loop=loop)
+        self.reaped: asyncio.Future[None] = loop.create_future()
+        self.close_when_reaped = False
+        self._own_transport: asyncio.SubprocessTransport | None = None
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        super().connection_made(transport)
+        assert isinstance(transport, asyncio.SubprocessTransport)
+        self._own_transport = transport
+
+    def process_exited(self) -> None:
+        # The base class closes the transport itself once no pipe is open either; with
+        # a pipe still held (a grandchild keeps pi's stdout open, gh-119710) it would
+        # wait for that pipe forever, so a close already asked for happens now.
+        super().process_exited()
+        if not self.reaped.done():
+            self.reaped.set_result(None)
+        if self.close_when_reaped:
+            self.close_transport()
+
+    def close_transport(self) -> None:
+        transport = self._own_transport
+        if transport is not None and not transport.is_closing():
+            transport.close()
+
+
+class ChildProcess:
+    """One spawned agent process: pid, log file and an exit future fed by its pidfd.
+
+    Two things learn of the exit, and they must not step on each other: our pidfd reads
+    the status without reaping (`WNOWAIT`), and asyncio's watcher reaps. The transport
+    is closed only after the watcher's report (see `_ExitReportingProtocol`).
+    """
+
+    def __init__(
+        self,
+        proc: asyncio.subprocess.Process,
+        protocol: _ExitReportingProtocol,
+        log_path: Path,
+    ) -> None:
         self.proc = proc
         self.pid: int = proc.pid
         self.log_path = log_path
+        self._protocol = protocol
         loop = asyncio.get_running_loop()
         self._exit: asyncio.Future[int] = loop.create_future()
         self._fd: int | None = None
-        self._tasks: set[asyncio.Task[None]] = set()  # keep references (asyncio holds weak ones)
+        # Whichever learns the exit first fills `_exit`: the pidfd (usually, and even
+        # while a grandchild holds a pipe) or the watcher's report.
+        protocol.reaped.add_done_callback(self._on_reaped)
         try:
             self._fd = os.pidfd_open(self.pid)
         except ProcessLookupError:
-            # Gone before we looked: asyncio's watcher has (or will have) the status.
-            self._tasks.add(loop.create_task(self._from_returncode()))
+            pass  # gone before we looked: the watcher's report fills `_exit`
         else:
             loop.add_reader(self._fd, self._on_pidfd)
 
@@ -193,6 +245,11 @@ class ChildProcess:
         # start_new_session makes the child its own group leader: pgid == pid.
         return self.pid
 
+    @property
+    def reaped(self) -> bool:
+        """asyncio's watcher has reaped the child and reported its status."""
+        return self._protocol.reaped.done()
+
     def _on_pidfd(self) -> None:
         fd = self._fd
         assert fd is not None
@@ -201,21 +258,13 @@ class ChildProcess:
             # WNOWAIT: read the status but leave the zombie for asyncio's watcher to reap.
             info = os.waitid(os.P_PIDFD, fd, os.WEXITED | os.WNOWAIT)
         except ChildProcessError:
-            info = None  # the watcher reaped it first; its returncode is on the transport
+            info = None  # the watcher reaped it first: its report fills `_exit`
         os.close(fd)
         self._fd = None
         if info is not None and not self._exit.done():
             self._exit.set_result(exit_code_of(info.si_code, info.si_status))
-            return
-        self._tasks.add(asyncio.get_running_loop().create_task(self._from_returncode()))
 
-    async def _from_returncode(self) -> None:
-        # The watcher thread reaped it and reports through call_soon_threadsafe: a few
-        # loop turns usually suffice, then a short bounded poll (about 2 s in all).
-        for i in range(2000):
-            if self.proc.returncode is not None:
-                break
-            await asyncio.sleep(0 if i < 50 else 0.001)
+    def _on_reaped(self, _done: asyncio.Future[None]) -> None:
         if not self._exit.done():
             code = self.proc.returncode
             self._exit.set_result(code if code is not None else -signal.SIGKILL)
@@ -231,41 +280,29 @@ class ChildProcess:
         return self._exit
 
     def close(self) -> None:
-        """Release the pidfd and, once asyncio has reaped the child, the transport.
+        """Release the pidfd now and the transport once asyncio has reaped the child.
 
-        Closing the transport earlier would make it poll (and reap) the child itself —
-        asyncio's watcher then logs "Unknown child process pid" — or, for a live child,
-        kill it. Safe to call twice.
+        Never reaps, never kills: a child still running (or not yet reported by the
+        watcher) keeps its transport until the watcher's report, which closes it. Safe
+        to call twice.
         """
         if self._fd is not None:
             with contextlib.suppress(ValueError, OSError):
                 asyncio.get_running_loop().remove_reader(self._fd)
             os.close(self._fd)
             self._fd = None
-        if self.proc.returncode is not None:
-            self._close_transport()
-        elif self._exit.done():
-            loop = asyncio.get_running_loop()
-            self._tasks.add(loop.create_task(self._close_when_reaped()))
+        if self._protocol.reaped.done():
+            self._protocol.close_transport()
+        else:
+            self._protocol.close_when_reaped = True
 
-    async def aclose(self) -> None:
-        """`close`, after waiting (bounded) for asyncio's watcher to reap the child."""
-        if self._exit.done():
-            await self._close_when_reaped()
+    async def aclose(self, bound: float = REAP_BOUND) -> None:
+        """`close`, after waiting (at most `bound` s) for the watcher to report an
+        exited child — so that, usually, nothing of it is left once this returns."""
+        if self._exit.done() and not self._protocol.reaped.done():
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(asyncio.shield(self._protocol.reaped), bound)
         self.close()
-
-    async def _close_when_reaped(self) -> None:
-        for _ in range(400):  # bounded: 2 s
-            if self.proc.returncode is not None:
-                break
-            await asyncio.sleep(0.005)
-        self._close_transport()
-
-    def _close_transport(self) -> None:
-        transport = getattr(self.proc, "_transport", None)
-        if transport is not None:
-            # Without this the transport warns (ResourceWarning) when collected.
-            transport.close()
 
 
 async def spawn_child(
@@ -285,8 +322,11 @@ async def spawn_child(
     log_path.parent.mkdir(parents=True, exist_ok=True)
     # A raw descriptor: the child inherits its own copy; ours is closed right after.
     log = os.open(log_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o644)
+    loop = asyncio.get_running_loop()
+    # asyncio.create_subprocess_exec, with a protocol that says when the watcher reaped.
     try:
-        proc = await asyncio.create_subprocess_exec(
+        transport, protocol = await loop.subprocess_exec(
+            lambda: _ExitReportingProtocol(PIPE_LIMIT, loop),
             *death_signal_prefix(),
             *argv,
             stdin=asyncio.subprocess.PIPE if pipes else asyncio.subprocess.DEVNULL,
@@ -295,8 +335,8 @@ async def spawn_child(
             cwd=str(cwd),
             env=dict(env),
             start_new_session=True,
-            limit=16 * 1024 * 1024,
         )
     finally:
         os.close(log)
-    return ChildProcess(proc, log_path)
+    proc = asyncio.subprocess.Process(transport, protocol, loop)
+    return ChildProcess(proc, protocol, log_path)

@@ -139,10 +139,6 @@ async def _phase(sup: Supervisor, caller: str, req: dict[str, Any]) -> dict[str,
     )
 
 
-async def _not_yet(sup: Supervisor, caller: str, req: dict[str, Any]) -> dict[str, Any]:
-    raise OpError("NOT_IMPLEMENTED", f"op {req.get('op')!r} is not served by this supervisor yet")
-
-
 OPS: dict[str, Handler] = {
     "spawn": _spawn,
     "wait": _wait,

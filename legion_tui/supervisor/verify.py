@@ -19,7 +19,6 @@ the parent must be able to tell "ran and passed" from "nothing to run" (upstream
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import os
 import time
 from collections.abc import Sequence
@@ -49,7 +48,6 @@ __all__ = [
 # Upstream's tool bound (toolTimeoutMs 600000): one hung probe must not hold a team.
 DEFAULT_COMMAND_TIMEOUT = 600.0
 SHELL = "/bin/sh"
-REAP_BOUND = 2.0
 
 Outcome = Literal["pass", "fail"]
 VERIFY_CONDITIONS = frozenset({"verification_passed", "verification_failed"})
@@ -187,13 +185,7 @@ async def _run_one(
             command, None, seconds, timed_out=True, survivors=tuple(report.survivors)
         )
     finally:
-        # Let asyncio's child watcher reap the exited shell before the transport is
-        # closed: closing first makes the transport poll (and reap) it, and the watcher
-        # then logs "Unknown child process pid". No pipes here, so this wait cannot hang
-        # on a grandchild (gh-119710); it is bounded anyway.
-        with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(child.proc.wait(), REAP_BOUND)
-        child.close()
+        await child.aclose()
 
 
 async def run_verification(
