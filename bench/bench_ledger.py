@@ -18,6 +18,7 @@ import sqlite3
 import statistics
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -151,20 +152,28 @@ def contention_worker(path: str, w: int, begin: str, barrier: Any, results: Any)
     results.put((locked, latencies))
 
 
-def contention(folder: Path, begin: str, label: str) -> None:
-    path = folder / f"contention-{label}.db"
-    asyncio.run(_create(path))
+def run_processes(
+    target: Callable[..., None], args_of: Callable[[int], tuple[Any, ...]]
+) -> list[Any]:
+    """PROCESSES spawned `target(*args_of(w), barrier, results)`: all start writing at
+    once (the barrier), each puts one outcome on `results`."""
     ctx = multiprocessing.get_context("spawn")
     barrier, results = ctx.Barrier(PROCESSES), ctx.Queue()
     procs = [
-        ctx.Process(target=contention_worker, args=(str(path), w, begin, barrier, results))
-        for w in range(PROCESSES)
+        ctx.Process(target=target, args=(*args_of(w), barrier, results)) for w in range(PROCESSES)
     ]
     for p in procs:
         p.start()
     outcomes = [results.get(timeout=120) for _ in procs]
     for p in procs:
         p.join()
+    return outcomes
+
+
+def contention(folder: Path, begin: str, label: str) -> None:
+    path = folder / f"contention-{label}.db"
+    asyncio.run(_create(path))
+    outcomes = run_processes(contention_worker, lambda w: (str(path), w, begin))
     locked = sum(o[0] for o in outcomes)
     latencies = [x for o in outcomes for x in o[1]]
     rows = sqlite3.connect(path).execute("SELECT count(*) FROM events").fetchone()[0]
@@ -211,17 +220,7 @@ def async_worker(path: str, w: int, barrier: Any, results: Any) -> None:
 def async_tasks(folder: Path) -> None:
     path = folder / "tasks.db"
     asyncio.run(_create(path))
-    ctx = multiprocessing.get_context("spawn")
-    barrier, results = ctx.Barrier(PROCESSES), ctx.Queue()
-    procs = [
-        ctx.Process(target=async_worker, args=(str(path), w, barrier, results))
-        for w in range(PROCESSES)
-    ]
-    for p in procs:
-        p.start()
-    outcomes = [results.get(timeout=120) for _ in procs]
-    for p in procs:
-        p.join()
+    outcomes = run_processes(async_worker, lambda w: (str(path), w))
     latencies = [x for o in outcomes for x in o[2]]
     tasks = PROCESSES * TASKS_PER_PROCESS
     out(f"tasks{tasks}_database_is_locked", sum(o[0] for o in outcomes), "errors")
