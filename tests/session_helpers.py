@@ -34,18 +34,22 @@ def header(session_id: str = "s-1", version: int | None = 3) -> dict[str, Any]:
     return h
 
 
-def user(eid: str, parent: str | None, text: str, at_ms: int) -> dict[str, Any]:
+def message_entry(
+    eid: str, parent: str | None, at_ms: int, message: dict[str, Any]
+) -> dict[str, Any]:
+    """A pi `message` entry: the tree fields around one user/assistant/toolResult message."""
     return {
         "type": "message",
         "id": eid,
         "parentId": parent,
         "timestamp": iso(at_ms),
-        "message": {
-            "role": "user",
-            "content": [{"type": "text", "text": text}],
-            "timestamp": at_ms,
-        },
+        "message": message,
     }
+
+
+def user(eid: str, parent: str | None, text: str, at_ms: int) -> dict[str, Any]:
+    message = {"role": "user", "content": [{"type": "text", "text": text}], "timestamp": at_ms}
+    return message_entry(eid, parent, at_ms, message)
 
 
 def assistant(
@@ -82,30 +86,19 @@ def assistant(
     }
     if duration_ms is not None:
         message["durationMs"] = duration_ms
-    return {
-        "type": "message",
-        "id": eid,
-        "parentId": parent,
-        "timestamp": iso(end_ms),
-        "message": message,
-    }
+    return message_entry(eid, parent, end_ms, message)
 
 
 def tool_result(eid: str, parent: str | None, call_id: str, at_ms: int) -> dict[str, Any]:
-    return {
-        "type": "message",
-        "id": eid,
-        "parentId": parent,
-        "timestamp": iso(at_ms),
-        "message": {
-            "role": "toolResult",
-            "toolCallId": call_id,
-            "toolName": "bash",
-            "content": [{"type": "text", "text": "ok"}],
-            "isError": False,
-            "timestamp": at_ms,
-        },
+    message = {
+        "role": "toolResult",
+        "toolCallId": call_id,
+        "toolName": "bash",
+        "content": [{"type": "text", "text": "ok"}],
+        "isError": False,
+        "timestamp": at_ms,
     }
+    return message_entry(eid, parent, at_ms, message)
 
 
 def conversation(turns: int, *, session_id: str = "s-1", text: str = "done") -> bytes:

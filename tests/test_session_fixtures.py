@@ -15,6 +15,13 @@ from legion_tui.session.reader import read_session
 LEGION = Path(sys.executable).with_name("legion")
 
 
+def legion_inspect(*args: str) -> subprocess.CompletedProcess[str]:
+    """`legion inspect ARGS…` as a user runs it: the installed entry point, a real process."""
+    return subprocess.run(
+        [str(LEGION), "inspect", *args], capture_output=True, text=True, timeout=30, check=False
+    )
+
+
 def test_v3_fixture_figures() -> None:
     p = read_session(V3_FIXTURE)
     assert p.unreadable is None
@@ -93,13 +100,7 @@ def test_v1_fixture_figures() -> None:
     ],
 )
 def test_inspect_json_on_fixtures(fixture: Path, expected: dict[str, int]) -> None:
-    done = subprocess.run(
-        [str(LEGION), "inspect", "--json", str(fixture)],
-        capture_output=True,
-        text=True,
-        timeout=30,
-        check=False,
-    )
+    done = legion_inspect("--json", str(fixture))
     assert done.returncode == 0, done.stderr
     data = json.loads(done.stdout)
     assert data["version"] == expected["version"]
@@ -119,30 +120,12 @@ def test_inspect_json_on_fixtures(fixture: Path, expected: dict[str, int]) -> No
 
 
 def test_inspect_human_output_and_missing_file(tmp_path: Path) -> None:
-    done = subprocess.run(
-        [str(LEGION), "inspect", str(V1_FIXTURE)],
-        capture_output=True,
-        text=True,
-        timeout=30,
-        check=False,
-    )
+    done = legion_inspect(str(V1_FIXTURE))
     assert done.returncode == 0
     assert "in flight" in done.stdout and "toolu_016aKHTkjrTJcMds3wsEou2R" in done.stdout
-    missing = subprocess.run(
-        [str(LEGION), "inspect", str(tmp_path / "nope.jsonl")],
-        capture_output=True,
-        text=True,
-        timeout=30,
-        check=False,
-    )
+    missing = legion_inspect(str(tmp_path / "nope.jsonl"))
     assert missing.returncode == 1
     assert "cannot read" in missing.stderr and "no such file" in missing.stderr
     assert missing.stdout == ""
-    a_dir = subprocess.run(
-        [str(LEGION), "inspect", str(tmp_path)],
-        capture_output=True,
-        text=True,
-        timeout=30,
-        check=False,
-    )
+    a_dir = legion_inspect(str(tmp_path))
     assert a_dir.returncode == 1 and "EISDIR" in a_dir.stderr
