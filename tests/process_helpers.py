@@ -8,6 +8,8 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from legion_tui.agents.sim import FakeClock
+
 # An agent that leaves every kind of process the sweep must catch (SPEC §10):
 # (a) a plain child, (b) a start_new_session child, (c) a double-forked setsid daemon,
 # (d) a child ignoring SIGTERM. It writes "ready" once all four exist, then waits.
@@ -135,3 +137,21 @@ def launch_spec(tmp_path: Path, **overrides: object) -> object:
     }
     fields.update(overrides)
     return LaunchSpec(**fields)  # type: ignore[arg-type]
+
+
+class HangingClock(FakeClock):
+    """Fake time, except that a sleep of `hang_over` seconds or more never ends.
+
+    Lets a test catch the sim inside its long (stall) tool call, then abort it.
+    """
+
+    def __init__(self, hang_over: float = 1000.0) -> None:
+        super().__init__()
+        self.hang_over = hang_over
+        self.hanging = asyncio.Event()
+
+    async def sleep(self, seconds: float) -> None:
+        if seconds >= self.hang_over:
+            self.hanging.set()
+            await asyncio.Event().wait()
+        await super().sleep(seconds)

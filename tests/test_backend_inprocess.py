@@ -6,26 +6,11 @@ import asyncio
 import json
 from pathlib import Path
 
-from process_helpers import launch_spec
+from process_helpers import HangingClock, launch_spec
 
 from legion_tui.agents.sim import FakeClock
 from legion_tui.supervisor.backend import AgentHandle, LaunchSpec, backend_for, make_handle
 from legion_tui.supervisor.backends.inprocess import InProcessHandle
-
-
-class HangingClock(FakeClock):
-    """Fake time; sleeps of `hang_over` seconds or more never end (the stall)."""
-
-    def __init__(self, hang_over: float = 1000.0) -> None:
-        super().__init__()
-        self.hang_over = hang_over
-        self.hanging = asyncio.Event()
-
-    async def sleep(self, seconds: float) -> None:
-        if seconds >= self.hang_over:
-            self.hanging.set()
-            await asyncio.Event().wait()
-        await super().sleep(seconds)
 
 
 def _spec(tmp_path: Path, **kw: object) -> LaunchSpec:
