@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from rich.segment import Segment
 from rich.style import Style
 from textual import events
+from textual.geometry import Region
 from textual.message import Message
 from textual.strip import Strip
 from textual.widget import Widget
@@ -22,6 +23,7 @@ from legion_tui.render.galaxy import GalaxyRenderer
 from legion_tui.render.inks import STYLES, Ink
 from legion_tui.state import LegionModel
 from legion_tui.themes import Palette, palette
+from legion_tui.widgets.lines import PanelStrip, direct_lines
 
 
 class FrameWidget(Widget):
@@ -46,6 +48,7 @@ class FrameWidget(Widget):
         super().__init__(name=name, id=id, classes=classes)
         self.model = model
         self._strips: list[Strip] = []
+        self._lines: list[list[Segment]] = []  # the segment lists behind `_strips`
         self._frame_size: tuple[int, int] = (-1, -1)
         self._stale = True
         self.palette: Palette = palette("")
@@ -85,25 +88,46 @@ class FrameWidget(Widget):
     def _render_frame(self, cols: int, rows: int) -> None:
         styles = self.styles_table
         lines = self.draw(cols, rows, styles)
-        self._strips = [Strip(segments, cell_length=cols) for segments in lines]
+        # The renderers hand back the very same segment list for a row that did not
+        # change (blank sky, the chart's settled part): its strip — and the ANSI Textual
+        # cached on it — is reused rather than rebuilt.
+        previous = dict(zip(map(id, self._lines), self._strips, strict=True))
+        self._strips = [
+            previous.get(id(segments)) or PanelStrip(segments, cell_length=cols)
+            for segments in lines
+        ]
+        self._lines = lines
         self._frame_size = (cols, rows)
         self._stale = False
         self.frames_rendered += 1
 
+    def render_lines(self, crop: Region) -> list[Strip]:
+        strips = self._current_frame()
+        blank = Strip.blank(self._frame_size[0], self.styles_table[Ink.BLANK])
+
+        def line(y: int) -> Strip:
+            return strips[y] if 0 <= y < len(strips) else blank
+
+        direct = direct_lines(self, crop, line)
+        return super().render_lines(crop) if direct is None else direct
+
     def render_line(self, y: int) -> Strip:
-        cols, rows = self.size.width, self.size.height
+        strips = self._current_frame()
+        if 0 <= y < len(strips):
+            return strips[y]
+        return Strip.blank(self._frame_size[0], self.styles_table[Ink.BLANK])
+
+    def _current_frame(self) -> list[Strip]:
+        """This paint's strips, rendering the frame first if it is stale or resized."""
+        size = self.size
+        cols, rows = size.width, size.height
         if self._stale or self._frame_size != (cols, rows):
             self._render_frame(cols, rows)
-        if 0 <= y < len(self._strips):
-            return self._strips[y]
-        return Strip.blank(cols, self.styles_table[Ink.BLANK])
+        return self._strips
 
     def frame_lines(self) -> list[Strip]:
         """The strips of the current frame (rendering it first if stale); for tests."""
-        cols, rows = self.size.width, self.size.height
-        if self._stale or self._frame_size != (cols, rows):
-            self._render_frame(cols, rows)
-        return list(self._strips)
+        return list(self._current_frame())
 
 
 class GalaxyView(FrameWidget):

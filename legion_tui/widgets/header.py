@@ -7,6 +7,7 @@ One line through the Line API; the line is rebuilt only when what it shows chang
 from __future__ import annotations
 
 from rich.segment import Segment
+from textual.geometry import Region
 from textual.strip import Strip
 from textual.widget import Widget
 
@@ -14,6 +15,7 @@ from legion_tui import receipts
 from legion_tui.session.live_rate import live_tok_s
 from legion_tui.state import LegionModel
 from legion_tui.themes import DEFAULT_THEME
+from legion_tui.widgets.lines import PanelStrip, direct_lines
 from legion_tui.widgets.paint import paint_for
 
 NARROW_BELOW = 100  # columns: the stop hint shortens below this width
@@ -92,6 +94,10 @@ class HeaderBar(Widget):
         return (width, self.theme_name, self.floor, self.paused, tuple(counts.values()),
                 round(rate))
 
+    def render_lines(self, crop: Region) -> list[Strip]:
+        strips = direct_lines(self, crop, self.render_line)
+        return super().render_lines(crop) if strips is None else strips
+
     def render_line(self, y: int) -> Strip:
         width = self.size.width
         paint = paint_for(self.theme_name, self.floor)
@@ -112,7 +118,7 @@ class HeaderBar(Widget):
             gap = width - used - len(hint) - 1
             segs.append(Segment(" " * gap, paint.blank))
             segs.append(Segment(hint + " ", paint.dim))
-        strip = Strip(segs).crop(0, width).adjust_cell_length(width, paint.blank)
+        strip = PanelStrip(Strip(segs).crop(0, width).adjust_cell_length(width, paint.blank), width)
         self._key, self._strip = key, strip
         return strip
 

@@ -19,7 +19,6 @@ from rich.segment import Segment
 from rich.style import Style
 from textual import events
 from textual.binding import Binding, BindingType
-from textual.cache import LRUCache
 from textual.geometry import Region, Size
 from textual.message import Message
 from textual.scroll_view import ScrollView
@@ -30,6 +29,7 @@ from legion_tui.receipts import fmt_duration
 from legion_tui.session.live_rate import live_tok_s
 from legion_tui.state import Clock, LegionModel, NodeView
 from legion_tui.themes import DEFAULT_THEME
+from legion_tui.widgets.lines import PanelStrip, direct_lines
 from legion_tui.widgets.paint import Paint, paint_for
 from legion_tui.widgets.tree_rows import (
     GLYPHS,
@@ -132,7 +132,10 @@ class RailwayTree(ScrollView, can_focus=True):
         self.selected_id: str | None = None
         self._label_need = 8
         self._phase_need = 0
-        self._cache: LRUCache[tuple[object, ...], Strip] = LRUCache(1024)
+        # One painted strip per node, with the key of what it shows. A plain dict, not
+        # Textual's LRUCache: that one's ring of entries becomes cyclic garbage on
+        # clear() (a theme change), and the number of nodes already bounds this one.
+        self._cache: dict[str, tuple[tuple[object, ...], Strip]] = {}
         self.rebuild()
 
     # ----- public API --------------------------------------------------------------
@@ -251,26 +254,44 @@ class RailwayTree(ScrollView, can_focus=True):
     # ----- painting ----------------------------------------------------------------
     def on_resize(self, event: events.Resize) -> None:
         self.virtual_size = Size(event.size.width, len(self.rows))
-        self._cache.grow(max(1024, event.size.height * 4))
         self._keep_selection_visible()
 
+    def render_lines(self, crop: Region) -> list[Strip]:
+        # The row width and column plan are the same for every line of one paint.
+        width = self.scrollable_content_region.width
+        cols = plan_columns(width, self._label_need, self._phase_need)
+        now = self.clock()
+        top = int(self.scroll_offset.y)
+
+        def line(y: int) -> Strip:
+            return self._row_strip(y + top, width, cols, now)
+
+        strips = direct_lines(self, crop, line)
+        return super().render_lines(crop) if strips is None else strips
+
     def render_line(self, y: int) -> Strip:
-        width = self.size.width
-        idx = y + int(self.scroll_offset.y)
+        width = self.scrollable_content_region.width
+        cols = plan_columns(width, self._label_need, self._phase_need)
+        return self._row_strip(y + int(self.scroll_offset.y), width, cols, self.clock())
+
+    def _row_strip(self, idx: int, width: int, cols: Columns, now: float) -> Strip:
+        """Row `idx` as exactly `width` cells (painted once per change of what it shows).
+
+        The width is the scrollable width: with a scrollbar the last column belongs to
+        it, and a row exactly that wide goes through the compositor without being cut."""
         if idx >= len(self.rows) or width <= 0:
             return Strip.blank(width, self.paint.blank)
         row = self.rows[idx]
         view = self.model.nodes[row.node_id]
-        now = self.clock()
         # Live rows show seconds (elapsed, working · tool 00:07:31); ended rows do not move.
         second = int(now) if view.node.live else 0
-        cols = plan_columns(width, self._label_need, self._phase_need)
         key = (row, view.revision, row.node_id == self.selected_id, width, cols,
                self.theme_name, self.floor, second)
-        strip = self._cache.get(key)
-        if strip is None:
-            strip = self._paint_row(row, view, cols, width, now)
-            self._cache[key] = strip
+        cached = self._cache.get(row.node_id)
+        if cached is not None and cached[0] == key:
+            return cached[1]
+        strip = self._paint_row(row, view, cols, width, now)
+        self._cache[row.node_id] = (key, strip)
         return strip
 
     def _paint_row(
@@ -328,7 +349,9 @@ class RailwayTree(ScrollView, can_focus=True):
         if selected:
             # Layered on top so the selection background wins over the page floor.
             segments = [Segment(t, (st or paint.blank) + paint.selection) for t, st, _ in segments]
-        return Strip(segments, width).crop(0, width) if used > width else Strip(segments, width)
+        if used > width:  # only a width narrower than the fixed columns gets here
+            return PanelStrip(Strip(segments, used).crop(0, width), width)
+        return PanelStrip(segments, width)
 
     # ----- helpers -----------------------------------------------------------------
     def _visible_rows(self) -> list[TreeRow]:
