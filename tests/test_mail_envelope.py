@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+from mail_helpers import make_node
 
 from legion_tui.ledger.mailtext import BODY_MAX_BYTES
 from legion_tui.mail.envelope import (
@@ -13,7 +14,7 @@ from legion_tui.mail.envelope import (
     resolve_address,
     route_allowed,
 )
-from legion_tui.model import MailKind, MailState, Message, Node, Urgency
+from legion_tui.model import MailKind, MailState, Message, Urgency
 
 
 def _message(**overrides: object) -> Message:
@@ -150,28 +151,15 @@ def test_over_long_body_and_multiline_subject_are_refused() -> None:
 # ----- addresses ----------------------------------------------------------------------
 
 
-def _node(node_id: str, parent: str | None, path: str) -> Node:
-    return Node(
-        id=node_id,
-        run_id="r",
-        parent_id=parent,
-        name=path.rsplit("/", 1)[-1],
-        path=path,
-        role="worker",
-        kind="sim",
-        backend="inprocess",
-    )
-
-
 NODES = {
     n.id: n
     for n in [
-        _node("root", None, "root"),
-        _node("a", "root", "root/lead-a"),
-        _node("b", "root", "root/lead-b"),
-        _node("a0", "a", "root/lead-a/worker-0"),
-        _node("a1", "a", "root/lead-a/worker-1"),
-        _node("b0", "b", "root/lead-b/worker-0"),
+        make_node("root", None, "root"),
+        make_node("a", "root", "root/lead-a"),
+        make_node("b", "root", "root/lead-b"),
+        make_node("a0", "a", "root/lead-a/worker-0"),
+        make_node("a1", "a", "root/lead-a/worker-1"),
+        make_node("b0", "b", "root/lead-b/worker-0"),
     ]
 }
 
@@ -195,6 +183,28 @@ def test_name_resolves_among_siblings_and_children_only() -> None:
     assert resolve_address(NODES["a0"], "lead-b", NODES).id == "b"  # unique in the tree
     with pytest.raises(AddressError, match="no child or sibling"):
         resolve_address(NODES["a0"], "nobody", NODES)
+
+
+def test_an_address_that_fits_several_nodes_lists_their_paths() -> None:
+    # lead-a has a child named like its sibling lead-b, with a worker-0 of its own.
+    nodes = {
+        **NODES,
+        "ax": make_node("ax", "a", "root/lead-a/lead-b"),
+        "axw": make_node("axw", "ax", "root/lead-a/lead-b/worker-0"),
+    }
+    with pytest.raises(AddressError) as err:
+        resolve_address(nodes["a"], "lead-b", nodes)
+    assert err.value.message == (
+        "'lead-b' is both a child and a sibling of lead-a: "
+        "root/lead-a/lead-b, root/lead-b; write the full path"
+    )
+    with pytest.raises(AddressError) as err:
+        resolve_address(nodes["a"], "lead-b/worker-0", nodes)  # below root, or below me
+    assert err.value.message == (
+        "'lead-b/worker-0' is ambiguous: "
+        "root/lead-a/lead-b/worker-0, root/lead-b/worker-0; write the full path"
+    )
+    assert resolve_address(nodes["a"], "root/lead-b/worker-0", nodes).id == "b0"
 
 
 def test_paths_full_and_relative_to_root() -> None:
