@@ -104,3 +104,26 @@ async def test_a_missing_exec_command_is_refused_at_start(tmp_path: Path) -> Non
     with pytest.raises(FileNotFoundError, match="/nonexistent/agent"):
         await handle.start()
     assert handle.pid is None
+
+
+async def test_a_relative_command_is_found_in_the_childs_folder(tmp_path: Path) -> None:
+    # The child starts in spec.cwd, so `./bin/agent` means spec.cwd/bin/agent there, not
+    # a file next to wherever the supervisor runs (pytest runs in the repository).
+    work = tmp_path / "work"
+    (work / "bin").mkdir(parents=True)
+    agent = work / "bin" / "agent"
+    agent.write_text(f"#!{sys.executable}\nprint('agent ran', flush=True)\n")
+    agent.chmod(0o755)
+    spec = launch_spec(tmp_path, kind="exec", command=["./bin/agent"], cwd=work)
+    assert isinstance(spec, LaunchSpec)
+    handle = make_handle(spec)
+    await handle.start()
+    try:
+        assert await until(lambda: handle.exited is not None)
+        assert handle.exited == 0
+    finally:
+        await handle.stop(force=True)
+    elsewhere = launch_spec(tmp_path, kind="exec", command=["./bin/agent"], cwd=tmp_path)
+    assert isinstance(elsewhere, LaunchSpec)
+    with pytest.raises(FileNotFoundError, match=r"command not found: \./bin/agent"):
+        await make_handle(elsewhere).start()

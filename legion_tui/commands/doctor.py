@@ -12,7 +12,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import shutil
 import socket
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
@@ -93,11 +92,13 @@ def check_cards(report: Report) -> None:
 
 
 def check_commands(report: Report, cards: CardSet) -> None:
+    from legion_tui.supervisor.backends.common import find_program
+
     for card in cards:
         if card.kind == "sim":
             continue
         program = card.command[0] if card.command else "pi"
-        found = _executable(program, report.project)
+        found = find_program(program, cwd=report.project, path=None)
         if found is None:
             where = card.source or card.name
             report.findings.append(
@@ -112,13 +113,6 @@ def check_commands(report: Report, cards: CardSet) -> None:
             )
         else:
             report.passed.append(f"card '{card.name}': {program} → {found}")
-
-
-def _executable(program: str, project: Path) -> str | None:
-    if os.sep in program:
-        path = Path(program) if Path(program).is_absolute() else project / program
-        return str(path) if path.is_file() and os.access(path, os.X_OK) else None
-    return shutil.which(program)
 
 
 def check_settings(report: Report) -> None:

@@ -26,6 +26,7 @@ __all__ = [
     "STEER_OUTCOMES",
     "bounded_abort",
     "child_env",
+    "find_program",
     "inbox_path",
     "log_path",
     "normalize_bound",
@@ -120,7 +121,20 @@ async def bounded_abort(
     return AbortResult("interrupted", dropped)
 
 
-def require_executable(argv: list[str], env: dict[str, str]) -> None:
+def find_program(program: str, *, cwd: Path, path: str | None) -> str | None:
+    """Where `program` would be executed from, or None when it is not there.
+
+    A bare name is looked up on `path` (a PATH string; None: this process's PATH). A name
+    with a slash is taken as the child takes it: relative to `cwd`, the folder the child
+    starts in — not to the folder the supervisor happens to run in.
+    """
+    if os.sep not in program:
+        return shutil.which(program, path=path)
+    candidate = Path(program) if os.path.isabs(program) else cwd / program
+    return str(candidate) if candidate.is_file() and os.access(candidate, os.X_OK) else None
+
+
+def require_executable(argv: list[str], env: dict[str, str], cwd: Path) -> None:
     """Refuse a launch whose program is not there, before anything is spawned.
 
     Without this the failure would surface late and vaguely: the parent-death launcher
@@ -128,13 +142,8 @@ def require_executable(argv: list[str], env: dict[str, str]) -> None:
     """
     if not argv:
         raise FileNotFoundError("empty command")
-    program = argv[0]
-    if os.sep in program:
-        found = os.access(program, os.X_OK) and os.path.isfile(program)
-    else:
-        found = shutil.which(program, path=env.get("PATH")) is not None
-    if not found:
-        raise FileNotFoundError(f"command not found: {program} (looked on PATH)")
+    if find_program(argv[0], cwd=cwd, path=env.get("PATH")) is None:
+        raise FileNotFoundError(f"command not found: {argv[0]} (looked on PATH)")
 
 
 async def sweep_child(

@@ -56,7 +56,7 @@ class ExecHandle:
         self.inbox.touch()
         argv = resolve_argv(spec.command, spec)
         env = child_env(spec, inbox=self.inbox)
-        require_executable(argv, env)
+        require_executable(argv, env, spec.cwd)
         self.child = await spawn_child(argv, env=env, cwd=spec.cwd, log_path=log_path(spec))
         self.pid = self.child.pid
 

@@ -119,7 +119,7 @@ class RpcHandle:
         else:
             argv = sim_argv(spec)
         env = child_env(spec)
-        require_executable(argv, env)
+        require_executable(argv, env, spec.cwd)
         self.child = await spawn_child(
             argv, env=env, cwd=spec.cwd, log_path=log_path(spec), pipes=True
         )
