@@ -22,7 +22,9 @@ from legion_tui.commands import Command
 Handler = Callable[[argparse.Namespace, Any], Awaitable[int]]
 
 
-def _common(parser: argparse.ArgumentParser) -> None:
+# add_client_options, emit, fail and run_client are the client side every socket verb
+# shares (these and `commands.team`'s mail/phase).
+def add_client_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     parser.add_argument(
         "--session",
@@ -31,14 +33,16 @@ def _common(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def _emit(args: argparse.Namespace, result: dict[str, Any], text: str) -> None:
+def emit(args: argparse.Namespace, result: dict[str, Any], text: str) -> None:
+    """The answer as one JSON object (`--json`), else the human text."""
     if args.json:
         print(json.dumps(result, ensure_ascii=False))
     else:
         print(text)
 
 
-def _fail(verb: str, code: str, message: str, as_json: bool) -> int:
+def fail(verb: str, code: str, message: str, as_json: bool) -> int:
+    """A refusal: JSON on stdout or `legion VERB: message` on stderr; exit status 1."""
     if as_json:
         print(json.dumps({"ok": False, "error": {"code": code, "message": message}}))
     else:
@@ -46,7 +50,7 @@ def _fail(verb: str, code: str, message: str, as_json: bool) -> int:
     return 1
 
 
-def _run_client(verb: str, handler: Handler) -> Callable[[argparse.Namespace], int]:
+def run_client(verb: str, handler: Handler) -> Callable[[argparse.Namespace], int]:
     """Connect (env or the live run of ./.legion), run `handler`, map refusals to exit 1."""
 
     def run(args: argparse.Namespace) -> int:
@@ -61,7 +65,7 @@ def _run_client(verb: str, handler: Handler) -> Callable[[argparse.Namespace], i
         try:
             return asyncio.run(go())
         except LegionRequestError as err:
-            return _fail(verb, err.code, err.message, args.json)
+            return fail(verb, err.code, err.message, args.json)
 
     return run
 
@@ -85,7 +89,7 @@ def _spawn_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--name", help="the child's name (default: <role>-N)")
     p.add_argument("--phases", metavar="FILE", help="declared phase machine (root → centurion)")
     p.add_argument("--kind", choices=("sim", "pi", "exec"), help="override the card's kind")
-    _common(p)
+    add_client_options(p)
 
 
 async def _spawn(args: argparse.Namespace, client: Any) -> int:
@@ -99,7 +103,7 @@ async def _spawn(args: argparse.Namespace, client: Any) -> int:
     result = await client.request("spawn", children=[child])
     lines = [f"Spawned {n['path']} ({n['id']})" for n in result["nodes"]]
     lines += [f"warning: {w}" for w in result.get("warnings", [])]
-    _emit(args, result, "\n".join(lines))
+    emit(args, result, "\n".join(lines))
     return 0
 
 
@@ -107,7 +111,7 @@ async def _spawn(args: argparse.Namespace, client: Any) -> int:
 def _wait_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("names", nargs="*", help="children to wait for (default: all of yours)")
     p.add_argument("--timeout", type=float, metavar="S", help="stop WAITING after S seconds")
-    _common(p)
+    add_client_options(p)
 
 
 def _node_line(n: dict[str, Any]) -> str:
@@ -125,12 +129,12 @@ def _node_line(n: dict[str, Any]) -> str:
 async def _wait(args: argparse.Namespace, client: Any) -> int:
     result = await client.request("wait", names=args.names or None, timeout=args.timeout)
     if result["state"] == "mail":  # mail for you ended the wait early: read it first
-        _emit(args, result, result["text"])
+        emit(args, result, result["text"])
         return 0
     lines = [_node_line(n) for n in result["nodes"]]
     if result["state"] == "timeout":
         lines.append(result.get("message", "timed out; nothing was stopped"))
-    _emit(args, result, "\n".join(lines) if lines else "No children to wait for.")
+    emit(args, result, "\n".join(lines) if lines else "No children to wait for.")
     return 0 if result["state"] != "timeout" else 1
 
 
@@ -138,7 +142,7 @@ async def _wait(args: argparse.Namespace, client: Any) -> int:
 def _name_args(help_text: str) -> Callable[[argparse.ArgumentParser], None]:
     def add(p: argparse.ArgumentParser) -> None:
         p.add_argument("name", help=help_text)
-        _common(p)
+        add_client_options(p)
 
     return add
 
@@ -160,7 +164,7 @@ async def _collect(args: argparse.Namespace, client: Any) -> int:
             line += " (uncommitted changes left in the worktree)"
         lines.append(line)
     lines.append(f"written to {result['output_file']}")
-    _emit(args, result, "\n".join(lines))
+    emit(args, result, "\n".join(lines))
     return 0
 
 
@@ -174,16 +178,16 @@ def _receipt_verb(verb: str, *fields: str) -> Callable[[argparse.Namespace], int
 
     async def handler(args: argparse.Namespace, client: Any) -> int:
         result = await client.request(verb, **{f: getattr(args, f) for f in fields})
-        _emit(args, result, result["receipt"])
+        emit(args, result, result["receipt"])
         return 0
 
-    return _run_client(verb, handler)
+    return run_client(verb, handler)
 
 
 def _stop_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("name", help="NAME, parent/name, or `all` (your children)")
     p.add_argument("--force", action="store_true", help="skip the SIGTERM grace")
-    _common(p)
+    add_client_options(p)
 
 
 def _abort_args(p: argparse.ArgumentParser) -> None:
@@ -191,19 +195,19 @@ def _abort_args(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--keep-queue", action="store_true", help="keep queued steering (default: drop it first)"
     )
-    _common(p)
+    add_client_options(p)
 
 
 def _steer_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("name", help="NAME or parent/name")
     p.add_argument("text", help="the message for its next turn")
-    _common(p)
+    add_client_options(p)
 
 
 # ----- status / tree (also without a live supervisor) ------------------------------------
 def _status_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("name", nargs="?", help="one node (default: the whole tree you can see)")
-    _common(p)
+    add_client_options(p)
 
 
 def _offline_doc(session: str | None) -> dict[str, Any] | None:
@@ -240,18 +244,18 @@ def _status_or_tree(verb: str) -> Callable[[argparse.Namespace], int]:
             doc = asyncio.run(live())
         except LegionRequestError as err:
             if err.code not in ("NO_SUPERVISOR", "NO_SOCKET", "DISCONNECTED"):
-                return _fail(verb, err.code, err.message, args.json)
+                return fail(verb, err.code, err.message, args.json)
             try:
                 offline = _offline_doc(args.session)
             except Exception as read_err:  # LedgerError: a broken ledger is reported
-                return _fail(verb, "LEDGER", str(read_err), args.json)
+                return fail(verb, "LEDGER", str(read_err), args.json)
             if offline is None:
-                return _fail(verb, "NO_RUN", "no legion run in ./.legion", args.json)
+                return fail(verb, "NO_RUN", "no legion run in ./.legion", args.json)
             doc = offline
             if name:
                 doc["nodes"] = [n for n in doc["nodes"] if name in (n["name"], n["path"], n["id"])]
                 if not doc["nodes"]:
-                    return _fail(verb, "NOT_FOUND", f"no node named {name!r}", args.json)
+                    return fail(verb, "NOT_FOUND", f"no node named {name!r}", args.json)
         if "text" in doc:
             print(doc["text"])
         elif args.json:
@@ -266,22 +270,22 @@ def _status_or_tree(verb: str) -> Callable[[argparse.Namespace], int]:
 
 
 def _tree_args(p: argparse.ArgumentParser) -> None:
-    _common(p)
+    add_client_options(p)
 
 
 COMMANDS: dict[str, Command] = {
     "spawn": Command(
-        "Start a child agent from a role card.", _spawn_args, _run_client("spawn", _spawn)
+        "Start a child agent from a role card.", _spawn_args, run_client("spawn", _spawn)
     ),
     "wait": Command(
         "Wait for children to settle (a timeout never stops anything).",
         _wait_args,
-        _run_client("wait", _wait),
+        run_client("wait", _wait),
     ),
     "collect": Command(
         "Print a child's final text and verdict; write outputs/<name>.output.md.",
         _name_args("NAME or parent/name"),
-        _run_client("collect", _collect),
+        run_client("collect", _collect),
     ),
     "stop": Command(
         "Retire a node and its subtree (children first).",

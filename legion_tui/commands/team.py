@@ -14,7 +14,7 @@ import sys
 from typing import Any
 
 from legion_tui.commands import Command
-from legion_tui.commands.agent import _common, _emit, _fail, _run_client
+from legion_tui.commands.agent import add_client_options, emit, fail, run_client
 from legion_tui.model import MailKind, Urgency
 
 __all__ = ["COMMANDS"]
@@ -45,7 +45,7 @@ def _mail_args(p: argparse.ArgumentParser) -> None:
         default=Urgency.NORMAL.value,
         help="default: normal",
     )
-    _common(p)
+    add_client_options(p)
 
 
 def _mail(args: argparse.Namespace) -> int:
@@ -57,8 +57,8 @@ def _mail(args: argparse.Namespace) -> int:
     try:
         check_mail_text(args.subject, args.body)
     except MailInvalidText as err:
-        return _fail("mail", err.code, str(err), args.json)
-    return _run_client("mail", _send_mail)(args)
+        return fail("mail", err.code, str(err), args.json)
+    return run_client("mail", _send_mail)(args)
 
 
 async def _send_mail(args: argparse.Namespace, client: Any) -> int:
@@ -75,12 +75,12 @@ async def _send_mail(args: argparse.Namespace, client: Any) -> int:
     state = result.get("state", "pending")
     if state == "bounced":
         # Stored, but it will never arrive: that is a failure for the sender.
-        _emit(args, result, f"{letter} bounced: {to} has ended.")
+        emit(args, result, f"{letter} bounced: {to} has ended.")
         return 1
     if state == "accepted":
-        _emit(args, result, f"{letter} handed over (accepted; read at its next turn).")
+        emit(args, result, f"{letter} handed over (accepted; read at its next turn).")
     else:
-        _emit(args, result, f"{letter} queued (pending delivery).")
+        emit(args, result, f"{letter} queued (pending delivery).")
     return 0
 
 
@@ -95,7 +95,7 @@ def _phase_args(p: argparse.ArgumentParser) -> None:
         metavar="A,B",
         help="failed children whose work a settled sibling has taken over",
     )
-    _common(p)
+    add_client_options(p)
 
 
 def _split_names(value: str | None) -> list[str] | None:
@@ -115,7 +115,7 @@ def _phase(args: argparse.Namespace) -> int:
     if args.supersedes is not None and not _split_names(args.supersedes):
         print("legion phase: --supersedes needs at least one name (a,b)", file=sys.stderr)
         return USAGE
-    return _run_client("phase", _move_phase)(args)
+    return run_client("phase", _move_phase)(args)
 
 
 async def _move_phase(args: argparse.Namespace, client: Any) -> int:
@@ -132,7 +132,7 @@ async def _move_phase(args: argparse.Namespace, client: Any) -> int:
     if not text:
         before = result.get("from")
         text = f"Phase {before} → {result['phase']}." if before else f"Phase {result['phase']}."
-    _emit(args, result, text)
+    emit(args, result, text)
     return 0
 
 
