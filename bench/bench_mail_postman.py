@@ -81,7 +81,9 @@ class NaivePostman(Postman):
     def _batch(self, recipient: str, accepted: list[Message]) -> list[Message]:
         return accepted
 
-    async def _confirm(self, node: Node, accepted: list[Message], report: object) -> None:
+    async def _confirm(
+        self, node: Node, accepted: list[Message], phase_timeouts: object, report: object
+    ) -> None:
         texts = list(self.directory.evidence(node.id) or ())
         for message in accepted:
             envelope = self.envelope(message)

@@ -230,8 +230,10 @@ class Postman:
             report.seen = len(letters)
             accepted = [m for m in letters if m.delivered is MailState.ACCEPTED]
             pending = [m for m in letters if m.delivered is MailState.PENDING]
-            await self._confirm(node, accepted, report)
-            await self._deliver(node, pending, report)
+            # One read of each sender's phase_timeout events serves both steps.
+            timeout_events = _TimeoutEvents(self.store)
+            await self._confirm(node, accepted, timeout_events, report)
+            await self._deliver(node, pending, timeout_events, report)
         return report
 
     def _batch(self, recipient: str, accepted: list[Message]) -> list[Message]:
@@ -247,13 +249,18 @@ class Postman:
         self._cursor[recipient] = batch[-1].id
         return batch
 
-    async def _confirm(self, node: Node, accepted: list[Message], report: TickReport) -> None:
+    async def _confirm(
+        self,
+        node: Node,
+        accepted: list[Message],
+        phase_timeouts: _TimeoutEvents,
+        report: TickReport,
+    ) -> None:
         batch = self._batch(node.id, accepted)
         if not batch:
             return
         seen = self.directory.evidence(node.id)
         evidence = frozenset(seen) if seen else frozenset()
-        phase_timeouts = _TimeoutEvents(self.store)
         for message in batch:
             report.checked.append(message.id)
             self._handed.discard(message.id)
@@ -264,10 +271,15 @@ class Postman:
                 await self.store.move_mail(message.id, MailState.OBSOLETE)
                 report.obsolete.append(message.id)
 
-    async def _deliver(self, node: Node, pending: list[Message], report: TickReport) -> None:
+    async def _deliver(
+        self,
+        node: Node,
+        pending: list[Message],
+        phase_timeouts: _TimeoutEvents,
+        report: TickReport,
+    ) -> None:
         if not pending:
             return
-        phase_timeouts = _TimeoutEvents(self.store)
         ended = recipient_ended(node, self.directory.interrupted(node.id))
         for message in pending:
             if await self._stale_timeout_notice(message, phase_timeouts):
@@ -365,7 +377,7 @@ class Postman:
 
 
 class _TimeoutEvents:
-    """phase_timeout events per sender, read once per pass."""
+    """phase_timeout events per sender, read once per pass (a tick, a take_pending)."""
 
     def __init__(self, store: MailStore) -> None:
         self._store = store
