@@ -11,8 +11,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import socket
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -205,16 +203,13 @@ def _check_ledger(report: Report, run: Path, where: str) -> None:
 
 
 def _check_socket(report: Report, run: Path, where: str) -> None:
-    link = run / "supervisor.sock"
-    if not link.is_symlink() and not link.exists():
+    from legion_tui.supervisor.runs import socket_refusal, socket_target
+
+    target = socket_target(run / "supervisor.sock")
+    if target is None:
         return
-    target = Path(os.readlink(link)) if link.is_symlink() else link
-    probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    probe.settimeout(1.0)
-    try:
-        probe.connect(os.fspath(target))
-    except OSError as err:
-        reason = err.strerror or type(err).__name__
+    reason = socket_refusal(target)
+    if reason is not None:
         report.findings.append(
             Finding(
                 "socket",
@@ -225,8 +220,6 @@ def _check_socket(report: Report, run: Path, where: str) -> None:
             )
         )
         return
-    finally:
-        probe.close()
     report.passed.append(f"{where}/supervisor.sock: a supervisor is listening")
 
 

@@ -49,7 +49,10 @@ __all__ = [
     "open_session",
     "owner_alive",
     "read_run",
+    "resolve_socket",
     "socket_path_for",
+    "socket_refusal",
+    "socket_target",
     "touch_run",
     "validate_session_name",
 ]
@@ -238,7 +241,12 @@ def socket_path_for(info: RunInfo) -> Path:
 
 def resolve_socket(info: RunInfo) -> Path | None:
     """The socket path to connect to for `info`, following the run-dir link."""
-    link = info.socket_link
+    return socket_target(info.socket_link)
+
+
+def socket_target(link: Path) -> Path | None:
+    """What a run dir's `supervisor.sock` stands for: the link's target (a symlink when
+    the real path is too long for a socket), else the file itself; None when absent."""
     try:
         if link.is_symlink():
             return Path(os.readlink(link))
@@ -247,16 +255,17 @@ def resolve_socket(info: RunInfo) -> Path | None:
     return link if link.exists() else None
 
 
-def _socket_answers(path: Path) -> bool:
+def socket_refusal(path: Path) -> str | None:
+    """None when something accepts a connection on `path`; else why not (the OS words)."""
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     sock.settimeout(1.0)
     try:
         sock.connect(os.fspath(path))
-    except OSError:
-        return False
+    except OSError as err:
+        return err.strerror or type(err).__name__
     finally:
         sock.close()
-    return True
+    return None
 
 
 def owner_alive(info: RunInfo) -> bool:
@@ -267,7 +276,7 @@ def owner_alive(info: RunInfo) -> bool:
     if not psutil.pid_exists(info.owner_pid):
         return False
     sock = resolve_socket(info)
-    return sock is not None and _socket_answers(sock)
+    return sock is not None and socket_refusal(sock) is None
 
 
 def open_session(
@@ -314,7 +323,7 @@ def find_live_run(project_dir: Path, session_name: str | None = None) -> RunInfo
         candidates = list_runs(project_dir)
     for info in candidates:
         sock = resolve_socket(info)
-        if sock is not None and psutil.pid_exists(info.owner_pid) and _socket_answers(sock):
+        if sock is not None and psutil.pid_exists(info.owner_pid) and socket_refusal(sock) is None:
             return info
     return None
 
