@@ -179,13 +179,8 @@ def _check_ledger(report: Report, run: Path, where: str) -> None:
     path = run / "legion.db"
     if not path.exists():
         return
-    try:
-        from legion_tui.ledger import LedgerError, read_snapshot
-    except ImportError:  # the ledger package is optional for the other checks
-        report.findings.append(
-            Finding("runs", "warning", where, "ledger check skipped: legion_tui.ledger missing")
-        )
-        return
+    from legion_tui.ledger import LedgerError, read_snapshot
+
     try:
         nodes, _usage = read_snapshot(path)
     except LedgerError as err:
