@@ -85,6 +85,9 @@ def nice_ceiling(value: float) -> float:
     return 10.0 ** (exp + 1)
 
 
+T, RAMP, MASS, BAND = range(4)  # the rows of a `_Points.data` array
+
+
 @dataclass(slots=True, eq=False)  # identity equality: join keys compare objects, not arrays
 class _Points:
     """One node's segments as bucketing points (see the module docstring).
@@ -97,16 +100,32 @@ class _Points:
     revision: int
     n_segments: int
     last_segment: RateSegment | None  # series[n_segments − 1], to recognise a pure append
-    t: F64  # point times, epoch s
-    ramp: F64  # +r at a segment's start, −r at its end, 0 for a point mass
-    mass: F64  # tokens of a point mass, else 0
-    band: Idx  # the node's band index, repeated per point
+    # Rows T, RAMP, MASS, BAND of one (4, points) array, so a frame joins every node
+    # with one concatenate instead of four:
+    #   T point times (epoch s); RAMP +r at a segment's start, −r at its end, 0 for a
+    #   point mass; MASS tokens of a point mass, else 0; BAND the node's band index.
+    data: F64
     first: float  # earliest start
     last: float  # latest end
 
+    @property
+    def t(self) -> F64:
+        values: F64 = self.data[T]
+        return values
 
-def _convert(series: Sequence[RateSegment]) -> tuple[F64, F64, F64, float, float]:
-    """Segments → (t, ramp, mass, first start, last end)."""
+    @property
+    def ramp(self) -> F64:
+        values: F64 = self.data[RAMP]
+        return values
+
+    @property
+    def mass(self) -> F64:
+        values: F64 = self.data[MASS]
+        return values
+
+
+def _convert(series: Sequence[RateSegment], band: int) -> tuple[F64, float, float]:
+    """Segments → (the T/RAMP/MASS/BAND rows, first start, last end)."""
     n = len(series)
     start = np.fromiter((s.start for s in series), dtype=np.float64, count=n)
     end = np.fromiter((s.end for s in series), dtype=np.float64, count=n)
@@ -115,12 +134,15 @@ def _convert(series: Sequence[RateSegment]) -> tuple[F64, F64, F64, float, float
     spread = dur > POINT_MASS_S
     rate = np.where(spread, tokens / np.where(spread, dur, 1.0), 0.0)
     # A point mass keeps only its start point; its end point carries nothing.
-    t = np.concatenate([start, np.where(spread, end, start)])
-    ramp = np.concatenate([rate, -rate])
-    mass = np.concatenate([np.where(spread, 0.0, tokens), np.zeros_like(tokens)])
+    data = np.empty((4, 2 * n), dtype=np.float64)
+    np.concatenate([start, np.where(spread, end, start)], out=data[T])
+    np.concatenate([rate, -rate], out=data[RAMP])
+    data[MASS, :n] = np.where(spread, 0.0, tokens)
+    data[MASS, n:] = 0.0
+    data[BAND] = band
     first = float(start.min()) if n else math.inf
     last = float(np.maximum(start, end).max()) if n else -math.inf
-    return t, ramp, mass, first, last
+    return data, first, last
 
 
 def _points(view: NodeView, previous: _Points | None = None) -> tuple[_Points, bool]:
@@ -133,21 +155,16 @@ def _points(view: NodeView, previous: _Points | None = None) -> tuple[_Points, b
         done == 0 or len(series) < done or series[done - 1] != previous.last_segment
     ):
         previous, done = None, 0  # not an append: the series was replaced or rewritten
-    t, ramp, mass, first, last = _convert(series[done:] if done else series)
+    data, first, last = _convert(series[done:] if done else series, band)
     if previous is not None:
-        t = np.concatenate([previous.t, t])
-        ramp = np.concatenate([previous.ramp, ramp])
-        mass = np.concatenate([previous.mass, mass])
+        data = np.concatenate([previous.data, data], axis=1)
         first, last = min(first, previous.first), max(last, previous.last)
     points = _Points(
         view=view,
         revision=view.revision,
         n_segments=len(series),
         last_segment=series[-1] if series else None,
-        t=t,
-        ramp=ramp,
-        mass=mass,
-        band=np.full(t.shape, band, dtype=np.intp),
+        data=data,
         first=first,
         last=last,
     )
@@ -166,12 +183,16 @@ class RateBuckets:
         self._alloc_buckets(0)
         self.converted = 0  # whole-series conversions so far (tests: no needless redo)
         self.extended = 0  # conversions of only an appended tail
+        # Contributing nodes (visible, with a series) in the model's order, and the live
+        # ones among them; kept from the changed ids a frame is given (see `_sync`).
+        self._members: dict[str, _Points] = {}
+        self._live: dict[str, NodeView] = {}
+        self._members_of: tuple[LegionModel, frozenset[str] | None, int] | None = None
+        self.rescans = 0  # full membership walks (tests: a streaming frame needs none)
 
     def _alloc_points(self, cap: int) -> None:
         self._cap = cap
-        self._t = np.zeros(cap, dtype=np.float64)
-        self._ramp = np.zeros(cap, dtype=np.float64)
-        self._mass = np.zeros(cap, dtype=np.float64)
+        self._joined = np.zeros((4, cap), dtype=np.float64)  # every part's `data`, side by side
         self._band = np.zeros(cap, dtype=np.intp)
         self._u = np.zeros(cap, dtype=np.float64)
         self._f = np.zeros(cap, dtype=np.float64)
@@ -188,7 +209,7 @@ class RateBuckets:
         self.values = np.zeros((N_BANDS, n), dtype=np.float64)  # the result, tok/s
 
     def buffers(self) -> tuple[object, ...]:
-        return (self._t, self._ramp, self._mass, self._band, self._u, self._f, self._v,
+        return (self._joined, self._band, self._u, self._f, self._v,
                 self._m, self._flat, self._before, self._V, self._W, self.values)  # fmt: skip
 
     def begin(self, n_buckets: int) -> None:
@@ -222,30 +243,64 @@ class RateBuckets:
         self._cache[view.node.id] = fresh
         return fresh
 
-    def _join(self, model: LegionModel, visible: frozenset[str] | None, t0: float) -> int:
+    def _sync(
+        self, model: LegionModel, visible: frozenset[str] | None, changed: frozenset[str] | None
+    ) -> None:
+        """Bring the members up to date: only the `changed` ids, or every node when that
+        is None, the model, visible set or node count differ, or a node joins (so the
+        members keep the model's order and sums come out as a full walk's would)."""
+        if changed is None or self._members_of != (model, visible, len(model.nodes)):
+            self._rescan(model, visible)
+            return
+        for nid in changed:
+            view = model.nodes.get(nid)
+            if view is None:
+                continue
+            if (visible is not None and nid not in visible) or not view.progress.rate_series:
+                self._members.pop(nid, None)
+                self._live.pop(nid, None)
+            elif nid not in self._members or (view.node.live and nid not in self._live):
+                self._rescan(model, visible)
+                return
+            else:
+                self._members[nid] = self._node_points(view)
+                if not view.node.live:
+                    self._live.pop(nid, None)
+
+    def _rescan(self, model: LegionModel, visible: frozenset[str] | None) -> None:
+        self.rescans += 1
+        self._members = {
+            nid: self._node_points(view)
+            for nid, view in model.nodes.items()
+            if (visible is None or nid in visible) and view.progress.rate_series
+        }
+        self._live = {nid: p.view for nid, p in self._members.items() if p.view.node.live}
+        self._members_of = (model, visible, len(model.nodes))
+
+    def forget(self) -> None:
+        """Changes were not read this frame: the next compute re-reads every node."""
+        self._members_of = None
+
+    def live_views(self) -> list[NodeView]:
+        """The live contributing nodes as of the last `compute` (a node with no series
+        yet has no rate to add)."""
+        return list(self._live.values())
+
+    def _join(self, t0: float) -> int:
         """Concatenate the contributing nodes' points into the frame buffers."""
-        parts: list[_Points] = []
-        for nid, view in model.nodes.items():
-            if visible is not None and nid not in visible:
-                continue
-            if not view.progress.rate_series:
-                continue
-            pts = self._node_points(view)
-            if pts.last >= t0:  # anything ending before the window adds nothing
-                parts.append(pts)
+        # Anything ending before the window adds nothing.
+        parts = [pts for pts in self._members.values() if pts.last >= t0]
         # A node's points object is replaced whenever it changes, so the tuple of
         # objects (compared by identity) says whether the joined buffers are current.
         key = tuple(parts)
         if key == self._joined_key:
             return self._n_points
-        n = sum(len(p.t) for p in parts)
+        n = sum(int(p.data.shape[1]) for p in parts)
         if n > self._cap:
             self._alloc_points(max(n, 2 * self._cap))
         if parts:
-            np.concatenate([p.t for p in parts], out=self._t[:n])
-            np.concatenate([p.ramp for p in parts], out=self._ramp[:n])
-            np.concatenate([p.mass for p in parts], out=self._mass[:n])
-            np.concatenate([p.band for p in parts], out=self._band[:n])
+            np.concatenate([p.data for p in parts], axis=1, out=self._joined[:, :n])
+            np.copyto(self._band[:n], self._joined[BAND, :n], casting="unsafe")
         self._joined_key = key
         self._n_points = n
         return n
@@ -258,19 +313,24 @@ class RateBuckets:
         t1: float,
         n_buckets: int,
         visible: frozenset[str] | None = None,
+        changed: frozenset[str] | None = None,
     ) -> F64:
         """tok/s per (band, bucket) over [t0, t1) split into `n_buckets` equal buckets.
 
-        Returns `self.values` (reused across frames: copy it to keep it).
+        `changed`: the ids changed since the previous compute, if the caller knows them
+        (a `ChangeFeed`); None re-reads every node. Returns `self.values` (reused across
+        frames: copy it to keep it).
         """
+        self._sync(model, visible, changed)
         self.begin(n_buckets)
         V, W, out = self._V, self._W, self.values
         if n_buckets == 0 or t1 <= t0:
             out.fill(0.0)
             return out
-        n = self._join(model, visible, t0)
+        n = self._join(t0)
         per_s = n_buckets / (t1 - t0)  # buckets per second
-        t, ramp, mass, band = self._t[:n], self._ramp[:n], self._mass[:n], self._band[:n]
+        t, ramp, mass = self._joined[T, :n], self._joined[RAMP, :n], self._joined[MASS, :n]
+        band = self._band[:n]
         u, f, v, m, before = self._u[:n], self._f[:n], self._v[:n], self._m[:n], self._before[:n]
         np.subtract(t, t0, out=u)
         np.multiply(u, per_s, out=u)
@@ -357,9 +417,12 @@ class ChartRenderer:
         styles: Sequence[Style],
         visible: frozenset[str] | None = None,
         whole_run: bool = False,
+        changed: frozenset[str] | None = None,
     ) -> list[list[Segment]]:
-        """One frame; every returned row is exactly `cols` cells wide."""
+        """One frame; every returned row is exactly `cols` cells wide. `changed`: the
+        ids changed since the previous frame, if known (see `RateBuckets.compute`)."""
         if rows <= 0:
+            self.buckets.forget()  # `changed` goes unread: the next frame re-reads all
             return []
         t0, t1 = self.window(model, now, whole_run)
         # Labels need the y max, which needs the buckets, whose count needs the label
@@ -368,8 +431,8 @@ class ChartRenderer:
         plot_w, plot_h = max(cols - label_w, 0), rows - 1
         if plot_h <= 0:
             plot_w = 0  # a one-row chart is the readout alone; no bucket to compute
-        values = self.buckets.compute(model, t0, t1, plot_w, visible)
-        self.stats = self._stats(model, now, values, t0, t1, visible)
+        values = self.buckets.compute(model, t0, t1, plot_w, visible, changed)
+        self.stats = self._stats(model, now, values, t0, t1)
         head = self._readout_row(cols, styles, whole_run)
         if plot_h <= 0:
             return [head]
@@ -387,7 +450,6 @@ class ChartRenderer:
         values: F64,
         t0: float,
         t1: float,
-        visible: frozenset[str] | None,
     ) -> ChartStats:
         n = values.shape[1]
         totals = values.sum(axis=0)
@@ -402,9 +464,8 @@ class ChartRenderer:
                 first = int(nonzero[0])
             avg = float(totals[first:].mean())
         live = 0.0
-        for nid, view in model.nodes.items():
-            if view.node.live and (visible is None or nid in visible):
-                live += node_rate(view, now)
+        for view in self.buckets.live_views():  # the visible live nodes with a series
+            live += node_rate(view, now)
         return ChartStats(now=live, avg=avg, peak=peak, y_max=nice_ceiling(peak))
 
     def _readout_row(self, cols: int, styles: Sequence[Style], whole_run: bool) -> list[Segment]:

@@ -12,6 +12,7 @@ from textual.strip import Strip
 from textual.widget import Widget
 
 from legion_tui import receipts
+from legion_tui.render.feed import LiveIndex
 from legion_tui.session.live_rate import live_tok_s
 from legion_tui.state import LegionModel
 from legion_tui.themes import DEFAULT_THEME
@@ -54,6 +55,7 @@ class HeaderBar(Widget):
         self._strip: Strip | None = None
         self._memo_at: tuple[int, float] = (-1, 0.0)
         self._memo: tuple[dict[str, int], float] = ({}, 0.0)
+        self._index = LiveIndex(model)
 
     def set_theme(self, theme: str) -> None:
         self.theme_name = theme
@@ -69,21 +71,16 @@ class HeaderBar(Widget):
             self.refresh()
 
     def summary(self) -> tuple[dict[str, int], float]:
-        """(live/settled/failed/retired counts, Σ live tok/s) in one pass over the nodes.
-        The rate is the same figure the tree rows and the chart's `now` show. Memoised
-        on (model version, clock): a frame asks for it twice (key check, paint)."""
+        """(live/settled/failed/retired counts, Σ live tok/s). The rate is the same
+        figure the tree rows and the chart's `now` show. The counts and the live set
+        come from a `LiveIndex` (only changed nodes are re-read); memoised on (model
+        version, clock): a frame asks twice (key check, paint)."""
         now = self.model.clock()
         if self._memo_at != (self.model.version, now):
-            counts = {"live": 0, "settled": 0, "failed": 0, "retired": 0}
             rate = 0.0
-            for view in self.model.nodes.values():
-                status = view.node.status
-                if status.live:
-                    counts["live"] += 1
-                    rate += live_tok_s(view.progress, now)
-                else:
-                    counts[status.value] += 1
-            self._memo_at, self._memo = (self.model.version, now), (counts, rate)
+            for view in self._index.live():
+                rate += live_tok_s(view.progress, now)
+            self._memo_at, self._memo = (self.model.version, now), (self._index.counts(), rate)
         return self._memo
 
     def live_rate(self) -> float:

@@ -15,6 +15,7 @@ from rich.segment import Segment
 from rich.style import Style
 
 from legion_tui.render.chart import ChartRenderer
+from legion_tui.render.feed import ChangeFeed
 from legion_tui.state import LegionModel
 from legion_tui.widgets.galaxy import FrameWidget
 
@@ -34,6 +35,7 @@ class RateChart(FrameWidget):
     ) -> None:
         super().__init__(model, name=name, id=id, classes=classes)
         self.renderer = ChartRenderer()
+        self._feed = ChangeFeed(model)  # which nodes changed between two frames
         self.visible_ids: frozenset[str] | None = None
         self.whole_run = False
 
@@ -62,4 +64,5 @@ class RateChart(FrameWidget):
             styles,
             visible=self.visible_ids,
             whole_run=self.whole_run,
+            changed=self._feed.take(),
         )

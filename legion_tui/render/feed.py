@@ -1,0 +1,110 @@
+"""Which nodes changed since the last frame, and who is live — without walking every node.
+
+Every panel asks per frame for things that depend on few nodes (the live ones, the ones
+that changed) but used to find them by looping over all nodes: with 1000 nodes that
+made a full frame ~30 % dearer than with 200 (SPEC §8 allows 1.2×). `ChangeFeed` hears
+the model's coalesced dirty ids through its own subscription, so a consumer can re-read
+only those; `LiveIndex` builds the header counts and the live set on top of it.
+
+Either answers "everything" (`None` / a rescan) whenever it cannot be sure: on the first
+read, and when the model has changes it has not signalled yet (a touch whose flush is
+still scheduled). So a stale answer is impossible, only a slower one.
+"""
+
+from __future__ import annotations
+
+from legion_tui.model import NodeStatus
+from legion_tui.state import LegionModel, NodeView
+
+COUNT_KEYS: tuple[str, ...] = ("live", "settled", "failed", "retired")
+
+
+class ChangeFeed:
+    """The ids the model signalled since the last `take()`."""
+
+    def __init__(self, model: LegionModel) -> None:
+        self.model = model
+        self._ids: set[str] = set()
+        self._heard_version = -1  # model.version when the last signal arrived
+        self._unsubscribe = model.subscribe(self._heard)
+
+    def _heard(self, dirty: frozenset[str]) -> None:
+        self._ids |= dirty
+        # A flush drains every pending touch, so at this moment the signalled ids
+        # cover every change up to this version.
+        self._heard_version = self.model.version
+
+    def take(self) -> frozenset[str] | None:
+        """Ids changed since the last take; None means "unknown: look at every node"."""
+        known = self.model.version == self._heard_version
+        ids = frozenset(self._ids) if known else None
+        self._ids.clear()
+        self._heard_version = self.model.version if known else -1
+        return ids
+
+    def close(self) -> None:
+        self._unsubscribe()
+
+
+class LiveIndex:
+    """Status counts and the live nodes (in the model's order), kept current from a feed.
+
+    A node joining the live set (a spawn, a resume) triggers a rescan, so the live list
+    always has the model's order and sums over it come out as a full walk's would.
+    """
+
+    def __init__(self, model: LegionModel) -> None:
+        self.model = model
+        self._feed = ChangeFeed(model)
+        self._status: dict[str, NodeStatus] = {}
+        self._live: dict[str, NodeView] = {}
+        self._counts: dict[str, int] = dict.fromkeys(COUNT_KEYS, 0)
+        self._synced = -1  # model.version of the last sync
+
+    def close(self) -> None:
+        self._feed.close()
+
+    def _sync(self) -> None:
+        model = self.model
+        if model.version == self._synced:
+            return
+        changed = self._feed.take()
+        self._synced = model.version
+        if changed is None or len(model.nodes) != len(self._status):
+            self._rescan()
+            return
+        for nid in changed:
+            view = model.nodes.get(nid)
+            if view is None:
+                continue
+            status = view.node.status
+            old = self._status.get(nid)
+            if old is status:
+                continue
+            if status.live and not (old is not None and old.live):
+                self._rescan()  # keep the model's order
+                return
+            self._status[nid] = status
+            if old is not None:
+                self._counts["live" if old.live else old.value] -= 1
+            self._counts["live" if status.live else status.value] += 1
+            if not status.live:
+                self._live.pop(nid, None)
+
+    def _rescan(self) -> None:
+        self._status = {nid: view.node.status for nid, view in self.model.nodes.items()}
+        self._live = {nid: v for nid, v in self.model.nodes.items() if v.node.status.live}
+        counts = dict.fromkeys(COUNT_KEYS, 0)
+        for status in self._status.values():
+            counts["live" if status.live else status.value] += 1
+        self._counts = counts
+
+    def counts(self) -> dict[str, int]:
+        """live / settled / failed / retired (a copy)."""
+        self._sync()
+        return dict(self._counts)
+
+    def live(self) -> list[NodeView]:
+        """The live nodes, in the model's order."""
+        self._sync()
+        return list(self._live.values())
