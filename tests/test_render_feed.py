@@ -14,6 +14,8 @@ from render_helpers import T0, Clock, make_legion, node, streaming
 from legion_tui.model import NodeStatus
 from legion_tui.render.chart import ChartRenderer, RateBuckets
 from legion_tui.render.feed import ChangeFeed, LiveIndex
+from legion_tui.render.rates import node_rate
+from legion_tui.session.live_rate import live_tok_s
 from legion_tui.session.progress import RateSegment, SessionProgress
 from legion_tui.state import LegionModel
 
@@ -127,3 +129,22 @@ async def test_changes_not_yet_signalled_make_the_feed_answer_unknown() -> None:
     model.upsert(replace(model.nodes["c2"].node, status=NodeStatus.SETTLED))
     await asyncio.sleep(0)
     assert feed.take() is None  # closed: it no longer hears the model
+
+
+def test_the_rate_memo_follows_the_view_its_revision_and_the_clock() -> None:
+    clock = Clock()
+    a = LegionModel("run-a", "s", started_at=T0, clock=clock)
+    b = LegionModel("run-b", "s", started_at=T0, clock=clock)
+    for model, tok_s in ((a, 20.0), (b, 90.0)):
+        model.upsert(node("root", None, "root", NodeStatus.RUNNING))
+        model.set_progress("root", streaming(clock.now, tok_s))
+    # Same node id, same revision, same clock: two models must still not share an answer.
+    assert a.nodes["root"].revision == b.nodes["root"].revision
+    ra, rb = node_rate(a.nodes["root"], clock.now), node_rate(b.nodes["root"], clock.now)
+    assert ra != rb
+    assert node_rate(a.nodes["root"], clock.now) == ra
+    a.set_progress("root", streaming(clock.now, 60.0))  # new revision
+    assert node_rate(a.nodes["root"], clock.now) == live_tok_s(a.nodes["root"].progress,
+                                                               clock.now)
+    later = clock.now + 4.0
+    assert node_rate(a.nodes["root"], later) == live_tok_s(a.nodes["root"].progress, later)

@@ -5,10 +5,22 @@ from __future__ import annotations
 from legion_tui.session.live_rate import live_tok_s
 from legion_tui.state import NodeView
 
+# node id → (view, revision, now, rate) of the last answer. A frame asks for each live
+# node's rate four times (its tree row, the header total, the chart's `now`, its star);
+# the walk over the rate series is done once. Any change to a node bumps its revision;
+# the view itself is compared too, so two models with the same ids never mix.
+_memo: dict[str, tuple[NodeView, int, float, float]] = {}
+
 
 def node_rate(view: NodeView, now: float) -> float:
     """Live tok/s (tokens of the last few seconds, the tree's figure) of a live node;
     0 for an ended one: it is not producing anything."""
     if not view.node.live:
         return 0.0
-    return live_tok_s(view.progress, now)
+    nid = view.node.id
+    hit = _memo.get(nid)
+    if hit is not None and hit[0] is view and hit[1] == view.revision and hit[2] == now:
+        return hit[3]
+    rate = live_tok_s(view.progress, now)
+    _memo[nid] = (view, view.revision, now, rate)
+    return rate

@@ -13,7 +13,7 @@ from textual.widget import Widget
 
 from legion_tui import receipts
 from legion_tui.render.feed import LiveIndex
-from legion_tui.session.live_rate import live_tok_s
+from legion_tui.render.rates import node_rate
 from legion_tui.state import LegionModel
 from legion_tui.themes import DEFAULT_THEME
 from legion_tui.widgets.lines import PanelStrip, direct_lines
@@ -79,7 +79,7 @@ class HeaderBar(Widget):
         if self._memo_at != (self.model.version, now):
             rate = 0.0
             for view in self._index.live():
-                rate += live_tok_s(view.progress, now)
+                rate += node_rate(view, now)
             self._memo_at, self._memo = (self.model.version, now), (self._index.counts(), rate)
         return self._memo
 

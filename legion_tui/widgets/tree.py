@@ -26,7 +26,7 @@ from textual.strip import Strip
 
 from legion_tui.model import NodeStatus
 from legion_tui.receipts import fmt_duration
-from legion_tui.session.live_rate import live_tok_s
+from legion_tui.render.rates import node_rate
 from legion_tui.state import Clock, LegionModel, NodeView
 from legion_tui.themes import DEFAULT_THEME
 from legion_tui.widgets.lines import PanelStrip, direct_lines
@@ -324,7 +324,7 @@ class RailwayTree(ScrollView, can_focus=True):
             elapsed = fmt_duration(elapsed_seconds(view, now))
             pieces.append((elapsed.rjust(cols.elapsed - 1) + " ", text_style))
         if cols.rate:
-            rate = fmt_rate(live_tok_s(view.progress, now)) if node.live else ""
+            rate = fmt_rate(node_rate(view, now)) if node.live else ""
             pieces.append((rate.rjust(cols.rate - 1) + " ", text_style))
         if cols.tokens:
             tokens = fmt_tokens(view.progress.tokens.output)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
+from functools import lru_cache
 
 from legion_tui import receipts
 from legion_tui.model import NodeStatus
@@ -139,8 +140,13 @@ def _verdict_of(view: NodeView) -> tuple[bool, str] | None:
     if verdict is not None:
         return verdict.ok, verdict.reason or ""
     raw = view.node.verdict
-    if not raw:
-        return None
+    return _parse_verdict(raw) if raw else None
+
+
+@lru_cache(maxsize=256)
+def _parse_verdict(raw: str) -> tuple[bool, str] | None:
+    """The ledger's verdict JSON → (ok, reason); parsed once per distinct text, not once
+    per repaint of every settled row."""
     try:
         data = json.loads(raw)
     except (ValueError, TypeError):
