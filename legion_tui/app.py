@@ -157,6 +157,8 @@ class LegionApp(App[None]):
         self._apply_timer: Timer | None = None
         self._galaxy_timer: Timer | None = None
         self._galaxy_full = False
+        self._interrupted: set[str] = set()  # ids the banner names
+        self._banner_text: str | None = None  # None: not drawn yet
         for textual_theme in textual_themes():
             self.register_theme(textual_theme)
         if theme not in THEME_ORDER:  # a typo in --theme or settings must not crash
@@ -238,7 +240,7 @@ class LegionApp(App[None]):
             self.chart.model_changed(dirty)
             if isinstance(self.screen, DetailScreen):
                 self.screen.model_changed(dirty)
-            self._update_banner()
+            self._update_banner(dirty)
 
     def _second_tick(self) -> None:
         """Once a second: elapsed times and tool-call clocks move even when no file does."""
@@ -246,6 +248,10 @@ class LegionApp(App[None]):
             return
         self.railway.tick()
         self.header.model_changed()
+        # The 60 s window slides even when no file changes; an empty, idle chart is left
+        # alone (a legion with nothing happening costs ~no CPU).
+        if self.header.summary()[0]["live"] or self.chart.renderer.stats.peak > 0:
+            self.chart.tick()
         if isinstance(self.screen, DetailScreen):
             self.screen.model_changed(frozenset({self.screen.node_id}))
 
@@ -257,12 +263,26 @@ class LegionApp(App[None]):
         if self.header.summary()[0].get("live", 0):
             self.galaxy.tick()
 
-    def _update_banner(self) -> None:
+    def _update_banner(self, dirty: frozenset[str] | None = None) -> None:
+        """The interrupted-nodes banner. Only nodes in `dirty` can have changed it (None:
+        look at all), and the Static is touched only when its text changes: an update
+        is a layout pass of the whole screen, which must not happen 30 times a second."""
         if not self.main_screen.is_attached:
             return
+        nodes = self.model.nodes
+        if dirty is not None and not any(
+            (nid in self._interrupted) != (nid in nodes and nodes[nid].interrupted)
+            for nid in dirty
+        ):
+            return
+        self._interrupted = {nid for nid, v in nodes.items() if v.interrupted}
+        names = [nodes[nid].node.name for nid in nodes if nid in self._interrupted]
+        text = receipts.interrupted_banner(names) if names else ""
+        if text == self._banner_text:
+            return
+        self._banner_text = text
         banner = self.main_screen.query_one("#banner", Static)
-        names = [v.node.name for v in self.model.interrupted()]
-        banner.update(receipts.interrupted_banner(names) if names else "")
+        banner.update(text)
         banner.set_class(bool(names), "-shown")
 
     # ----- layout ------------------------------------------------------------------

@@ -1,0 +1,62 @@
+"""What a tick or a model change repaints: nothing that did not change (SPEC §7.5)."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from app_helpers import FakeOps, canned_model, fixed_clock
+from textual.widgets import Static
+
+from legion_tui import receipts
+from legion_tui.app import make_app
+from legion_tui.model import NodeStatus
+
+
+async def test_a_flood_of_changes_never_touches_the_banner_unless_it_changes() -> None:
+    model = canned_model(interrupted=True)
+    app = make_app(model, FakeOps(model), clock=fixed_clock, timers=False)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.pause()
+        banner = app.main_screen.query_one("#banner", Static)
+        updates: list[object] = []
+        original = banner.update
+
+        def spy(content: object = "", *, layout: bool = True) -> None:
+            updates.append(content)
+            original(content, layout=layout)  # type: ignore[arg-type]
+
+        banner.update = spy  # type: ignore[method-assign]
+        live = [v for v in model.nodes.values() if v.node.live]
+        for i in range(20):  # streaming: progress moves, nobody is interrupted
+            view = live[i % len(live)]
+            model.set_progress(view.node.id, replace(view.progress, turns=view.progress.turns + 1))
+            await pilot.pause()
+        assert updates == []  # an update would be a layout pass of the whole screen
+        worker = next(v for v in live if v.node.role == "worker")
+        model.upsert(replace(worker.node, status=NodeStatus.RETIRED))
+        model.mark_interrupted(worker.node.id)
+        await pilot.pause()
+        assert len(updates) == 1
+        names = [v.node.name for v in model.nodes.values() if v.interrupted]
+        assert updates[0] == receipts.interrupted_banner(names)
+        assert worker.node.name in str(banner.render())
+
+
+async def test_the_second_tick_slides_the_chart_only_while_it_shows_something() -> None:
+    model = canned_model()
+    app = make_app(model, FakeOps(model), clock=fixed_clock, timers=False)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.pause()
+        before = app.chart.frames_rendered
+        app._second_tick()
+        await pilot.pause()
+        assert app.chart.frames_rendered == before + 1  # live agents: the window slides
+        for view in list(model.nodes.values()):
+            if view.node.live:
+                model.upsert(replace(view.node, status=NodeStatus.SETTLED))
+        await pilot.pause()
+        app.chart.renderer.stats = replace(app.chart.renderer.stats, peak=0.0)
+        before = app.chart.frames_rendered
+        app._second_tick()
+        await pilot.pause()
+        assert app.chart.frames_rendered == before  # nothing live, nothing shown: still
