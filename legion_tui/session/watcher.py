@@ -82,6 +82,7 @@ class SessionWatcher:
         self.use_inotify = use_inotify
         self.readers: dict[str, SessionReader] = {}
         self._files_of: dict[str, list[str]] = {}  # node id → its session files
+        self._node_of: dict[str, str] = {}  # session file → its node id (as _files_of, inverted)
         self._reported: dict[str, tuple[str, SessionProgress]] = {}  # node → (file, progress)
         self.last_change_at: dict[str, float] = {}  # node id → clock() of its last report
         self._stop = asyncio.Event()
@@ -208,12 +209,8 @@ class SessionWatcher:
         reader = SessionReader(path)
         self.readers[path] = reader
         self._files_of.setdefault(node_id, []).append(path)
+        self._node_of[path] = node_id
         return reader
-
-    def _node_of(self, path: str) -> str:
-        node_id = node_id_for(self.sessions_dir, path)
-        assert node_id is not None  # only paths that map to a node get a reader
-        return node_id
 
     def _speaker(self, node_id: str) -> str:
         """The file that speaks for a node: the newest readable one."""
@@ -226,7 +223,7 @@ class SessionWatcher:
     def _report(self, changed_paths: set[str]) -> int:
         """Tell `on_change` about each node whose speaking file changed or moved."""
         reports = 0
-        for node_id in {self._node_of(p) for p in changed_paths}:
+        for node_id in {self._node_of[p] for p in changed_paths}:
             path = self._speaker(node_id)
             previous = self._reported.get(node_id)
             if path not in changed_paths and previous is not None and previous[0] == path:
