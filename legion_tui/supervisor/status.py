@@ -24,6 +24,7 @@ from legion_tui.session.progress import SessionProgress
 
 __all__ = [
     "activity_of",
+    "in_flight_suffix",
     "offline_status",
     "render_status",
     "render_tree",
@@ -32,21 +33,26 @@ __all__ = [
 ]
 
 
-def tool_label(stack: Sequence[InFlightTool]) -> str:
-    """The top (innermost) tool, plus the context when the stack is deeper than one:
-    ` (inside codemode ×2)` when parent ids show nesting, else ` (+N more)`."""
-    top = stack[-1]
-    if len(stack) == 1:
-        return top.name
+def in_flight_suffix(stack: Sequence[InFlightTool]) -> str:
+    """What follows the top (innermost) tool's name (SPEC §3): ` (inside codemode ×2)`
+    when parent ids chain the whole stack up to its outermost call, ` (+N more)` when
+    they do not (parallel calls), "" for a single call."""
+    if len(stack) <= 1:
+        return ""
     by_id = {t.id: t for t in stack}
     chain: list[InFlightTool] = []
-    cur = top
+    cur = stack[-1]
     while cur.parent_id is not None and cur.parent_id in by_id:
         cur = by_id[cur.parent_id]
         chain.append(cur)
     if chain and len(chain) == len(stack) - 1:
-        return f"{top.name} (inside {chain[-1].name} ×{len(chain)})"
-    return f"{top.name} (+{len(stack) - 1} more)"
+        return f" (inside {chain[-1].name} ×{len(chain)})"
+    return f" (+{len(stack) - 1} more)"
+
+
+def tool_label(stack: Sequence[InFlightTool]) -> str:
+    """The top (innermost) tool and its place in the stack: `bash (inside codemode ×1)`."""
+    return stack[-1].name + in_flight_suffix(stack)
 
 
 def activity_of(node: Node, progress: SessionProgress, now: float) -> dict[str, Any] | None:

@@ -1,0 +1,34 @@
+"""How `legion status` names a node's in-flight tool stack (SPEC §3: nesting vs parallel)."""
+
+from __future__ import annotations
+
+from legion_tui.model import InFlightTool
+from legion_tui.supervisor.status import in_flight_suffix, tool_label
+
+
+def test_one_call_is_just_its_name() -> None:
+    stack = [InFlightTool("a", "bash", 1.0)]
+    assert in_flight_suffix(stack) == ""
+    assert tool_label(stack) == "bash"
+
+
+def test_a_whole_chain_of_parent_ids_is_nesting() -> None:
+    stack = [
+        InFlightTool("a", "codemode", 1.0),
+        InFlightTool("b", "subagent", 2.0, parent_id="a"),
+        InFlightTool("c", "grep", 3.0, parent_id="b"),
+    ]
+    assert in_flight_suffix(stack) == " (inside codemode ×2)"
+    assert tool_label(stack) == "grep (inside codemode ×2)"
+
+
+def test_calls_that_cannot_be_told_apart_are_counted() -> None:
+    parallel = [InFlightTool("a", "read", 1.0), InFlightTool("b", "grep", 2.0)]
+    assert tool_label(parallel) == "grep (+1 more)"
+    # The top is nested in b, but b's own parent is unknown: not one chain.
+    partial = [
+        InFlightTool("a", "read", 1.0),
+        InFlightTool("b", "codemode", 2.0),
+        InFlightTool("c", "bash", 3.0, parent_id="b"),
+    ]
+    assert tool_label(partial) == "bash (+2 more)"
