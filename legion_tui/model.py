@@ -7,6 +7,7 @@ the dashboard's glyph tables are generated from these definitions.
 from __future__ import annotations
 
 import enum
+import json
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -197,6 +198,16 @@ class Node:
     @property
     def live(self) -> bool:
         return self.status in LIVE_STATUSES
+
+    @property
+    def verdict_data(self) -> Any:
+        """The stored verdict JSON, parsed; None when there is none or it is not JSON."""
+        if not self.verdict:
+            return None
+        try:
+            return json.loads(self.verdict)
+        except ValueError:
+            return None
 
 
 @dataclass(frozen=True, slots=True)

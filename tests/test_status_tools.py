@@ -2,8 +2,16 @@
 
 from __future__ import annotations
 
-from legion_tui.model import InFlightTool
-from legion_tui.supervisor.status import in_flight_suffix, tool_label
+from dataclasses import replace
+
+from legion_tui.model import InFlightTool, Node, NodeStatus
+from legion_tui.session.progress import SessionProgress
+from legion_tui.supervisor.status import (
+    in_flight_suffix,
+    render_status,
+    status_document,
+    tool_label,
+)
 
 
 def test_one_call_is_just_its_name() -> None:
@@ -32,3 +40,24 @@ def test_calls_that_cannot_be_told_apart_are_counted() -> None:
         InFlightTool("c", "bash", 3.0, parent_id="b"),
     ]
     assert tool_label(partial) == "bash (+2 more)"
+
+
+def test_a_stored_verdict_is_shown_parsed_and_a_damaged_one_as_none() -> None:
+    good = Node(
+        "n1",
+        "r",
+        "root",
+        "w0",
+        "root/w0",
+        "worker",
+        "sim",
+        "inprocess",
+        status=NodeStatus.SETTLED,
+        verdict='{"ok": true, "reason": "shipped"}',
+    )
+    damaged = replace(good, id="n2", verdict="not json {")
+    doc = status_document(
+        "r", "main", [(good, SessionProgress()), (damaged, SessionProgress())], now=0.0
+    )
+    assert [n["verdict"] for n in doc["nodes"]] == [{"ok": True, "reason": "shipped"}, None]
+    assert render_status(doc).count("settled · verdict ✓ shipped") == 1

@@ -8,7 +8,6 @@ the same answer and tests need no files unless they want them.
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -124,12 +123,7 @@ class TeamSnapshot:
 
 def verdict_ok_of(node: Node) -> bool | None:
     """The `ok` of a node's stored verdict JSON; None when absent or unreadable."""
-    if not node.verdict:
-        return None
-    try:
-        value = json.loads(node.verdict)
-    except ValueError:
-        return None
+    value = node.verdict_data
     ok = value.get("ok") if isinstance(value, dict) else None
     return ok if isinstance(ok, bool) else None
 

@@ -13,7 +13,6 @@ ever acts on a node.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -75,12 +74,6 @@ def _entry(
     interrupted: bool = False,
     idle: bool = False,
 ) -> dict[str, Any]:
-    verdict: Any = None
-    if node.verdict:
-        try:
-            verdict = json.loads(node.verdict)
-        except ValueError:
-            verdict = None
     return {
         "id": node.id,
         "name": node.name,
@@ -94,7 +87,7 @@ def _entry(
         "tokens_out": progress.tokens.output,
         "tok_s": round(progress.tok_s, 1),
         "activity": activity_of(node, progress, now),
-        "verdict": verdict,
+        "verdict": node.verdict_data,
         "error": node.error,
         "unreadable": progress.unreadable,
         "interrupted": interrupted,
