@@ -1,4 +1,5 @@
-"""How `legion status` names a node's in-flight tool stack (SPEC §3: nesting vs parallel)."""
+"""What `legion status` says about a node: its in-flight tool stack (SPEC §3: nesting vs
+parallel) and its stored verdict."""
 
 from __future__ import annotations
 
