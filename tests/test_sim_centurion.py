@@ -96,7 +96,7 @@ async def test_centurion_contracts_spawns_waits_collects_and_logs_a_refusal(
     assert ops == [
         ("phase", "implementing"),
         ("spawn", None),
-        ("mail", None),
+        *[("mail", None)] * len(names),  # a handoff to each member
         ("wait", None),
         ("wait", None),  # the first one came back early with mail
         ("phase", "reviewing"),
@@ -106,8 +106,9 @@ async def test_centurion_contracts_spawns_waits_collects_and_logs_a_refusal(
     ]
     assert {r["from"] for r in stand_in.requests} == {"cent-1"}
     assert [r["name"] for r in stand_in.requests if r["op"] == "collect"] == names
-    mail = next(r for r in stand_in.requests if r["op"] == "mail")
-    assert (mail["to"], mail["kind"]) == (names[0], "notice")
+    mails = [r for r in stand_in.requests if r["op"] == "mail"]
+    assert [(m["to"], m["kind"]) for m in mails] == [(n, "handoff") for n in names]
+    assert all("contracts/centurion-0.md" in m["body"] for m in mails)
 
     contract = tmp_path / "contracts" / "centurion-0.md"
     assert extract_verify_commands(contract.read_text()).commands == ("true",)

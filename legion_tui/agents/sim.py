@@ -23,7 +23,15 @@ Behaviour knobs (`SimConfig.behaviour`, `--behaviour JSON`):
                    replayed at once with past timestamps (wall seconds, not scaled);
   children         (centurion/root) the team to spawn: [{role, name, task, ...}]
                    instead of 2–4 seeded workers/scouts;
-  wait_timeout     (centurion/root) seconds for `wait` at speed 1 (default 3600).
+  wait_timeout     (centurion/root) seconds for `wait` at speed 1 (default 3600);
+  verify           (centurion) the `legion-verify` commands its contract lists
+                   (default: `true`);
+  quick            (worker) a short task: one look, one or two changes, no long run;
+  mail             letters to send once the work is done, before the final answer:
+                   [{to, kind, subject, body}] (`to`: a name, `parent`, `parent/x`);
+  worktree         set by the supervisor, never by hand: the git worktree the agent
+                   works in. Only then do `edit` steps change real files there, each
+                   committed on the team's branch (a sandbox's, e.g. the demo's).
 Roles: scout reads and greps; worker reads, edits and runs bash; centurion writes
 `<run_dir>/contracts/<name>.md` (with a `legion-verify` block), requests phases, spawns,
 mails, waits, collects through the socket; root orchestrates the same way without
@@ -50,6 +58,8 @@ from pathlib import Path
 from typing import Any, Literal, Protocol
 
 from legion_tui.agents.sim_script import (
+    EDIT_NEW,
+    EDIT_OLD,
     MODEL,
     PROVIDER,
     Step,
@@ -128,6 +138,10 @@ class CatchUpClock:
 
     def now(self) -> float:
         return self.base.now() if self._virtual is None else self._virtual
+
+    def catch_up(self) -> None:
+        """Drop what is left of the history: from here on, real time."""
+        self._virtual = None
 
     async def sleep(self, seconds: float) -> None:
         if self._virtual is None:
@@ -272,8 +286,9 @@ class SimAgent:
         self.speed = cfg.speed if cfg.speed > 0 else 1.0
         self._emit_cb = emit
         self._fail = bool(cfg.behaviour.get("fail"))
+        self._quick = bool(cfg.behaviour.get("quick"))
         self._plan: list[Step] = (
-            continuation(self.rng, cfg.role, self._fail)
+            continuation(self.rng, cfg.role, self._fail, self._quick)
             if cfg.resume
             else plan_for(cfg.role, self.rng, cfg.behaviour)
         )
@@ -293,6 +308,9 @@ class SimAgent:
         self._client: LegionClient | None = None
         self._collected: dict[str, dict[str, Any]] = {}
         self._dispatch_error: str | None = None  # a refused spawn: the team never existed
+        self._declared_failure: str | None = None  # the team moved itself to `failed`
+        tree = cfg.behaviour.get("worktree")
+        self._worktree: Path | None = Path(str(tree)) if tree else None
         self._in_tool: tuple[str, ToolStep] | None = None
         self._gen: tuple[float, Step] | None = None  # the LLM call being "decoded"
         self._pending_tools: list[tuple[str, ToolStep]] = []
@@ -403,7 +421,7 @@ class SimAgent:
             self._ensure_open()
             self._user(text)
             if self._pos >= len(self._plan):
-                self._plan.extend(continuation(self.rng, self.cfg.role, self._fail))
+                self._plan.extend(continuation(self.rng, self.cfg.role, self._fail, self._quick))
             while self._pos < len(self._plan):
                 step = self._plan[self._pos]
                 self._emit({"type": "turn_start"})
@@ -425,7 +443,7 @@ class SimAgent:
                     self._user(queued)
                 if self._pos >= len(self._plan) - 1:
                     # Only the final answer (or nothing) left: react to the message first.
-                    more = continuation(self.rng, self.cfg.role, self._fail)
+                    more = continuation(self.rng, self.cfg.role, self._fail, self._quick)
                     if self._pos >= len(self._plan):
                         self._plan.extend(more)
                     else:
@@ -576,6 +594,8 @@ class SimAgent:
         ok, reason = True, step.text
         if self._dispatch_error is not None:
             ok, reason = False, f"could not dispatch the team: {self._dispatch_error}"
+        elif self._declared_failure is not None:
+            ok, reason = False, self._declared_failure
         elif self._collected:
             failed = [n for n, v in self._collected.items() if not v.get("ok")]
             ok = not failed
@@ -591,10 +611,12 @@ class SimAgent:
 
     async def _execute(self, tool: ToolStep) -> tuple[str, bool]:
         await self.clock.sleep(tool.duration / self.speed)
+        if tool.action is None and tool.name == "edit" and self._worktree is not None:
+            return await self._edit_for_real(tool)
         if tool.action is None:
             return tool.result, tool.is_error
         try:
-            return await self._act(tool.action), False
+            return await self._act(tool.action, tool), False
         except (LegionRequestError, OSError) as err:
             # A refused request (e.g. a phase the machine does not allow) is logged in the
             # transcript and the agent carries on, as a real agent would.
@@ -613,7 +635,38 @@ class SimAgent:
             self._client = LegionClient(self.cfg.socket_path, self.cfg.node_id)
         return await self._client.request(op, **fields)
 
-    async def _act(self, action: str) -> str:
+    async def _edit_for_real(self, tool: ToolStep) -> tuple[str, bool]:
+        """An `edit` in a worktree changes the file and commits it on the team's branch.
+
+        Only ever under the `worktree` the supervisor named, and only a path inside it."""
+        from legion_tui.supervisor.worktree import WorktreeError, commit_paths
+
+        tree = self._worktree
+        assert tree is not None
+        rel = str(tool.args.get("path", ""))
+        target = (tree / rel).resolve()
+        if not rel or not target.is_relative_to(tree.resolve()):
+            return f"refused: {rel!r} is outside the worktree", True
+        # Read, change and write with no await in between: teammates in this process
+        # edit the same checkout, and this keeps each edit whole.
+        text = target.read_text(encoding="utf-8") if target.exists() else ""
+        if EDIT_OLD in text:
+            text = text.replace(EDIT_OLD, EDIT_NEW, 1)
+            said = f"Successfully replaced text in {rel}."
+        else:
+            text += f"# {self.cfg.name}: checked, {EDIT_NEW} already set\n"
+            said = f"{EDIT_OLD} not found in {rel}; noted the check at its end."
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(text, encoding="utf-8")
+        message = f"{self.cfg.name}: {EDIT_NEW} in {rel}"
+        author = f"{self.cfg.name} <{self.cfg.name}@legion.invalid>"
+        try:
+            sha = await commit_paths(tree, [rel], message, author=author)
+        except WorktreeError as err:
+            return f"{said} Commit failed: {err}", True
+        return f"{said} Committed {sha[:7]} on the team branch.", False
+
+    async def _act(self, action: str, tool: ToolStep | None = None) -> str:
         kind, _, arg = action.partition(":")
         if kind == "contract":
             return self._write_contract()
@@ -630,6 +683,10 @@ class SimAgent:
                 replies.append(json.dumps(reply))
                 if reply.get("state") != "mail":
                     break
+            if isinstance(self.clock, CatchUpClock):
+                # A real wait brings the agent to the present: what follows it happens
+                # now, not as replayed history (a team's phases must not flash past).
+                self.clock.catch_up()
             return "\n".join(replies)
         if kind == "collect":
             result = await self._request("collect", name=arg)
@@ -637,29 +694,49 @@ class SimAgent:
             self._collected[arg] = verdict if isinstance(verdict, dict) else {"ok": False}
             return json.dumps(result)
         if kind == "phase":
-            result = await self._request("phase", to=arg, note=f"{self.cfg.name} → {arg}")
-            return json.dumps(result)
+            return await self._phase(arg)
         if kind == "mail":
+            letter = tool.letter if tool is not None else None
+            if letter is None:
+                raise LegionRequestError("BAD_REQUEST", "a mail step without a letter")
+            to, mail_kind, subject, body = letter
             result = await self._request(
                 "mail",
-                to=arg,
-                subject="Contract ready",
-                body=f"The contract is in contracts/{self.cfg.name}.md.",
-                kind="notice",
+                to=to,
+                subject=subject,
+                body=body.replace("{me}", self.cfg.name),
+                kind=mail_kind,
                 urgency="normal",
             )
             return json.dumps(result)
         raise LegionRequestError("UNKNOWN_ACTION", action)
 
+    async def _phase(self, to: str) -> str:
+        """`legion phase --to <to>`. When `done` is refused and the machine leaves only
+        `failed`, the team says so itself, with the refusal as its reason — as a lead
+        whose verification failed and whose rework is spent would."""
+        try:
+            result = await self._request("phase", to=to, note=f"{self.cfg.name} → {to}")
+        except LegionRequestError as err:
+            legal = err.message.rpartition("Legal next phases")[2]
+            if to != "done" or err.code != "PHASE_REFUSED" or "failed" not in legal:
+                raise
+            reason = f"done refused: {err.message}"
+            failed = await self._request(
+                "phase", to="failed", note=f"{self.cfg.name} → failed", reason=reason
+            )
+            self._declared_failure = reason
+            return f"{err.code}: {err.message}\n{json.dumps(failed)}"
+        return json.dumps(result)
+
     def _write_contract(self) -> str:
         path = contract_path(self.cfg.run_dir, self.cfg.name)
         path.parent.mkdir(parents=True, exist_ok=True)
+        commands = self.cfg.behaviour.get("verify") or ["true"]
         text = (
             f"# Contract: {self.cfg.name}\n\n"
             "Deliver the change with tests; no public API breaks.\n\n"
-            "```legion-verify\n"
-            "true\n"
-            "```\n"
+            "```legion-verify\n" + "".join(f"{c}\n" for c in commands) + "```\n"
         )
         path.write_text(text, encoding="utf-8")
         return f"Wrote {path} ({len(text.encode())} bytes)"

@@ -16,8 +16,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 __all__ = [
+    "EDIT_NEW",
+    "EDIT_OLD",
     "MODEL",
     "PROVIDER",
+    "SANDBOX_FILES",
     "Step",
     "ToolStep",
     "continuation",
@@ -42,6 +45,26 @@ _FILES = (
     "README.md",
     "pyproject.toml",
 )
+EDIT_OLD, EDIT_NEW = "timeout=None", "timeout=30.0"  # what every scripted edit changes
+
+
+def _module(name: str) -> str:
+    return (
+        f'"""{name}: part of the demo project the simulated legion works on."""\n\n'
+        "import requests\n\n\n"
+        f"def call(url):\n    return requests.get(url, {EDIT_OLD})\n"
+    )
+
+
+# The small project a sandbox repository (the demo's) starts with: the files the sim's
+# reads and edits name, plus one (db.py) that no scripted edit touches — a contract that
+# checks "every call has a timeout" finds it, honestly.
+SANDBOX_FILES: dict[str, str] = {
+    **{f: _module(f) for f in _FILES if f.endswith(".py")},
+    "src/app/db.py": _module("src/app/db.py"),
+    "README.md": "# app\n\nThe demo project of `legion demo`.\n",
+    "pyproject.toml": '[project]\nname = "app"\nversion = "0.3.1"\n',
+}
 _PATTERNS = ("TODO", "def retry", "class Order", "timeout=", "import requests", "raise ")
 _BASH = (
     ("pytest -q tests/test_orders.py", "12 passed in 3.41s"),
@@ -67,9 +90,8 @@ class ToolStep:
     duration: float  # seconds at speed 1
     result: str
     is_error: bool = False
-    action: str | None = (
-        None  # orchestration: contract, spawn, wait, collect:<n>, phase:<p>, mail:<n>
-    )
+    action: str | None = None  # orchestration: contract, spawn, wait, collect:<n>, phase:<p>, mail
+    letter: tuple[str, str, str, str] | None = None  # mail: (to, kind, subject, body)
 
 
 @dataclass(frozen=True)
@@ -129,7 +151,7 @@ def _edit(rng: random.Random) -> ToolStep:
     path = rng.choice(_FILES[:6])
     return ToolStep(
         "edit",
-        {"path": path, "oldText": "timeout=None", "newText": "timeout=30.0"},
+        {"path": path, "oldText": EDIT_OLD, "newText": EDIT_NEW},
         round(rng.uniform(0.2, 1.5), 2),
         f"Successfully replaced text in {path}.",
     )
@@ -156,7 +178,7 @@ def _step(rng: random.Random, base: float, tools: list[ToolStep]) -> Step:
     return Step(rng.choice(_THOUGHTS), rng.randint(60, 700), _rate(rng, base), tuple(tools))
 
 
-def _final(rng: random.Random, base: float, role: str, fail: bool) -> Step:
+def _final(rng: random.Random, base: float, role: str, fail: bool, quick: bool = False) -> Step:
     if fail:
         return Step("", 0, _rate(rng, base), final=True, fail=True)
     summary = {
@@ -165,7 +187,8 @@ def _final(rng: random.Random, base: float, role: str, fail: bool) -> Step:
         "centurion": "The team delivered; contract checks pass.",
         "root": "All teams delivered.",
     }.get(role, "Done.")
-    return Step(summary, rng.randint(150, 900), _rate(rng, base), final=True)
+    tokens = rng.randint(80, 240) if quick else rng.randint(150, 900)
+    return Step(summary, tokens, _rate(rng, base), final=True)
 
 
 def plan_for(role: str, rng: random.Random, behaviour: dict[str, Any]) -> list[Step]:
@@ -179,6 +202,11 @@ def plan_for(role: str, rng: random.Random, behaviour: dict[str, Any]) -> list[S
             steps.append(_step(rng, base, [rng.choice((_read, _grep))(rng)]))
     elif role in ("centurion", "root"):
         steps.extend(_orchestration(rng, base, role, behaviour))
+    elif behaviour.get("quick"):
+        # A short task: look, change one thing, check it — no long test run.
+        steps.append(_step(rng, base, [_read(rng), _grep(rng)]))
+        steps.append(_step(rng, base, [_edit(rng)]))
+        steps.append(_step(rng, base, [rng.choice((_edit, _bash))(rng)]))
     else:
         steps.append(_step(rng, base, [_read(rng), _grep(rng)]))
         for _ in range(rng.randint(2, 4)):
@@ -188,13 +216,40 @@ def plan_for(role: str, rng: random.Random, behaviour: dict[str, Any]) -> list[S
     if stall > 0:
         # Early in the run, so that `history_seconds` can put "now" inside the stall.
         steps.insert(1, _step(rng, base, [_stall(stall)]))
-    steps.append(_final(rng, base, role, fail))
+    letters = [_letter(raw) for raw in behaviour.get("mail") or [] if isinstance(raw, dict)]
+    if letters:
+        # Reports and questions go out once the work is done, before the final answer.
+        steps.append(_step(rng, base, [_mail_tool(letter) for letter in letters]))
+    steps.append(_final(rng, base, role, fail, bool(behaviour.get("quick"))))
     return steps
 
 
-def continuation(rng: random.Random, role: str, fail: bool = False) -> list[Step]:
-    """What the agent does after a steer, a mail or a resume once its plan is done."""
+def _letter(raw: dict[str, Any]) -> tuple[str, str, str, str]:
+    """(to, kind, subject, body) of a `mail` knob item; `to` may be `parent`."""
+    return (
+        str(raw.get("to", "parent")),
+        str(raw.get("kind", "report")),
+        str(raw.get("subject", "Report")),
+        str(raw.get("body", "")),
+    )
+
+
+def _mail_tool(letter: tuple[str, str, str, str]) -> ToolStep:
+    to, kind, subject, _body = letter
+    command = f"legion mail {to} --kind {kind} --subject {subject!r}"
+    return ToolStep("bash", {"command": command}, 0.2, "", action="mail", letter=letter)
+
+
+def continuation(
+    rng: random.Random, role: str, fail: bool = False, quick: bool = False
+) -> list[Step]:
+    """What the agent does after a steer, a mail or a resume once its plan is done
+    (`quick`: one short look and a short answer)."""
     base = rng.uniform(55.0, 110.0)
+    if quick:
+        tool = rng.choice((_read, _grep))(rng)
+        look = Step(rng.choice(_THOUGHTS), rng.randint(40, 160), _rate(rng, base), (tool,))
+        return [look, _final(rng, base, role, fail, quick=True)]
     steps = [_step(rng, base, [rng.choice((_read, _grep, _edit))(rng)])]
     if rng.random() < 0.5:
         steps.append(_step(rng, base, [_bash(rng)]))
@@ -224,6 +279,13 @@ def _orchestration(
     children = _children(rng, behaviour)
     names = [str(c.get("name", "")) for c in children]
     phased = role == "centurion"
+    quick = bool(behaviour.get("quick"))
+
+    def brief(tools: list[ToolStep]) -> Step:
+        # A quick lead says little between its moves once the team is back.
+        if quick:
+            return Step(rng.choice(_THOUGHTS), rng.randint(40, 120), _rate(rng, base), tuple(tools))
+        return _step(rng, base, tools)
 
     def act(command: str, action: str, duration: float = 0.2) -> ToolStep:
         return ToolStep("bash", {"command": command}, duration, "", action=action)
@@ -248,20 +310,29 @@ def _orchestration(
         extra={"children": children},
     )
     steps.append(spawn)
-    if names:
-        steps.append(
-            _step(
-                rng,
-                base,
-                [act(f"legion mail {names[0]} --subject 'Contract ready'", f"mail:{names[0]}")],
+    # A handoff to each member: its part of the contract.
+    handoffs = [
+        _mail_tool(
+            (
+                str(c["name"]),
+                "handoff",
+                f"Handoff: {c['name']}",
+                f"Your part: {c.get('task', '')} The contract is contracts/{{me}}.md; "
+                "report to me when it is done.",
             )
         )
+        for c in children
+        if c.get("name")
+    ]
+    if handoffs:
+        steps.append(_step(rng, base, handoffs))
     steps.append(_step(rng, base, [act("legion wait", "wait")]))
     if phased:
-        steps.append(_step(rng, base, [act("legion phase --to reviewing", "phase:reviewing")]))
-    steps.append(_step(rng, base, [act(f"legion collect {n}", f"collect:{n}") for n in names if n]))
+        steps.append(brief([act("legion phase --to reviewing", "phase:reviewing")]))
+    steps.append(brief([act(f"legion collect {n}", f"collect:{n}") for n in names if n]))
     if phased:
-        steps.append(_step(rng, base, [act("legion phase --to verifying", "phase:verifying")]))
-        steps.append(_step(rng, base, [_bash(rng)]))
-        steps.append(_step(rng, base, [act("legion phase --to done", "phase:done")]))
+        steps.append(brief([act("legion phase --to verifying", "phase:verifying")]))
+        if not quick:
+            steps.append(_step(rng, base, [_bash(rng)]))
+        steps.append(brief([act("legion phase --to done", "phase:done")]))
     return steps

@@ -152,13 +152,14 @@ def _demo_supervisor(args: argparse.Namespace) -> Supervisor:
 
 
 async def _demo_headless(args: argparse.Namespace) -> int:
-    from legion_tui.demo import start_demo, summary, summary_text
+    from legion_tui.demo import Demo, start_demo, stop_demo, summary, summary_text
 
     sup = _demo_supervisor(args)
     stop = asyncio.Event()
     await sup.start()
     undo = _install_signals(stop.set)
     started = time.monotonic()
+    demo: Demo | None = None
     try:
         demo = await start_demo(sup, args.nodes, args.seed, args.speed)
         with contextlib.suppress(TimeoutError):  # the duration elapsing is the normal end
@@ -166,6 +167,8 @@ async def _demo_headless(args: argparse.Namespace) -> int:
         report = summary(sup, demo, time.monotonic() - started)
     finally:
         undo()
+        if demo is not None:
+            await stop_demo(demo)
         await sup.close()
     print(json.dumps(report) if args.json else summary_text(report))
     return 0
@@ -177,10 +180,12 @@ async def _host_dashboard(sup: Supervisor, theme: str, demo_nodes: int | None, s
     except ImportError as err:
         print(f"legion: the dashboard is not available ({err}); use --headless", file=sys.stderr)
         return 2
+    from legion_tui.demo import Demo, stop_demo
     from legion_tui.supervisor.core import RootOperations
 
     await sup.start()
     undo: Callable[[], None] = lambda: None  # noqa: E731
+    demos: list[Demo] = []
 
     async def on_start(app: LegionApp) -> None:
         nonlocal undo
@@ -188,7 +193,7 @@ async def _host_dashboard(sup: Supervisor, theme: str, demo_nodes: int | None, s
         if demo_nodes is not None:
             from legion_tui.demo import start_demo
 
-            await start_demo(sup, demo_nodes, seed, sup.speed)
+            demos.append(await start_demo(sup, demo_nodes, seed, sup.speed))
 
     try:
         await run_dashboard_async(
@@ -196,6 +201,8 @@ async def _host_dashboard(sup: Supervisor, theme: str, demo_nodes: int | None, s
         )
     finally:
         undo()
+        for demo in demos:
+            await stop_demo(demo)
         await sup.close()
     return 0
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Collection
 from typing import Any, Protocol, TypeVar
 
 from legion_tui.ledger.errors import MailInvalidText
@@ -33,10 +33,19 @@ from legion_tui.mail.postman import (
     ModelDirectory,
     Postman,
 )
-from legion_tui.model import MailboxStats, MailKind, MailState, Message, Node, Urgency
+from legion_tui.model import (
+    Event,
+    EventType,
+    MailboxStats,
+    MailKind,
+    MailState,
+    Message,
+    Node,
+    Urgency,
+)
 from legion_tui.ops import OpError
 
-__all__ = ["MAIL_POLL_SECONDS", "MailService", "race_mail"]
+__all__ = ["MAIL_POLL_SECONDS", "EchoingLedger", "MailService", "race_mail"]
 
 log = logging.getLogger(__name__)
 
@@ -63,6 +72,107 @@ class MailLedger(MailStore, Protocol):
     async def mailbox_stats(self, node_id: str) -> MailboxStats: ...
 
 
+# The event the ledger writes itself inside a mail move (same transaction), by state.
+_MOVE_EVENT: dict[MailState, EventType] = {
+    MailState.DELIVERED: EventType.MAIL_DELIVERED,
+    MailState.BOUNCED: EventType.MAIL_BOUNCED,
+    MailState.OBSOLETE: EventType.MAIL_BOUNCED,
+}
+ECHO_LOOKBACK = 20  # newest events of the sender searched for the one a move wrote
+
+
+class EchoingLedger:
+    """The ledger as the mail service, the postman and the phase clock see it: every
+    event written through it also reaches the live `LegionModel` (the Events tab), and
+    a letter that moves refreshes both ends' mail in the model (the Mail tab).
+
+    `send_mail` and `move_mail` write their event inside the ledger's own transaction
+    and return only the message, so the event is read back by its message id — one
+    small indexed read per letter move, which happens a handful of times per letter.
+    """
+
+    def __init__(self, ledger: Any, model: Any) -> None:  # Ledger, LegionModel
+        self.ledger = ledger
+        self.model = model
+
+    async def append_event(
+        self, node_id: str | None, type: EventType, data: dict[str, Any] | None = None
+    ) -> Event:
+        event: Event = await self.ledger.append_event(node_id, type, data)
+        self.model.add_event(event)
+        return event
+
+    async def get_events(
+        self,
+        node_id: str | None = None,
+        *,
+        types: Collection[EventType] | None = None,
+        limit: int = 500,
+    ) -> list[Event]:
+        events: list[Event] = await self.ledger.get_events(node_id, types=types, limit=limit)
+        return events
+
+    async def get_pending_mail(self, to_node: str, states: Collection[MailState]) -> list[Message]:
+        letters: list[Message] = await self.ledger.get_pending_mail(to_node, states)
+        return letters
+
+    async def mailbox_stats(self, node_id: str) -> MailboxStats:
+        stats: MailboxStats = await self.ledger.mailbox_stats(node_id)
+        return stats
+
+    async def send_mail(
+        self,
+        from_node: str,
+        to_node: str,
+        kind: MailKind,
+        urgency: Urgency,
+        subject: str,
+        body: str,
+    ) -> Message:
+        message: Message = await self.ledger.send_mail(
+            from_node, to_node, kind, urgency, subject, body
+        )
+        await self._echo(message, EventType.MAIL_SENT)
+        await self.refresh(message.from_node, message.to_node)
+        return message
+
+    async def move_mail(
+        self, message_id: int, state: MailState, *, reason: str | None = None
+    ) -> Message:
+        before = self._state_in_model(message_id)
+        moved: Message = await self.ledger.move_mail(message_id, state, reason=reason)
+        if moved.delivered is not before:
+            etype = _MOVE_EVENT.get(moved.delivered)
+            if etype is not None:
+                await self._echo(moved, etype)
+            await self.refresh(moved.from_node, moved.to_node)
+        return moved
+
+    def _state_in_model(self, message_id: int) -> MailState | None:
+        for view in self.model.nodes.values():
+            for letter in view.messages:
+                if letter.id == message_id:
+                    state: MailState = letter.delivered
+                    return state
+        return None
+
+    async def _echo(self, message: Message, etype: EventType) -> None:
+        events = await self.ledger.get_events(message.from_node, types=[etype], limit=ECHO_LOOKBACK)
+        for event in reversed(events):
+            if event.data.get("message_id") == message.id:
+                self.model.add_event(event)
+                return
+
+    async def refresh(self, *node_ids: str) -> None:
+        """Give the model the five counts and the letters of these nodes (Mail tab)."""
+        for node_id in dict.fromkeys(node_ids):
+            if node_id not in self.model.nodes:
+                continue
+            stats = await self.ledger.mailbox_stats(node_id)
+            messages = await self.ledger.get_pending_mail(node_id, tuple(MailState))
+            self.model.set_mail(node_id, stats, messages)
+
+
 class Deliverable(Protocol):
     async def deliver(self, envelope: str) -> None: ...
 
@@ -76,11 +186,13 @@ class MailService:
         *,
         tick: float = TICK_SECONDS,
     ) -> None:
-        self.ledger = ledger
+        # Every ledger call goes through the echo: events and letter moves reach the
+        # live model the moment they are written (one path, whoever writes).
+        self.ledger = ledger if isinstance(ledger, EchoingLedger) else EchoingLedger(ledger, model)
         self.model = model
         self._handle_of = handle_of
         self.tick = tick
-        self.postman = Postman(ledger, ModelDirectory(model), self._hand_over)
+        self.postman = Postman(self.ledger, ModelDirectory(model), self._hand_over)
         self._task: asyncio.Task[None] | None = None
         self._rounds = 0
         self._open: set[str] = set()  # recipients whose last tick saw PENDING/ACCEPTED mail
@@ -143,10 +255,13 @@ class MailService:
         )
         # An ended recipient bounces now, so the sender hears it in this reply.
         report = await self.postman.tick(recipient.id)
+        if report.seen:
+            # Open letters: the loop looks for their evidence as the recipient's session
+            # moves, not only at the next full sweep (30 s away).
+            self._open.add(recipient.id)
         state = MailState.BOUNCED if message.id in report.bounced else MailState.PENDING
         if message.id in report.accepted:
             state = MailState.ACCEPTED
-        await self.refresh(sender.id, recipient.id)
         return {
             "message_id": message.id,
             "to": recipient.id,
@@ -171,13 +286,9 @@ class MailService:
 
     # ----- the dashboard's picture -------------------------------------------------------
     async def refresh(self, *node_ids: str) -> None:
-        """Give the model the five counts and the letters of these nodes (Mail tab)."""
-        for node_id in dict.fromkeys(node_ids):
-            if node_id not in self.model.nodes:
-                continue
-            stats = await self.ledger.mailbox_stats(node_id)
-            messages = await self.ledger.get_pending_mail(node_id, tuple(MailState))
-            self.model.set_mail(node_id, stats, messages)
+        """Give the model the five counts and the letters of these nodes (Mail tab);
+        letters that move refresh their two ends by themselves (`EchoingLedger`)."""
+        await self.ledger.refresh(*node_ids)
 
     # ----- the loop ----------------------------------------------------------------------
     def notify(self, recipient: str) -> None:
@@ -215,8 +326,6 @@ class MailService:
                 self._open.add(node_id)
             else:
                 self._open.discard(node_id)
-            if report.delivered or report.obsolete or report.accepted or report.bounced:
-                await self.refresh(node_id)
         settled_version = self.model.version  # our own refreshes must not re-arm the ticks
         for node_id in ticked:
             self._seen[node_id] = settled_version

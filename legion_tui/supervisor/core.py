@@ -195,6 +195,11 @@ class Supervisor:
         self.phase_clock: Any = None  # legion_tui.phases.timeouts.PhaseClock once started
         self._clock_task: asyncio.Task[None] | None = None
         self._worktrees: dict[str, Any] = {}  # centurion id → supervisor.worktree.Worktree
+        # A git repository the host owns (the demo's sandbox). When set, every
+        # centurion's worktree is made from it — never from the project — and simulated
+        # centurions get one too (they commit there); the user's repository is untouched.
+        self.sandbox: Path | None = None
+        self._echo: Any = None  # mail.service.EchoingLedger: ledger writes echoed to the model
         self._watcher: Any = None
         self._watch_task: asyncio.Task[None] | None = None
         self._started = False
@@ -222,16 +227,20 @@ class Supervisor:
         else:
             await self._create_root()
         self.run = runs.touch_run(self.run)
-        from legion_tui.mail.service import MailService
-
         # Mail (SPEC §6.5): the postman hands letters over through the agents' handles.
-        self.mail = MailService(self.ledger, self.model, self._handles.get)
+        from legion_tui.mail.service import EchoingLedger, MailService
+
+        # The mail service, the postman and the phase clock write through the echo: the
+        # events the ledger writes for them (mail_sent/delivered/bounced, phase_timeout)
+        # reach the live model at once, like the supervisor's own (`_event`).
+        self._echo = EchoingLedger(self.ledger, self.model)
+        self.mail = MailService(self._echo, self.model, self._handles.get)
         self.mail.start()
         from legion_tui.phases.timeouts import PhaseClock
 
         # Advisory phase clocks (SPEC §6.4): one `Phase timeout:` notice per stint.
         self.phase_clock = PhaseClock(
-            self.ledger, operator=_phase_timeouts_for(self.project_dir), clock=self.clock
+            self._echo, operator=_phase_timeouts_for(self.project_dir), clock=self.clock
         )
         self._clock_task = asyncio.create_task(self._run_phase_clock(), name="phase-clock")
         if self._serve:
@@ -406,6 +415,8 @@ class Supervisor:
         changed.set()
 
     async def _event(self, node_id: str | None, etype: EventType, data: dict[str, Any]) -> Event:
+        """Append to the ledger and show in the model: the one path for the supervisor's
+        own events (the mail service and the phase clock share it via `_echo`)."""
         event: Event = await self.ledger.append_event(node_id, etype, data)
         self.events_written += 1
         self.model.add_event(event)
@@ -572,8 +583,9 @@ class Supervisor:
             wants_tree = card.worktree if req.worktree is None else bool(req.worktree)
             # Only a centurion owns a worktree, and only in a git repository; a process
             # is what gives it its own cwd (SPEC §6.1).
-            if card.role == "centurion" and wants_tree and (self.project_dir / ".git").exists():
-                isolate = True
+            repo = self._worktree_repo(kind)
+            if card.role == "centurion" and wants_tree and repo is not None:
+                isolate = isolate or (repo / ".git").exists()
             node_id = f"{name}-{secrets.token_hex(3)}"
             probe = LaunchSpec(
                 node_id=node_id,
@@ -721,7 +733,7 @@ class Supervisor:
             isolate=isolate,
             seed=req.seed if req is not None and req.seed is not None else self.seed + self._seq,
             speed=self.speed,
-            sim_behaviour=dict(req.sim) if req is not None else {},
+            sim_behaviour=self._sim_behaviour(node, req),
             resume=resume,
         )
         handle = make_handle(spec)
@@ -769,6 +781,16 @@ class Supervisor:
         self._monitors[node.id] = asyncio.create_task(
             self._monitor(node.id, handle), name=f"monitor-{node.path}"
         )
+
+    def _sim_behaviour(self, node: Node, req: ChildRequest | None) -> dict[str, Any]:
+        """The sim knobs of a launch; a simulated agent working in a worktree is told
+        so (only then do its edits change files and commit, there and nowhere else)."""
+        behaviour = dict(req.sim) if req is not None else {}
+        behaviour.pop("worktree", None)  # not the caller's to choose
+        tree = self.worktree_of(node.id) if node.kind == "sim" else None
+        if tree is not None:
+            behaviour["worktree"] = str(tree.cwd)
+        return behaviour
 
     # ----- settling ---------------------------------------------------------------------
     def progress(self, node_id: str) -> SessionProgress:
@@ -825,12 +847,12 @@ class Supervisor:
         if node.status is not NodeStatus.RUNNING and node.status is not NodeStatus.STARTING:
             return
         verdict = _verdict_json(progress)
+        data: dict[str, Any] = {"verdict": json.loads(verdict) if verdict else None}
+        delivered = await self.delivery_of(node_id)
+        if delivered is not None:
+            data["delivery"] = delivered  # the branch + sha a settled team hands over
         await self._set_status(
-            node_id,
-            NodeStatus.SETTLED,
-            EventType.NODE_SETTLED,
-            {"verdict": json.loads(verdict) if verdict else None},
-            verdict=verdict,
+            node_id, NodeStatus.SETTLED, EventType.NODE_SETTLED, data, verdict=verdict
         )
 
     async def _fail(self, node_id: str, reason: str, progress: SessionProgress) -> None:
@@ -1022,8 +1044,7 @@ class Supervisor:
     ) -> str | None:
         """Give a centurion its worktree (git repositories only) before it starts; return
         the one warning a demoted request gets. A resumed centurion finds its old one.
-        Simulated agents never write the project, so they get no worktree (no branches
-        in the user's repository for a demo)."""
+        Simulated centurions get one only from a sandbox (`_worktree_repo`)."""
         from legion_tui.supervisor.worktree import (
             Worktree,
             WorktreeError,
@@ -1047,10 +1068,11 @@ class Supervisor:
         card_name = self._card_of.get(node.id, node.role)
         card_tree = self._cards.get(card_name).worktree if card_name in self._cards else False
         wants = req.worktree if req is not None and req.worktree is not None else card_tree
-        if node.kind == "sim":
+        repo = self._worktree_repo(node.kind)
+        if repo is None:
             return demote_worktree(node.role, node.name, wants).warning
         try:
-            tree, warning = await prepare_worktree(self.project_dir, node.role, node.name, wants)
+            tree, warning = await prepare_worktree(repo, node.role, node.name, wants)
         except WorktreeError as err:
             log.warning("no worktree for %s: %s", node.path, err)
             return f"no worktree for {node.name}: {err}"
@@ -1059,6 +1081,14 @@ class Supervisor:
         if warning:
             log.warning("%s", warning)
         return warning
+
+    def _worktree_repo(self, kind: str) -> Path | None:
+        """The repository a centurion of `kind` branches from: the host's sandbox when it
+        has one, else the project — except for simulated agents, which never branch in
+        the user's repository (they would leave `legion/*` branches for a pretend run)."""
+        if self.sandbox is not None:
+            return self.sandbox
+        return None if kind == "sim" else self.project_dir
 
     def launch_warning(self, node_id: str) -> str | None:
         """The warning a node's launch carried (a demoted worktree request), if any."""
@@ -1090,10 +1120,6 @@ class Supervisor:
             teams = [v.node for v in self.model.nodes.values() if v.node.phase is not None]
             for report in await self.phase_clock.check_all(teams):
                 team = self.model.nodes.get(report.stint.node_id)
-                for event in await self.ledger.get_events(
-                    report.stint.node_id, types=[EventType.PHASE_TIMEOUT], limit=1
-                ):
-                    self.model.add_event(event)
                 if team is not None and team.node.parent_id is not None and self.mail:
                     self.mail.notify(team.node.parent_id)
             await asyncio.sleep(CHECK_SECONDS)
@@ -1326,22 +1352,31 @@ class Supervisor:
             "verdict": verdict,
             "output_file": str(out),
         }
-        tree = self._worktrees.get(target.id)
-        if tree is not None:
-            # A centurion delivers a branch + HEAD sha; a PR/MR link only if gh/glab
-            # reports one — never an invented URL (SPEC §6.7).
-            from legion_tui.supervisor.worktree import WorktreeError, delivery
-
-            with contextlib.suppress(WorktreeError):
-                d = await delivery(tree)
-                result["delivery"] = {
-                    "branch": d.branch,
-                    "head_sha": d.head_sha,
-                    "link": d.link,
-                    "commits": d.commits,
-                    "dirty": d.dirty,
-                }
+        delivered = await self.delivery_of(target.id)
+        if delivered is not None:
+            result["delivery"] = delivered
         return result
+
+    async def delivery_of(self, node_id: str) -> dict[str, Any] | None:
+        """A centurion's delivery: its branch + HEAD sha (+ a PR/MR link only if gh/glab
+        reports one — never an invented URL, SPEC §6.7); None without a worktree."""
+        tree = self._worktrees.get(node_id)
+        if tree is None:
+            return None
+        from legion_tui.supervisor.worktree import WorktreeError, delivery
+
+        try:
+            d = await delivery(tree)
+        except WorktreeError as err:
+            log.warning("no delivery for %s: %s", node_id, err)
+            return None
+        return {
+            "branch": d.branch,
+            "head_sha": d.head_sha,
+            "link": d.link,
+            "commits": d.commits,
+            "dirty": d.dirty,
+        }
 
     def output_file(self, node: Node) -> Path:
         # Direct children of root get exactly `<name>.output.md`; deeper nodes are

@@ -28,10 +28,13 @@ from legion_tui import receipts
 
 __all__ = [
     "BRANCH_PREFIX",
+    "SANDBOX_IDENTITY",
     "Delivery",
     "Worktree",
     "WorktreeDecision",
     "WorktreeError",
+    "commit_paths",
+    "create_sandbox_repo",
     "create_worktree",
     "delivery",
     "demote_worktree",
@@ -44,6 +47,9 @@ __all__ = [
 BRANCH_PREFIX = "legion/"
 GIT_TIMEOUT = 120.0  # a checkout of a big repository takes a while; a hung git does not
 LINK_TIMEOUT = 20.0  # gh/glab talk to the network; never let them hold a delivery up
+# Who commits in a sandbox repository (the demo's): never the user's global identity.
+SANDBOX_IDENTITY = ("legion demo", "demo@legion.invalid")
+COMMIT_ATTEMPTS = 20  # teammates share one worktree index: retry a commit that met its lock
 
 
 class WorktreeError(RuntimeError):
@@ -91,15 +97,22 @@ def demote_worktree(role: str, name: str, requested: bool | None = None) -> Work
 # ----- git plumbing -------------------------------------------------------------------
 
 
-def _git_env() -> dict[str, str]:
+def _git_env(isolated: bool = False) -> dict[str, str]:
     env = dict(os.environ)
     # Never wait on a credential prompt; parse git's words in one language.
     env["GIT_TERMINAL_PROMPT"] = "0"
     env["LC_ALL"] = "C"
+    if isolated:
+        # A sandbox the host owns: the user's global and system config (identity,
+        # signing, templates with hooks) must neither apply nor be needed.
+        env["GIT_CONFIG_GLOBAL"] = os.devnull
+        env["GIT_CONFIG_NOSYSTEM"] = "1"
     return env
 
 
-async def _run(argv: list[str], cwd: Path, bound: float = GIT_TIMEOUT) -> tuple[int, str, str]:
+async def _run(
+    argv: list[str], cwd: Path, bound: float = GIT_TIMEOUT, *, isolated: bool = False
+) -> tuple[int, str, str]:
     """Run a short-lived tool and return (code, stdout, stderr); the wait is bounded."""
     try:
         proc = await asyncio.create_subprocess_exec(
@@ -108,7 +121,7 @@ async def _run(argv: list[str], cwd: Path, bound: float = GIT_TIMEOUT) -> tuple[
             stdin=asyncio.subprocess.DEVNULL,
             stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.PIPE,
-            env=_git_env(),
+            env=_git_env(isolated),
         )
     except OSError as err:
         return 127, "", f"{argv[0]}: {err.strerror or err}"
@@ -124,8 +137,8 @@ async def _run(argv: list[str], cwd: Path, bound: float = GIT_TIMEOUT) -> tuple[
     return proc.returncode, out.decode(errors="replace"), err_bytes.decode(errors="replace")
 
 
-async def _git(cwd: Path, *args: str, bound: float = GIT_TIMEOUT) -> str:
-    code, out, err = await _run(["git", *args], cwd, bound)
+async def _git(cwd: Path, *args: str, bound: float = GIT_TIMEOUT, isolated: bool = False) -> str:
+    code, out, err = await _run(["git", *args], cwd, bound, isolated=isolated)
     if code != 0:
         raise WorktreeError(f"git {' '.join(args)}: {err.strip() or f'exit {code}'}")
     return out.strip()
@@ -248,6 +261,65 @@ async def delivery(worktree: Worktree | Path, base_sha: str | None = None) -> De
     dirty = bool(await _git(path, "status", "--porcelain", "--untracked-files=normal"))
     link = await _remote_link(path, branch) if branch != "HEAD" else None
     return Delivery(branch=branch, head_sha=head_sha, link=link, commits=commits, dirty=dirty)
+
+
+async def create_sandbox_repo(path: Path, files: dict[str, str], message: str) -> str:
+    """A fresh repository at `path` holding `files` in one commit; returns its sha.
+
+    For a host that needs a repository of its own (the demo must never branch in the
+    user's). The identity, no signing and no hooks live in the repository's own config,
+    so the worktrees made from it — and the commits made there — need nothing of the
+    user's git configuration. Raises WorktreeError when git is missing or refuses.
+    """
+    if shutil.which("git") is None:
+        raise WorktreeError("git is not on PATH")
+    _seed_files(path, {})
+    await _git(path, "init", "-q", isolated=True)
+    no_hooks = path / ".git" / "no-hooks"
+    _seed_files(no_hooks, {})
+    name, email = SANDBOX_IDENTITY
+    for key, value in (
+        ("user.name", name),
+        ("user.email", email),
+        ("commit.gpgsign", "false"),
+        ("core.hooksPath", str(no_hooks)),
+    ):
+        await _git(path, "config", key, value, isolated=True)
+    _seed_files(path, files)
+    await _git(path, "add", "-A", isolated=True)
+    await _git(path, "commit", "-q", "-m", message, isolated=True)
+    return await _git(path, "rev-parse", "HEAD", isolated=True)
+
+
+def _seed_files(folder: Path, files: dict[str, str]) -> None:
+    folder.mkdir(parents=True, exist_ok=True)
+    for rel, text in files.items():
+        target = folder / rel
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(text, encoding="utf-8")
+
+
+async def commit_paths(
+    worktree: Path, paths: list[str], message: str, *, author: str | None = None
+) -> str:
+    """Commit exactly `paths` (relative to `worktree`) in a sandbox worktree; returns
+    the new HEAD sha. Only these paths go in, whatever a teammate has half-written next
+    to them; a commit that meets the shared index's lock is retried (bounded)."""
+    args = ["commit", "-q", "-m", message]
+    if author:
+        args.append(f"--author={author}")
+    last = ""
+    for attempt in range(COMMIT_ATTEMPTS):
+        code, _out, err = await _run(["git", "add", "--", *paths], worktree, isolated=True)
+        if code == 0:
+            code, _out, err = await _run(["git", *args, "--", *paths], worktree, isolated=True)
+        if code == 0:
+            return await _git(worktree, "rev-parse", "HEAD", isolated=True)
+        last = err.strip()
+        if "index.lock" not in last:
+            break
+        await asyncio.sleep(0.02 * (attempt + 1))  # a teammate is committing right now
+    raise WorktreeError(f"git commit in {worktree}: {last or 'failed'}")
 
 
 async def remove_worktree(project: Path, worktree: Path, *, force: bool = False) -> None:
