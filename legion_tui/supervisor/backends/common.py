@@ -1,5 +1,5 @@
 """What the backends share: paths, env, argv placeholders, the bounded abort, the steer
-outcome words, and the stop of a process child."""
+outcome words, and the exit status and stop of a process child (`ProcessChildHandle`)."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ from pathlib import Path
 
 from legion_tui.supervisor.backend import (
     ABORT_BOUND,
+    STOP_GRACE,
     AbortResult,
     LaunchSpec,
     SteerOutcome,
@@ -24,6 +25,7 @@ from legion_tui.supervisor.sweep import sweep
 __all__ = [
     "MAX_BOUND",
     "STEER_OUTCOMES",
+    "ProcessChildHandle",
     "bounded_abort",
     "child_env",
     "find_program",
@@ -32,7 +34,6 @@ __all__ = [
     "normalize_bound",
     "require_executable",
     "resolve_argv",
-    "sweep_child",
 ]
 
 MAX_BOUND = 3600.0
@@ -146,25 +147,38 @@ def require_executable(argv: list[str], env: dict[str, str], cwd: Path) -> None:
         raise FileNotFoundError(f"command not found: {argv[0]} (looked on PATH)")
 
 
-async def sweep_child(
-    child: ChildProcess | None,
-    spec: LaunchSpec,
-    *,
-    force: bool,
-    grace: float,
-    node_ids: Collection[str],
-) -> SweepReport:
-    """Stop a process child (SPEC §6.2): its tree, its group and whatever carries the run
-    marker of this node or of `node_ids`. A child never spawned has nothing to signal.
-    The caller closes the child afterwards (after its own pipes, if it has any)."""
-    if child is None:
-        return SweepReport(signalled=[], survivors=[])
-    return await sweep(
-        root_pid=child.pid,
-        pgid=child.pgid,
-        run_id=spec.run_id,
-        node_ids={spec.node_id, *node_ids},
-        force=force,
-        grace=grace,
-        root_exit=child.exited_future(),
-    )
+class ProcessChildHandle:
+    """What the exec and RPC handles share: one OS child (None until started), its exit
+    status, and its stop (SPEC §6.2) — the sweep of its tree, its group and whatever
+    carries the run marker of this node or of `node_ids`, then the handle's own
+    channels, then the child itself."""
+
+    spec: LaunchSpec
+    child: ChildProcess | None
+
+    @property
+    def exited(self) -> int | None:
+        return self.child.returncode if self.child is not None else None
+
+    async def stop(
+        self, *, force: bool, grace: float = STOP_GRACE, node_ids: Collection[str] = ()
+    ) -> SweepReport:
+        child = self.child
+        if child is None:
+            return SweepReport(signalled=[], survivors=[])  # never spawned: nothing to signal
+        report = await sweep(
+            root_pid=child.pid,
+            pgid=child.pgid,
+            run_id=self.spec.run_id,
+            node_ids={self.spec.node_id, *node_ids},
+            force=force,
+            grace=grace,
+            root_exit=child.exited_future(),
+        )
+        await self._close_channels()
+        await child.aclose()
+        return report
+
+    async def _close_channels(self) -> None:
+        """What the handle holds open to the child closes here, before the child does
+        (the RPC handle: its JSON-lines client; an exec child has nothing open)."""

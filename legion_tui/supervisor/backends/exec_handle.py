@@ -11,32 +11,29 @@ import asyncio
 import contextlib
 import os
 import signal
-from collections.abc import Collection
 
 from legion_tui.model import Backend
 from legion_tui.supervisor.backend import (
     ABORT_BOUND,
-    STOP_GRACE,
     AbortResult,
     LaunchSpec,
     SteerOutcome,
-    SweepReport,
 )
 from legion_tui.supervisor.backends.common import (
+    ProcessChildHandle,
     child_env,
     inbox_path,
     log_path,
     normalize_bound,
     require_executable,
     resolve_argv,
-    sweep_child,
 )
 from legion_tui.supervisor.process import ChildProcess, spawn_child
 
 __all__ = ["ExecHandle"]
 
 
-class ExecHandle:
+class ExecHandle(ProcessChildHandle):
     backend: Backend = "process"
 
     def __init__(self, spec: LaunchSpec) -> None:
@@ -67,10 +64,6 @@ class ExecHandle:
         if self.child is not None:
             await asyncio.shield(self.child.exited_future())
 
-    @property
-    def exited(self) -> int | None:
-        return self.child.returncode if self.child is not None else None
-
     async def abort(self, *, keep_queue: bool = False, bound: float = ABORT_BOUND) -> AbortResult:
         # Nothing is queued on our side (the inbox is the command's to read): dropped 0.
         child = self.child
@@ -96,13 +89,3 @@ class ExecHandle:
 
     async def deliver(self, envelope: str) -> None:
         self._append(envelope)
-
-    async def stop(
-        self, *, force: bool, grace: float = STOP_GRACE, node_ids: Collection[str] = ()
-    ) -> SweepReport:
-        report = await sweep_child(
-            self.child, self.spec, force=force, grace=grace, node_ids=node_ids
-        )
-        if self.child is not None:
-            await self.child.aclose()
-        return report

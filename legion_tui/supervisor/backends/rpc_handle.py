@@ -11,27 +11,24 @@ import contextlib
 import json
 import os
 import sys
-from collections.abc import Collection
 from pathlib import Path
 from typing import Any
 
 from legion_tui.model import Backend, InFlightTool
 from legion_tui.supervisor.backend import (
     ABORT_BOUND,
-    STOP_GRACE,
     AbortResult,
     LaunchSpec,
     SteerOutcome,
-    SweepReport,
 )
 from legion_tui.supervisor.backends.common import (
     STEER_OUTCOMES,
+    ProcessChildHandle,
     bounded_abort,
     child_env,
     log_path,
     require_executable,
     resolve_argv,
-    sweep_child,
 )
 from legion_tui.supervisor.process import ChildProcess, spawn_child
 from legion_tui.supervisor.rpc import RpcClient, RpcError
@@ -98,7 +95,7 @@ def _succeeded(fut: asyncio.Future[Any]) -> bool:
     return isinstance(reply, dict) and bool(reply.get("success"))
 
 
-class RpcHandle:
+class RpcHandle(ProcessChildHandle):
     def __init__(self, spec: LaunchSpec, backend: Backend) -> None:
         self.spec = spec
         self.node_id = spec.node_id
@@ -176,10 +173,6 @@ class RpcHandle:
             idle.cancel()
             exited.cancel()
 
-    @property
-    def exited(self) -> int | None:
-        return self.child.returncode if self.child is not None else None
-
     # -- control -----------------------------------------------------------------------
 
     async def abort(self, *, keep_queue: bool = False, bound: float = ABORT_BOUND) -> AbortResult:
@@ -250,14 +243,6 @@ class RpcHandle:
         if command == "prompt" and data.get("disposition") != "handled":
             self.rpc.expect_run(runs)
 
-    async def stop(
-        self, *, force: bool, grace: float = STOP_GRACE, node_ids: Collection[str] = ()
-    ) -> SweepReport:
-        report = await sweep_child(
-            self.child, self.spec, force=force, grace=grace, node_ids=node_ids
-        )
+    async def _close_channels(self) -> None:
         if self.rpc is not None:
             await self.rpc.close()
-        if self.child is not None:
-            await self.child.aclose()
-        return report
