@@ -23,7 +23,7 @@ from textual.message import Message
 from textual.notifications import SeverityLevel
 from textual.screen import Screen
 from textual.timer import Timer
-from textual.widgets import Footer, Static
+from textual.widgets import Static
 
 from legion_tui import receipts
 from legion_tui.ops import Operations, OpError
@@ -34,6 +34,7 @@ from legion_tui.widgets.detail import DetailScreen
 from legion_tui.widgets.galaxy import GalaxyView
 from legion_tui.widgets.header import HeaderBar
 from legion_tui.widgets.help import HelpScreen
+from legion_tui.widgets.keys import KeyHints, agent_bindings
 from legion_tui.widgets.layout import layout_classes
 from legion_tui.widgets.palette import LegionCommands, SlashStop
 from legion_tui.widgets.rate_chart import RateChart
@@ -52,7 +53,7 @@ def tune_gc() -> None:
     200×60 frame ≈ 45 ms with CPython's defaults, ≈ 9 ms with this). Everything alive
     after start-up (Textual, the model, caches) is frozen out of the collector's scans,
     and young-generation collections run less often. Process-wide, so only the CLI's
-    `run_dashboard` calls it, never tests."""
+    `run_dashboard_async` asks for it, never tests."""
     gc.freeze()
     gc.set_threshold(*GC_THRESHOLDS)
 
@@ -101,7 +102,7 @@ class MainScreen(Screen[None]):
         yield ConfirmBar(theme=legion.theme_name, floor=legion.floor, id="confirm")
         yield SteerLine(id="steer")
         yield FilterLine(id="filter")
-        yield Footer()
+        yield legion.key_hints
 
     def on_mount(self) -> None:
         self.legion.main_mounted()
@@ -115,11 +116,7 @@ class LegionApp(App[None]):
     TITLE = "legion"
     COMMANDS: ClassVar = App.COMMANDS | {LegionCommands}
     BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("x", "stop_node(False)", "Stop"),
-        Binding("X", "stop_node(True)", "Force stop", show=False),
-        Binding("a", "abort_node", "Abort"),
-        Binding("s", "steer_node", "Steer"),
-        Binding("r", "resume_node", "Resume", show=False),
+        *agent_bindings(),
         Binding("slash", "filter", "Filter"),
         Binding("w", "chart_window", "Window", show=False),
         Binding("g", "galaxy_full", "Galaxy"),
@@ -169,6 +166,7 @@ class LegionApp(App[None]):
         self.railway = RailwayTree(model, clock=self.clock, theme=theme, floor=floor, id="tree")
         self.galaxy = GalaxyView(model, id="galaxy")
         self.chart = RateChart(model, id="chart")
+        self.key_hints = KeyHints(theme=theme, floor=floor, id="keys")
         self.main_screen = MainScreen(self)
         if not floor:
             self.add_class("-no-floor")
@@ -480,6 +478,7 @@ class LegionApp(App[None]):
         self._skip_ansi_filter()
         self.railway.set_theme(name)
         self.header.set_theme(name)
+        self.key_hints.set_theme(name)
         for bar in self.query(ConfirmBar):
             bar.set_theme(name)
         self.galaxy.refresh()
@@ -501,36 +500,9 @@ class LegionApp(App[None]):
             self.exit()
 
 
-def make_app(
-    model: LegionModel,
-    ops: Operations,
-    *,
-    clock: Clock | None = None,
-    theme: str = DEFAULT_THEME,
-    timers: bool = True,
-    floor: bool = True,
-    run_dir: Path | None = None,
-    on_start: Callable[[LegionApp], Awaitable[None]] | None = None,
-    gc_tuning: bool = False,
-) -> LegionApp:
-    """The dashboard over `model`. Tests: a canned model, a fixed clock, `timers=False`."""
-    return LegionApp(
-        model, ops, clock=clock, theme=theme, timers=timers, floor=floor,
-        run_dir=run_dir, on_start=on_start, gc_tuning=gc_tuning,
-    )
-
-
-def run_dashboard(
-    model: LegionModel,
-    ops: Operations,
-    *,
-    theme: str = DEFAULT_THEME,
-    run_dir: Path | None = None,
-    on_start: Callable[[LegionApp], Awaitable[None]] | None = None,
-) -> None:
-    """Run the dashboard in the terminal until the user quits (blocking)."""
-    app = make_app(model, ops, theme=theme, run_dir=run_dir, on_start=on_start, gc_tuning=True)
-    app.run()
+# The factory tests and the CLI build the dashboard through (a canned model, a fixed
+# clock and `timers=False` in tests): the class itself, so its keywords are declared once.
+make_app = LegionApp
 
 
 async def run_dashboard_async(
@@ -541,6 +513,7 @@ async def run_dashboard_async(
     run_dir: Path | None = None,
     on_start: Callable[[LegionApp], Awaitable[None]] | None = None,
 ) -> None:
-    """The same inside a running event loop (the supervisor shares the loop)."""
+    """Run the dashboard until the user quits, inside the running event loop (the
+    supervisor shares the loop), with the GC tuned for frame time."""
     app = make_app(model, ops, theme=theme, run_dir=run_dir, on_start=on_start, gc_tuning=True)
     await app.run_async()

@@ -6,9 +6,9 @@ from __future__ import annotations
 from app_helpers import FakeOps, canned_model, fixed_clock
 from textual._compositor import LayoutUpdate
 from textual.geometry import Region
-from textual.widgets import Footer
 
 from legion_tui.app import LegionApp, make_app
+from legion_tui.widgets.keys import KeyHints
 from legion_tui.widgets.layout import layout_classes
 
 SIZES = [(20, 5), (39, 10), (40, 9), (40, 10), (46, 60), (59, 20), (60, 20), (80, 24),
@@ -54,7 +54,7 @@ async def test_resize_sweep_never_overflows_and_picks_the_layout() -> None:
             assert notice.display == tiny, (width, height)
             assert app.railway.display != tiny or app.railway.size.area == 0
             if not tiny:  # the key hints stay on the last row, never covered by a panel
-                footer = app.main_screen.query_one(Footer)
+                footer = app.main_screen.query_one(KeyHints)
                 assert footer.region == Region(0, height - 1, width, 1), (width, height)
 
 

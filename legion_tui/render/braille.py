@@ -23,6 +23,8 @@ from __future__ import annotations
 import numpy as np
 import numpy.typing as npt
 
+from legion_tui.render.arrays import U8, U32, Idx
+
 # BIT[y, x]: the dot bit of pixel (x, y) inside its 2 × 4 cell.
 BIT = np.array([[0x01, 0x08], [0x02, 0x10], [0x04, 0x20], [0x40, 0x80]], dtype=np.uint32)
 # The same as left-shift amounts, for `np.left_shift(pixels, SHIFT, out=...)`.
@@ -32,9 +34,6 @@ SPACE = np.uint32(0x20)
 INK_MASK = np.uint32(0xFF)
 PRIORITY_SHIFT = 8
 
-U8 = npt.NDArray[np.uint8]
-U32 = npt.NDArray[np.uint32]
-Index = npt.NDArray[np.intp]
 
 
 class BrailleCanvas:
@@ -93,7 +92,7 @@ class BrailleCanvas:
         else:
             np.copyto(self.keys_flat, self.background_keys)
 
-    def plot(self, flat_px: Index, flat_cells: Index, keys: U32) -> None:
+    def plot(self, flat_px: Idx, flat_cells: Idx, keys: U32) -> None:
         """Light pixels (flat indices, trash allowed) and raise their cells' keys."""
         self.pixels_flat[flat_px] = 1
         np.maximum.at(self.keys_flat, flat_cells, keys)

@@ -30,23 +30,19 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
-import numpy.typing as npt
 from rich.segment import Segment
 from rich.style import Style
 
 from legion_tui.model import Role
+from legion_tui.render.arrays import F64
 from legion_tui.render.braille import codes_to_rows
-from legion_tui.render.inks import BAND_INKS, Ink
+from legion_tui.render.inks import BAND_INKS, BAND_ROLES, Ink
 from legion_tui.render.rates import node_rate
 from legion_tui.render.reentry import not_reentrant
 from legion_tui.render.rows import RunFinder
 from legion_tui.session.progress import RateSegment
 from legion_tui.state import LegionModel, NodeView
 
-F64 = npt.NDArray[np.float64]
-Idx = npt.NDArray[np.intp]
-
-BAND_ROLES: tuple[Role, ...] = ("centurion", "worker", "scout", "root")
 BAND_OF_ROLE: dict[Role, int] = {role: i for i, role in enumerate(BAND_ROLES)}
 N_BANDS = len(BAND_ROLES)
 RECENT_WINDOW_S = 60.0

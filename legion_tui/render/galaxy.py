@@ -21,21 +21,16 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
-import numpy.typing as npt
 from rich.segment import Segment
 from rich.style import Style
 
+from legion_tui.render.arrays import F64, Bool, Idx
 from legion_tui.render.braille import PRIORITY_SHIFT, BrailleCanvas
 from legion_tui.render.inks import ROLE_BRIGHT_INK, ROLE_INK, Ink
 from legion_tui.render.rates import node_rate
 from legion_tui.render.reentry import not_reentrant
 from legion_tui.render.rows import RunFinder
 from legion_tui.state import LegionModel, NodeView
-
-F64 = npt.NDArray[np.float64]
-Idx = npt.NDArray[np.intp]
-U32 = npt.NDArray[np.uint32]
-Bool = npt.NDArray[np.bool_]
 
 # Seconds per revolution by depth (1 = around the root): inner orbits are slow and
 # stately, moons quicker; alternate directions keep neighbouring levels readable.

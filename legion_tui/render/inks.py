@@ -43,6 +43,9 @@ class Ink(enum.IntEnum):
 ROLE_INK: dict[Role, Ink] = {role: Ink(1 + i) for i, role in enumerate(ROLES)}
 ROLE_BRIGHT_INK: dict[Role, Ink] = {role: Ink(5 + i) for i, role in enumerate(ROLES)}
 BAND_INKS: tuple[Ink, ...] = (Ink.BAND0, Ink.BAND1, Ink.BAND2, Ink.BAND3)
+# The chart stacks one band per role, bottom first; band k is drawn in BAND_INKS[k],
+# which every palette colours with that role's own colour.
+BAND_ROLES: tuple[Role, ...] = ("centurion", "worker", "scout", "root")
 INK_COUNT = len(Ink)
 
 

@@ -10,22 +10,23 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import numpy as np
-import numpy.typing as npt
 from rich.segment import Segment
 from rich.style import Style
+
+from legion_tui.render.arrays import U8, Bool
 
 
 class RunFinder:
     """Owns the boolean change grid so run detection allocates only its (small) output."""
 
     def __init__(self) -> None:
-        self._change: npt.NDArray[np.bool_] = np.zeros((0, 0), dtype=np.bool_)
+        self._change: Bool = np.zeros((0, 0), dtype=np.bool_)
         # Per row: ((text, ink bytes, prefix), segments) of the previous frame.
         self._rows: list[tuple[tuple[str, bytes, tuple[Segment, ...]], list[Segment]] | None] = []
         self._styles: Sequence[Style] | None = None
 
     def runs(
-        self, inks: npt.NDArray[np.uint8]
+        self, inks: U8
     ) -> tuple[list[int], list[int], list[int], list[int]]:
         """Runs row-major: (first run index of each row + a final total, start column,
         end column, ink) — the first list has rows + 1 entries."""
@@ -48,7 +49,7 @@ class RunFinder:
     def segments(
         self,
         texts: Sequence[str],
-        inks: npt.NDArray[np.uint8],
+        inks: U8,
         styles: Sequence[Style],
         prefixes: Sequence[list[Segment]] | None = None,
     ) -> list[list[Segment]]:

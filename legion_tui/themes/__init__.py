@@ -15,7 +15,8 @@ from dataclasses import dataclass
 
 from textual.theme import Theme
 
-from legion_tui.model import Role
+from legion_tui.model import ROLES, Role
+from legion_tui.render.inks import BAND_ROLES
 
 DEFAULT_THEME = "legion-dark"
 
@@ -31,58 +32,37 @@ class Palette:
     ok: str  # ✓ verdicts
     fail: str  # ✗ verdicts, failed nodes
     track: str  # railway tracks
-    roles: dict[Role, str]
-    bands: tuple[str, ...]  # chart bands, in stacking order
     selection_bg: str
+    roles: dict[Role, str]
 
     def role(self, role: Role) -> str:
         return self.roles[role]
 
+    @property
+    def bands(self) -> tuple[str, ...]:
+        """Chart bands, in stacking order: one per role, in the role's own colour."""
+        return tuple(self.roles[role] for role in BAND_ROLES)
 
-PALETTES: dict[str, Palette] = {
-    "legion-dark": Palette(
-        name="legion-dark",
-        page="#0f1419",
-        text="#d8dee9",
-        dim="#5c6773",
-        accent="#ffb454",
-        warning="#ff8f40",
-        ok="#7fd962",
-        fail="#f07178",
-        track="#3d4752",
-        roles={"root": "#e6b450", "centurion": "#d2a6ff", "worker": "#59c2ff", "scout": "#95e6cb"},
-        bands=("#d2a6ff", "#59c2ff", "#95e6cb", "#e6b450", "#f29668", "#5c6773"),
-        selection_bg="#273747",
-    ),
-    "legion-light": Palette(
-        name="legion-light",
-        page="#fafafa",
-        text="#383a42",
-        dim="#9da5b4",
-        accent="#c18401",
-        warning="#c45500",
-        ok="#3f8f29",
-        fail="#d1343a",
-        track="#c5c9d0",
-        roles={"root": "#a06c00", "centurion": "#8a3fb8", "worker": "#1f6fc4", "scout": "#1a8a7a"},
-        bands=("#8a3fb8", "#1f6fc4", "#1a8a7a", "#a06c00", "#c45500", "#9da5b4"),
-        selection_bg="#dde6f2",
-    ),
-    "legion-ansi": Palette(
-        name="legion-ansi",
-        page="default",
-        text="default",
-        dim="bright_black",
-        accent="yellow",
-        warning="yellow",
-        ok="green",
-        fail="red",
-        track="bright_black",
-        roles={"root": "yellow", "centurion": "magenta", "worker": "blue", "scout": "cyan"},
-        bands=("magenta", "blue", "cyan", "yellow", "red", "bright_black"),
-        selection_bg="bright_black",
-    ),
-}
+
+def _palette(name: str, chrome: str, roles: str) -> Palette:
+    """One row of the table below: `chrome` is page, text, dim, accent, warning, ok,
+    fail, track and selection_bg; `roles` is root, centurion, worker and scout."""
+    page, text, dim, accent, warning, ok, fail, track, selection_bg = chrome.split()
+    by_role = dict(zip(ROLES, roles.split(), strict=True))
+    return Palette(name, page, text, dim, accent, warning, ok, fail, track, selection_bg, by_role)
+
+
+PALETTES: dict[str, Palette] = {p.name: p for p in (
+    _palette("legion-dark",
+             "#0f1419 #d8dee9 #5c6773 #ffb454 #ff8f40 #7fd962 #f07178 #3d4752 #273747",
+             "#e6b450 #d2a6ff #59c2ff #95e6cb"),
+    _palette("legion-light",
+             "#fafafa #383a42 #9da5b4 #c18401 #c45500 #3f8f29 #d1343a #c5c9d0 #dde6f2",
+             "#a06c00 #8a3fb8 #1f6fc4 #1a8a7a"),
+    _palette("legion-ansi",
+             "default default bright_black yellow yellow green red bright_black bright_black",
+             "yellow magenta blue cyan"),
+)}  # fmt: skip
 
 THEME_ORDER: tuple[str, ...] = tuple(PALETTES)
 

@@ -28,6 +28,7 @@ from legion_tui.widgets.detail_text import (
     skipped_line,
     stall_line,
 )
+from legion_tui.widgets.keys import agent_bindings
 from legion_tui.widgets.paint import paint_for
 from legion_tui.widgets.steer import SteerLine
 from legion_tui.widgets.terminal_view import TerminalView
@@ -50,11 +51,7 @@ class DetailScreen(ModalScreen[None]):
 
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("escape,q", "close", "Close"),
-        Binding("x", "app.stop_node(False)", "Stop"),
-        Binding("X", "app.stop_node(True)", "Force stop"),
-        Binding("a", "app.abort_node", "Abort"),
-        Binding("s", "app.steer_node", "Steer"),
-        Binding("r", "app.resume_node", "Resume"),
+        *agent_bindings("app."),  # they act on this overlay's agent (App._target)
     ]
 
     def __init__(

@@ -47,12 +47,16 @@ class FrameWidget(Widget):
     ) -> None:
         super().__init__(name=name, id=id, classes=classes)
         self.model = model
+        self.setup()
         self._strips: list[Strip] = []
         self._lines: list[list[Segment]] = []  # the segment lists behind `_strips`
         self._frame_size: tuple[int, int] = (-1, -1)
         self._stale = True
         self.palette: Palette = palette("")
         self.frames_rendered = 0
+
+    def setup(self) -> None:
+        """The subclass's own state (its renderer); called once from `__init__`."""
 
     # ----- scheduling ------------------------------------------------------------------
     def on_mount(self) -> None:
@@ -144,15 +148,7 @@ class GalaxyView(FrameWidget):
             super().__init__()
             self.node_id = node_id
 
-    def __init__(
-        self,
-        model: LegionModel,
-        *,
-        name: str | None = None,
-        id: str | None = None,
-        classes: str | None = None,
-    ) -> None:
-        super().__init__(model, name=name, id=id, classes=classes)
+    def setup(self) -> None:
         self.renderer = GalaxyRenderer()
         self.selected: str | None = None
 

@@ -16,7 +16,6 @@ from rich.style import Style
 
 from legion_tui.render.chart import ChartRenderer
 from legion_tui.render.feed import ChangeFeed
-from legion_tui.state import LegionModel
 from legion_tui.widgets.galaxy import FrameWidget
 
 
@@ -25,17 +24,9 @@ class RateChart(FrameWidget):
     RateChart { width: 1fr; height: 1fr; }
     """
 
-    def __init__(
-        self,
-        model: LegionModel,
-        *,
-        name: str | None = None,
-        id: str | None = None,
-        classes: str | None = None,
-    ) -> None:
-        super().__init__(model, name=name, id=id, classes=classes)
+    def setup(self) -> None:
         self.renderer = ChartRenderer()
-        self._feed = ChangeFeed(model)  # which nodes changed between two frames
+        self._feed = ChangeFeed(self.model)  # which nodes changed between two frames
         self.visible_ids: frozenset[str] | None = None
         self.whole_run = False
 
