@@ -1,0 +1,99 @@
+"""Worktrees for simulated teams come only from a sandbox the host owns (the demo's):
+never from the user's repository, and never where a spawn request points."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+from supervisor_helpers import hosted, settled, spawn_one, until
+
+from legion_tui.agents.sim_script import SANDBOX_FILES
+from legion_tui.model import EventType, NodeStatus
+from legion_tui.supervisor.worktree import create_sandbox_repo
+
+GIT = ["git", "-c", "user.name=t", "-c", "user.email=t@example.invalid"]
+QUICK_TEAM = [
+    {"role": "worker", "name": "worker-0", "task": "Fix it.", "sim": {"quick": True}},
+    {"role": "scout", "name": "scout-0", "task": "Look.", "sim": {"quick": True}},
+]
+
+
+def _git(cwd: Path, *args: str) -> str:
+    done = subprocess.run([*GIT, *args], cwd=cwd, check=True, capture_output=True, text=True)
+    return done.stdout
+
+
+def _user_repo(path: Path) -> str:
+    path.mkdir(parents=True, exist_ok=True)
+    _git(path, "init", "-q")
+    (path / ".gitignore").write_text(".legion/\n")
+    _git(path, "add", ".")
+    _git(path, "commit", "-q", "-m", "mine")
+    return _state(path)
+
+
+def _state(path: Path) -> str:
+    return "\n".join(
+        _git(path, *args)
+        for args in (
+            ("for-each-ref",),
+            ("worktree", "list", "--porcelain"),
+            ("status", "--porcelain"),
+        )
+    )
+
+
+def _launched(sup: object, node_id: str) -> dict[str, object]:
+    events = [
+        e
+        for e in sup.model.nodes[node_id].events  # type: ignore[attr-defined]
+        if e.type is EventType.NODE_LAUNCHED
+    ]
+    return dict(events[-1].data)
+
+
+async def test_a_sim_team_in_the_users_repository_gets_no_worktree(tmp_path: Path) -> None:
+    before = _user_repo(tmp_path)
+    async with hosted(tmp_path) as sup:
+        lead = await spawn_one(sup, "centurion", name="lead", sim={"children": QUICK_TEAM})
+        await settled(sup, lead.id, 30.0)
+        assert "worktree" not in _launched(sup, lead.id)
+        assert sup.node(lead.id).backend == "inprocess"
+    assert _state(tmp_path) == before
+
+
+async def test_a_sandbox_gives_the_team_a_branch_its_members_commit_to(tmp_path: Path) -> None:
+    before = _user_repo(tmp_path)
+    sandbox = tmp_path / ".legion" / "sandbox"
+    base = await create_sandbox_repo(sandbox, SANDBOX_FILES, "seed")
+    async with hosted(tmp_path) as sup:
+        sup.sandbox = sandbox
+        lead = await spawn_one(sup, "centurion", name="lead", sim={"children": QUICK_TEAM})
+        await until(lambda: bool(sup.model.children(lead.id)), what="the team")
+        data = _launched(sup, lead.id)
+        branch = str(data["branch"])
+        assert branch.startswith("legion/lead-") and data["base_sha"] == base
+        assert Path(str(data["worktree"])).is_relative_to(sandbox)
+        assert sup.node(lead.id).backend == "process"  # its own cwd: the worktree
+        node = await settled(sup, lead.id, 60.0)
+        assert node.status is NodeStatus.SETTLED
+        (event,) = [e for e in sup.model.nodes[lead.id].events if e.type is EventType.NODE_SETTLED]
+        delivery = event.data["delivery"]
+        assert delivery["branch"] == branch and delivery["commits"] >= 1
+        assert _git(sandbox, "rev-parse", branch).strip() == delivery["head_sha"]
+        authors = set(_git(sandbox, "log", "--format=%an", f"{base}..{branch}").split())
+        assert authors == {"worker-0"}  # the scout looks, the worker commits
+    assert _state(tmp_path) == before
+
+
+async def test_a_spawn_request_cannot_point_a_sim_at_a_folder(tmp_path: Path) -> None:
+    target = tmp_path / "victim"
+    _user_repo(target)
+    before = _state(target)
+    files = {p.name for p in target.iterdir()}
+    async with hosted(tmp_path) as sup:
+        worker = await spawn_one(sup, task="Fix it.", sim={"quick": True, "worktree": str(target)})
+        await settled(sup, worker.id, 30.0)
+    assert _state(target) == before
+    assert {p.name for p in target.iterdir()} == files
