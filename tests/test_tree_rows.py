@@ -8,8 +8,15 @@ from app_helpers import NOW, canned_model
 
 from legion_tui import receipts
 from legion_tui.model import InFlightTool, NodeStatus
+from legion_tui.session.progress import RateSegment, SessionProgress
 from legion_tui.widgets.tree import plan_columns
-from legion_tui.widgets.tree_rows import GLYPHS, activity, flatten, in_flight_context
+from legion_tui.widgets.tree_rows import (
+    GLYPHS,
+    activity,
+    elapsed_seconds,
+    flatten,
+    in_flight_context,
+)
 
 
 def rails(model, folded=frozenset(), needle=""):  # type: ignore[no-untyped-def]
@@ -126,3 +133,29 @@ def test_columns_drop_least_useful_first_and_never_exceed_the_width() -> None:
     for width in range(10, 240):
         cols = plan_columns(width, 30, 14)
         assert cols.fixed + 16 <= width or cols.fixed == cols.label
+
+
+def test_elapsed_is_launch_to_now_while_live_and_launch_to_settle_once_ended() -> None:
+    model = canned_model()
+    view = next(v for v in model.nodes.values() if v.node.live)
+    node = replace(view.node, created_at=NOW - 90, updated_at=NOW - 30)
+    view.node = node
+    assert elapsed_seconds(view, NOW) == 90  # live: the clock runs
+    view.node = replace(node, status=NodeStatus.SETTLED)
+    view.progress = SessionProgress()
+    assert elapsed_seconds(view, NOW) == 60  # ended: launch → settle, clock-independent
+    assert elapsed_seconds(view, NOW + 500) == 60
+
+
+def test_an_ended_node_never_reads_less_than_its_own_session_shows() -> None:
+    """The demo starts mid-flight: the ledger records launch and settle in the same
+    instant, while the session file holds the agent's earlier five seconds of work."""
+    model = canned_model()
+    view = next(v for v in model.nodes.values() if not v.node.live)
+    view.node = replace(view.node, created_at=NOW, updated_at=NOW + 0.1)
+    view.progress = SessionProgress(
+        rate_series=[RateSegment(NOW - 900, NOW - 897, 300)], last_entry_at=NOW - 895
+    )
+    assert receipts.fmt_duration(elapsed_seconds(view, NOW)) == "00:00:05"
+    view.progress = SessionProgress()  # no session evidence: the ledger's word
+    assert receipts.fmt_duration(elapsed_seconds(view, NOW)) == "00:00:00"

@@ -105,9 +105,21 @@ def flatten(model: LegionModel, folded: set[str], needle: str = "") -> list[Tree
 
 
 def elapsed_seconds(view: NodeView, now: float) -> float:
+    """How long the agent has run (live: launch → now) or ran (ended: launch → its last
+    ledger update, the settle). An ended agent never reads less than its own session
+    shows: one whose session history predates the ledger's launch record — the demo
+    starts mid-flight — settled "at once" by the ledger and read 00:00:00."""
     node = view.node
-    end = now if node.live else (node.updated_at or now)
-    return max(0.0, end - node.created_at) if node.created_at else 0.0
+    if not node.created_at:
+        return 0.0
+    if node.live:
+        return max(0.0, now - node.created_at)
+    ledger_span = (node.updated_at or now) - node.created_at
+    progress = view.progress
+    if progress.rate_series and progress.last_entry_at is not None:
+        session_span = progress.last_entry_at - progress.rate_series[0].start
+        return max(0.0, ledger_span, session_span)
+    return max(0.0, ledger_span)
 
 
 def fmt_tokens(n: int) -> str:
