@@ -148,8 +148,8 @@ async def swap_in_textual_tree(app: LegionApp) -> Tree[str]:
         made[row.node_id] = parent.add(label(app, row.node_id), data=row.node_id,
                                        expand=True)
     tree._legion_nodes = made  # type: ignore[attr-defined]
-    body = app.main_screen.query_one("#body")
-    await body.mount(tree, before=0)
+    pane = app.main_screen.query_one("#tree-pane")  # same place, same layout rules
+    await pane.mount(tree, after=app.tree_header)
     await app.railway.remove()
     return tree
 

@@ -40,6 +40,7 @@ from legion_tui.widgets.palette import LegionCommands, SlashStop
 from legion_tui.widgets.rate_chart import RateChart
 from legion_tui.widgets.steer import FilterLine, SteerLine
 from legion_tui.widgets.tree import RailwayTree
+from legion_tui.widgets.tree_header import TreeHeader
 
 MAX_APPLY_HZ = 30.0
 # Orbits advance slowly; 4 frames a second keep them moving for ≈ 1-2 % of a core,
@@ -90,7 +91,9 @@ class MainScreen(Screen[None]):
         yield legion.header
         yield Static("", id="banner")
         with Backdrop(id="body"):
-            yield legion.railway
+            with Backdrop(id="tree-pane"):
+                yield legion.tree_header
+                yield legion.railway
             with Backdrop(id="viz"):
                 yield legion.galaxy
                 yield legion.chart
@@ -164,6 +167,7 @@ class LegionApp(App[None]):
         self.theme_name = theme
         self.header = HeaderBar(model, theme=theme, floor=floor, id="header")
         self.railway = RailwayTree(model, clock=self.clock, theme=theme, floor=floor, id="tree")
+        self.tree_header = TreeHeader(self.railway, id="tree-header")
         self.galaxy = GalaxyView(model, id="galaxy")
         self.chart = RateChart(model, id="chart")
         self.key_hints = KeyHints(theme=theme, floor=floor, id="keys")
@@ -432,6 +436,10 @@ class LegionApp(App[None]):
     def _selection_changed(self, event: RailwayTree.SelectionChanged) -> None:
         self.galaxy.set_selected(event.node_id)
 
+    @on(RailwayTree.ColumnsChanged)
+    def _columns_changed(self, _event: RailwayTree.ColumnsChanged) -> None:
+        self.tree_header.refresh()
+
     @on(RailwayTree.VisibleChanged)
     def _visible_changed(self, _event: RailwayTree.VisibleChanged) -> None:
         self.chart.set_visible(self.railway.visible_ids())
@@ -477,6 +485,7 @@ class LegionApp(App[None]):
         self.theme_name = name
         self._skip_ansi_filter()
         self.railway.set_theme(name)
+        self.tree_header.refresh()
         self.header.set_theme(name)
         self.key_hints.set_theme(name)
         for bar in self.query(ConfirmBar):

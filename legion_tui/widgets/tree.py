@@ -111,6 +111,12 @@ class RailwayTree(ScrollView, can_focus=True):
         def can_replace(self, message: Message) -> bool:
             return isinstance(message, RailwayTree.VisibleChanged)
 
+    class ColumnsChanged(Message):
+        """The column plan may have moved (rows rebuilt, resized): the header follows."""
+
+        def can_replace(self, message: Message) -> bool:
+            return isinstance(message, RailwayTree.ColumnsChanged)
+
     def __init__(
         self,
         model: LegionModel,
@@ -174,6 +180,7 @@ class RailwayTree(ScrollView, can_focus=True):
                 self.post_message(self.SelectionChanged(self.selected_id))
         self.virtual_size = Size(self.size.width, len(self.rows))
         if self.is_attached:
+            self.post_message(self.ColumnsChanged())
             if frozenset(self._index) != old_visible:
                 self.post_message(self.VisibleChanged())
             self._keep_selection_visible()
@@ -254,7 +261,13 @@ class RailwayTree(ScrollView, can_focus=True):
     # ----- painting ----------------------------------------------------------------
     def on_resize(self, event: events.Resize) -> None:
         self.virtual_size = Size(event.size.width, len(self.rows))
+        self.post_message(self.ColumnsChanged())
         self._keep_selection_visible()
+
+    def columns(self) -> Columns:
+        """The column plan of the rows as painted now (the header row follows it)."""
+        width = self.scrollable_content_region.width
+        return plan_columns(width, self._label_need, self._phase_need)
 
     def render_lines(self, crop: Region) -> list[Strip]:
         # The row width and column plan are the same for every line of one paint.
