@@ -81,3 +81,14 @@ async def test_an_unknown_theme_name_falls_back_to_the_default() -> None:
     app = make_app(model, FakeOps(model), clock=fixed_clock, timers=False, theme="nope")
     async with app.run_test(size=(80, 24)):
         assert app.theme == "legion-dark" and app.railway.theme_name == "legion-dark"
+
+
+def test_long_run_and_session_names_never_push_the_stop_hint_off_a_wide_header() -> None:
+    counts = {"live": 18, "settled": 1, "failed": 1, "retired": 0}
+    run, session = "20261129-151204-5d35f6", "demo-20261129-151204"  # the demo's names
+    for width in (100, 120, 150):
+        text = header_text(run, session, counts, 410.0, width)
+        used = 7 + len(text)
+        assert stop_hint(width, used, live=18) != "", width
+        assert used + len(receipts.STOP_HINT_NARROW) + 2 <= width
+    assert "18 live" in header_text(run, session, counts, 410.0, 200)  # words when they fit

@@ -123,13 +123,15 @@ class HeaderBar(Widget):
 def header_text(run_id: str, session: str, counts: dict[str, int], rate: float,
                 width: int) -> str:
     """The widest form that leaves room for the narrow stop hint; glyph counts (the
-    tree's own station glyphs) when words do not fit."""
+    tree's own station glyphs) when words do not fit, at any width."""
     words = (
         f" · {run_id} · {session} · {counts['live']} live · {counts['settled']} settled"
         f" · {counts['failed']} failed · {counts['retired']} retired · {rate:.0f} tok/s"
     )
+    # Room for at least the narrow stop hint, at every width: long run ids and session
+    # names (the demo's are 20+ characters each) must not push the hint off the line.
     room = width - 7 - len(receipts.STOP_HINT_NARROW) - 3
-    if len(words) <= room or width >= NARROW_BELOW:
+    if len(words) <= room:
         return words
     glyphs = (
         f"●{counts['live']} ○{counts['settled']} ✗{counts['failed']} ◌{counts['retired']}"
