@@ -10,6 +10,7 @@ from textual.widgets import Static
 from legion_tui import receipts
 from legion_tui.app import make_app
 from legion_tui.model import NodeStatus
+from legion_tui.widgets.detail import DetailScreen
 
 
 async def test_a_flood_of_changes_never_touches_the_banner_unless_it_changes() -> None:
@@ -60,3 +61,35 @@ async def test_the_second_tick_slides_the_chart_only_while_it_shows_something() 
         app._second_tick()
         await pilot.pause()
         assert app.chart.frames_rendered == before  # nothing live, nothing shown: still
+
+
+async def test_the_overlay_touches_a_tab_only_when_its_text_changes() -> None:
+    model = canned_model()
+    app = make_app(model, FakeOps(model), clock=fixed_clock, timers=False)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.pause()
+        view = next(v for v in model.nodes.values() if v.node.live and v.node.role == "worker")
+        app.railway.select(view.node.id)
+        await pilot.press("enter")
+        await pilot.pause()
+        screen = app.screen
+        assert isinstance(screen, DetailScreen)
+        updates: list[str] = []
+        for selector in ("#detail-head", "#mail", "#events"):
+            static = screen.query_one(selector, Static)
+            original = static.update
+
+            def spy(content: object = "", *, layout: bool = True, _s: str = selector,
+                    _o: object = original) -> None:
+                updates.append(_s)
+                _o(content, layout=layout)  # type: ignore[operator]
+
+            static.update = spy  # type: ignore[method-assign]
+        for _ in range(5):  # the same tokens again: nothing on screen changes
+            model.set_progress(view.node.id, replace(view.progress))
+            await pilot.pause()
+        assert updates == []
+        tokens = replace(view.progress.tokens, output=view.progress.tokens.output + 5000)
+        model.set_progress(view.node.id, replace(view.progress, tokens=tokens))
+        await pilot.pause()
+        assert updates == ["#detail-head"]  # the header's token count moved; mail did not

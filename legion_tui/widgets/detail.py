@@ -71,6 +71,7 @@ class DetailScreen(ModalScreen[None]):
         self.theme_name = theme
         self.floor = floor
         self.run_dir = run_dir
+        self._shown: dict[str, str | Text] = {}  # what each Static shows now
 
     def _session_path(self) -> Path | None:
         raw = self.model.nodes[self.node_id].node.session_file
@@ -120,16 +121,24 @@ class DetailScreen(ModalScreen[None]):
             return
         view = self.model.nodes[self.node_id]
         now = self.clock()
-        self.query_one("#detail-head", Static).update(header_line(view))
-        self.query_one("#detail-skipped", Static).update(skipped_line(view))
+        self._show("#detail-head", header_line(view))
+        self._show("#detail-skipped", skipped_line(view))
         activity = Text("\n".join(activity_lines(view, now)))
         stall = stall_line(view, now)
         if stall is not None:
             # the stall marker in the warning colour, as in the tree
             activity.highlight_words([stall], style=paint_for(self.theme_name).warning)
-        self.query_one("#activity", Static).update(activity)
-        self.query_one("#mail", Static).update("\n".join(mail_lines(view)))
-        self.query_one("#events", Static).update("\n".join(event_lines(view)))
+        self._show("#activity", activity)
+        self._show("#mail", "\n".join(mail_lines(view)))
+        self._show("#events", "\n".join(event_lines(view)))
+
+    def _show(self, selector: str, content: str | Text) -> None:
+        """Update a Static only when what it shows changed: every update is a layout
+        pass, and a streaming node changes many times a second."""
+        if self._shown.get(selector) == content:
+            return
+        self._shown[selector] = content
+        self.query_one(selector, Static).update(content)
 
     def action_close(self) -> None:
         self.dismiss(None)
