@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pyte
 from rich.color import ColorSystem
@@ -37,6 +37,9 @@ from legion_tui.model import (
 from legion_tui.ops import OpError
 from legion_tui.session.progress import RateSegment, SessionProgress
 from legion_tui.state import LegionModel
+
+if TYPE_CHECKING:
+    from legion_tui.app import LegionApp
 
 NOW = 1_790_000_000.0  # a fixed "now" (2026-09-21); every timestamp is relative to it
 RUN_ID = "r-7f3a"
@@ -480,3 +483,12 @@ if __name__ == "__main__":
     import sys
 
     run_canned_in_terminal(sys.argv[1], floor="--no-floor" not in sys.argv)
+
+
+def canned_app(model: LegionModel | None = None, **options: Any) -> LegionApp:
+    """The dashboard over `model` (default: the canned legion) with a fixed clock and no
+    timers — what most dashboard tests start from."""
+    from legion_tui.app import make_app
+
+    model = model or canned_model()
+    return make_app(model, FakeOps(model), clock=fixed_clock, timers=False, **options)

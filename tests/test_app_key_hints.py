@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 import pytest
-from app_helpers import FakeOps, canned_model, fixed_clock
+from app_helpers import canned_app
 
-from legion_tui.app import make_app
 from legion_tui.widgets.help import HelpScreen
 from legion_tui.widgets.keys import HINTS, PALETTE_HINT, fit_hints
 
@@ -32,8 +31,7 @@ def test_the_least_useful_hints_go_first() -> None:
 
 @pytest.mark.parametrize("size", [(80, 24), (46, 60), (200, 60)])
 async def test_the_row_on_screen_shows_help_and_quit(size: tuple[int, int]) -> None:
-    model = canned_model()
-    app = make_app(model, FakeOps(model), clock=fixed_clock, timers=False)
+    app = canned_app()
     async with app.run_test(size=size) as pilot:
         await pilot.pause()
         line = app.key_hints.render_line(0)
@@ -42,8 +40,7 @@ async def test_the_row_on_screen_shows_help_and_quit(size: tuple[int, int]) -> N
 
 
 async def test_a_click_on_a_hint_presses_its_key() -> None:
-    model = canned_model()
-    app = make_app(model, FakeOps(model), clock=fixed_clock, timers=False)
+    app = canned_app()
     async with app.run_test(size=(120, 40)) as pilot:
         await pilot.pause()
         text = app.key_hints.render_line(0).text

@@ -4,18 +4,17 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from app_helpers import FakeOps, canned_model, fixed_clock
+from app_helpers import canned_app, canned_model
 from textual.widgets import Static
 
 from legion_tui import receipts
-from legion_tui.app import make_app
 from legion_tui.model import NodeStatus
 from legion_tui.widgets.detail import DetailScreen
 
 
 async def test_a_flood_of_changes_never_touches_the_banner_unless_it_changes() -> None:
-    model = canned_model(interrupted=True)
-    app = make_app(model, FakeOps(model), clock=fixed_clock, timers=False)
+    app = canned_app(canned_model(interrupted=True))
+    model = app.model
     async with app.run_test(size=(120, 40)) as pilot:
         await pilot.pause()
         banner = app.main_screen.query_one("#banner", Static)
@@ -44,8 +43,8 @@ async def test_a_flood_of_changes_never_touches_the_banner_unless_it_changes() -
 
 
 async def test_the_second_tick_slides_the_chart_only_while_it_shows_something() -> None:
-    model = canned_model()
-    app = make_app(model, FakeOps(model), clock=fixed_clock, timers=False)
+    app = canned_app()
+    model = app.model
     async with app.run_test(size=(120, 40)) as pilot:
         await pilot.pause()
         before = app.chart.frames_rendered
@@ -64,8 +63,8 @@ async def test_the_second_tick_slides_the_chart_only_while_it_shows_something() 
 
 
 async def test_the_overlay_touches_a_tab_only_when_its_text_changes() -> None:
-    model = canned_model()
-    app = make_app(model, FakeOps(model), clock=fixed_clock, timers=False)
+    app = canned_app()
+    model = app.model
     async with app.run_test(size=(120, 40)) as pilot:
         await pilot.pause()
         view = next(v for v in model.nodes.values() if v.node.live and v.node.role == "worker")

@@ -6,14 +6,13 @@ from __future__ import annotations
 import gc
 
 import pytest
-from app_helpers import FakeOps, big_model, fixed_clock
+from app_helpers import big_model, canned_app
 from rich.segment import Segment
 from rich.style import Style
 from textual.geometry import Region
 from textual.strip import Strip
 from textual.widget import Widget
 
-from legion_tui.app import make_app
 from legion_tui.themes import THEME_ORDER
 from legion_tui.widgets.lines import PanelStrip, direct_lines
 
@@ -30,8 +29,7 @@ def cells(strip: Strip, width: int) -> list[tuple[str, Style | None]]:
 async def test_direct_lines_paint_the_cells_textuals_styles_pass_paints(
     theme: str, size: tuple[int, int]
 ) -> None:
-    model = big_model(200)
-    app = make_app(model, FakeOps(model), clock=fixed_clock, timers=False, theme=theme)
+    app = canned_app(big_model(200), theme=theme)
     async with app.run_test(size=size) as pilot:
         await pilot.pause()
         panels: list[Widget] = [app.header, app.railway, app.galaxy, app.chart]
@@ -53,8 +51,7 @@ async def test_direct_lines_paint_the_cells_textuals_styles_pass_paints(
 
 
 async def test_a_styled_box_falls_back_to_textuals_path() -> None:
-    model = big_model(20)
-    app = make_app(model, FakeOps(model), clock=fixed_clock, timers=False)
+    app = canned_app(big_model(20))
     async with app.run_test(size=(120, 40)) as pilot:
         await pilot.pause()
         tree = app.railway
@@ -86,8 +83,7 @@ def test_a_panel_strip_divided_at_its_own_length_leaves_no_cycle() -> None:
 
 
 async def test_unchanged_galaxy_rows_keep_their_strip_objects() -> None:
-    model = big_model(200)
-    app = make_app(model, FakeOps(model), clock=fixed_clock, timers=False)
+    app = canned_app(big_model(200))
     async with app.run_test(size=(200, 60)) as pilot:
         await pilot.pause()
         first = app.galaxy.frame_lines()
@@ -99,8 +95,7 @@ async def test_unchanged_galaxy_rows_keep_their_strip_objects() -> None:
 
 
 async def test_a_full_frame_region_crop_is_honoured() -> None:
-    model = big_model(20)
-    app = make_app(model, FakeOps(model), clock=fixed_clock, timers=False)
+    app = canned_app(big_model(20))
     async with app.run_test(size=(120, 40)) as pilot:
         await pilot.pause()
         header = app.header

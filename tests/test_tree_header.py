@@ -3,15 +3,12 @@
 from __future__ import annotations
 
 import pytest
-from app_helpers import FakeOps, canned_model, fixed_clock
-
-from legion_tui.app import make_app
+from app_helpers import canned_app
 
 
 @pytest.mark.parametrize("size", [(200, 60), (120, 40), (80, 24), (46, 60)])
 async def test_titles_end_where_their_columns_end(size: tuple[int, int]) -> None:
-    model = canned_model()
-    app = make_app(model, FakeOps(model), clock=fixed_clock, timers=False)
+    app = canned_app()
     async with app.run_test(size=size) as pilot:
         await pilot.pause()
         header = app.tree_header.render_line(0).text
@@ -34,8 +31,7 @@ async def test_titles_end_where_their_columns_end(size: tuple[int, int]) -> None
 
 
 async def test_the_header_follows_a_plan_change() -> None:
-    model = canned_model()
-    app = make_app(model, FakeOps(model), clock=fixed_clock, timers=False)
+    app = canned_app()
     async with app.run_test(size=(200, 60)) as pilot:
         await pilot.pause()
         wide = app.tree_header.render_line(0).text

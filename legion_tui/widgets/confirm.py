@@ -17,7 +17,7 @@ from textual.strip import Strip
 from textual.widget import Widget
 
 from legion_tui.themes import DEFAULT_THEME
-from legion_tui.widgets.paint import paint_for
+from legion_tui.widgets.lines import PaintedLine
 
 ConfirmKind = Literal["stop", "force-stop", "quit"]
 
@@ -29,7 +29,7 @@ class ConfirmRequest:
     prompt: str
 
 
-class ConfirmBar(Widget, can_focus=True):
+class ConfirmBar(PaintedLine, can_focus=True):
     DEFAULT_CSS = """
     ConfirmBar { height: 1; display: none; }
     ConfirmBar.-asking { display: block; }
@@ -44,19 +44,13 @@ class ConfirmBar(Widget, can_focus=True):
     def __init__(
         self, *, theme: str = DEFAULT_THEME, floor: bool = True, id: str | None = None
     ) -> None:
-        super().__init__(id=id)
-        self.theme_name = theme
-        self.floor = floor
+        super().__init__(theme=theme, floor=floor, id=id)
         self.request: ConfirmRequest | None = None
         self._return_focus: Widget | None = None
 
     @property
     def asking(self) -> bool:
         return self.request is not None
-
-    def set_theme(self, theme: str) -> None:
-        self.theme_name = theme
-        self.refresh()
 
     def ask(self, request: ConfirmRequest) -> None:
         self.request = request
@@ -88,7 +82,7 @@ class ConfirmBar(Widget, can_focus=True):
             self._answer(False)
 
     def render_line(self, y: int) -> Strip:
-        paint = paint_for(self.theme_name, self.floor)
+        paint = self.paint
         width = self.size.width
         text = self.request.prompt if self.request is not None else ""
         segs = [Segment(" " + text, paint.warning)]

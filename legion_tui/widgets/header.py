@@ -7,17 +7,14 @@ One line through the Line API; the line is rebuilt only when what it shows chang
 from __future__ import annotations
 
 from rich.segment import Segment
-from textual.geometry import Region
 from textual.strip import Strip
-from textual.widget import Widget
 
 from legion_tui import receipts
 from legion_tui.render.feed import LiveIndex
 from legion_tui.render.rates import node_rate
 from legion_tui.state import LegionModel
 from legion_tui.themes import DEFAULT_THEME
-from legion_tui.widgets.lines import PanelStrip, direct_lines
-from legion_tui.widgets.paint import paint_for
+from legion_tui.widgets.lines import PaintedLine, PanelStrip
 
 NARROW_BELOW = 100  # columns: the stop hint shortens below this width
 
@@ -33,7 +30,7 @@ def stop_hint(width: int, used: int, live: int) -> str:
     return hint if used + len(hint) + 2 <= width else ""
 
 
-class HeaderBar(Widget):
+class HeaderBar(PaintedLine):
     DEFAULT_CSS = """
     HeaderBar { height: 1; dock: top; }
     """
@@ -46,20 +43,14 @@ class HeaderBar(Widget):
         floor: bool = True,
         id: str | None = None,
     ) -> None:
-        super().__init__(id=id)
+        super().__init__(theme=theme, floor=floor, id=id)
         self.model = model
-        self.theme_name = theme
-        self.floor = floor
         self.paused = False
         self._key: tuple[object, ...] | None = None
         self._strip: Strip | None = None
         self._memo_at: tuple[int, float] = (-1, 0.0)
         self._memo: tuple[dict[str, int], float] = ({}, 0.0)
         self._index = LiveIndex(model)
-
-    def set_theme(self, theme: str) -> None:
-        self.theme_name = theme
-        self.refresh()
 
     def set_paused(self, paused: bool) -> None:
         self.paused = paused
@@ -91,13 +82,9 @@ class HeaderBar(Widget):
         return (width, self.theme_name, self.floor, self.paused, tuple(counts.values()),
                 round(rate))
 
-    def render_lines(self, crop: Region) -> list[Strip]:
-        strips = direct_lines(self, crop, self.render_line)
-        return super().render_lines(crop) if strips is None else strips
-
     def render_line(self, y: int) -> Strip:
         width = self.size.width
-        paint = paint_for(self.theme_name, self.floor)
+        paint = self.paint
         if y != 0:
             return Strip.blank(width, paint.blank)
         key = self._make_key(width)

@@ -16,13 +16,10 @@ from functools import lru_cache
 from rich.segment import Segment
 from textual import events
 from textual.binding import Binding
-from textual.geometry import Region
 from textual.strip import Strip
-from textual.widget import Widget
 
 from legion_tui.themes import DEFAULT_THEME
-from legion_tui.widgets.lines import PanelStrip, direct_lines
-from legion_tui.widgets.paint import paint_for
+from legion_tui.widgets.lines import PaintedLine, PanelStrip
 
 # (key, action on the app, description, shown in the main screen's hints)
 AGENT_KEYS: tuple[tuple[str, str, str, bool], ...] = (
@@ -83,7 +80,7 @@ def fit_hints(width: int) -> tuple[tuple[Hint, ...], bool]:
     return tuple(h for h in kept if h is not PALETTE_HINT), PALETTE_HINT in kept
 
 
-class KeyHints(Widget):
+class KeyHints(PaintedLine):
     """One row of key hints; a click on a hint presses its key."""
 
     DEFAULT_CSS = """
@@ -93,19 +90,9 @@ class KeyHints(Widget):
     def __init__(
         self, *, theme: str = DEFAULT_THEME, floor: bool = True, id: str | None = None
     ) -> None:
-        super().__init__(id=id)
-        self.theme_name = theme
-        self.floor = floor
+        super().__init__(theme=theme, floor=floor, id=id)
         self._strip: tuple[tuple[int, str, bool], Strip] | None = None
         self._spans: list[tuple[int, int, Hint]] = []  # [start, end) columns of each hint
-
-    def set_theme(self, theme: str) -> None:
-        self.theme_name = theme
-        self.refresh()
-
-    def render_lines(self, crop: Region) -> list[Strip]:
-        strips = direct_lines(self, crop, self.render_line)
-        return super().render_lines(crop) if strips is None else strips
 
     def render_line(self, y: int) -> Strip:
         width = self.size.width
@@ -117,7 +104,7 @@ class KeyHints(Widget):
         return strip
 
     def _paint(self, width: int) -> Strip:
-        paint = paint_for(self.theme_name, self.floor)
+        paint = self.paint
         hints, palette = fit_hints(width)
         segments: list[Segment] = []
         spans: list[tuple[int, int, Hint]] = []

@@ -14,14 +14,7 @@ from legion_tui import receipts
 from legion_tui.model import NodeStatus
 from legion_tui.state import LegionModel, NodeView
 
-GLYPHS: dict[NodeStatus, str] = {
-    NodeStatus.RUNNING: "●",
-    NodeStatus.STARTING: "◐",
-    NodeStatus.BLOCKED: "◆",
-    NodeStatus.SETTLED: "○",
-    NodeStatus.FAILED: "✗",
-    NodeStatus.RETIRED: "◌",
-}
+GLYPHS: dict[NodeStatus, str] = receipts.STATUS_GLYPHS  # station glyph by status
 
 # Rail pieces. Each depth level is two cells wide so a child's connector sits exactly
 # under its parent's `┬`.
