@@ -11,14 +11,13 @@ import math
 import statistics
 import sys
 import time
-from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
 import plotext
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_render_galaxy import RUN_S, T0, scenario
+from bench_render_galaxy import RUN_S, T0, p95, scenario, timed
 
 from legion_tui.render.chart import BAND_OF_ROLE, N_BANDS, ChartRenderer, RateBuckets
 from legion_tui.render.inks import STYLES
@@ -49,21 +48,8 @@ def naive_buckets(model: LegionModel, t0: float, t1: float, n: int) -> list[list
     return out
 
 
-def timed(fn: Callable[[], object], n: int) -> list[float]:
-    out = []
-    for _ in range(n):
-        t = time.perf_counter()
-        fn()
-        out.append((time.perf_counter() - t) * 1e3)
-    return out
-
-
 def med(xs: list[float]) -> float:
     return statistics.median(xs)
-
-
-def p95(xs: list[float]) -> float:
-    return float(np.percentile(xs, 95))
 
 
 def main() -> None:
