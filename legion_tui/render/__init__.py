@@ -6,5 +6,8 @@
 - `rows`: row strings + ink grid → styled segments, one per run of equal ink
 - `inks`: the colour indices and the (theme, ink) → Style cache
 - `reentry`: the gate that makes a nested render raise
-- `rates`: the live tok/s every panel agrees on
+- `rates`: the live tok/s every panel agrees on (computed once per node per frame)
+- `feed`: which nodes changed since the last frame, the live set and status counts,
+  from the model's dirty ids (no per-frame walk over every node)
+- `arrays`: the numpy array type aliases
 """
