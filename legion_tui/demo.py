@@ -72,6 +72,10 @@ FAIL_HISTORY_S = 900.0
 # lead's handoff arrives (a letter to a member that already ended bounces).
 BRISK_HISTORY_S = 4.0
 SANDBOX_DIR = "demo-repo"
+# Teams with a worktree of their own. A lead with a worktree runs as an OS process (its
+# own cwd, SPEC §6.1) at ~30 MB each: the first three teams tell the branch story, the
+# rest of a `--nodes 1000` legion works without one (SPEC §8: peak RSS ≤ 400 MB).
+WORKTREE_TEAMS = 3
 # What the teams' contracts run at the verification gate, in the lead's worktree.
 VERIFY_HEAD = "git log --oneline -1"
 VERIFY_STRICT = "! git grep -n 'timeout=None' -- src"  # db.py keeps one: honestly fails
@@ -193,11 +197,12 @@ def plan_demo(nodes: int, seed: int, *, sandbox: bool = False) -> list[dict[str,
             members.append(child)
         lead: dict[str, Any] = {"children": members, "history_seconds": LEAD_HISTORY_S}
         machine = DEFAULT_MACHINE.to_dict()
+        tree = sandbox and t < WORKTREE_TEAMS
         if kind != "trouble":
             lead["quick"] = True
-        if sandbox and kind == "brisk":
+        if tree and kind == "brisk":
             lead["verify"] = [VERIFY_HEAD]
-        elif sandbox and kind == "strict":
+        elif tree and kind == "strict":
             lead["verify"] = [VERIFY_HEAD, VERIFY_STRICT]
             machine["maxRework"] = 0  # no second round: a failed verification ends it
         out.append(
@@ -208,6 +213,7 @@ def plan_demo(nodes: int, seed: int, *, sandbox: bool = False) -> list[dict[str,
                 "seed": seed * 100_003 + t,
                 "sim": lead,
                 "phases": machine,
+                "worktree": tree,
             }
         )
     return out
@@ -243,6 +249,7 @@ async def start_demo(supervisor: Supervisor, nodes: int, seed: int, speed: float
             task=lead["task"],
             name=lead["name"],
             phases=lead["phases"],
+            worktree=lead["worktree"],
             sim=lead["sim"],
             seed=lead["seed"],
         )

@@ -1069,7 +1069,8 @@ class Supervisor:
         card_tree = self._cards.get(card_name).worktree if card_name in self._cards else False
         wants = req.worktree if req is not None and req.worktree is not None else card_tree
         repo = self._worktree_repo(node.kind)
-        if repo is None:
+        if repo is None or (node.role == "centurion" and wants is False):
+            # No repository to branch from, or a lead dispatched without one on purpose.
             return demote_worktree(node.role, node.name, wants).warning
         try:
             tree, warning = await prepare_worktree(repo, node.role, node.name, wants)
