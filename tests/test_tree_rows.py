@@ -114,6 +114,12 @@ def test_in_flight_context_nested_and_parallel() -> None:
                                InFlightTool("b", "grep", NOW - 2)]
     assert in_flight_context(view) == " (+1 more)"
     assert activity(view, NOW).text == "working · grep 00:00:02 (+1 more)"
+    # A chain that does not reach the whole stack is not "inside" it: the tree says what
+    # `legion status` says.
+    view.progress.in_flight = [InFlightTool("a", "read", NOW - 5),
+                               InFlightTool("b", "codemode", NOW - 4),
+                               InFlightTool("c", "bash", NOW - 3, parent_id="b")]
+    assert in_flight_context(view) == " (+2 more)"
 
 
 def test_ended_node_is_not_given_a_working_line_even_with_a_stale_tool_stack() -> None:

@@ -13,6 +13,7 @@ from functools import lru_cache
 from legion_tui import receipts
 from legion_tui.model import NodeStatus
 from legion_tui.state import LegionModel, NodeView
+from legion_tui.supervisor.status import in_flight_suffix
 
 GLYPHS: dict[NodeStatus, str] = receipts.STATUS_GLYPHS  # station glyph by status
 
@@ -128,16 +129,9 @@ def fmt_rate(tok_s: float) -> str:
 
 
 def in_flight_context(view: NodeView) -> str:
-    """` (inside codemode ×2)` when parent ids prove nesting, ` (+N more)` otherwise."""
-    stack = view.progress.in_flight
-    if len(stack) <= 1:
-        return ""
-    ids = {t.id for t in stack}
-    top = stack[-1]
-    if top.parent_id is not None and top.parent_id in ids:
-        outer = stack[0]
-        return f" (inside {outer.name} ×{len(stack) - 1})"
-    return f" (+{len(stack) - 1} more)"
+    """` (inside codemode ×2)` when parent ids chain the stack, ` (+N more)` otherwise —
+    the same words `legion status` uses (`supervisor.status.in_flight_suffix`)."""
+    return in_flight_suffix(view.progress.in_flight)
 
 
 def _verdict_of(view: NodeView) -> tuple[bool, str] | None:
