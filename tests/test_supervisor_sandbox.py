@@ -10,6 +10,7 @@ from supervisor_helpers import hosted, settled, spawn_one, until
 
 from legion_tui.agents.sim_script import SANDBOX_FILES
 from legion_tui.model import EventType, NodeStatus
+from legion_tui.phases import DEFAULT_MACHINE
 from legion_tui.supervisor.worktree import create_sandbox_repo
 
 GIT = ["git", "-c", "user.name=t", "-c", "user.email=t@example.invalid"]
@@ -69,7 +70,13 @@ async def test_a_sandbox_gives_the_team_a_branch_its_members_commit_to(tmp_path:
     base = await create_sandbox_repo(sandbox, SANDBOX_FILES, "seed")
     async with hosted(tmp_path) as sup:
         sup.sandbox = sandbox
-        lead = await spawn_one(sup, "centurion", name="lead", sim={"children": QUICK_TEAM})
+        lead = await spawn_one(
+            sup,
+            "centurion",
+            name="lead",
+            sim={"children": QUICK_TEAM},
+            phases=DEFAULT_MACHINE.to_dict(),
+        )
         await until(lambda: bool(sup.model.children(lead.id)), what="the team")
         data = _launched(sup, lead.id)
         branch = str(data["branch"])
@@ -77,13 +84,22 @@ async def test_a_sandbox_gives_the_team_a_branch_its_members_commit_to(tmp_path:
         assert Path(str(data["worktree"])).is_relative_to(sandbox)
         assert sup.node(lead.id).backend == "process"  # its own cwd: the worktree
         node = await settled(sup, lead.id, 60.0)
-        assert node.status is NodeStatus.SETTLED
+        assert node.status is NodeStatus.SETTLED and node.phase == "done"
         (event,) = [e for e in sup.model.nodes[lead.id].events if e.type is EventType.NODE_SETTLED]
         delivery = event.data["delivery"]
         assert delivery["branch"] == branch and delivery["commits"] >= 1
         assert _git(sandbox, "rev-parse", branch).strip() == delivery["head_sha"]
         authors = set(_git(sandbox, "log", "--format=%an", f"{base}..{branch}").split())
         assert authors == {"worker-0"}  # the scout looks, the worker commits
+        # Every event in the ledger is in the live model too (the Events tab needs no
+        # reopen): the supervisor's own and those the ledger wrote for mail and phases.
+        await sup.ledger.flush()
+        for node_id, view in sup.model.nodes.items():
+            stored = [(e.id, e.type) for e in await sup.ledger.get_events(node_id)]
+            assert [(e.id, e.type) for e in view.events] == stored, view.node.path
+        lead_events = {e.type for e in sup.model.nodes[lead.id].events}
+        assert {EventType.MAIL_SENT, EventType.PHASE_CHANGE} <= lead_events
+        assert EventType.VERIFICATION_RESULT in lead_events
     assert _state(tmp_path) == before
 
 
