@@ -24,8 +24,9 @@ become DELIVERED on the exact-envelope evidence of their sessions.
 
 The demo works in a **sandbox repository it owns** (`<run>/demo-repo`, one seed commit):
 each lead of the first three teams gets a real worktree and branch
-`legion/<lead>-<nonce>` there, its members' edits are real commits on it, and root collects each team that settles — the delivery
-(branch @ sha) is in the lead's `node_settled` event and in the summary. The user's own
+`legion/<lead>-<nonce>` there, its members' edits are real commits on it, and root
+collects each team that settles — the delivery (branch @ sha) is in the lead's
+`node_settled` event and in the summary. The user's own
 repository is never touched. Without git on PATH the demo runs without worktrees.
 """
 
