@@ -15,11 +15,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
-from collections.abc import Awaitable, Callable, Collection
-from typing import Any, Protocol, TypeVar
+from collections.abc import Awaitable, Callable, Coroutine
+from typing import TYPE_CHECKING, Any, ParamSpec, Protocol, TypeVar
 
 from legion_tui.ledger.errors import MailInvalidText
+from legion_tui.ledger.ports import EventWriter, MailSender
 from legion_tui.mail.envelope import (
     AddressError,
     check_mail_text,
@@ -45,7 +47,14 @@ from legion_tui.model import (
 )
 from legion_tui.ops import OpError
 
-__all__ = ["MAIL_POLL_SECONDS", "EchoingLedger", "MailService", "race_mail"]
+__all__ = [
+    "MAIL_POLL_SECONDS",
+    "EchoedLedger",
+    "EchoingLedger",
+    "MailLedger",
+    "MailService",
+    "race_mail",
+]
 
 log = logging.getLogger(__name__)
 
@@ -54,22 +63,19 @@ FULL_SWEEP_ROUNDS = 15  # every 15th round (30 s) ticks every node, changed or n
 HOST_ROOT = "root"  # the hosting process's own node: the dashboard shows its mail
 
 T = TypeVar("T")
+R = TypeVar("R")
+P = ParamSpec("P")
 
 
-class MailLedger(MailStore, Protocol):
+class MailLedger(MailStore, MailSender, Protocol):
     """The ledger calls the service makes on top of the postman's."""
 
-    async def send_mail(
-        self,
-        from_node: str,
-        to_node: str,
-        kind: MailKind,
-        urgency: Urgency,
-        subject: str,
-        body: str,
-    ) -> Message: ...
-
     async def mailbox_stats(self, node_id: str) -> MailboxStats: ...
+
+
+class EchoedLedger(MailLedger, EventWriter, Protocol):
+    """What `EchoingLedger` wraps, and so what it is itself: the service's calls plus the
+    event writes the phase clock makes through it."""
 
 
 # The event the ledger writes itself inside a mail move (same transaction), by state.
@@ -91,50 +97,25 @@ class EchoingLedger:
     small indexed read per letter move, which happens a handful of times per letter.
     """
 
-    def __init__(self, ledger: Any, model: Any) -> None:  # Ledger, LegionModel
+    def __init__(self, ledger: EchoedLedger, model: Any) -> None:  # LegionModel
         self.ledger = ledger
         self.model = model
+        # Reads pass straight through and writes are the ledger's own calls followed by
+        # the echo, so their signatures are the ports' (`legion_tui.ledger.ports`), not
+        # copies here that could drift. `move_mail` stays a method: it must look at the
+        # model before the move to tell a real move from a repeated one.
+        self.get_events = ledger.get_events
+        self.get_pending_mail = ledger.get_pending_mail
+        self.mailbox_stats = ledger.mailbox_stats
+        self.append_event = _then(ledger.append_event, self._event_written)
+        self.send_mail = _then(ledger.send_mail, self._mail_sent)
 
-    async def append_event(
-        self, node_id: str | None, type: EventType, data: dict[str, Any] | None = None
-    ) -> Event:
-        event: Event = await self.ledger.append_event(node_id, type, data)
+    async def _event_written(self, event: Event) -> None:
         self.model.add_event(event)
-        return event
 
-    async def get_events(
-        self,
-        node_id: str | None = None,
-        *,
-        types: Collection[EventType] | None = None,
-        limit: int = 500,
-    ) -> list[Event]:
-        events: list[Event] = await self.ledger.get_events(node_id, types=types, limit=limit)
-        return events
-
-    async def get_pending_mail(self, to_node: str, states: Collection[MailState]) -> list[Message]:
-        letters: list[Message] = await self.ledger.get_pending_mail(to_node, states)
-        return letters
-
-    async def mailbox_stats(self, node_id: str) -> MailboxStats:
-        stats: MailboxStats = await self.ledger.mailbox_stats(node_id)
-        return stats
-
-    async def send_mail(
-        self,
-        from_node: str,
-        to_node: str,
-        kind: MailKind,
-        urgency: Urgency,
-        subject: str,
-        body: str,
-    ) -> Message:
-        message: Message = await self.ledger.send_mail(
-            from_node, to_node, kind, urgency, subject, body
-        )
+    async def _mail_sent(self, message: Message) -> None:
         await self._echo(message, EventType.MAIL_SENT)
         await self.refresh(message.from_node, message.to_node)
-        return message
 
     async def move_mail(
         self, message_id: int, state: MailState, *, reason: str | None = None
@@ -173,6 +154,28 @@ class EchoingLedger:
             self.model.set_mail(node_id, stats, messages)
 
 
+if TYPE_CHECKING:
+
+    def _echo_is_a_ledger(echo: EchoingLedger) -> EchoedLedger:
+        # The hosts keep the echo as `Any`: this is where the type checker sees that it
+        # still answers every call of the ledger it wraps (the phase clock's included).
+        return echo
+
+
+def _then(
+    call: Callable[P, Awaitable[R]], after: Callable[[R], Awaitable[None]]
+) -> Callable[P, Coroutine[Any, Any, R]]:
+    """`call`, then `after` with its result; the signature stays `call`'s."""
+
+    @functools.wraps(call)
+    async def run(*args: P.args, **kwargs: P.kwargs) -> R:
+        result = await call(*args, **kwargs)
+        await after(result)
+        return result
+
+    return run
+
+
 class Deliverable(Protocol):
     async def deliver(self, envelope: str) -> None: ...
 
@@ -180,7 +183,7 @@ class Deliverable(Protocol):
 class MailService:
     def __init__(
         self,
-        ledger: MailLedger,
+        ledger: EchoedLedger,
         model: Any,  # legion_tui.state.LegionModel
         handle_of: Callable[[str], Deliverable | None],
         *,
