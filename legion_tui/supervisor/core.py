@@ -131,12 +131,18 @@ def _execution(status: NodeStatus) -> str:
     return {NodeStatus.SETTLED: "success", NodeStatus.FAILED: "failed"}.get(status, "stopped")
 
 
-def _verdict_json(progress: SessionProgress) -> str | None:
+def _verdict_of(progress: SessionProgress) -> dict[str, Any] | None:
+    """The verdict the session ended with, as the object the agent wrote."""
     verdict = progress.verdict
     if verdict is None:
         return None
-    raw = dict(verdict.raw) if verdict.raw else {"ok": verdict.ok, "reason": verdict.reason}
-    return json.dumps(raw, ensure_ascii=False)
+    return dict(verdict.raw) if verdict.raw else {"ok": verdict.ok, "reason": verdict.reason}
+
+
+def _verdict_json(progress: SessionProgress) -> str | None:
+    """The verdict as the ledger stores it (read back with `Node.verdict_data`)."""
+    verdict = _verdict_of(progress)
+    return None if verdict is None else json.dumps(verdict, ensure_ascii=False)
 
 
 def _usage_of(progress: SessionProgress) -> Usage:
@@ -846,13 +852,16 @@ class Supervisor:
         node = self.node(node_id)
         if node.status is not NodeStatus.RUNNING and node.status is not NodeStatus.STARTING:
             return
-        verdict = _verdict_json(progress)
-        data: dict[str, Any] = {"verdict": json.loads(verdict) if verdict else None}
+        data: dict[str, Any] = {"verdict": _verdict_of(progress)}
         delivered = await self.delivery_of(node_id)
         if delivered is not None:
             data["delivery"] = delivered  # the branch + sha a settled team hands over
         await self._set_status(
-            node_id, NodeStatus.SETTLED, EventType.NODE_SETTLED, data, verdict=verdict
+            node_id,
+            NodeStatus.SETTLED,
+            EventType.NODE_SETTLED,
+            data,
+            verdict=_verdict_json(progress),
         )
 
     async def _fail(self, node_id: str, reason: str, progress: SessionProgress) -> None:
@@ -1331,7 +1340,7 @@ class Supervisor:
             "name": node.name,
             "path": node.path,
             "status": node.status.value,
-            "verdict": json.loads(node.verdict) if node.verdict else None,
+            "verdict": node.verdict_data,
             "error": node.error,
         }
 
@@ -1339,9 +1348,10 @@ class Supervisor:
         """The child's final text + verdict; writes `outputs/<name>.output.md`."""
         target = self.resolve(caller_id, name)
         progress = self.progress(target.id)
-        verdict = json.loads(target.verdict) if target.verdict else None
-        if verdict is None and progress.verdict is not None:
-            verdict = json.loads(_verdict_json(progress) or "null")
+        # A stored verdict that is not JSON reads as none: the session's own is next best.
+        verdict = target.verdict_data
+        if verdict is None:
+            verdict = _verdict_of(progress)
         out = self.output_file(target)
         out.parent.mkdir(parents=True, exist_ok=True)
         out.write_text(progress.last_text + ("\n" if progress.last_text else ""), encoding="utf-8")
