@@ -9,27 +9,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from process_helpers import HangingClock
 
 from legion_tui.agents.sim import FakeClock, SimAgent, SimConfig, _seed_material
 from legion_tui.session.reader import read_session
-
-
-class HangingClock(FakeClock):
-    """Fake time, except that a sleep of `hang_over` seconds or more never ends.
-
-    Lets a test catch the agent inside its long (stall) tool call, then abort it.
-    """
-
-    def __init__(self, hang_over: float) -> None:
-        super().__init__()
-        self.hang_over = hang_over
-        self.hanging = asyncio.Event()
-
-    async def sleep(self, seconds: float) -> None:
-        if seconds >= self.hang_over:
-            self.hanging.set()
-            await asyncio.Event().wait()
-        await super().sleep(seconds)
 
 
 def _config(tmp_path: Path, **kw: Any) -> SimConfig:
