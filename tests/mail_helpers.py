@@ -38,6 +38,16 @@ def make_node(
     )
 
 
+class Handle:
+    """An agent handle that only takes mail: the envelopes it was handed, in order."""
+
+    def __init__(self) -> None:
+        self.inbox: list[str] = []
+
+    async def deliver(self, envelope: str) -> None:
+        self.inbox.append(envelope)
+
+
 class SessionFile:
     """A pi v3 session file that user messages are appended to, and its parsed progress."""
 

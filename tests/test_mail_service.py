@@ -5,14 +5,14 @@ from __future__ import annotations
 import asyncio
 import os
 import sys
-from collections.abc import AsyncIterator
 from dataclasses import replace
 from pathlib import Path
 
 import pytest
-from mail_helpers import make_node
+from ledger_helpers import ledger_fixture  # noqa: F401 (a fixture)
+from mail_helpers import Handle, make_node
 
-from legion_tui.ledger.ledger import Ledger, open_ledger
+from legion_tui.ledger.ledger import Ledger
 from legion_tui.mail.postman import MailTake
 from legion_tui.mail.service import MailService, race_mail
 from legion_tui.model import EventType, MailState, NodeStatus
@@ -20,23 +20,6 @@ from legion_tui.ops import OpError
 from legion_tui.state import LegionModel
 from legion_tui.supervisor import server as server_module
 from legion_tui.supervisor.server import SupervisorServer, register_op
-
-
-class Handle:
-    def __init__(self) -> None:
-        self.inbox: list[str] = []
-
-    async def deliver(self, envelope: str) -> None:
-        self.inbox.append(envelope)
-
-
-@pytest.fixture
-async def ledger(tmp_path: Path) -> AsyncIterator[Ledger]:
-    led = await open_ledger(tmp_path / "legion.db", create=True)
-    try:
-        yield led
-    finally:
-        await led.close()
 
 
 @pytest.fixture

@@ -4,35 +4,18 @@ counts refresh — without reopening anything."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
 from dataclasses import replace
 from pathlib import Path
 
 import pytest
-from mail_helpers import make_node
+from ledger_helpers import ledger_fixture  # noqa: F401 (a fixture)
+from mail_helpers import Handle, make_node
 
-from legion_tui.ledger.ledger import Ledger, open_ledger
+from legion_tui.ledger.ledger import Ledger
 from legion_tui.mail.service import EchoingLedger, MailService
 from legion_tui.model import EventType, MailKind, MailState, NodeStatus, Urgency
 from legion_tui.session.progress import SessionProgress
 from legion_tui.state import LegionModel
-
-
-class Handle:
-    def __init__(self) -> None:
-        self.inbox: list[str] = []
-
-    async def deliver(self, envelope: str) -> None:
-        self.inbox.append(envelope)
-
-
-@pytest.fixture
-async def ledger(tmp_path: Path) -> AsyncIterator[Ledger]:
-    led = await open_ledger(tmp_path / "legion.db", create=True)
-    try:
-        yield led
-    finally:
-        await led.close()
 
 
 @pytest.fixture
