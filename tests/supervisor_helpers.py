@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import asyncio
 import os
+import subprocess
 import sys
 import time
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
+
+import pytest
 
 from legion_tui.model import EventType, Node, NodeStatus
 from legion_tui.supervisor.core import ROOT_ID, Budgets, ChildRequest, Supervisor
@@ -18,6 +21,15 @@ FAST = 200.0  # sim time scale: a worker's whole run takes well under a second
 # A worker stuck in one bash call for the whole test (the sim divides by the speed).
 STUCK = {"stall_seconds": 10_000_000.0}
 LEGION = str(Path(sys.executable).with_name("legion"))
+# A git identity through the environment, never the user's global config.
+GIT_ENV = {
+    "GIT_AUTHOR_NAME": "Legion Test",
+    "GIT_AUTHOR_EMAIL": "legion@example.invalid",
+    "GIT_COMMITTER_NAME": "Legion Test",
+    "GIT_COMMITTER_EMAIL": "legion@example.invalid",
+    "GIT_CONFIG_GLOBAL": os.devnull,
+    "GIT_CONFIG_NOSYSTEM": "1",
+}
 
 
 @asynccontextmanager
@@ -99,3 +111,22 @@ async def run_cli(*args: str, cwd: Path, limit: float = 60.0) -> tuple[int, str,
     out, err = await asyncio.wait_for(proc.communicate(), limit)
     assert proc.returncode is not None
     return proc.returncode, out.decode(), err.decode()
+
+
+def git(cwd: Path, *args: str) -> str:
+    """`git ARGS` in `cwd` as the test identity; its stdout, stripped."""
+    return subprocess.run(
+        ["git", *args],
+        cwd=cwd,
+        env={**os.environ, **GIT_ENV},
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout.strip()
+
+
+def use_git_identity(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The test identity for every git the test starts indirectly too (the code under
+    test, the agents it launches), which inherit the environment."""
+    for key, value in GIT_ENV.items():
+        monkeypatch.setenv(key, value)

@@ -14,15 +14,12 @@ import asyncio
 import json
 import os
 import sqlite3
-import subprocess
 from pathlib import Path
 from typing import Any
 
-from supervisor_helpers import LEGION, cli_env
+from supervisor_helpers import LEGION, cli_env, git
 
 from legion_tui.supervisor.runs import find_session_run
-
-GIT = ["git", "-c", "user.name=t", "-c", "user.email=t@example.invalid"]
 
 
 async def _demo(cwd: Path, *args: str, env: dict[str, str] | None = None) -> dict[str, Any]:
@@ -37,28 +34,24 @@ async def _demo(cwd: Path, *args: str, env: dict[str, str] | None = None) -> dic
     return report
 
 
-def _git(cwd: Path, *args: str) -> str:
-    return subprocess.run([*GIT, *args], cwd=cwd, check=True, capture_output=True, text=True).stdout
-
-
 def _user_repo(path: Path) -> dict[str, str]:
     """A user's repository with one commit, an untracked file and `.legion/` ignored."""
-    _git(path, "init", "-q")
+    git(path, "init", "-q")
     (path / ".gitignore").write_text(".legion/\n")
     (path / "app.py").write_text("print('mine')\n")
-    _git(path, "add", ".")
-    _git(path, "commit", "-q", "-m", "mine")
+    git(path, "add", ".")
+    git(path, "commit", "-q", "-m", "mine")
     (path / "notes.txt").write_text("untracked, and staying so\n")
     return _repo_state(path)
 
 
 def _repo_state(path: Path) -> dict[str, str]:
     return {
-        "branches": _git(path, "branch", "--all", "--verbose", "--no-abbrev"),
-        "worktrees": _git(path, "worktree", "list", "--porcelain"),
-        "status": _git(path, "status", "--porcelain", "--ignored=no"),
-        "head": _git(path, "rev-parse", "HEAD"),
-        "refs": _git(path, "for-each-ref"),
+        "branches": git(path, "branch", "--all", "--verbose", "--no-abbrev"),
+        "worktrees": git(path, "worktree", "list", "--porcelain"),
+        "status": git(path, "status", "--porcelain", "--ignored=no"),
+        "head": git(path, "rev-parse", "HEAD"),
+        "refs": git(path, "for-each-ref"),
     }
 
 
@@ -95,13 +88,13 @@ async def test_teams_reach_done_and_fail_honestly_in_a_sandbox_the_demo_owns(
     sandbox = run_dir / "demo-repo"
     delivery = done["delivery"]
     assert delivery["branch"].startswith("legion/lead-1-") and delivery["commits"] >= 1
-    assert _git(sandbox, "rev-parse", delivery["branch"]).strip() == delivery["head_sha"]
-    authors = _git(sandbox, "log", "--format=%an", delivery["branch"]).splitlines()
+    assert git(sandbox, "rev-parse", delivery["branch"]) == delivery["head_sha"]
+    authors = git(sandbox, "log", "--format=%an", delivery["branch"]).splitlines()
     assert authors[-1] == "legion demo"  # the seed commit; the members made the rest
     assert all(a.startswith("worker-") for a in authors[:-1])
     assert len(authors) == delivery["commits"] + 1
     refs = "--format=%(refname:short)"
-    branches = _git(sandbox, "for-each-ref", refs, "refs/heads/legion/").split()
+    branches = git(sandbox, "for-each-ref", refs, "refs/heads/legion/").split()
     assert {b.rsplit("-", 1)[0] for b in branches} == {
         "legion/lead-0",
         "legion/lead-1",

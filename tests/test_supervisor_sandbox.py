@@ -3,40 +3,33 @@ never from the user's repository, and never where a spawn request points."""
 
 from __future__ import annotations
 
-import subprocess
 from pathlib import Path
 
-from supervisor_helpers import hosted, settled, spawn_one, until
+from supervisor_helpers import git, hosted, settled, spawn_one, until
 
 from legion_tui.agents.sim_script import SANDBOX_FILES
 from legion_tui.model import EventType, NodeStatus
 from legion_tui.phases import DEFAULT_MACHINE
 from legion_tui.supervisor.worktree import create_sandbox_repo
 
-GIT = ["git", "-c", "user.name=t", "-c", "user.email=t@example.invalid"]
 QUICK_TEAM = [
     {"role": "worker", "name": "worker-0", "task": "Fix it.", "sim": {"quick": True}},
     {"role": "scout", "name": "scout-0", "task": "Look.", "sim": {"quick": True}},
 ]
 
 
-def _git(cwd: Path, *args: str) -> str:
-    done = subprocess.run([*GIT, *args], cwd=cwd, check=True, capture_output=True, text=True)
-    return done.stdout
-
-
 def _user_repo(path: Path) -> str:
     path.mkdir(parents=True, exist_ok=True)
-    _git(path, "init", "-q")
+    git(path, "init", "-q")
     (path / ".gitignore").write_text(".legion/\n")
-    _git(path, "add", ".")
-    _git(path, "commit", "-q", "-m", "mine")
+    git(path, "add", ".")
+    git(path, "commit", "-q", "-m", "mine")
     return _state(path)
 
 
 def _state(path: Path) -> str:
     return "\n".join(
-        _git(path, *args)
+        git(path, *args)
         for args in (
             ("for-each-ref",),
             ("worktree", "list", "--porcelain"),
@@ -88,8 +81,8 @@ async def test_a_sandbox_gives_the_team_a_branch_its_members_commit_to(tmp_path:
         (event,) = [e for e in sup.model.nodes[lead.id].events if e.type is EventType.NODE_SETTLED]
         delivery = event.data["delivery"]
         assert delivery["branch"] == branch and delivery["commits"] >= 1
-        assert _git(sandbox, "rev-parse", branch).strip() == delivery["head_sha"]
-        authors = set(_git(sandbox, "log", "--format=%an", f"{base}..{branch}").split())
+        assert git(sandbox, "rev-parse", branch) == delivery["head_sha"]
+        authors = set(git(sandbox, "log", "--format=%an", f"{base}..{branch}").split())
         assert authors == {"worker-0"}  # the scout looks, the worker commits
         # Every event in the ledger is in the live model too (the Events tab needs no
         # reopen): the supervisor's own and those the ledger wrote for mail and phases.

@@ -3,12 +3,20 @@
 
 from __future__ import annotations
 
-import os
-import subprocess
 from pathlib import Path
 
 import pytest
-from supervisor_helpers import STUCK, cli_env, hosted, run_cli, settled, spawn_one, until
+from supervisor_helpers import (
+    STUCK,
+    cli_env,
+    git,
+    hosted,
+    run_cli,
+    settled,
+    spawn_one,
+    until,
+    use_git_identity,
+)
 
 from legion_tui import receipts
 from legion_tui.model import EventType, MailKind, MailState, NodeStatus
@@ -168,15 +176,6 @@ async def test_the_phase_clock_notifies_the_parent_once_per_stint(tmp_path: Path
 
 # ----- worktrees -------------------------------------------------------------------------
 
-GIT_ENV = {
-    "GIT_AUTHOR_NAME": "Legion Test",
-    "GIT_AUTHOR_EMAIL": "legion@example.invalid",
-    "GIT_COMMITTER_NAME": "Legion Test",
-    "GIT_COMMITTER_EMAIL": "legion@example.invalid",
-    "GIT_CONFIG_GLOBAL": os.devnull,
-    "GIT_CONFIG_NOSYSTEM": "1",
-}
-
 EXEC_LEAD = """---
 name: exec-lead
 description: a team lead that is a shell command
@@ -189,17 +188,10 @@ Runs in its worktree.
 """
 
 
-def git(cwd: Path, *args: str) -> str:
-    return subprocess.run(
-        ["git", *args], cwd=cwd, check=True, capture_output=True, text=True
-    ).stdout.strip()
-
-
 async def test_a_centurion_runs_in_its_worktree_and_delivers_branch_and_sha(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    for key, value in GIT_ENV.items():
-        monkeypatch.setenv(key, value)
+    use_git_identity(monkeypatch)  # the exec lead commits in its worktree
     project = tmp_path / "project"
     project.mkdir()
     git(project, "init", "-q", "-b", "main")

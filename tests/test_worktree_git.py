@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import os
 import stat
-import subprocess
 from pathlib import Path
 
 import pytest
+from supervisor_helpers import git, use_git_identity
 
 from legion_tui import receipts
 from legion_tui.supervisor.worktree import (
@@ -20,27 +20,10 @@ from legion_tui.supervisor.worktree import (
     remove_worktree,
 )
 
-# Identity through the environment, never the user's global config.
-GIT_ENV = {
-    "GIT_AUTHOR_NAME": "Legion Test",
-    "GIT_AUTHOR_EMAIL": "legion@example.invalid",
-    "GIT_COMMITTER_NAME": "Legion Test",
-    "GIT_COMMITTER_EMAIL": "legion@example.invalid",
-    "GIT_CONFIG_GLOBAL": os.devnull,
-    "GIT_CONFIG_NOSYSTEM": "1",
-}
-
 
 @pytest.fixture(autouse=True)
 def _git_identity(monkeypatch: pytest.MonkeyPatch) -> None:
-    for key, value in GIT_ENV.items():
-        monkeypatch.setenv(key, value)
-
-
-def git(cwd: Path, *args: str) -> str:
-    return subprocess.run(
-        ["git", *args], cwd=cwd, check=True, capture_output=True, text=True
-    ).stdout.strip()
+    use_git_identity(monkeypatch)
 
 
 @pytest.fixture
