@@ -11,11 +11,13 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import functools
 import json
+import resource
 import signal
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -38,6 +40,36 @@ def _install_signals(on_signal: Callable[[], None]) -> Callable[[], None]:
             loop.remove_signal_handler(sig)
 
     return undo
+
+
+def raise_fd_limit() -> tuple[int, int]:
+    """Lift the soft RLIMIT_NOFILE to the hard one; returns the (soft, hard) in force.
+
+    A host watches one session file and one pipe or two per agent; a 1000-node demo under
+    the common soft default of 1024 would meet EMFILE. Raising the soft limit up to the
+    hard one needs no privilege; failing to (a sandbox forbids it) leaves it as it was.
+    """
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft != resource.RLIM_INFINITY and (hard == resource.RLIM_INFINITY or soft < hard):
+        with contextlib.suppress(ValueError, OSError):
+            resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+    return resource.getrlimit(resource.RLIMIT_NOFILE)
+
+
+async def close_host(sup: Supervisor, stop_demos: list[Callable[[], Awaitable[None]]]) -> None:
+    """Stop the demos, then close the supervisor — always, even when a demo stop fails.
+
+    A failing demo stop (EMFILE, a dead process) must not skip `sup.close()`: the session
+    watcher's thread would stay alive and the process would hang instead of exiting.
+    """
+    try:
+        for stop in stop_demos:
+            try:
+                await stop()
+            except Exception as exc:  # reported; the supervisor still closes
+                print(f"legion: stopping the demo failed ({exc})", file=sys.stderr)
+    finally:
+        await sup.close()
 
 
 def _stamp() -> str:
@@ -167,9 +199,7 @@ async def _demo_headless(args: argparse.Namespace) -> int:
         report = summary(sup, demo, time.monotonic() - started)
     finally:
         undo()
-        if demo is not None:
-            await stop_demo(demo)
-        await sup.close()
+        await close_host(sup, [] if demo is None else [functools.partial(stop_demo, demo)])
     print(json.dumps(report) if args.json else summary_text(report))
     return 0
 
@@ -201,9 +231,7 @@ async def _host_dashboard(sup: Supervisor, theme: str, demo_nodes: int | None, s
         )
     finally:
         undo()
-        for demo in demos:
-            await stop_demo(demo)
-        await sup.close()
+        await close_host(sup, [functools.partial(stop_demo, demo) for demo in demos])
     return 0
 
 
@@ -244,6 +272,7 @@ def _hosting(verb: str, host: Callable[[], int]) -> int:
     from legion_tui.ledger import LedgerError
     from legion_tui.supervisor.runs import SessionBusy, SessionNameError
 
+    raise_fd_limit()
     try:
         return host()
     except (SessionBusy, SessionNameError, LedgerError) as err:

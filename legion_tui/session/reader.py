@@ -4,7 +4,10 @@
   the last poll; an unchanged file costs exactly one `stat` and no open.
 - The fd stays open between polls; new bytes come from `os.pread` at the offset, at
   most `max_bytes_per_poll` per poll (`pending` says more is waiting) so a 50 MB file
-  never blocks the event loop for long.
+  never blocks the event loop for long. The owner may `close()` the fd of an idle file
+  at any time (a watcher over 1000 files must stay under `ulimit -n`): the gate does
+  not need it, and the next change reopens the path and checks that (dev, ino) is the
+  file the progress came from before reading on from the offset.
 - Only whole lines are decoded: the bytes after the last b"\\n" wait as bytes, so a
   UTF-8 character split across two writes is safe.
 - size < offset ⇒ truncated ⇒ start again from 0 with a fresh progress; (dev, ino)
@@ -106,8 +109,8 @@ class SessionReader:
         if stat.S_ISDIR(st.st_mode):
             return self._mark_unreadable(IsADirectoryError(errno.EISDIR, "is a directory"))
         key: StatKey = (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
-        if key == self._key and self._fd is not None:
-            return False  # the gate: one stat, nothing else
+        if key == self._key:
+            return False  # the gate: one stat, nothing else (with or without an open fd)
         changed = False
         identity = (st.st_dev, st.st_ino)
         if self._fd is None or identity != self._identity:
@@ -140,7 +143,13 @@ class SessionReader:
         self._key = None if self.pending else key
         return changed
 
+    @property
+    def has_fd(self) -> bool:
+        """An fd is held open (the watcher bounds how many of its readers hold one)."""
+        return self._fd is not None
+
     def close(self) -> None:
+        """Release the fd; the reader stays usable (the next change reopens the path)."""
         self._close_fd()
 
     def __enter__(self) -> SessionReader:

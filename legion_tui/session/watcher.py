@@ -5,6 +5,10 @@ readers of the files that changed; a 1 s stat sweep over every known file is the
 net, because an inotify queue overflow is dropped silently by watchfiles. Each file has
 one `SessionReader`, so an unchanged file costs one `stat` per sweep and no open.
 
+Open fds are bounded: only the `max_open` (64) most recently changed files keep theirs
+(an LRU); older ones are closed and reopened on their next change. A 1000-node legion
+would otherwise hold 1000 fds for files that ended long ago and hit `ulimit -n` 1024.
+
 Paths map to nodes as `sessions/<nodeId>.jsonl`, or `sessions/<nodeId>/<any>.jsonl` (a real
 `pi` child names its own file inside a per-node folder; when there are several, the most
 recently written readable one speaks for the node).
@@ -21,6 +25,7 @@ import contextlib
 import logging
 import os
 import time
+from collections import OrderedDict
 from collections.abc import Callable, Iterable
 
 from watchfiles import Change, awatch
@@ -37,6 +42,9 @@ Clock = Callable[[], float]
 
 SWEEP_SECONDS = 1.0
 SUFFIX = ".jsonl"
+# Live files change every few hundred ms and keep their fd; 64 covers a busy legion's
+# writers while staying far below any sane RLIMIT_NOFILE.
+MAX_OPEN_FDS = 64
 
 
 def node_id_for(sessions_dir: str, path: str) -> str | None:
@@ -69,6 +77,7 @@ class SessionWatcher:
         debounce_ms: int = 50,
         step_ms: int = 10,
         use_inotify: bool = True,
+        max_open: int = MAX_OPEN_FDS,
     ) -> None:
         self.sessions_dir = os.path.abspath(os.fspath(sessions_dir))
         self.on_change = on_change
@@ -81,6 +90,8 @@ class SessionWatcher:
         self.step_ms = step_ms
         self.use_inotify = use_inotify
         self.readers: dict[str, SessionReader] = {}
+        self.max_open = max_open
+        self._open: OrderedDict[str, int] = OrderedDict()  # path → opens+reads; LRU first
         self._files_of: dict[str, list[str]] = {}  # node id → its session files
         self._node_of: dict[str, str] = {}  # session file → its node id (as _files_of, inverted)
         self._reported: dict[str, tuple[str, SessionProgress]] = {}  # node → (file, progress)
@@ -98,9 +109,32 @@ class SessionWatcher:
         changed: set[str] = set()
         for path in paths:
             reader = self._reader(path)
-            if reader is not None and reader.poll():
+            if reader is None:
+                continue
+            if reader.poll():
                 changed.add(path)
+            self._note_fd(path, reader)
         return self._report(changed)
+
+    @property
+    def open_fds(self) -> int:
+        """How many readers hold an fd right now (at most `max_open`)."""
+        return len(self._open)
+
+    def _note_fd(self, path: str, reader: SessionReader) -> None:
+        # A poll that opened or read makes the file the most recent one; an unchanged
+        # file (stat gate) keeps its place, so idle files drift to the front and are closed.
+        if not reader.has_fd:
+            self._open.pop(path, None)
+            return
+        work = reader.opens + reader.reads
+        if self._open.get(path) == work:
+            return
+        self._open[path] = work
+        self._open.move_to_end(path)
+        while len(self._open) > self.max_open:
+            oldest, _ = self._open.popitem(last=False)
+            self.readers[oldest].close()
 
     @property
     def pending(self) -> bool:
@@ -158,6 +192,7 @@ class SessionWatcher:
     def close(self) -> None:
         for reader in self.readers.values():
             reader.close()
+        self._open.clear()
 
     async def _sweep_loop(self) -> None:
         first = True
