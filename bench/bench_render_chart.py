@@ -19,6 +19,8 @@ import plotext
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_render_galaxy import RUN_S, T0, p95, scenario, timed
 
+from legion_tui.model import Node, NodeStatus
+from legion_tui.render import chart as chart_module
 from legion_tui.render.chart import BAND_OF_ROLE, N_BANDS, ChartRenderer, RateBuckets
 from legion_tui.render.inks import STYLES
 from legion_tui.session.progress import RateSegment, SessionProgress
@@ -50,6 +52,43 @@ def naive_buckets(model: LegionModel, t0: float, t1: float, n: int) -> list[list
 
 def med(xs: list[float]) -> float:
     return statistics.median(xs)
+
+
+def long_run(nodes: int, segments: int, now: float) -> LegionModel:
+    """`nodes` live workers, each with one 3 s message every 5 s up to `now`."""
+    model = LegionModel("r", "s", started_at=now - segments * 5.0, clock=lambda: now)
+    for i in range(nodes):
+        model.upsert(Node(id=f"n{i}", run_id="r", parent_id=None, name=f"n{i}", path=f"n{i}",
+                          role="worker", kind="sim", backend="inprocess",
+                          status=NodeStatus.RUNNING, created_at=0, updated_at=0))  # fmt: skip
+        series = [RateSegment(now - (segments - k) * 5.0, now - (segments - k) * 5.0 + 3.0, 200)
+                  for k in range(segments)]  # fmt: skip
+        model.set_progress(f"n{i}", SessionProgress(rate_series=series))
+    return model
+
+
+def long_run_frames(segments: int, *, cut: bool) -> list[float]:
+    """Last-60 s frames over 50 live nodes `segments` messages into a run, one node
+    finishing a message per frame; `cut=False` joins whole histories (the old way)."""
+    now = 100_000.0
+    model = long_run(50, segments, now)
+    real = chart_module._Points.from_segment
+    if not cut:
+        chart_module._Points.from_segment = lambda self, t0: 0  # type: ignore[method-assign]
+    try:
+        rb = RateBuckets()
+        rb.compute(model, now - 60, now, N_BUCKETS)
+        out = []
+        for frame in range(60):
+            view = model.nodes[f"n{frame % 50}"]
+            grown = [*view.progress.rate_series, RateSegment(now - 1, now - 0.5, 100)]
+            model.set_progress(view.node.id, SessionProgress(rate_series=grown))
+            t = time.perf_counter()
+            rb.compute(model, now - 60, now, N_BUCKETS, changed=frozenset({view.node.id}))
+            out.append((time.perf_counter() - t) * 1e3)
+        return out
+    finally:
+        chart_module._Points.from_segment = real  # type: ignore[method-assign]
 
 
 def main() -> None:
@@ -91,6 +130,17 @@ def main() -> None:
         name = f"chart_buckets_whole_run_{per_frame}_appends_per_frame_numpy"
         print(f"{name}_median: {med(stream):.3f} ms")
         print(f"{name}_p95: {p95(stream):.3f} ms")
+
+    # 8 h into a run (a message every 5 s: 5760 segments a node), 50 live nodes, the
+    # 60 s window: joining only the segments that reach the window vs whole histories.
+    for label, segments in (("fresh", 12), ("8h", 5760)):
+        cut = long_run_frames(segments, cut=True)
+        whole = long_run_frames(segments, cut=False)
+        name = f"chart_buckets_last_60s_50_live_{label}"
+        print(f"{name}_window_cut_median: {med(cut):.3f} ms")
+        print(f"{name}_window_cut_p95: {p95(cut):.3f} ms")
+        print(f"{name}_whole_history_median: {med(whole):.3f} ms")
+        print(f"{name}_whole_history_p95: {p95(whole):.3f} ms")
 
     # Whole chart frame at 200×60 (buckets + stacked ⅛ bands + labels + segments) vs the
     # same stacked chart built with plotext from the same buckets.

@@ -179,3 +179,32 @@ def test_zero_buckets_and_empty_windows_do_not_fail() -> None:
     rb = RateBuckets()
     assert rb.compute(model, T0, T0 + 10, 0).shape == (N_BANDS, 0)
     assert not rb.compute(model, T0 + 10, T0 + 10, 4).any()
+
+
+def test_a_long_history_before_the_window_is_not_joined_each_frame() -> None:
+    # 8 h of one message every 5 s, then the last minute's window: only the segments
+    # that reach the window are bucketed, and the result is still the reference's.
+    history = [(float(k * 5), 3.0, 200) for k in range(5760)]
+    model = build([("worker", history), ("scout", history[-30:])])
+    rb = RateBuckets()
+    end = T0 + 5760 * 5.0
+    got = rb.compute(model, end - 60, end, 60).copy()
+    np.testing.assert_allclose(got, naive_buckets(model, end - 60, end, 60), atol=1e-6)
+    assert rb.points == 2 * (12 + 12)  # 12 segments of each node reach the window
+    # The whole run still joins everything.
+    rb.compute(model, T0, end, 60)
+    assert rb.points == 2 * (5760 + 30)
+
+
+def test_an_appended_tail_keeps_the_window_cut_exact() -> None:
+    model = build([("worker", [(float(k * 5), 3.0, 200) for k in range(100)])])
+    rb = RateBuckets()
+    rb.compute(model, T0 + 400, T0 + 500, 50)
+    series = model.nodes["n0"].progress.rate_series
+    # An overlapping late segment (its end before its predecessor's) and an instant.
+    grown = [*series, RateSegment(T0 + 480, T0 + 490, 50), RateSegment(T0 + 499, T0 + 499, 9)]
+    model.set_progress("n0", SessionProgress(rate_series=grown))
+    for t0 in (T0 + 400, T0 + 485, T0 + 494.5):
+        got = rb.compute(model, t0, t0 + 10, 20).copy()
+        np.testing.assert_allclose(got, naive_buckets(model, t0, t0 + 10, 20), atol=1e-6)
+    assert rb.extended == 1

@@ -20,7 +20,11 @@ Per node the segment → point conversion is cached by `NodeView.revision`: an u
 node costs nothing, a node whose series only grew converts just the new tail, and only a
 rewritten series is converted whole. The frame concatenates the cached arrays into
 preallocated buffers (`out=`, skipped when no contributing node changed) and leaves out
-nodes with nothing inside the window.
+nodes with nothing inside the window. A node's points are laid out segment by segment
+(start, end, start, end, …) next to a running maximum of the segments' ends, so a
+`searchsorted` finds the first segment that can reach the window and only the points
+from there on are joined: a node 8 h into a run adds its last minute to the 60 s
+window, not its whole history (segments wholly before the window add exactly nothing).
 """
 
 from __future__ import annotations
@@ -89,7 +93,8 @@ class _Points:
     """One node's segments as bucketing points (see the module docstring).
 
     Point order does not matter to the scatter-add, so a grown series is converted by
-    appending its new tail's points, not by redoing the whole series.
+    appending its new tail's points, not by redoing the whole series. Segment k's
+    points are columns 2k (its start) and 2k + 1 (its end).
     """
 
     view: NodeView  # the converted view (a cache hit must be this very object)
@@ -101,8 +106,18 @@ class _Points:
     #   T point times (epoch s); RAMP +r at a segment's start, −r at its end, 0 for a
     #   point mass; MASS tokens of a point mass, else 0; BAND the node's band index.
     data: F64
+    # reach[k] = the latest point time of segments 0..k (a running max, so sorted even
+    # when segments overlap or a clock stepped back): segments before the first k with
+    # reach[k] ≥ t0 lie wholly before a window starting at t0.
+    reach: F64
     first: float  # earliest start
     last: float  # latest end
+
+    def from_segment(self, t0: float) -> int:
+        """The first segment that can add anything to a window starting at `t0`."""
+        if self.first >= t0:
+            return 0
+        return int(np.searchsorted(self.reach, t0, side="left"))
 
     @property
     def t(self) -> F64:
@@ -120,8 +135,9 @@ class _Points:
         return values
 
 
-def _convert(series: Sequence[RateSegment], band: int) -> tuple[F64, float, float]:
-    """Segments → (the T/RAMP/MASS/BAND rows, first start, last end)."""
+def _convert(series: Sequence[RateSegment], band: int) -> tuple[F64, F64, float, float]:
+    """Segments → (the T/RAMP/MASS/BAND rows, the running max of ends, first start,
+    last end)."""
     n = len(series)
     start = np.fromiter((s.start for s in series), dtype=np.float64, count=n)
     end = np.fromiter((s.end for s in series), dtype=np.float64, count=n)
@@ -131,14 +147,17 @@ def _convert(series: Sequence[RateSegment], band: int) -> tuple[F64, float, floa
     rate = np.where(spread, tokens / np.where(spread, dur, 1.0), 0.0)
     # A point mass keeps only its start point; its end point carries nothing.
     data = np.empty((4, 2 * n), dtype=np.float64)
-    np.concatenate([start, np.where(spread, end, start)], out=data[T])
-    np.concatenate([rate, -rate], out=data[RAMP])
-    data[MASS, :n] = np.where(spread, 0.0, tokens)
-    data[MASS, n:] = 0.0
+    data[T, 0::2] = start
+    data[T, 1::2] = np.where(spread, end, start)
+    data[RAMP, 0::2] = rate
+    data[RAMP, 1::2] = -rate
+    data[MASS, 0::2] = np.where(spread, 0.0, tokens)
+    data[MASS, 1::2] = 0.0
     data[BAND] = band
+    reach = np.maximum.accumulate(np.maximum(start, end)) if n else end
     first = float(start.min()) if n else math.inf
-    last = float(np.maximum(start, end).max()) if n else -math.inf
-    return data, first, last
+    last = float(reach[-1]) if n else -math.inf
+    return data, reach, first, last
 
 
 def _points(view: NodeView, previous: _Points | None = None) -> tuple[_Points, bool]:
@@ -151,9 +170,10 @@ def _points(view: NodeView, previous: _Points | None = None) -> tuple[_Points, b
         done == 0 or len(series) < done or series[done - 1] != previous.last_segment
     ):
         previous, done = None, 0  # not an append: the series was replaced or rewritten
-    data, first, last = _convert(series[done:] if done else series, band)
+    data, reach, first, last = _convert(series[done:] if done else series, band)
     if previous is not None:
         data = np.concatenate([previous.data, data], axis=1)
+        reach = np.concatenate([previous.reach, np.maximum(reach, previous.last)])
         first, last = min(first, previous.first), max(last, previous.last)
     points = _Points(
         view=view,
@@ -161,6 +181,7 @@ def _points(view: NodeView, previous: _Points | None = None) -> tuple[_Points, b
         n_segments=len(series),
         last_segment=series[-1] if series else None,
         data=data,
+        reach=reach,
         first=first,
         last=last,
     )
@@ -172,7 +193,7 @@ class RateBuckets:
 
     def __init__(self) -> None:
         self._cache: dict[str, _Points] = {}
-        self._joined_key: tuple[_Points, ...] | None = None
+        self._joined_key: tuple[tuple[_Points, int], ...] | None = None
         self._n_points = 0
         self._alloc_points(1024)
         self._n_buckets = -1
@@ -277,6 +298,11 @@ class RateBuckets:
         """Changes were not read this frame: the next compute re-reads every node."""
         self._members_of = None
 
+    @property
+    def points(self) -> int:
+        """Points the last compute bucketed (tests: an old history is not re-joined)."""
+        return self._n_points
+
     def live_views(self) -> list[NodeView]:
         """The live contributing nodes as of the last `compute` (a node with no series
         yet has no rate to add)."""
@@ -284,18 +310,21 @@ class RateBuckets:
 
     def _join(self, t0: float) -> int:
         """Concatenate the contributing nodes' points into the frame buffers."""
-        # Anything ending before the window adds nothing.
-        parts = [pts for pts in self._members.values() if pts.last >= t0]
+        # Anything ending before the window adds nothing: whole nodes, and in a node
+        # the segments before the first one that reaches t0.
+        parts = [(pts, pts.from_segment(t0)) for pts in self._members.values() if pts.last >= t0]
         # A node's points object is replaced whenever it changes, so the tuple of
-        # objects (compared by identity) says whether the joined buffers are current.
+        # (object, first segment) pairs, compared by identity, says whether the joined
+        # buffers are current.
         key = tuple(parts)
         if key == self._joined_key:
             return self._n_points
-        n = sum(int(p.data.shape[1]) for p in parts)
+        datas = [p.data[:, 2 * k :] for p, k in parts]
+        n = sum(int(d.shape[1]) for d in datas)
         if n > self._cap:
             self._alloc_points(max(n, 2 * self._cap))
         if parts:
-            np.concatenate([p.data for p in parts], axis=1, out=self._joined[:, :n])
+            np.concatenate(datas, axis=1, out=self._joined[:, :n])
             np.copyto(self._band[:n], self._joined[BAND, :n], casting="unsafe")
         self._joined_key = key
         self._n_points = n
