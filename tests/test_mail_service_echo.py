@@ -75,3 +75,14 @@ async def test_a_repeated_move_echoes_nothing_twice(ledger: Ledger, model: Legio
     assert _types(model, "a") == [EventType.MAIL_SENT, EventType.MAIL_DELIVERED]
     event = await echo.append_event("a", EventType.PHASE_TIMEOUT, {"phase": "planning"})
     assert model.nodes["a"].events[-1] == event
+
+
+async def test_a_node_row_written_through_the_echo_is_the_models(
+    ledger: Ledger, model: LegionModel
+) -> None:
+    lead = replace(model.nodes["a"].node, phase="planning", phase_since=100.0)
+    await ledger.insert_nodes([lead])
+    echo = EchoingLedger(ledger, model)
+    written = await echo.update_node("a", phase_since=250.0)
+    assert written.phase_since == 250.0
+    assert model.nodes["a"].node == written == await ledger.get_node("a")

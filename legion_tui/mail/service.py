@@ -21,7 +21,7 @@ from collections.abc import Awaitable, Callable, Coroutine
 from typing import TYPE_CHECKING, Any, ParamSpec, Protocol, TypeVar
 
 from legion_tui.ledger.errors import MailInvalidText
-from legion_tui.ledger.ports import EventWriter, MailSender
+from legion_tui.ledger.ports import EventWriter, MailSender, NodeUpdater
 from legion_tui.mail.envelope import (
     AddressError,
     check_mail_text,
@@ -73,9 +73,9 @@ class MailLedger(MailStore, MailSender, Protocol):
     async def mailbox_stats(self, node_id: str) -> MailboxStats: ...
 
 
-class EchoedLedger(MailLedger, EventWriter, Protocol):
+class EchoedLedger(MailLedger, EventWriter, NodeUpdater, Protocol):
     """What `EchoingLedger` wraps, and so what it is itself: the service's calls plus the
-    event writes the phase clock makes through it."""
+    event writes of the phase clock and the node writes of a revived stint."""
 
 
 # The event the ledger writes itself inside a mail move (same transaction), by state.
@@ -89,8 +89,9 @@ ECHO_LOOKBACK = 20  # newest events of the sender searched for the one a move wr
 
 class EchoingLedger:
     """The ledger as the mail service, the postman and the phase clock see it: every
-    event written through it also reaches the live `LegionModel` (the Events tab), and
-    a letter that moves refreshes both ends' mail in the model (the Mail tab).
+    event written through it also reaches the live `LegionModel` (the Events tab), so
+    does every node row it updates (a revived stint's clock), and a letter that moves
+    refreshes both ends' mail in the model (the Mail tab).
 
     `send_mail` and `move_mail` write their event inside the ledger's own transaction
     and return only the message, so the event is read back by its message id — one
@@ -109,9 +110,13 @@ class EchoingLedger:
         self.mailbox_stats = ledger.mailbox_stats
         self.append_event = _then(ledger.append_event, self._event_written)
         self.send_mail = _then(ledger.send_mail, self._mail_sent)
+        self.update_node = _then(ledger.update_node, self._node_written)
 
     async def _event_written(self, event: Event) -> None:
         self.model.add_event(event)
+
+    async def _node_written(self, node: Node) -> None:
+        self.model.upsert(node)
 
     async def _mail_sent(self, message: Message) -> None:
         await self._echo(message, EventType.MAIL_SENT)

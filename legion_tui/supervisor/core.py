@@ -719,9 +719,10 @@ class Supervisor:
         isolate: bool,
         *,
         resume: bool,
-    ) -> None:
+    ) -> bool:
+        """Start the node's agent; True when it runs (the node is `running`)."""
         if self._closed or self.node(node.id).status is NodeStatus.RETIRED:
-            return  # the host paused (or the node was stopped) before its turn came
+            return False  # the host paused (or the node was stopped) before its turn came
         self._seq += 1
         warning = await self._worktree_for_launch(node, req, resume=resume)
         spec = LaunchSpec(
@@ -751,7 +752,7 @@ class Supervisor:
             await handle.start()
         except Exception as err:
             if self._closed or self._handles.get(node.id) is not handle:
-                return  # stopped while starting: that, not a launch failure, is the story
+                return False  # stopped while starting: that, not a launch failure, is the story
             self._handles.pop(node.id, None)
             log.warning("launch of %s failed: %s", node.path, err)
             await self._set_status(
@@ -761,11 +762,11 @@ class Supervisor:
                 {"reason": "launch-failed", "error": str(err)},
                 error=f"launch failed: {err}",
             )
-            return
+            return False
         if self._closed or self._handles.get(node.id) is not handle:
             # Paused or stopped while starting: whoever did that swept this handle (or
             # will); writing `running` now would contradict the ledger's `retired`.
-            return
+            return False
         await self._set_status(
             node.id,
             NodeStatus.RUNNING,
@@ -787,6 +788,7 @@ class Supervisor:
         self._monitors[node.id] = asyncio.create_task(
             self._monitor(node.id, handle), name=f"monitor-{node.path}"
         )
+        return True
 
     def _sim_behaviour(self, node: Node, req: ChildRequest | None) -> dict[str, Any]:
         """The sim knobs of a launch; a simulated agent working in a worktree is told
@@ -1016,7 +1018,8 @@ class Supervisor:
         await self._event(target.id, EventType.NODE_STEERED, {"outcome": outcome})
         if outcome == "accepted":
             if self.node(target.id).status is NodeStatus.SETTLED:
-                await self._set_status(target.id, NodeStatus.RUNNING, None, {}, verdict=None)
+                node = await self._set_status(target.id, NodeStatus.RUNNING, None, {}, verdict=None)
+                await self._revive_stint(node)  # nothing can fail after it: no restore
             self._turn_started[target.id].set()
         return outcome, receipts.steered(target.name, outcome)
 
@@ -1044,8 +1047,37 @@ class Supervisor:
         card_name = self._card_of.get(node.id, node.role)
         command = list(self._cards.get(card_name).command) if card_name in self._cards else []
         isolate = node.backend == "process" and node.kind == "sim"
-        await self._launch(node, None, command or None, isolate, resume=True)
+        before = await self._revive_stint(node)
+        started = False
+        try:
+            started = await self._launch(node, None, command or None, isolate, resume=True)
+        finally:
+            if before is not None and not started and not self._closed:
+                await self._restore_stint(before)
         return receipts.resumed(node.name, Path(node.session_file or ""))
+
+    async def _revive_stint(self, node: Node) -> Node | None:
+        """A team woken after it ended starts a new stint in its phase (SPEC §6.4,
+        upstream #357): `phase_since` moves to now and a `phase_change` from == to with
+        reason `revived` says so, so its clock may time it out again and the notices of
+        the old stint go OBSOLETE. Returns the row before (to give the clock back if the
+        revival fails); None when there is no clock to restart (no declared machine, or
+        a terminal phase, where the clock never runs)."""
+        from legion_tui.phases.machine import TERMINALS
+        from legion_tui.phases.timeouts import revive_stint
+
+        if node.phase is None or node.phase in TERMINALS:
+            return None
+        # Through the echo: the node row and the event reach the live model at once.
+        await revive_stint(self._echo, node, self.clock())
+        return node
+
+    async def _restore_stint(self, before: Node) -> None:
+        """A revival whose launch did not happen keeps the old stint (upstream PR #363):
+        a moved clock for a run that never was would de-dupe the next real stint away."""
+        from legion_tui.phases.timeouts import restore_stint
+
+        await restore_stint(self._echo, before)
 
     # ----- worktrees (SPEC §6.7) ----------------------------------------------------------
     async def _worktree_for_launch(
