@@ -7,13 +7,15 @@ import json
 import time
 from pathlib import Path
 
+import pytest
 from app_helpers import SESSION_LINES, FakeOps, canned_model, fixed_clock, write_run_files
 from textual.widgets import Static, TabbedContent
 
 from legion_tui.app import LegionApp, make_app
+from legion_tui.widgets import terminal_view
 from legion_tui.widgets.detail import DetailScreen
 from legion_tui.widgets.terminal_view import TerminalView, emulate, pyte_colour
-from legion_tui.widgets.transcript_view import PAGE, TranscriptView
+from legion_tui.widgets.transcript_view import INDEX_STEP_BYTES, TranscriptView
 
 SIZE = (120, 40)
 
@@ -32,13 +34,28 @@ async def open_detail(pilot, app: LegionApp, node_id: str) -> DetailScreen:  # t
     return app.screen
 
 
-async def test_a_50mb_session_opens_at_once_and_is_paged_lazily(tmp_path: Path) -> None:
+async def until(pilot, condition, what: str) -> None:  # type: ignore[no-untyped-def]
+    """Let the app run until `condition()` holds (bounded)."""
+    deadline = time.monotonic() + 10.0
+    while not condition():
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        await pilot.pause()
+
+
+def shown(view: TranscriptView | TerminalView) -> str:
+    return "\n".join(view.render_line(y).text for y in range(view.size.height))
+
+
+async def test_a_50mb_session_opens_at_once_at_its_end_indexed_in_steps(tmp_path: Path) -> None:
     run_dir = write_run_files(tmp_path)
     session = run_dir / "sessions" / "n2.jsonl"
     message = json.dumps(SESSION_LINES[3]) + "\n"
     copies = 50 * 1024 * 1024 // len(message)
+    newest = dict(SESSION_LINES[2], id="z9")
+    newest["message"] = {"role": "user", "content": [{"type": "text", "text": "the newest ask"}]}
     with session.open("a", encoding="utf-8") as fh:
         fh.write(message * copies)
+        fh.write(json.dumps(newest) + "\n")
     assert session.stat().st_size > 50 * 1024 * 1024
     app, _ = build(run_dir)
     async with app.run_test(size=SIZE) as pilot:
@@ -47,12 +64,49 @@ async def test_a_50mb_session_opens_at_once_and_is_paged_lazily(tmp_path: Path) 
         view = screen.query_one(TranscriptView)
         await pilot.pause()
         opened = time.perf_counter() - started
-        assert view.pager is not None
-        # only the start of the file was indexed (the pager scans 1 MB at a time)
-        assert PAGE <= view.pager.count_known() < copies // 20 and not view.pager.at_end
         assert opened < 2.0, f"overlay took {opened:.2f}s to open a 50 MB session"
-        first = view.render_line(2).text
-        assert "Add pagination to GET /items." in first
+        assert view.pager is not None
+        pager = view.pager
+        await until(pilot, lambda: pager.at_end and "the newest ask" in shown(view), "the end")
+        # Walked to the end in bounded steps (the loop ran between them), and only the
+        # pages on screen were decoded.
+        assert view.index_steps >= 50 * 1024 * 1024 // INDEX_STEP_BYTES
+        assert pager.count_known() == copies + len(SESSION_LINES) + 1
+        assert len(view._pages) <= 2
+        view.scroll_home(animate=False)
+        await until(pilot, lambda: "Add pagination to GET /items." in shown(view), "the start")
+
+
+async def test_appended_session_lines_and_terminal_output_show_while_open(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    run_dir = write_run_files(tmp_path)
+    app, _ = build(run_dir)
+    async with app.run_test(size=SIZE) as pilot:
+        detail = await open_detail(pilot, app, "n2")
+        view = detail.query_one(TranscriptView)
+        await until(pilot, lambda: "Add pagination" in shown(view), "the transcript")
+        late = dict(SESSION_LINES[2], id="late")
+        late["message"] = {"role": "user", "content": [{"type": "text", "text": "one more"}]}
+        with (run_dir / "sessions" / "n2.jsonl").open("a", encoding="utf-8") as fh:
+            fh.write(json.dumps(late) + "\n")
+        app._second_tick()  # the overlay's once-a-second refresh of its node
+        await until(pilot, lambda: "one more" in shown(view), "the appended entry")
+
+        detail.query_one(TabbedContent).active = "tab-terminal"
+        term = detail.query_one(TerminalView)
+        await until(pilot, lambda: "retrying once" in shown(term), "the terminal log")
+        reloads = term.reloads
+        with (run_dir / "terminal" / "n2.log").open("ab") as fh:
+            fh.write(b"\x1b[32mall green\x1b[0m\n")
+        app._second_tick()
+        assert term.reloads == reloads  # reloaded under a second ago: throttled
+        monkeypatch.setattr(terminal_view, "RELOAD_EVERY_S", 0.0)
+        app._second_tick()
+        await until(pilot, lambda: "all green" in shown(term), "the appended output")
+        assert term.reloads == reloads + 1
+        app._second_tick()
+        assert term.reloads == reloads + 1  # unchanged log: one stat, no reload
 
 
 async def test_terminal_tab_honours_colours_and_carriage_returns(tmp_path: Path) -> None:

@@ -74,3 +74,32 @@ def test_growing_file_and_partial_last_line(tmp_path: Path) -> None:
     # Replaced by a shorter file: the index starts again.
     path.write_bytes(line(header()))
     assert [i.role for i in pager.page(0, 100)] == ["session"]
+
+
+def test_index_more_walks_to_the_end_in_bounded_steps_and_stale_sees_growth(
+    tmp_path: Path,
+) -> None:
+    from legion_tui.session.transcript import SCAN_CHUNK
+
+    path = tmp_path / "s.jsonl"
+    one = conversation(1)
+    path.write_bytes(one * (3 * SCAN_CHUNK // len(one) + 1))  # a bit over 3 chunks
+    pager = TranscriptPager(path)
+    assert pager.stale()
+    steps = 1
+    while not pager.index_more(SCAN_CHUNK):
+        steps += 1
+        assert pager.count_known() < path.read_bytes().count(b"\n")
+    assert steps == 4 and not pager.stale()
+    lines = path.read_bytes().count(b"\n")
+    assert pager.count_known() == lines
+    with open(path, "ab") as f:
+        f.write(line(user("late", None, "late", 5)))
+    assert pager.stale()
+    assert pager.index_more(SCAN_CHUNK) and pager.count_known() == lines + 1
+    assert pager.page(lines // 10, 10)[-1].text == "late"
+    # Replaced: the index restarts and says so.
+    assert pager.generation == 0
+    path.write_bytes(line(header()))
+    assert pager.stale() and pager.index_more(SCAN_CHUNK)
+    assert pager.generation == 1 and pager.count_known() == 1

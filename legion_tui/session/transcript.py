@@ -4,6 +4,11 @@ A session file can be 50 MB; the overlay must open instantly. `TranscriptPager` 
 line boundaries only as far as the page asked for (newlines found with numpy, a
 megabyte at a time) and decodes only the lines of that page. One item per line, so page
 N is a slice of the line index; bad lines show as `invalid` items rather than vanish.
+
+The overlay opens at the newest entries: `index_more(budget)` extends the index a
+bounded number of bytes per call, so the caller can walk a 50 MB file to its end in
+steps and yield to the event loop between them; `stale()` is the one-stat check that
+the file grew (or was replaced) since, and `generation` tells that the index restarted.
 """
 
 from __future__ import annotations
@@ -115,10 +120,35 @@ class TranscriptPager:
         self._scanned = 0  # bytes of the file searched for newlines so far
         self._identity: tuple[int, int] | None = None
         self.at_end = False  # the index reached the end of the file (as of the last call)
+        self.generation = 0  # bumped when the index starts again (file replaced, truncated)
 
     def count_known(self) -> int:
         """Lines indexed so far (grows as pages further in are asked for)."""
         return len(self._ends)
+
+    def stale(self) -> bool:
+        """The file has bytes the index has not scanned, or is another file (one stat).
+        An unreadable file counts as stale: the next read says why."""
+        try:
+            st = os.stat(self.path)
+        except OSError:
+            return True
+        return (st.st_dev, st.st_ino) != self._identity or st.st_size != self._scanned
+
+    def index_more(self, budget: int) -> bool:
+        """Index up to `budget` more bytes (whole chunks, at least one); True once the
+        index reached the end of the file."""
+        fd = os.open(self.path, os.O_RDONLY | os.O_CLOEXEC)
+        try:
+            self._check_identity(fd)
+            limit = self._scanned + max(budget, 1)
+            while self._scanned < limit:
+                if not self._scan_chunk(fd):
+                    self.at_end = True
+                    break
+            return self.at_end
+        finally:
+            os.close(fd)
 
     def page(self, index: int, size: int) -> list[TranscriptItem]:
         """Items [index·size, (index+1)·size). Reads only up to the end of that page."""
@@ -150,6 +180,8 @@ class TranscriptPager:
         identity = (st.st_dev, st.st_ino)
         if identity != self._identity or st.st_size < self._scanned:
             # Another file, or truncated: the old index describes nothing here.
+            if self._identity is not None:
+                self.generation += 1
             self._ends = array("q")
             self._scanned = 0
             self._identity = identity
@@ -157,10 +189,16 @@ class TranscriptPager:
 
     def _index_until(self, fd: int, lines: int) -> None:
         while len(self._ends) < lines:
-            chunk = os.pread(fd, SCAN_CHUNK, self._scanned)
-            if not chunk:
+            if not self._scan_chunk(fd):
                 self.at_end = True
                 return
-            newlines = np.flatnonzero(np.frombuffer(chunk, dtype=np.uint8) == 0x0A)
-            self._ends.extend((newlines + self._scanned).tolist())
-            self._scanned += len(chunk)
+
+    def _scan_chunk(self, fd: int) -> bool:
+        """Index the next chunk's newlines; False at the end of the file."""
+        chunk = os.pread(fd, SCAN_CHUNK, self._scanned)
+        if not chunk:
+            return False
+        newlines = np.flatnonzero(np.frombuffer(chunk, dtype=np.uint8) == 0x0A)
+        self._ends.extend((newlines + self._scanned).tolist())
+        self._scanned += len(chunk)
+        return True

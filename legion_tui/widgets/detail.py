@@ -131,6 +131,10 @@ class DetailScreen(ModalScreen[None]):
         self._show("#activity", activity)
         self._show("#mail", "\n".join(mail_lines(view)))
         self._show("#events", "\n".join(event_lines(view)))
+        # The tabs that show files follow them: a changed node may have written more.
+        self.query_one(TranscriptView).refresh_tail()
+        for terminal in self.query(TerminalView):
+            terminal.refresh_log()
 
     def _show(self, selector: str, content: str | Text) -> None:
         """Update a Static only when what it shows changed: every update is a layout

@@ -3,10 +3,16 @@
 The log holds whatever the child wrote: SGR colours, carriage-return progress bars,
 cursor moves. Feeding it to a terminal emulator and painting the emulator's cells shows
 what the user would have seen in a terminal, instead of escape soup.
+
+The tab follows the log: `refresh_log()` (called on the node's model changes) re-reads
+it when a stat says it changed, at most once a second (a reload re-plays up to 256 KiB
+through pyte), and keeps the end in view if it was.
 """
 
 from __future__ import annotations
 
+import os
+import time
 from pathlib import Path
 
 import pyte
@@ -21,6 +27,7 @@ from legion_tui.widgets.paint import paint_for
 TAIL_BYTES = 256 * 1024  # the last 256 KiB: a progress bar can write megabytes of \r
 MAX_ROWS = 5000
 COLUMNS = 160
+RELOAD_EVERY_S = 1.0  # the most often a changing log is re-played
 
 _PYTE_NAMES = {
     "brightblack": "bright_black",
@@ -85,6 +92,27 @@ class TerminalView(ScrollView, can_focus=True):
         self._lines: list[Strip] = []
         self._columns = 0
         self._style_cache: dict[tuple[str, str, bool, bool, bool], Style] = {}
+        self.reloads = 0
+        self._loaded_stat: tuple[int, int, int, int] | None = None  # dev, ino, size, mtime
+        self._loaded_at = -RELOAD_EVERY_S
+
+    def _stat(self) -> tuple[int, int, int, int] | None:
+        try:
+            st = os.stat(self.path)
+        except OSError:
+            return None
+        return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
+
+    def refresh_log(self) -> None:
+        """Re-read the log if it changed and the last reload is a second old."""
+        if not self._columns or time.monotonic() - self._loaded_at < RELOAD_EVERY_S:
+            return  # not laid out yet (on_resize loads it), or reloaded just now
+        if self._stat() == self._loaded_stat:
+            return
+        at_bottom = self.scroll_offset.y >= self.max_scroll_y
+        self.reload()
+        if at_bottom:
+            self.scroll_end(animate=False)
 
     def on_resize(self) -> None:
         # The emulated terminal is as wide as the view: long lines wrap as they would
@@ -93,6 +121,9 @@ class TerminalView(ScrollView, can_focus=True):
             self.reload()
 
     def reload(self) -> None:
+        self._loaded_stat = self._stat()  # before the read: a write during it is not lost
+        self._loaded_at = time.monotonic()
+        self.reloads += 1
         data, self.skipped_bytes = read_tail(self.path)
         self._columns = max(20, self.size.width or COLUMNS)
         screen = emulate(data, self._columns)

@@ -1,12 +1,16 @@
-"""The Transcript tab: the session file as a conversation, paged lazily.
+"""The Transcript tab: the session file as a conversation, paged lazily, opened at its end.
 
-Opening a 50 MB session must be instant: `TranscriptPager` indexes line boundaries only
-as far as the page asked for, so the view asks for the pages on screen and grows its
-virtual height as the index grows (scrolling to the bottom pulls the next page in).
+Opening a 50 MB session must be instant: the view indexes line boundaries in steps of a
+few MiB (`TranscriptPager.index_more`), yielding to the event loop between steps, and
+decodes only the pages on screen. It opens on the newest entries and follows the file:
+`refresh_tail()` (called on the node's model changes) indexes what was appended, drops
+the cached pages the new lines land in, and keeps the end in view — unless the user
+scrolled up to read, in which case the view stays where it is.
 """
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 
 from rich.segment import Segment
@@ -14,11 +18,14 @@ from textual.geometry import Size
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
-from legion_tui.session.transcript import TranscriptItem, TranscriptPager
+from legion_tui.session.transcript import SCAN_CHUNK, TranscriptItem, TranscriptPager
 from legion_tui.widgets.paint import Paint, paint_for
 
 PAGE = 200  # items per pager call
 MAX_PAGES = 64  # pages kept decoded; older ones are dropped and re-read if scrolled back
+# Bytes indexed per step before yielding: ~4 MiB is a few ms of numpy, so a 50 MB file
+# reaches its end in a dozen steps and the loop is never held for long.
+INDEX_STEP_BYTES = 4 * SCAN_CHUNK
 
 
 class TranscriptView(ScrollView, can_focus=True):
@@ -32,6 +39,10 @@ class TranscriptView(ScrollView, can_focus=True):
         self.theme_name = theme
         self._pages: dict[int, list[TranscriptItem]] = {}
         self.error: str | None = None if path is not None else "no session file"
+        self.follow = True  # keep the newest entry in view (off while scrolled up)
+        self.index_steps = 0  # indexing steps so far (tests: a big file takes several)
+        self._indexing = False
+        self._generation = 0
 
     def _page(self, number: int) -> list[TranscriptItem]:
         items = self._pages.get(number)
@@ -56,7 +67,53 @@ class TranscriptView(ScrollView, can_focus=True):
             self.virtual_size = Size(self.size.width, height)
 
     def on_mount(self) -> None:
-        self._page(0)
+        self.refresh_tail()
+
+    def refresh_tail(self) -> None:
+        """The session may have grown: index the new lines in steps and show them. An
+        unchanged file costs one stat; a call while a walk runs is absorbed by it."""
+        if self.pager is None or self._indexing or not self.pager.stale():
+            return
+        self._indexing = True
+        self.run_worker(self._index_to_end, group="transcript-index", exit_on_error=False)
+
+    async def _index_to_end(self) -> None:
+        assert self.pager is not None
+        pager = self.pager
+        known = pager.count_known()
+        at_bottom = self.follow  # decided before the height grows under the scroll
+        try:
+            while True:
+                try:
+                    done = pager.index_more(INDEX_STEP_BYTES)
+                except OSError as error:  # deleted / EACCES: say so; a later call retries
+                    self.error = f"session unreadable: {error.strerror or error}"
+                    break
+                self.error = None
+                self.index_steps += 1
+                if done:
+                    break
+                await asyncio.sleep(0)  # a big file: let the loop breathe between steps
+        finally:
+            self._indexing = False
+        if pager.generation != self._generation:
+            self._generation = pager.generation  # another file now: nothing cached holds
+            self._pages.clear()
+            known = 0
+        # The page the old last line sat in, and any after it, gained lines.
+        for number in [n for n in self._pages if n >= known // PAGE]:
+            del self._pages[number]
+        self._update_height()
+        self.refresh()
+        if at_bottom:
+            self.scroll_end(animate=False)
+        if pager.stale():
+            self.refresh_tail()  # it grew again during the walk
+
+    def watch_scroll_y(self, old_value: float, new_value: float) -> None:
+        super().watch_scroll_y(old_value, new_value)
+        # Scrolled up by the user: stop following; back at the bottom: follow again.
+        self.follow = new_value >= self.max_scroll_y
 
     def on_resize(self) -> None:
         self._update_height()
