@@ -11,12 +11,14 @@ scrolled up to read, in which case the view stays where it is.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable, Coroutine
 from pathlib import Path
 
 from rich.segment import Segment
 from textual.geometry import Size
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
+from textual.worker import Worker
 
 from legion_tui.session.transcript import SCAN_CHUNK, TranscriptItem, TranscriptPager
 from legion_tui.widgets.paint import Paint, paint_for
@@ -43,6 +45,7 @@ class TranscriptView(ScrollView, can_focus=True):
         self.index_steps = 0  # indexing steps so far (tests: a big file takes several)
         self._indexing = False
         self._generation = 0
+        self.walker: Worker[None] | None = None  # the running (or last) walk to the end
 
     def _page(self, number: int) -> list[TranscriptItem]:
         items = self._pages.get(number)
@@ -75,7 +78,12 @@ class TranscriptView(ScrollView, can_focus=True):
         if self.pager is None or self._indexing or not self.pager.stale():
             return
         self._indexing = True
-        self.run_worker(self._index_to_end, group="transcript-index", exit_on_error=False)
+        # The method, not a coroutine: a worker cancelled before it starts (the overlay
+        # closed at once) then leaves no never-awaited coroutine behind.
+        walk: Callable[[], Coroutine[None, None, None]] = self._index_to_end
+        self.walker = self.run_worker(
+            walk, group="transcript-index", exit_on_error=False
+        )
 
     async def _index_to_end(self) -> None:
         assert self.pager is not None
