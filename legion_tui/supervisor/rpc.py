@@ -7,6 +7,13 @@ one trailing \\r. Responses are correlated by the `id` we put on every command; 
 carry no id and feed the live activity: in-flight tools keyed by toolCallId (with
 parentToolCallId for nested calls) and the idle signal (`agent_settled`; for pi before
 0.80.4, `agent_end` confirmed by `get_state().isStreaming == false`).
+
+The read loop must outlive any output: if it died, the client would read as idle and a
+running pi node would settle mid-run. So lines are split incrementally (`LineSplitter`:
+only the new chunk is searched, never the buffered prefix again), a line over
+`max_line_bytes` is dropped and counted instead of buffered, and each line's decoding
+and handling fails alone (bad JSON, nesting deep enough for RecursionError, a hook that
+raises) — counted or logged, never fatal to the loop.
 """
 
 from __future__ import annotations
@@ -15,18 +22,24 @@ import asyncio
 import contextlib
 import itertools
 import json
+import logging
 import time
 from collections.abc import Callable
 from typing import Any, Protocol
 
 from legion_tui.model import InFlightTool
 
-__all__ = ["CommandSink", "RpcClient", "RpcError", "split_lines"]
+__all__ = ["CommandSink", "LineSplitter", "RpcClient", "RpcError", "split_lines"]
+
+log = logging.getLogger(__name__)
 
 EventHook = Callable[[dict[str, Any]], None]
 
 WRITE_BOUND = 5.0  # a child that does not drain its stdin for this long is stuck
 STATE_BOUND = 5.0
+# pi's largest lines are message_end / tool results carrying a whole tool output; 16 MiB
+# is far above any real one and still a bounded buffer.
+MAX_LINE_BYTES = 16 * 1024 * 1024
 
 
 class CommandSink(Protocol):
@@ -54,6 +67,48 @@ def split_lines(buffer: bytes) -> tuple[list[bytes], bytes]:
     return [line.removesuffix(b"\r") for line in lines], rest
 
 
+class LineSplitter:
+    """Whole LF-terminated records out of a byte stream, in time linear in its size.
+
+    The unfinished line is kept as a list of pieces (joined once, when its newline
+    comes), so a long line arriving in many chunks is never re-copied or re-searched.
+    A line longer than `max_line_bytes` is dropped as it streams (memory stays bounded)
+    and counted in `too_long`.
+    """
+
+    def __init__(self, max_line_bytes: int = MAX_LINE_BYTES) -> None:
+        self.max_line_bytes = max_line_bytes
+        self.too_long = 0
+        self._pieces: list[bytes] = []
+        self._size = 0
+        self._dropping = False  # inside an over-long line: skip to its newline
+
+    def feed(self, chunk: bytes) -> list[bytes]:
+        """The lines `chunk` completes (one trailing CR stripped each)."""
+        out: list[bytes] = []
+        start = 0
+        while True:
+            newline = chunk.find(b"\n", start)
+            if newline < 0:
+                self._keep(chunk[start:])
+                return out
+            self._keep(chunk[start:newline])
+            if not self._dropping:
+                out.append(b"".join(self._pieces).removesuffix(b"\r"))
+            self._pieces, self._size, self._dropping = [], 0, False
+            start = newline + 1
+
+    def _keep(self, piece: bytes) -> None:
+        if self._dropping or not piece:
+            return
+        self._size += len(piece)
+        if self._size > self.max_line_bytes:
+            self.too_long += 1
+            self._pieces, self._size, self._dropping = [], 0, True
+            return
+        self._pieces.append(piece)
+
+
 class RpcClient:
     """One RPC connection over a child's stdin/stdout pipes."""
 
@@ -64,6 +119,7 @@ class RpcClient:
         *,
         on_event: EventHook | None = None,
         clock: Callable[[], float] = time.time,
+        max_line_bytes: int = MAX_LINE_BYTES,
     ) -> None:
         self._stdin = stdin
         self._stdout = stdout
@@ -76,7 +132,8 @@ class RpcClient:
         self.idle = asyncio.Event()
         self.idle.set()
         self.closed = asyncio.Event()  # stdout reached EOF: the agent is gone
-        self.skipped_lines = 0
+        self.skipped_lines = 0  # lines that were not a JSON object (or too long)
+        self._lines = LineSplitter(max_line_bytes)
         self.turns = 0
         self.runs = 0  # agent_start count: tells a stale idle confirmation from a fresh one
         self._tasks: set[asyncio.Task[Any]] = set()
@@ -143,16 +200,16 @@ class RpcClient:
     # -- reading -----------------------------------------------------------------------
 
     async def _read_loop(self) -> None:
-        buffer = b""
         try:
             while True:
                 chunk = await self._stdout.read(65536)
                 if not chunk:
                     break
-                lines, buffer = split_lines(buffer + chunk)
-                for line in lines:
+                too_long = self._lines.too_long
+                for line in self._lines.feed(chunk):
                     if line.strip():
                         self._dispatch(line)
+                self.skipped_lines += self._lines.too_long - too_long
         except (ConnectionError, OSError):
             pass
         finally:
@@ -170,7 +227,7 @@ class RpcClient:
     def _dispatch(self, line: bytes) -> None:
         try:
             obj = json.loads(line)
-        except ValueError:
+        except (ValueError, RecursionError):  # not UTF-8 / not JSON / nested too deep
             self.skipped_lines += 1  # e.g. a stray print from an extension
             return
         if not isinstance(obj, dict):
@@ -181,9 +238,14 @@ class RpcClient:
             if fut is not None and not fut.done():
                 fut.set_result(obj)
             return
-        self._track(obj)
-        if self._on_event is not None:
-            self._on_event(obj)
+        try:
+            self._track(obj)
+            if self._on_event is not None:
+                self._on_event(obj)
+        except Exception:
+            # One event the supervisor could not take (a bug, a malformed field) must
+            # not end the read loop: that would read as idle and settle a running node.
+            log.exception("rpc event not handled: %.200r", obj)
 
     def _track(self, event: dict[str, Any]) -> None:
         kind = event.get("type")
