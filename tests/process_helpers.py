@@ -14,22 +14,30 @@ from legion_tui.agents.sim import FakeClock
 # (a) a plain child, (b) a start_new_session child, (c) a double-forked setsid daemon,
 # (d) a child ignoring SIGTERM. It writes "ready" once all four exist, then waits.
 TREE_AGENT = r"""
-import os, signal, subprocess, sys, time
+import os, subprocess, sys, time
 out = sys.argv[1]
 sleeper = [sys.executable, "-c", "import time\nwhile True: time.sleep(1)"]
 a = subprocess.Popen(sleeper)
 b = subprocess.Popen(sleeper, start_new_session=True)
+# The daemon and the stubborn child each say "ready" on a pipe once they are what the
+# sweep must catch (exec'd; SIGTERM ignored): a readiness signal, not a guessed sleep.
+r, w = os.pipe()
 if os.fork() == 0:
     os.setsid()
     if os.fork() == 0:
-        os.execv(sys.executable, sleeper)
+        os.set_inheritable(w, True)
+        daemon = ("import os, sys, time\nos.write(int(sys.argv[1]), b'r')\n"
+                  "while True: time.sleep(1)")
+        os.execv(sys.executable, [sys.executable, "-c", daemon, str(w)])
     os._exit(0)
+os.close(w)
 stubborn = (
-    "import signal, time\nsignal.signal(signal.SIGTERM, signal.SIG_IGN)\n"
-    "while True: time.sleep(1)"
+    "import signal, sys, time\nsignal.signal(signal.SIGTERM, signal.SIG_IGN)\n"
+    "print('ready', flush=True)\nwhile True: time.sleep(1)"
 )
-d = subprocess.Popen([sys.executable, "-c", stubborn])
-time.sleep(0.3)  # let the daemon's exec and the SIGTERM handler land
+d = subprocess.Popen([sys.executable, "-c", stubborn], stdout=subprocess.PIPE)
+assert os.read(r, 1) == b"r"
+assert d.stdout.readline() == b"ready\n"
 with open(out, "w") as fh:
     fh.write("ready")
 while True:
