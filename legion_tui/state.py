@@ -92,9 +92,6 @@ class LegionModel:
                 out[status.value] += 1
         return out
 
-    def total_tok_s(self) -> float:
-        return sum(v.progress.tok_s for v in self.nodes.values() if v.node.live)
-
     # ----- writing -------------------------------------------------------------------
     def upsert(self, node: Node) -> NodeView:
         view = self.nodes.get(node.id)

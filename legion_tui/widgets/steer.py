@@ -43,10 +43,6 @@ class _BottomLine(Input):
     def closed(self) -> None:
         """Hook for subclasses."""
 
-    @property
-    def is_open(self) -> bool:
-        return self.has_class("-open")
-
 
 class SteerLine(_BottomLine):
     DEFAULT_CSS = """
