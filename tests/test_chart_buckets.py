@@ -208,3 +208,11 @@ def test_an_appended_tail_keeps_the_window_cut_exact() -> None:
         got = rb.compute(model, t0, t0 + 10, 20).copy()
         np.testing.assert_allclose(got, naive_buckets(model, t0, t0 + 10, 20), atol=1e-6)
     assert rb.extended == 1
+
+
+def test_an_instant_a_rounding_step_before_the_window_is_bucketed_as_computed() -> None:
+    # Found by hypothesis: (t − t0)·per_s rounds to −0.0 for t = −5e-324, t0 = 0, so the
+    # bucketing counts the instant inside; the window cut must not have dropped it.
+    model = build([("root", [(-5e-324, 0.0, 1)])], base=0.0)
+    got = RateBuckets().compute(model, 0.0, 2.0, 1)
+    np.testing.assert_allclose(got, naive_buckets(model, 0.0, 2.0, 1), atol=1e-12)

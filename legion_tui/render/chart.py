@@ -308,11 +308,14 @@ class RateBuckets:
         yet has no rate to add)."""
         return list(self._live.values())
 
-    def _join(self, t0: float) -> int:
+    def _join(self, t0: float, per_s: float) -> int:
         """Concatenate the contributing nodes' points into the frame buffers."""
         # Anything ending before the window adds nothing: whole nodes, and in a node
-        # the segments before the first one that reaches t0.
-        parts = [(pts, pts.from_segment(t0)) for pts in self._members.values() if pts.last >= t0]
+        # the segments before the first one that reaches the cut. The cut sits a
+        # billionth of a bucket before t0: a point closer than that may round to u = 0
+        # (inside) in `compute`, and must be bucketed as `compute` sees it.
+        cut = t0 - 1e-9 / per_s
+        parts = [(pts, pts.from_segment(cut)) for pts in self._members.values() if pts.last >= cut]
         # A node's points object is replaced whenever it changes, so the tuple of
         # (object, first segment) pairs, compared by identity, says whether the joined
         # buffers are current.
@@ -352,8 +355,8 @@ class RateBuckets:
         if n_buckets == 0 or t1 <= t0:
             out.fill(0.0)
             return out
-        n = self._join(t0)
         per_s = n_buckets / (t1 - t0)  # buckets per second
+        n = self._join(t0, per_s)
         t, ramp, mass = self._joined[T, :n], self._joined[RAMP, :n], self._joined[MASS, :n]
         band = self._band[:n]
         u, f, v, m, before = self._u[:n], self._f[:n], self._v[:n], self._m[:n], self._before[:n]
