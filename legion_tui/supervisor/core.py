@@ -723,8 +723,13 @@ class Supervisor:
         """Start the node's agent; True when it runs (the node is `running`)."""
         if self._closed or self.node(node.id).status is NodeStatus.RETIRED:
             return False  # the host paused (or the node was stopped) before its turn came
+        # From here on a stop that starts (it adds the id synchronously) is what the
+        # re-checks after each await below see, even before its `retired` is written.
+        self._stopping.discard(node.id)
         self._seq += 1
         warning = await self._worktree_for_launch(node, req, resume=resume)
+        if self._stopped_meanwhile(node.id):
+            return False  # stopped during the worktree's await: start nothing
         spec = LaunchSpec(
             node_id=node.id,
             run_id=self.run.run_id,
@@ -744,15 +749,17 @@ class Supervisor:
             resume=resume,
         )
         handle = make_handle(spec)
-        self._stopping.discard(node.id)
         self._handles[node.id] = handle
         self._turn_started[node.id] = asyncio.Event()
         self.launches += 1
         try:
             await handle.start()
         except Exception as err:
-            if self._closed or self._handles.get(node.id) is not handle:
-                return False  # stopped while starting: that, not a launch failure, is the story
+            if self._stopped_meanwhile(node.id, handle):
+                # Stopped while starting: that, not a launch failure, is the story. Whatever
+                # half-started is ours to end (the stop found nothing to signal yet).
+                await self._abandon(node.id, handle)
+                return False
             self._handles.pop(node.id, None)
             log.warning("launch of %s failed: %s", node.path, err)
             await self._set_status(
@@ -763,9 +770,11 @@ class Supervisor:
                 error=f"launch failed: {err}",
             )
             return False
-        if self._closed or self._handles.get(node.id) is not handle:
-            # Paused or stopped while starting: whoever did that swept this handle (or
-            # will); writing `running` now would contradict the ledger's `retired`.
+        if self._stopped_meanwhile(node.id, handle):
+            # Paused or stopped while starting: the stop may have popped this handle
+            # before its process existed and so signalled nothing — stop what we just
+            # started; writing `running` now would contradict the ledger's `retired`.
+            await self._abandon(node.id, handle)
             return False
         await self._set_status(
             node.id,
@@ -789,6 +798,23 @@ class Supervisor:
             self._monitor(node.id, handle), name=f"monitor-{node.path}"
         )
         return True
+
+    def _stopped_meanwhile(self, node_id: str, handle: AgentHandle | None = None) -> bool:
+        """Whether a pause or stop landed during one of `_launch`'s awaits."""
+        if self._closed or node_id in self._stopping:
+            return True
+        if self.node(node_id).status is NodeStatus.RETIRED:
+            return True
+        return handle is not None and self._handles.get(node_id) is not handle
+
+    async def _abandon(self, node_id: str, handle: AgentHandle) -> None:
+        """End an agent a stop raced past; failures are logged, the stop already stands."""
+        if self._handles.get(node_id) is handle:
+            self._handles.pop(node_id, None)
+        try:
+            await handle.stop(force=True, grace=0.0)
+        except Exception as err:
+            log.warning("stopping the abandoned launch of %s failed: %s", node_id, err)
 
     def _sim_behaviour(self, node: Node, req: ChildRequest | None) -> dict[str, Any]:
         """The sim knobs of a launch; a simulated agent working in a worktree is told

@@ -1,0 +1,93 @@
+"""Review round 4: races between stop / resume / settle and the supervisor's awaits.
+Every race is forced with an asyncio.Event on the awaited step, never with a sleep."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+import psutil
+import pytest
+from supervisor_helpers import STUCK, hosted, until
+
+from legion_tui.model import NodeStatus
+from legion_tui.supervisor import core
+from legion_tui.supervisor.core import ROOT_ID, ChildRequest, Supervisor
+
+
+def _node_named(sup: Supervisor, name: str) -> str | None:
+    for view in sup.model.nodes.values():
+        if view.node.name == name:
+            return view.node.id
+    return None
+
+
+async def test_a_stop_during_the_worktree_await_keeps_the_node_stopped(tmp_path: Path) -> None:
+    async with hosted(tmp_path) as sup:
+        gate, entered = asyncio.Event(), asyncio.Event()
+        real = sup._worktree_for_launch
+
+        async def blocked(node: Any, req: Any, *, resume: bool) -> str | None:
+            entered.set()
+            await gate.wait()  # stands in for `git worktree add`
+            return await real(node, req, resume=resume)
+
+        sup._worktree_for_launch = blocked  # type: ignore[method-assign]
+        spawn = asyncio.create_task(
+            sup.spawn(ROOT_ID, [ChildRequest("worker", "t", name="w", sim=dict(STUCK))])
+        )
+        await asyncio.wait_for(entered.wait(), 10)
+        assert await sup.stop(ROOT_ID, "w") == "Stopped w."
+        gate.set()
+        (w,) = await asyncio.wait_for(spawn, 10)
+        assert w.status is NodeStatus.RETIRED
+        assert w.id not in sup._handles and w.id not in sup._monitors
+        await sup.ledger.flush()
+        row = await sup.ledger.get_node(w.id)
+        assert row is not None and row.status is NodeStatus.RETIRED
+
+
+async def test_a_stop_while_the_process_starts_leaves_no_process(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    gate, entered = asyncio.Event(), asyncio.Event()
+    made: list[Any] = []
+    real_make = core.make_handle
+
+    def gated_make(spec: Any) -> Any:
+        handle = real_make(spec)
+        real_start: Callable[[], Awaitable[None]] = handle.start
+
+        async def start() -> None:
+            entered.set()
+            await gate.wait()  # the stop pops the handle before its process exists
+            await real_start()
+
+        handle.start = start  # type: ignore[method-assign]
+        made.append(handle)
+        return handle
+
+    monkeypatch.setattr(core, "make_handle", gated_make)
+    async with hosted(tmp_path) as sup:
+        spawn = asyncio.create_task(
+            sup.spawn(
+                ROOT_ID, [ChildRequest("worker", "t", name="p", isolate=True, sim=dict(STUCK))]
+            )
+        )
+        await asyncio.wait_for(entered.wait(), 10)
+        assert await sup.stop(ROOT_ID, "p") == "Stopped p."
+        gate.set()
+        (p,) = await asyncio.wait_for(spawn, 30)
+        assert p.status is NodeStatus.RETIRED and p.id not in sup._handles
+        (handle,) = made
+        pid = handle.pid
+        assert pid is not None  # it did start, after the stop ...
+        # ... and the launch stopped it again rather than leaving it running.
+        await until(
+            lambda: not psutil.pid_exists(pid)
+            or psutil.Process(pid).status() == psutil.STATUS_ZOMBIE,
+            20,
+            "the raced process to end",
+        )
