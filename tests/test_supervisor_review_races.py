@@ -86,8 +86,30 @@ async def test_a_stop_while_the_process_starts_leaves_no_process(
         assert pid is not None  # it did start, after the stop ...
         # ... and the launch stopped it again rather than leaving it running.
         await until(
-            lambda: not psutil.pid_exists(pid)
-            or psutil.Process(pid).status() == psutil.STATUS_ZOMBIE,
+            lambda: (
+                not psutil.pid_exists(pid) or psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
+            ),
             20,
             "the raced process to end",
         )
+
+
+async def test_two_resumes_at_once_start_one_agent(tmp_path: Path) -> None:
+    async with hosted(tmp_path, "s") as sup:
+        (w,) = await sup.spawn(ROOT_ID, [ChildRequest("worker", "t", name="w", sim=dict(STUCK))])
+        await until(lambda: bool(sup.model.nodes[w.id].progress.in_flight), what="w in a tool")
+    async with hosted(tmp_path, "s") as sup:
+        assert sup.interrupted_on_open == [w.id]
+        results = await asyncio.gather(
+            sup.resume(ROOT_ID, "w"), sup.resume(ROOT_ID, "w"), return_exceptions=True
+        )
+        ok = [r for r in results if isinstance(r, str)]
+        refused = [r for r in results if isinstance(r, core.OpError)]
+        assert len(ok) == 1 and ok[0].startswith("Resumed w")
+        assert len(refused) == 1 and refused[0].code == "ALREADY_RUNNING"
+        assert "already resuming" in refused[0].message
+        assert sup.launches == 1 and list(sup._monitors) == [w.id]
+        # Once it runs, a third resume is refused too (steer it instead).
+        with pytest.raises(core.OpError) as err:
+            await sup.resume(ROOT_ID, "w")
+        assert err.value.code == "ALREADY_RUNNING"

@@ -194,6 +194,9 @@ class Supervisor:
         self._monitors: dict[str, asyncio.Task[None]] = {}
         self._turn_started: dict[str, asyncio.Event] = {}
         self._stopping: set[str] = set()
+        # Nodes a resume is relaunching: checked and set before its first await, so a
+        # second resume (`r` pressed twice) cannot start a second agent on the same file.
+        self._resuming: set[str] = set()
         self._card_of: dict[str, str] = {}  # node id → role card name
         self._changed = asyncio.Event()
         self._server: Any = None
@@ -1052,11 +1055,21 @@ class Supervisor:
     async def resume(self, caller_id: str, name: str) -> str:
         """Resume an ended node on its old session file (SPEC §6.6); never automatic."""
         target = self.resolve(caller_id, name)
+        if target.id in self._resuming:
+            raise OpError("ALREADY_RUNNING", f"{target.name} is already resuming")
         previous = self._handles.get(target.id)
-        if previous is not None and previous.exited is None:
+        if (previous is not None and previous.exited is None) or (previous is None and target.live):
+            # A live node without a handle is being launched right now (spawn or resume).
             raise OpError(
                 "ALREADY_RUNNING", f"{target.name} is {target.status.value}; steer it instead"
             )
+        self._resuming.add(target.id)
+        try:
+            return await self._resume(target, previous)
+        finally:
+            self._resuming.discard(target.id)
+
+    async def _resume(self, target: Node, previous: AgentHandle | None) -> str:
         if not _has_file(target.session_file):
             raise OpError("NO_SESSION", f"{target.name} has no session file to resume from")
         parent = self.model.nodes.get(target.parent_id or "")
