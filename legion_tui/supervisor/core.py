@@ -56,6 +56,14 @@ SHUTDOWN_REASON = "session-shutdown"
 ORPHAN_REASON = "orphaned"
 INTERRUPT_REASONS = frozenset({SHUTDOWN_REASON, ORPHAN_REASON})
 TERMINAL_PHASES = frozenset({"done", "failed", "aborted"})
+# Events the supervisor decides by (a resumed lead's worktree, a stop's receipt, the
+# stint's verification, `--supersedes`). The model keeps only the last 200 events of a
+# node for display, so these are remembered here, from every write and from the ledger.
+DECISION_EVENTS = (
+    EventType.NODE_LAUNCHED,
+    EventType.NODE_RETIRED,
+    EventType.VERIFICATION_RESULT,
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -198,6 +206,8 @@ class Supervisor:
         # second resume (`r` pressed twice) cannot start a second agent on the same file.
         self._resuming: set[str] = set()
         self._card_of: dict[str, str] = {}  # node id → role card name
+        self._last_of: dict[tuple[str, EventType], Event] = {}  # of DECISION_EVENTS
+        self._handled: dict[str, list[str]] = {}  # lead id → ids of its handled children
         self._changed = asyncio.Event()
         self._server: Any = None
         self.mail: Any = None  # legion_tui.mail.service.MailService once started
@@ -370,11 +380,17 @@ class Supervisor:
             self.model.upsert(node)
             for event in await self.ledger.get_events(node.id, limit=200):
                 self.model.add_event(event)
-            launched = await self.ledger.get_events(
-                node.id, types=[EventType.NODE_LAUNCHED], limit=1
-            )
-            if launched and "card" in launched[-1].data:
-                self._card_of[node.id] = str(launched[-1].data["card"])
+        # The decision facts come from the whole ledger, not the display buffer: one
+        # query for the run (these are a few events per node), oldest first.
+        facts = await self.ledger.get_events(
+            None, types=[*DECISION_EVENTS, EventType.NODE_HANDLED], limit=2**62
+        )
+        for event in facts:
+            self._remember(event)
+        for node in ordered:
+            launched = self._last_event(node.id, EventType.NODE_LAUNCHED)
+            if launched is not None and "card" in launched.data:
+                self._card_of[node.id] = str(launched.data["card"])
         if ROOT_ID not in self.model.nodes:
             await self._create_root()
         else:
@@ -428,8 +444,18 @@ class Supervisor:
         own events (the mail service and the phase clock share it via `_echo`)."""
         event: Event = await self.ledger.append_event(node_id, etype, data)
         self.events_written += 1
+        self._remember(event)
         self.model.add_event(event)
         return event
+
+    def _remember(self, event: Event) -> None:
+        """Keep the facts decisions read (see DECISION_EVENTS); later events win."""
+        if event.node_id is None:
+            return
+        if event.type is EventType.NODE_HANDLED:
+            self._handled.setdefault(event.node_id, []).append(str(event.data.get("node_id")))
+        elif event.type in DECISION_EVENTS:
+            self._last_of[(event.node_id, event.type)] = event
 
     async def _set_status(
         self,
@@ -459,13 +485,9 @@ class Supervisor:
         return None if event is None else str(event.data.get("reason"))
 
     def _last_event(self, node_id: str, etype: EventType) -> Event | None:
-        view = self.model.nodes.get(node_id)
-        if view is None:
-            return None
-        for event in reversed(view.events):
-            if event.type is etype:
-                return event
-        return None
+        """The node's last event of a DECISION_EVENTS type (all of history, not the
+        model's display buffer)."""
+        return self._last_of.get((node_id, etype))
 
     # ----- lookup and permissions -------------------------------------------------------
     def node(self, node_id: str) -> Node:
@@ -1231,21 +1253,13 @@ class Supervisor:
 
     def _stint_verification(self, node: Node) -> Any:
         """The outcome of this stint's last verification run, if any ran."""
-        view = self.model.nodes.get(node.id)
-        for event in reversed(view.events if view is not None else ()):
-            if event.type is EventType.VERIFICATION_RESULT:
-                if event.data.get("phase_since") == node.phase_since:
-                    return event.data.get("outcome")
-                return None
+        event = self._last_event(node.id, EventType.VERIFICATION_RESULT)
+        if event is not None and event.data.get("phase_since") == node.phase_since:
+            return event.data.get("outcome")
         return None
 
     def _handled_ids(self, node: Node) -> list[str]:
-        view = self.model.nodes.get(node.id)
-        return [
-            str(e.data.get("node_id"))
-            for e in (view.events if view is not None else ())
-            if e.type is EventType.NODE_HANDLED
-        ]
+        return list(self._handled.get(node.id, ()))
 
     async def phase(
         self,
