@@ -1596,7 +1596,7 @@ def _declared_machine(
     try:
         machine = declared_machine(
             req.phases,
-            role=req.role,
+            role=card.role,  # the role the card plays (`lead` may play centurion), not its name
             caller_is_root=caller.id == ROOT_ID,
             caller=caller.path,
             card_machine=card.phases,
