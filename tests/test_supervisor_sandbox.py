@@ -8,7 +8,7 @@ from pathlib import Path
 from supervisor_helpers import git, hosted, settled, spawn_one, until
 
 from legion_tui.agents.sim_script import SANDBOX_FILES
-from legion_tui.model import EventType, NodeStatus
+from legion_tui.model import Event, EventType, NodeStatus
 from legion_tui.phases import DEFAULT_MACHINE
 from legion_tui.supervisor.worktree import create_sandbox_repo
 
@@ -47,6 +47,14 @@ def _launched(sup: object, node_id: str) -> dict[str, object]:
     return dict(events[-1].data)
 
 
+def _settled_events(sup: object, node_id: str) -> list[Event]:
+    return [
+        e
+        for e in sup.model.nodes[node_id].events  # type: ignore[attr-defined]
+        if e.type is EventType.NODE_SETTLED
+    ]
+
+
 async def test_a_sim_team_in_the_users_repository_gets_no_worktree(tmp_path: Path) -> None:
     before = _user_repo(tmp_path)
     async with hosted(tmp_path) as sup:
@@ -78,7 +86,9 @@ async def test_a_sandbox_gives_the_team_a_branch_its_members_commit_to(tmp_path:
         assert sup.node(lead.id).backend == "process"  # its own cwd: the worktree
         node = await settled(sup, lead.id, 60.0)
         assert node.status is NodeStatus.SETTLED and node.phase == "done"
-        (event,) = [e for e in sup.model.nodes[lead.id].events if e.type is EventType.NODE_SETTLED]
+        # The row turns settled a moment before its node_settled event is appended.
+        await until(lambda: bool(_settled_events(sup, lead.id)), what="the node_settled event")
+        (event,) = _settled_events(sup, lead.id)
         delivery = event.data["delivery"]
         assert delivery["branch"] == branch and delivery["commits"] >= 1
         assert git(sandbox, "rev-parse", branch) == delivery["head_sha"]
