@@ -21,7 +21,7 @@ import os
 import re
 import secrets
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Awaitable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -134,6 +134,11 @@ def _has_file(path: str | None) -> bool:
     return bool(path) and os.path.exists(path or "")
 
 
+def _verify_marker(node_id: str) -> str:
+    """The node id a team's `legion-verify` commands run under (supervisor.verify)."""
+    return f"{node_id}.verify"
+
+
 def _execution(status: NodeStatus) -> str:
     """How a node's run ended, as the stop receipts name it."""
     return {NodeStatus.SETTLED: "success", NodeStatus.FAILED: "failed"}.get(status, "stopped")
@@ -205,6 +210,7 @@ class Supervisor:
         # Nodes a resume is relaunching: checked and set before its first await, so a
         # second resume (`r` pressed twice) cannot start a second agent on the same file.
         self._resuming: set[str] = set()
+        self._verifying: set[str] = set()  # teams whose `legion-verify` commands run now
         self._card_of: dict[str, str] = {}  # node id → role card name
         self._last_of: dict[tuple[str, EventType], Event] = {}  # of DECISION_EVENTS
         self._handled: dict[str, list[str]] = {}  # lead id → ids of its handled children
@@ -308,13 +314,17 @@ class Supervisor:
         handles = list(self._handles.items())
         self._handles.clear()
         self._stopping.update(node_id for node_id, _ in handles)
-        reports = await asyncio.gather(
-            *(h.stop(force=False, grace=self.stop_grace) for _, h in handles),
-            return_exceptions=True,
-        )
-        for (node_id, _), report in zip(handles, reports, strict=True):
+        stops: list[tuple[str, Awaitable[object]]] = [
+            (node_id, h.stop(force=False, grace=self.stop_grace)) for node_id, h in handles
+        ]
+        stops += [
+            (_verify_marker(node_id), self._sweep_verification(node_id, False))
+            for node_id in list(self._verifying)
+        ]
+        reports = await asyncio.gather(*(stop for _, stop in stops), return_exceptions=True)
+        for (what, _), report in zip(stops, reports, strict=True):
             if isinstance(report, BaseException):
-                log.warning("stopping %s failed: %s", node_id, report)
+                log.warning("stopping %s failed: %s", what, report)
         for task in self._monitors.values():
             task.cancel()
         await asyncio.gather(*self._monitors.values(), return_exceptions=True)
@@ -403,7 +413,11 @@ class Supervisor:
             from legion_tui.supervisor.sweep import sweep
 
             report = await sweep(
-                root_pid=None, pgid=None, run_id=self.run.run_id, node_ids=orphans, force=True
+                root_pid=None,
+                pgid=None,
+                run_id=self.run.run_id,
+                node_ids=[*orphans, *map(_verify_marker, orphans)],
+                force=True,
             )
             swept = report.signalled
         for node in ordered:
@@ -996,6 +1010,24 @@ class Supervisor:
                 survivors += await self._retire(self.node(child.id), "parent-stop", force)
         return survivors
 
+    async def _sweep_verification(self, node_id: str, force: bool) -> list[int]:
+        """End the node's running `legion-verify` commands, if a verification is running:
+        they carry a marker of their own (`<id>.verify`), which no agent handle sweeps
+        (an in-process agent has no process to sweep at all). Returns the survivors."""
+        if node_id not in self._verifying:
+            return []
+        from legion_tui.supervisor.sweep import sweep
+
+        report = await sweep(
+            root_pid=None,
+            pgid=None,
+            run_id=self.run.run_id,
+            node_ids=[_verify_marker(node_id)],
+            force=force,
+            grace=self.stop_grace,
+        )
+        return list(report.survivors)
+
     async def _retire(self, node: Node, reason: str, force: bool) -> list[int]:
         """Stop the agent (the sweep resolves only after it is done), then mark retired."""
         execution = _execution(node.status)
@@ -1005,6 +1037,7 @@ class Supervisor:
         if handle is not None:
             report = await handle.stop(force=force, grace=self.stop_grace)
             survivors = list(report.survivors)
+        survivors += await self._sweep_verification(node.id, force)
         monitor = self._monitors.pop(node.id, None)
         if monitor is not None:
             monitor.cancel()
@@ -1309,17 +1342,32 @@ class Supervisor:
         verified = None
         if needs_verification(machine, current, to):
             stamp = time.strftime("%Y%m%d-%H%M%S", time.gmtime(self.clock()))
-            verified = await verify_contract(
-                self._contract_path(lead),
-                cwd=self._cwd_for(lead),
-                output_file=self.run.dir / "verify" / f"{lead.name}-{stamp}.log",
-                run_id=self.run.run_id,
-                node_id=lead.id,
-            )
+            self._verifying.add(lead.id)  # a stop now sweeps the commands too
+            try:
+                verified = await verify_contract(
+                    self._contract_path(lead),
+                    cwd=self._cwd_for(lead),
+                    output_file=self.run.dir / "verify" / f"{lead.name}-{stamp}.log",
+                    run_id=self.run.run_id,
+                    node_id=lead.id,
+                )
+            finally:
+                self._verifying.discard(lead.id)
             data = verified.event_data()
             data.update(phase=current, phase_since=lead.phase_since)
             await self._event(lead.id, EventType.VERIFICATION_RESULT, data)
             verification = verified.outcome
+            # The run took a while (up to minutes): a stop may have retired the team
+            # (phase `aborted`) or another move may have landed. Decide on the row as it
+            # is now, never overwrite an ended team's phase.
+            lead = self.node(lead.id)
+            if not lead.live or lead.id in self._stopping:
+                raise OpError("ENDED", f"{lead.name} has ended or is being stopped")
+            if lead.phase != current:
+                raise OpError(
+                    "PHASE_REFUSED",
+                    f"{lead.name} moved to {lead.phase} while verification ran; nothing written",
+                )
         snapshot = snapshot_of(
             lead,
             children,
