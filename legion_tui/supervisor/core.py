@@ -259,7 +259,7 @@ class Supervisor:
         # events the ledger writes for them (mail_sent/delivered/bounced, phase_timeout)
         # reach the live model at once, like the supervisor's own (`_event`).
         self._echo = EchoingLedger(self.ledger, self.model)
-        self.mail = MailService(self._echo, self.model, self._handles.get)
+        self.mail = MailService(self._echo, self.model, self._mail_handle)
         self.mail.start()
         from legion_tui.phases.timeouts import PhaseClock
 
@@ -905,6 +905,10 @@ class Supervisor:
                     return
                 if progress.last_stop_reason != "aborted":
                     await self._settle(node_id, progress)
+                    if handle.turn_running() and node_id not in self._stopping:
+                        # A letter started a turn while the settle was being written:
+                        # the node works again; wait for this turn's end too.
+                        await self._turn_began(node_id)
                 started = self._turn_started[node_id]
                 await started.wait()
                 started.clear()
@@ -914,6 +918,23 @@ class Supervisor:
             log.exception("monitor of %s failed", node_id)
             if node_id not in self._stopping and not self._closed:
                 await self._fail(node_id, f"supervision error: {err}", SessionProgress())
+
+    def _mail_handle(self, node_id: str) -> _TurnWatchingDelivery | None:
+        """The postman's way to a node's agent: a letter handed to an idle agent starts a
+        turn, which the supervisor must hear of like a steer's (else the node stays
+        `settled` while it works and its monitor never looks again)."""
+        handle = self._handles.get(node_id)
+        return None if handle is None else _TurnWatchingDelivery(self, node_id, handle)
+
+    async def _turn_began(self, node_id: str) -> None:
+        """A turn started outside the monitor (steer, mail): a settled node runs again
+        (a new stint for a team), and the monitor is woken to wait for its end."""
+        if self.node(node_id).status is NodeStatus.SETTLED:
+            node = await self._set_status(node_id, NodeStatus.RUNNING, None, {}, verdict=None)
+            await self._revive_stint(node)  # nothing can fail after it: no restore
+        started = self._turn_started.get(node_id)
+        if started is not None:
+            started.set()
 
     async def _settle(self, node_id: str, progress: SessionProgress) -> None:
         node = self.node(node_id)
@@ -1101,10 +1122,7 @@ class Supervisor:
         outcome = await handle.steer(text)
         await self._event(target.id, EventType.NODE_STEERED, {"outcome": outcome})
         if outcome == "accepted":
-            if self.node(target.id).status is NodeStatus.SETTLED:
-                node = await self._set_status(target.id, NodeStatus.RUNNING, None, {}, verdict=None)
-                await self._revive_stint(node)  # nothing can fail after it: no restore
-            self._turn_started[target.id].set()
+            await self._turn_began(target.id)
         return outcome, receipts.steered(target.name, outcome)
 
     async def resume(self, caller_id: str, name: str) -> str:
@@ -1583,6 +1601,22 @@ class Supervisor:
             if not live:
                 return
             await self._changed.wait()
+
+
+@dataclass(frozen=True, slots=True)
+class _TurnWatchingDelivery:
+    """An agent handle as the postman sees it (`mail.service.Deliverable`): delivering
+    to an idle agent starts a turn, and the supervisor is told (`_turn_began`)."""
+
+    supervisor: Supervisor
+    node_id: str
+    handle: AgentHandle
+
+    async def deliver(self, envelope: str) -> None:
+        was_running = self.handle.turn_running()
+        await self.handle.deliver(envelope)
+        if not was_running and self.handle.turn_running():
+            await self.supervisor._turn_began(self.node_id)
 
 
 class RootOperations:
