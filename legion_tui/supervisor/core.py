@@ -576,6 +576,8 @@ class Supervisor:
             caller = self._caller(caller_id)
             if caller.id != ROOT_ID and not caller.live:
                 raise OpError("FORBIDDEN", f"{caller.name} has ended and cannot spawn")
+            if caller.id in self._stopping:  # still live, but its subtree is being retired
+                raise OpError("FORBIDDEN", f"{caller.name} is being stopped and cannot spawn")
             plans = await self._plan(caller, requests)
             nodes = [plan.node for plan in plans]
             from legion_tui.ledger import NameConflict
@@ -1023,12 +1025,23 @@ class Supervisor:
         return text
 
     async def _retire_descendants(self, node: Node, force: bool) -> list[int]:
-        """Children first: deepest nodes are retired before their parents."""
-        below = [v.node for v, _ in self.model.walk(node.id)]
+        """Children first: deepest nodes are retired before their parents; the nodes of
+        one depth level are stopped together (each stop may wait out its grace)."""
+        levels: dict[int, list[str]] = {}
+        for view, depth in self.model.walk(node.id):
+            levels.setdefault(depth, []).append(view.node.id)
+            if view.node.live:
+                # From now on none of the subtree spawns (spawn checks `_stopping`) or
+                # settles on its own while the levels below it are being stopped.
+                self._stopping.add(view.node.id)
         survivors: list[int] = []
-        for child in sorted(below, key=lambda n: -self.depth(n.id)):
-            if self.node(child.id).status is not NodeStatus.RETIRED:
-                survivors += await self._retire(self.node(child.id), "parent-stop", force)
+        for depth in sorted(levels, reverse=True):
+            level = [i for i in levels[depth] if self.node(i).status is not NodeStatus.RETIRED]
+            reports = await asyncio.gather(
+                *(self._retire(self.node(i), "parent-stop", force) for i in level)
+            )
+            for report in reports:
+                survivors += report
         return survivors
 
     async def _sweep_verification(self, node_id: str, force: bool) -> list[int]:
