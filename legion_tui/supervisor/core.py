@@ -52,6 +52,8 @@ log = logging.getLogger(__name__)
 
 ROOT_ID = "root"  # the host's own node; a user's shell acts as it (client.ROOT_CALLER)
 NAME_RE = re.compile(r"[a-z0-9][a-z0-9._-]{0,63}")
+# `stop all` and the host's `root` already mean something wherever a name is read.
+RESERVED_NAMES = frozenset({"all", ROOT_ID})
 SHUTDOWN_REASON = "session-shutdown"
 ORPHAN_REASON = "orphaned"
 INTERRUPT_REASONS = frozenset({SHUTDOWN_REASON, ORPHAN_REASON})
@@ -679,6 +681,13 @@ class Supervisor:
                     "BAD_NAME",
                     f"invalid name {name!r}: use [a-z0-9][a-z0-9._-]{{0,63}}; nothing was spawned",
                 )
+        reserved = sorted(set(given) & RESERVED_NAMES)
+        if reserved:
+            raise OpError(
+                "BAD_NAME",
+                f"{', '.join(repr(n) for n in reserved)} is reserved (it already names "
+                "something: `stop all`, the host's root); nothing was spawned",
+            )
         dupes = sorted({n for n in given if given.count(n) > 1})
         if dupes:
             raise OpError(
