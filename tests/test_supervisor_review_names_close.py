@@ -3,13 +3,16 @@ phase clock."""
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 from pathlib import Path
 
 import pytest
-from supervisor_helpers import STUCK, hosted, spawn_one
+from supervisor_helpers import STUCK, hosted, spawn_one, stuck_worker, until
 
+from legion_tui.model import EventType, NodeStatus
 from legion_tui.ops import OpError
-from legion_tui.supervisor.core import ROOT_ID, ChildRequest
+from legion_tui.supervisor.core import ROOT_ID, ChildRequest, Supervisor
 
 
 @pytest.mark.parametrize("name", ["all", "root"])
@@ -28,3 +31,28 @@ async def test_all_and_root_are_refused_as_names(tmp_path: Path, name: str) -> N
             assert err.value.code == "BAD_NAME" and "reserved" in err.value.message
         assert sorted(v.node.name for v in sup.model.nodes.values()) == ["lead", "root"]
 
+
+async def test_close_pauses_the_children_even_when_postman_and_clock_died(
+    tmp_path: Path,
+) -> None:
+    sup = Supervisor(tmp_path, session="main", speed=200.0, stop_grace=1.0)
+    await sup.start()
+    w = await stuck_worker(sup, "w")
+
+    async def broken() -> None:
+        raise RuntimeError("broken on purpose")
+
+    # The postman and the phase clock die of an error (their real tasks end first).
+    for real in (sup.mail._task, sup._clock_task):
+        real.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await real
+    sup.mail._task = asyncio.create_task(broken())
+    sup._clock_task = asyncio.create_task(broken())
+    await until(lambda: sup.mail._task.done() and sup._clock_task.done(), what="both to die")
+    await sup.close()  # neither error stops the pause
+    node = sup.node(w.id)
+    assert node.status is NodeStatus.RETIRED
+    (retired,) = [e for e in sup.model.nodes[w.id].events if e.type is EventType.NODE_RETIRED]
+    assert retired.data["reason"] == "session-shutdown"
+    assert sup._handles == {}

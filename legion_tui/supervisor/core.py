@@ -289,12 +289,21 @@ class Supervisor:
             self._closed = True
             return
         self._closed = True
+        # A postman or phase clock that died of an error must not keep the children
+        # from being paused: its error is logged, and the pause goes on.
         if self.mail is not None:  # no hand-over to an agent that is being paused
-            await self.mail.close()
+            try:
+                await self.mail.close()
+            except Exception:
+                log.exception("the postman had failed")
         if self._clock_task is not None:
             self._clock_task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
+            try:
                 await self._clock_task
+            except asyncio.CancelledError:
+                pass
+            except Exception:
+                log.exception("the phase clock had failed")
             self._clock_task = None
         live = [v.node.id for v, _depth in self.model.walk(ROOT_ID) if v.node.live]
         self._stopping.update(live)
