@@ -113,3 +113,44 @@ async def test_two_resumes_at_once_start_one_agent(tmp_path: Path) -> None:
         with pytest.raises(core.OpError) as err:
             await sup.resume(ROOT_ID, "w")
         assert err.value.code == "ALREADY_RUNNING"
+
+
+async def test_a_launch_never_starts_a_node_whose_stop_has_begun(tmp_path: Path) -> None:
+    """Batch [a, b]: b is stopped while a launches, and b's `retired` is still being
+    written when b's turn to launch comes — the stop's mark alone must keep b down."""
+    async with hosted(tmp_path) as sup:
+        a_gate, a_entered = asyncio.Event(), asyncio.Event()
+        write_gate, write_entered = asyncio.Event(), asyncio.Event()
+        real_tree, real_status = sup._worktree_for_launch, sup._set_status
+
+        async def held_tree(node: Any, req: Any, *, resume: bool) -> str | None:
+            if node.name == "a":
+                a_entered.set()
+                await a_gate.wait()
+            return await real_tree(node, req, resume=resume)
+
+        async def held_status(node_id: str, status: NodeStatus, *args: Any, **kw: Any) -> Any:
+            if status is NodeStatus.RETIRED and sup.node(node_id).name == "b":
+                write_entered.set()
+                await write_gate.wait()  # the stop's `retired` is slow to land
+            return await real_status(node_id, status, *args, **kw)
+
+        sup._worktree_for_launch = held_tree  # type: ignore[method-assign]
+        sup._set_status = held_status  # type: ignore[method-assign]
+        batch = [
+            ChildRequest("worker", "t", name="a", sim=dict(STUCK)),
+            ChildRequest("worker", "t", name="b", sim=dict(STUCK)),
+        ]
+        spawn = asyncio.create_task(sup.spawn(ROOT_ID, batch))
+        await asyncio.wait_for(a_entered.wait(), 10)
+        stop = asyncio.create_task(sup.stop(ROOT_ID, "b"))
+        await asyncio.wait_for(write_entered.wait(), 10)
+        a_gate.set()  # a launches, then b's turn comes while its stop is mid-write
+        try:
+            a, b = await asyncio.wait_for(spawn, 10)
+            assert b.id not in sup._handles and sup.launches == 1
+        finally:
+            write_gate.set()
+        assert await asyncio.wait_for(stop, 10) == "Stopped b."
+        assert sup.node(b.id).status is NodeStatus.RETIRED and b.id not in sup._handles
+        assert sup.node(a.id).live

@@ -780,11 +780,11 @@ class Supervisor:
         resume: bool,
     ) -> bool:
         """Start the node's agent; True when it runs (the node is `running`)."""
-        if self._closed or self.node(node.id).status is NodeStatus.RETIRED:
-            return False  # the host paused (or the node was stopped) before its turn came
-        # From here on a stop that starts (it adds the id synchronously) is what the
-        # re-checks after each await below see, even before its `retired` is written.
-        self._stopping.discard(node.id)
+        if self._stopped_meanwhile(node.id):
+            # The host paused, or a stop began (it marks `_stopping` at once, before its
+            # `retired` is written), before this node's turn came. The same check runs
+            # again after each await below.
+            return False
         self._seq += 1
         warning = await self._worktree_for_launch(node, req, resume=resume)
         if self._stopped_meanwhile(node.id):
@@ -1167,7 +1167,11 @@ class Supervisor:
             raise OpError(
                 "ALREADY_RUNNING", f"{target.name} is {target.status.value}; steer it instead"
             )
+        if target.id in self._stopping and target.status is not NodeStatus.RETIRED:
+            raise OpError("STOPPING", f"{target.name} is being stopped; resume it after")
         self._resuming.add(target.id)
+        # Its last stop is over (it is retired, or never stopped): relaunching is allowed.
+        self._stopping.discard(target.id)
         try:
             return await self._resume(target, previous)
         finally:
@@ -1183,7 +1187,12 @@ class Supervisor:
             )
         if previous is not None:  # it exited (failed): sweep what is left, then relaunch
             self._handles.pop(target.id, None)
-            self._stopping.add(target.id)
+            # Its monitor must not judge the old agent's exit after the relaunch.
+            monitor = self._monitors.pop(target.id, None)
+            if monitor is not None:
+                monitor.cancel()
+                with contextlib.suppress(asyncio.CancelledError, Exception):
+                    await monitor
             await previous.stop(force=True, grace=0.0)
         node = await self._set_status(target.id, NodeStatus.STARTING, None, {}, error=None)
         self.model.mark_interrupted(target.id, False)
