@@ -40,6 +40,7 @@ from legion_tui.supervisor.backend import (
     backend_for,
     make_handle,
 )
+from legion_tui.supervisor.verify import verify_marker
 
 __all__ = [
     "ROOT_ID",
@@ -134,11 +135,6 @@ class _Plan:
 def _has_file(path: str | None) -> bool:
     # One stat; cheap enough to do inline in the loop.
     return bool(path) and os.path.exists(path or "")
-
-
-def _verify_marker(node_id: str) -> str:
-    """The node id a team's `legion-verify` commands run under (supervisor.verify)."""
-    return f"{node_id}.verify"
 
 
 def _execution(status: NodeStatus) -> str:
@@ -329,7 +325,7 @@ class Supervisor:
             (node_id, h.stop(force=False, grace=self.stop_grace)) for node_id, h in handles
         ]
         stops += [
-            (_verify_marker(node_id), self._sweep_verification(node_id, False))
+            (verify_marker(node_id), self._sweep_verification(node_id, False))
             for node_id in list(self._verifying)
         ]
         reports = await asyncio.gather(*(stop for _, stop in stops), return_exceptions=True)
@@ -427,7 +423,7 @@ class Supervisor:
                 root_pid=None,
                 pgid=None,
                 run_id=self.run.run_id,
-                node_ids=[*orphans, *map(_verify_marker, orphans)],
+                node_ids=[*orphans, *map(verify_marker, orphans)],
                 force=True,
             )
             swept = report.signalled
@@ -1074,7 +1070,7 @@ class Supervisor:
             root_pid=None,
             pgid=None,
             run_id=self.run.run_id,
-            node_ids=[_verify_marker(node_id)],
+            node_ids=[verify_marker(node_id)],
             force=force,
             grace=self.stop_grace,
         )

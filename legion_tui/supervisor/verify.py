@@ -54,6 +54,12 @@ VERIFY_CONDITIONS = frozenset({"verification_passed", "verification_failed"})
 LEGACY_GATE = "verifying"
 
 
+
+def verify_marker(node_id: str) -> str:
+    """The node id a team's `legion-verify` commands run under: the stop sweep's `/proc`
+    scan finds them by it (no agent handle owns them)."""
+    return f"{node_id}.verify"
+
 def verification_gate(machine: Machine | None) -> str:
     """The phase that runs `legion-verify` (upstream G6, #358): the one the machine says
     judges success; `verifying` for no machine or a machine with no exit to `done`."""
@@ -205,7 +211,7 @@ async def run_verification(
     blocks = commands.blocks if isinstance(commands, VerifyBlocks) else 0
     todo = tuple(commands.commands if isinstance(commands, VerifyBlocks) else commands)
     output_file.parent.mkdir(parents=True, exist_ok=True)
-    marker = f"{node_id}.verify"
+    marker = verify_marker(node_id)
     if not todo:
         _note(output_file, f"{receipts.VERIFY_BY_CONTRACT}: no legion-verify command to run\n")
         return VerificationResult("pass", (), output_file, blocks)
