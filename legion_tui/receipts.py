@@ -227,4 +227,5 @@ def already_ended(name: str, status: str) -> str:
 
 def interrupted_banner(names: list[str]) -> str:
     shown = ", ".join(names[:6]) + (f" (+{len(names) - 6} more)" if len(names) > 6 else "")
-    return f"Interrupted by the last shutdown: {shown} — select one and press r to resume"
+    # The lever first: on a narrow terminal the list of names is what gets cut.
+    return f"Interrupted by the last shutdown — select one and press r to resume: {shown}"
