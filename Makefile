@@ -4,13 +4,29 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test lint bench clean
+.PHONY: demo test lint bench clean agents
+
+# The real agent CLIs the tests drive, pinned in agents/<line>/package.json and installed
+# once into a project-local prefix (no global install, npm's cache under .venv, not $HOME).
+AGENTS := $(VENV)/agents
+AGENT_LINES := pi-0.73 pi-1.6
+AGENT_STAMPS := $(foreach l,$(AGENT_LINES),$(AGENTS)/$(l)/.installed)
+NPM := npm_config_cache=$(abspath $(VENV))/npm-cache npm_config_update_notifier=false npm
 
 $(STAMP): pyproject.toml
 	$(PY) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
 	$(BIN)/pip install --quiet -e '.[test,bench]'
 	touch $(STAMP)
+
+$(AGENTS)/%/.installed: agents/%/package.json
+	rm -rf $(AGENTS)/$*
+	mkdir -p $(AGENTS)/$*
+	cp agents/$*/package.json $(AGENTS)/$*/package.json
+	$(NPM) install --prefix $(AGENTS)/$* --no-audit --no-fund --no-package-lock --loglevel=error
+	touch $@
+
+agents: $(AGENT_STAMPS)
 
 demo: $(STAMP)
 	$(BIN)/legion demo
@@ -19,7 +35,7 @@ lint: $(STAMP)
 	$(BIN)/ruff check legion_tui tests bench
 	$(BIN)/mypy --strict legion_tui
 
-test: lint
+test: lint agents
 	TEXTUAL_ANIMATIONS=none $(BIN)/pytest -q
 
 bench: $(STAMP)
