@@ -56,9 +56,15 @@ def retired_settled(names: list[str], execution: str) -> str:
     return f"Retired {n} already-settled {child}: {', '.join(names)} (execution: {execution})"
 
 
-def aborted(name: str, dropped: int = 0) -> str:
+# A live agent whose session file does not exist yet (pi writes it with its first answer).
+FIRST_ANSWER_PENDING = "no session yet · waiting for its first answer"
+
+
+def aborted(name: str, dropped: int | None = 0) -> str:
     text = f"Aborted {name}'s current turn (context kept; partial edits may remain)"
-    if dropped:
+    if dropped is None:
+        text += " — queued messages kept: this agent cannot clear its queue"
+    elif dropped:
         text += f" — dropped {dropped} queued message(s)"
     return text
 
@@ -199,6 +205,10 @@ _STEER_TEXT = {
 def steered(name: str, outcome: str) -> str:
     """`queued`, `accepted` or `intercepted`, said plainly."""
     return "Steer " + _STEER_TEXT.get(outcome, outcome + " ({name})").format(name=name) + "."
+
+
+def restarted(name: str) -> str:
+    return f"Restarted {name} on its task (it had written no session yet)"
 
 
 def resumed(name: str, session_file: object) -> str:

@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
 from legion_tui.model import Event, MailboxStats, Message, Node, NodeStatus
-from legion_tui.session.progress import SessionProgress
+from legion_tui.session.progress import RateSegment, SessionProgress
 
 Clock = Callable[[], float]  # epoch seconds; tests inject a fixed one
 Listener = Callable[[frozenset[str]], None]
@@ -33,6 +33,8 @@ class NodeView:
     events: deque[Event] = field(default_factory=lambda: deque(maxlen=EVENTS_PER_NODE))
     messages: deque[Message] = field(default_factory=lambda: deque(maxlen=MESSAGES_PER_NODE))
     interrupted: bool = False  # retired by a session shutdown, resumable with `r`
+    # The message its agent is generating now, from the RPC stream (session/streaming.py).
+    streaming: RateSegment | None = None
     revision: int = 0
 
 
@@ -110,6 +112,12 @@ class LegionModel:
         view = self.nodes.get(node_id)
         if view is not None:
             view.progress = progress
+            self._touch(view)
+
+    def set_streaming(self, node_id: str, segment: RateSegment | None) -> None:
+        view = self.nodes.get(node_id)
+        if view is not None and view.streaming != segment:
+            view.streaming = segment
             self._touch(view)
 
     def add_event(self, event: Event) -> None:

@@ -222,10 +222,16 @@ class Agent:
 
 
 async def main() -> int:
+    if sys.argv[1:] == ["--version"]:
+        # Like pi: legacy mode is a line before clear_queue (0.73 prints on stderr).
+        print("0.73.1" if MODE == "legacy" else "1.6.0", file=sys.stderr)
+        return 0
     parser = argparse.ArgumentParser()
     parser.add_argument("--mode", required=True, choices=["rpc"])
     parser.add_argument("--session-dir", required=True)
     parser.add_argument("--continue", dest="resume", action="store_true")
+    parser.add_argument("--append-system-prompt")
+    parser.add_argument("--tools")
     args = parser.parse_args()
     agent = Agent(Session(Path(args.session_dir), args.resume))
     loop = asyncio.get_running_loop()

@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 from process_helpers import launch_spec, marked, put_fake_pi_on_path, until
 
+from legion_tui import receipts
 from legion_tui.supervisor.backend import LaunchSpec, make_handle
 from legion_tui.supervisor.backends.rpc_handle import RpcHandle
 from legion_tui.supervisor.rpc import RpcError
@@ -132,10 +133,13 @@ async def test_legacy_pi_without_agent_settled_or_clear_queue(
     try:
         assert await until(handle.turn_running)
         assert await handle.steer("one more thing") == "queued"  # no disposition: inferred
-        # clear_queue is unknown to old pi: nothing counted, the interrupt still lands,
-        # and idleness comes from agent_end + get_state.
+        # clear_queue is unknown to old pi (its --version says 0.73.1): it is not asked,
+        # the queue is kept and the result says so (dropped None, not a false 0); the
+        # interrupt still lands, and idleness comes from agent_end + get_state.
+        assert handle.version is not None and handle.version.text == "0.73.1"
         result = await handle.abort()
-        assert (result.outcome, result.dropped) == ("interrupted", 0)
+        assert (result.outcome, result.dropped) == ("interrupted", None)
+        assert "queued messages kept" in receipts.aborted("n1", result.dropped)
         assert await until(lambda: not handle.turn_running())
     finally:
         assert (await handle.stop(force=True)).survivors == []

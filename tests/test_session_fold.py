@@ -129,6 +129,16 @@ def test_empty_generation_shape() -> None:
     assert p.empty_generation is False
 
 
+def test_a_tool_call_killed_by_a_stop_ends_at_the_next_user_message() -> None:
+    # pi writes no toolResult for a call whose process a stop killed; on resume the next
+    # user message is what ends it (pi sends the model "No result provided").
+    calling = assistant("a", "u", start_ms=1, end_ms=2, tools=[("c1", "bash")], stop="toolUse")
+    p = fold(header(), user("u", None, "go", 0), calling)
+    assert [t.name for t in p.in_flight] == ["bash"]
+    p = fold(header(), user("u", None, "go", 0), calling, user("u2", "a", "continue", 5))
+    assert p.in_flight == []
+
+
 def test_recent_user_texts_keep_the_last_20() -> None:
     objs: list[dict[str, Any]] = [header()]
     parent = None

@@ -21,6 +21,6 @@ def node_rate(view: NodeView, now: float) -> float:
     hit = _memo.get(nid)
     if hit is not None and hit[0] is view and hit[1] == view.revision and hit[2] == now:
         return hit[3]
-    rate = live_tok_s(view.progress, now)
+    rate = live_tok_s(view.progress, now, streaming=view.streaming)
     _memo[nid] = (view, view.revision, now, rate)
     return rate

@@ -65,6 +65,10 @@ class _PathState:
             self.open_tools.pop(entry.tool_call_id, None)
         elif isinstance(entry, UserEntry):
             self.user_texts.append(entry.text)
+            # pi's own rule (pi-ai transform-messages): a tool call with no result by the
+            # next user message is over — its process was killed (a stop) and pi sends the
+            # model "No result provided". It must not stay in flight forever.
+            self.open_tools.clear()
             # A new turn has started: it has no assistant record yet.
             self.empty_generation = False
 

@@ -2,28 +2,43 @@
 
 from __future__ import annotations
 
-from legion_tui.session.progress import SessionProgress
+from legion_tui.session.progress import RateSegment, SessionProgress
 
 __all__ = ["live_tok_s"]
 
 
-def live_tok_s(progress: SessionProgress, now: float, window: float = 10.0) -> float:
+def live_tok_s(
+    progress: SessionProgress,
+    now: float,
+    window: float = 10.0,
+    streaming: RateSegment | None = None,
+) -> float:
     """Output tokens decoded during [now − window, now] ÷ window.
 
     Each segment spreads its tokens evenly over its generation interval (SPEC §3), so a
     segment that only partly overlaps the window contributes that share of its tokens.
     Segments are in file order, which for one agent is time order (one model call at a
     time), so the walk stops at the first segment that ended before the window.
+    `streaming`: the message being generated now (not in the file until it ends).
     """
     if window <= 0:
         return 0.0
     lo = now - window
+    series = progress.rate_series
     tokens = 0.0
-    for seg in reversed(progress.rate_series):
+    for seg in reversed(series):
         if seg.end <= lo:
             break
-        overlap = min(seg.end, now) - max(seg.start, lo)
-        span = seg.end - seg.start
-        if overlap > 0 and span > 0:
-            tokens += seg.tokens * (overlap / span)
+        tokens += _share(seg, lo, now)
+    # The open message counts until the file holds it: one model call at a time, so a
+    # file segment that ends after the open one began is that message.
+    if streaming is not None and not (series and series[-1].end > streaming.start):
+        tokens += _share(streaming, lo, now)
     return tokens / window
+
+
+def _share(seg: RateSegment, lo: float, hi: float) -> float:
+    """The tokens of `seg` decoded within [lo, hi], spread evenly over its span."""
+    overlap = min(seg.end, hi) - max(seg.start, lo)
+    span = seg.end - seg.start
+    return seg.tokens * (overlap / span) if overlap > 0 and span > 0 else 0.0

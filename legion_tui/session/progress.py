@@ -44,6 +44,17 @@ class SessionProgress:
     unreadable: str | None = None
 
     @property
+    def not_written_yet(self) -> bool:
+        """The file has never existed: the agent has not written it yet (pi creates it
+        with its first answer; an exec command may never write one) — not an error."""
+        return self.unreadable == "ENOENT"
+
+    @property
+    def read_error(self) -> str | None:
+        """Why a file that exists (or existed) cannot be read; None otherwise."""
+        return None if self.not_written_yet else self.unreadable
+
+    @property
     def cost(self) -> float:
         return self.tokens.cost
 

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any, Literal, Protocol, runtime_checkable
 
 from legion_tui.model import Backend
+from legion_tui.session.streaming import StreamSink
 
 __all__ = [
     "ABORT_BOUND",
@@ -52,7 +53,9 @@ class SweepReport:
 @dataclass(frozen=True)
 class AbortResult:
     outcome: AbortOutcome
-    dropped: int  # queued steering messages dropped first
+    # Queued steering messages dropped first; None when the agent cannot clear its queue
+    # (pi before 0.84.4 has no `clear_queue`): the messages are kept and the receipt says so.
+    dropped: int | None
 
 
 @dataclass(frozen=True)
@@ -73,6 +76,10 @@ class LaunchSpec:
     speed: float = 1.0
     sim_behaviour: dict[str, Any] = field(default_factory=dict)  # stall_seconds, fail, ...
     resume: bool = False  # continue on an existing session file
+    # The role card's body and tool list: what a real agent is told it is and may use
+    # (pi: --append-system-prompt / --tools). Empty: the agent's own defaults.
+    system_prompt: str = ""
+    tools: tuple[str, ...] = ()
 
 
 @runtime_checkable
@@ -130,8 +137,11 @@ def backend_for(spec: LaunchSpec) -> Backend:
     return "inprocess"
 
 
-def make_handle(spec: LaunchSpec) -> AgentHandle:
-    """Build (not start) the handle for `spec`; call `await handle.start()` next."""
+def make_handle(spec: LaunchSpec, *, on_stream: StreamSink | None = None) -> AgentHandle:
+    """Build (not start) the handle for `spec`; call `await handle.start()` next.
+
+    `on_stream` hears the message an RPC agent is generating now (for the live tok/s).
+    """
     from legion_tui.supervisor.backends import build
 
-    return build(spec, backend_for(spec))
+    return build(spec, backend_for(spec), on_stream)

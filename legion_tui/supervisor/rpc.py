@@ -126,9 +126,13 @@ class RpcClient:
         self._on_event = on_event
         self._clock = clock
         self._ids = itertools.count(1)
-        self._pending: dict[int, asyncio.Future[dict[str, Any]]] = {}
+        # id → (command, future): a reply without an id is matched by its command.
+        self._pending: dict[int, tuple[str, asyncio.Future[dict[str, Any]]]] = {}
         self.in_flight: dict[str, InFlightTool] = {}
         self.streaming = False
+        # pi retries a provider error itself (auto_retry_start … auto_retry_end): while it
+        # waits to retry, get_state says not streaming, yet the run is not over.
+        self.retrying = False
         self.idle = asyncio.Event()
         self.idle.set()
         self.closed = asyncio.Event()  # stdout reached EOF: the agent is gone
@@ -165,7 +169,7 @@ class RpcClient:
             fut.set_exception(RpcError(command, "the agent's RPC channel is closed"))
             return fut
         req_id = next(self._ids)
-        self._pending[req_id] = fut
+        self._pending[req_id] = (command, fut)
         fut.add_done_callback(lambda _f: self._pending.pop(req_id, None))
         payload = {"id": req_id, "type": command, **fields}
         line = json.dumps(payload, ensure_ascii=False, separators=(",", ":")) + "\n"
@@ -220,9 +224,23 @@ class RpcClient:
             self._fail_pending("the agent closed its output")
 
     def _fail_pending(self, why: str) -> None:
-        for fut in list(self._pending.values()):
+        for _command, fut in list(self._pending.values()):
             if not fut.done():
                 fut.set_exception(RpcError("rpc", why))
+
+    def _waiting_for(self, reply: dict[str, Any]) -> asyncio.Future[dict[str, Any]] | None:
+        """The request a response answers: by its id, or — pi answers an unknown command
+        (0.73 has no `clear_queue`) and a line it cannot parse without one — the oldest
+        open request of the same command."""
+        req_id = reply.get("id")
+        if isinstance(req_id, int):
+            pending = self._pending.get(req_id)
+            return None if pending is None else pending[1]
+        command = reply.get("command")
+        for name, fut in self._pending.values():  # dicts keep insertion (= send) order
+            if name == command and not fut.done():
+                return fut
+        return None
 
     def _dispatch(self, line: bytes) -> None:
         try:
@@ -234,7 +252,7 @@ class RpcClient:
             self.skipped_lines += 1
             return
         if obj.get("type") == "response":
-            fut = self._pending.get(obj["id"]) if isinstance(obj.get("id"), int) else None
+            fut = self._waiting_for(obj)
             if fut is not None and not fut.done():
                 fut.set_result(obj)
             return
@@ -266,11 +284,19 @@ class RpcClient:
             )
         elif kind == "tool_execution_end":
             self.in_flight.pop(str(event.get("toolCallId", "")), None)
+        elif kind == "auto_retry_start":
+            self.retrying = True
+        elif kind == "auto_retry_end":
+            self.retrying = False
+            if not event.get("success"):
+                # Retries given up (or cancelled): the agent_end before it was the last.
+                self._spawn(self._confirm_idle())
         elif kind == "agent_settled":
             self._settle()
         elif kind == "agent_end" and not event.get("willRetry"):
             # Older pi has no agent_settled: confirm with get_state (retries, compaction
-            # and queued messages can follow agent_end).
+            # and queued messages can follow agent_end). pi 0.73 announces a retry with
+            # auto_retry_start right after agent_end, before it reads our get_state.
             self._spawn(self._confirm_idle())
 
     def expect_run(self, runs_before: int) -> None:
@@ -287,6 +313,7 @@ class RpcClient:
 
     def _settle(self) -> None:
         self.streaming = False
+        self.retrying = False
         self.in_flight.clear()
         self.idle.set()
 
@@ -294,5 +321,10 @@ class RpcClient:
         runs = self.runs
         with contextlib.suppress(RpcError, TimeoutError):
             state = await self.request("get_state", bound=STATE_BOUND)
-            if not state.get("isStreaming") and self.runs == runs and self.streaming:
+            if (
+                not state.get("isStreaming")
+                and self.runs == runs
+                and self.streaming
+                and not self.retrying
+            ):
                 self._settle()

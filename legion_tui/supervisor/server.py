@@ -63,8 +63,17 @@ async def _spawn(sup: Supervisor, caller: str, req: dict[str, Any]) -> dict[str,
         raise OpError("MISSING_FIELD", "field 'children' is required (a non-empty list)")
     nodes = await sup.spawn(caller, [ChildRequest.from_wire(c) for c in children])
     result: dict[str, Any] = {
-        "nodes": [{"id": n.id, "name": n.name, "path": n.path} for n in nodes]
+        "nodes": [
+            # status + error: a child whose agent failed to start is reported as such.
+            {"id": n.id, "name": n.name, "path": n.path, "status": n.status.value}
+            | ({"error": n.error} if n.error else {})
+            for n in nodes
+        ]
     }
+    for entry, node in zip(result["nodes"], nodes, strict=True):
+        # The kind each child resolved to (`auto` cards): a simulated one is said so.
+        entry["kind"] = node.kind
+        entry["simulated"] = node.simulated
     warnings = [w for n in nodes if (w := sup.launch_warning(n.id))]
     if warnings:  # e.g. a worker that asked for a worktree was demoted (SPEC §6.7)
         result["warnings"] = warnings

@@ -17,7 +17,8 @@ def clock_text(at: float) -> str:
 
 def header_line(view: NodeView) -> str:
     node, progress = view.node, view.progress
-    parts = [node.name, node.role, node.kind, node.status.value]
+    # `simulated` in place of the kind: the model, tokens and cost that follow are pretend.
+    parts = [node.name, node.role, "simulated" if node.simulated else node.kind, node.status.value]
     if node.phase:
         parts.append(f"phase {node.phase}")
     parts += [
@@ -33,8 +34,10 @@ def header_line(view: NodeView) -> str:
 def skipped_line(view: NodeView) -> str:
     progress = view.progress
     text = f"session: {progress.entries} entries · {progress.skipped_lines} skipped lines"
-    if progress.unreadable:
-        text += f" · session unreadable: {progress.unreadable}"
+    if progress.read_error:
+        text += f" · session unreadable: {progress.read_error}"
+    elif progress.not_written_yet:
+        text += f" · {receipts.FIRST_ANSWER_PENDING}"
     return text
 
 

@@ -167,8 +167,8 @@ class Activity:
 def activity(view: NodeView, now: float) -> Activity:
     progress = view.progress
     node = view.node
-    if progress.unreadable:
-        return Activity(f"session unreadable: {progress.unreadable}", "fail")
+    if progress.read_error:
+        return Activity(f"session unreadable: {progress.read_error}", "fail")
     if node.live and progress.in_flight:
         top = progress.in_flight[-1]
         secs = max(0.0, now - top.started_at)
@@ -179,6 +179,8 @@ def activity(view: NodeView, now: float) -> Activity:
         return Activity(text, "text")
     if node.status is NodeStatus.BLOCKED:
         return Activity("blocked · waiting for input", "warning")
+    if node.live and progress.not_written_yet:
+        return Activity(receipts.FIRST_ANSWER_PENDING, "dim")
     if node.status in (NodeStatus.SETTLED, NodeStatus.FAILED):
         verdict = _verdict_of(view)
         if verdict is not None:

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 from legion_tui.model import Backend
+from legion_tui.session.streaming import StreamSink
 from legion_tui.supervisor.backend import AgentHandle, LaunchSpec
 
 __all__ = ["build"]
 
 
-def build(spec: LaunchSpec, backend: Backend) -> AgentHandle:
+def build(spec: LaunchSpec, backend: Backend, on_stream: StreamSink | None = None) -> AgentHandle:
     if backend == "inprocess":
         from legion_tui.supervisor.backends.inprocess import InProcessHandle
 
@@ -19,4 +20,4 @@ def build(spec: LaunchSpec, backend: Backend) -> AgentHandle:
         return ExecHandle(spec)
     from legion_tui.supervisor.backends.rpc_handle import RpcHandle
 
-    return RpcHandle(spec, backend)
+    return RpcHandle(spec, backend, on_stream=on_stream)

@@ -31,6 +31,7 @@ __all__ = [
     "find_program",
     "inbox_path",
     "log_path",
+    "log_tail",
     "normalize_bound",
     "require_executable",
     "resolve_argv",
@@ -58,6 +59,22 @@ def normalize_bound(bound: float) -> float:
 
 def log_path(spec: LaunchSpec) -> Path:
     return spec.run_dir / "terminal" / f"{spec.node_id}.log"
+
+
+def log_tail(spec: LaunchSpec, *, max_lines: int = 6, max_bytes: int = 4096) -> str:
+    """The last lines the agent wrote to its terminal log, joined with ` ⏎ ` — what a
+    failed start reports, so the agent's own reason (a bad provider, a missing key)
+    reaches the user instead of sitting in a file nobody opens."""
+    try:
+        with open(log_path(spec), "rb") as log:
+            log.seek(0, os.SEEK_END)
+            size = log.tell()
+            log.seek(max(0, size - max_bytes))
+            data = log.read()
+    except OSError:
+        return ""
+    lines = [ln.strip() for ln in data.decode(errors="replace").splitlines() if ln.strip()]
+    return " ⏎ ".join(lines[-max_lines:])
 
 
 def inbox_path(spec: LaunchSpec) -> Path:
@@ -99,19 +116,23 @@ async def bounded_abort(
     *,
     bound: float,
     keep_queue: bool,
-    clear: Callable[[], Awaitable[int]],
+    clear: Callable[[], Awaitable[int]] | None,
     interrupt: Callable[[], None],
     settled: Callable[[], Awaitable[object]],
 ) -> AbortResult:
     """SPEC §6.3 after the caller saw a running turn: clear, interrupt, wait — one bound.
 
     The clear is best effort: failing or hanging, it counts 0 dropped and the interrupt
-    still goes out (upstream abort-soft-interrupt D4). `timeout` is a report, not a kill.
+    still goes out (upstream abort-soft-interrupt D4). `clear` None: the agent has no way
+    to clear its queue — nothing is sent for it and `dropped` is None (kept, and said so).
+    `timeout` is a report, not a kill.
     """
     loop = asyncio.get_running_loop()
     deadline = loop.time() + normalize_bound(bound)
-    dropped = 0
-    if not keep_queue:
+    dropped: int | None = 0
+    if clear is None:
+        dropped = 0 if keep_queue else None
+    elif not keep_queue:
         with contextlib.suppress(Exception):
             dropped = await asyncio.wait_for(clear(), max(0.0, deadline - loop.time()))
     interrupt()

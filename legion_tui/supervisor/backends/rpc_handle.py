@@ -11,10 +11,12 @@ import contextlib
 import json
 import os
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
 from legion_tui.model import Backend, InFlightTool
+from legion_tui.session.streaming import StreamingMessage, StreamSink
 from legion_tui.supervisor.backend import (
     ABORT_BOUND,
     AbortResult,
@@ -26,16 +28,28 @@ from legion_tui.supervisor.backends.common import (
     ProcessChildHandle,
     bounded_abort,
     child_env,
+    find_program,
     log_path,
+    log_tail,
     require_executable,
     resolve_argv,
 )
+from legion_tui.supervisor.backends.pi_cli import PiVersion, pi_version
 from legion_tui.supervisor.process import ChildProcess, spawn_child
 from legion_tui.supervisor.rpc import RpcClient, RpcError
 
 __all__ = ["RpcHandle", "pi_argv", "sim_argv"]
 
-START_BOUND = 10.0  # spawn + first answers; pi's own startup can take a few seconds
+# Spawn until pi answers. One pi starts in 2–5 s on this 2-core machine; six started
+# together share the cores and took over 10 s each (the old bound failed all six). A
+# start that truly fails ends sooner: the process exits and the pipe closes.
+START_BOUND = 90.0
+# Sent on resume instead of the task: the session already holds the task (pi reopens it
+# with --continue), so sending the task again would show the agent two copies of it.
+RESUME_PROMPT = (
+    "You were stopped and have been resumed. Continue the task where you left off; "
+    "end with the verdict line as instructed."
+)
 
 
 def sim_argv(spec: LaunchSpec) -> list[str]:
@@ -74,15 +88,21 @@ def pi_session_dir(spec: LaunchSpec) -> Path:
 
 
 def pi_argv(spec: LaunchSpec) -> list[str]:
-    """`pi --mode rpc --session-dir <run>/sessions/<nodeId>/` (+ `--continue` to resume).
+    """`pi --mode rpc --session-dir <run>/sessions/<nodeId>/` (+ `--continue` to resume),
+    with the role card's body appended to pi's system prompt and its tools as pi's.
 
-    pi names its own file inside that folder; `get_state` tells us which.
+    pi names its own file inside that folder; `get_state` tells us which. Flags the
+    card's own command already gives are left as the card wrote them.
     """
     argv = resolve_argv(spec.command or ["pi"], spec)
     if "--mode" not in argv:
         argv += ["--mode", "rpc"]
     if "--session-dir" not in argv:
         argv += ["--session-dir", str(pi_session_dir(spec))]
+    if spec.system_prompt and not {"--system-prompt", "--append-system-prompt"} & set(argv):
+        argv += ["--append-system-prompt", spec.system_prompt]
+    if spec.tools and "--tools" not in argv:
+        argv += ["--tools", ",".join(spec.tools)]
     if spec.resume and "--continue" not in argv and "-c" not in argv:
         argv.append("--continue")
     return argv
@@ -96,7 +116,9 @@ def _succeeded(fut: asyncio.Future[Any]) -> bool:
 
 
 class RpcHandle(ProcessChildHandle):
-    def __init__(self, spec: LaunchSpec, backend: Backend) -> None:
+    def __init__(
+        self, spec: LaunchSpec, backend: Backend, *, on_stream: StreamSink | None = None
+    ) -> None:
         self.spec = spec
         self.node_id = spec.node_id
         self.backend: Backend = backend
@@ -105,37 +127,73 @@ class RpcHandle(ProcessChildHandle):
         self.session_file: Path = spec.session_file
         self.child: ChildProcess | None = None
         self.rpc: RpcClient | None = None
+        self.version: PiVersion | None = None  # pi's (None: the sim, or pi would not say)
+        self._streaming = StreamingMessage(on_stream, time.time) if on_stream else None
 
     # -- lifecycle ---------------------------------------------------------------------
 
     async def start(self) -> None:
         spec = self.spec
-        if self.backend == "pi-rpc":
+        is_pi = self.backend == "pi-rpc"
+        if is_pi:
             pi_session_dir(spec).mkdir(parents=True, exist_ok=True)
             argv = pi_argv(spec)
         else:
             argv = sim_argv(spec)
         env = child_env(spec)
         require_executable(argv, env, spec.cwd)
-        self.child = await spawn_child(
-            argv, env=env, cwd=spec.cwd, log_path=log_path(spec), pipes=True
-        )
-        self.pid = self.child.pid
-        proc = self.child.proc
-        assert proc.stdin is not None and proc.stdout is not None
-        self.rpc = RpcClient(proc.stdin, proc.stdout)
+        version: asyncio.Task[PiVersion | None] | None = None
+        if is_pi:
+            program = find_program(argv[0], cwd=spec.cwd, path=env.get("PATH")) or argv[0]
+            version = asyncio.create_task(pi_version(program, env))  # beside pi's start
         try:
-            if self.backend == "pi-rpc":
+            self.child = await spawn_child(
+                argv, env=env, cwd=spec.cwd, log_path=log_path(spec), pipes=True
+            )
+            self.pid = self.child.pid
+            proc = self.child.proc
+            assert proc.stdin is not None and proc.stdout is not None
+            hook = self._streaming.feed if self._streaming is not None else None
+            self.rpc = RpcClient(proc.stdin, proc.stdout, on_event=hook)
+            if is_pi:
                 await self._learn_session_file()
+            if version is not None:
+                self.version = await version
             runs = self.rpc.runs
-            data = await self.rpc.request("prompt", bound=START_BOUND, message=spec.task)
-        except BaseException:
+            prompt = RESUME_PROMPT if spec.resume and is_pi else spec.task
+            data = await self.rpc.request("prompt", bound=START_BOUND, message=prompt)
+        except Exception as err:
             # A launch that fails half-way (pi refuses the prompt: no API key, bad model…)
-            # must not leave its process behind: the caller gets no handle to stop.
-            await self.stop(force=True)
+            # must not leave its process behind: the caller gets no handle to stop. Its
+            # reason is the agent's own last words, not an empty TimeoutError.
+            await self._abandon_start(version)
+            raise RpcError("start", self._start_failure(err)) from err
+        except BaseException:
+            await self._abandon_start(version)
             raise
         if data.get("disposition") != "handled":
             self.rpc.expect_run(runs)
+
+    async def _abandon_start(self, version: asyncio.Task[PiVersion | None] | None) -> None:
+        if version is not None and not version.done():
+            version.cancel()
+            with contextlib.suppress(BaseException):
+                await version
+        await self.stop(force=True)
+
+    def _start_failure(self, err: Exception) -> str:
+        what = "pi" if self.backend == "pi-rpc" else "the agent"
+        if isinstance(err, TimeoutError):
+            why = f"{what} did not answer within {START_BOUND:g} s"
+        elif isinstance(err, RpcError) and err.command == "rpc":
+            why = f"{what} closed its output before it answered"
+        else:
+            why = str(err) or type(err).__name__
+        code = self.exited
+        if code is not None:
+            why += f" (exit status {code})"
+        tail = log_tail(self.spec)
+        return f"{why}; its log ends: {tail}" if tail else why
 
     async def _learn_session_file(self) -> None:
         assert self.rpc is not None
@@ -187,6 +245,12 @@ class RpcHandle(ProcessChildHandle):
             data = await rpc.request("clear_queue")
             return sum(len(v) for v in data.values() if isinstance(v, list))
 
+        # pi 0.73 has no clear_queue: ask nothing, keep the queue, and say so. (The sim's
+        # RPC front and pi ≥ 0.84.4 can clear.)
+        can_clear = self.backend != "pi-rpc" or (
+            self.version is not None and self.version.clear_queue
+        )
+
         def interrupt() -> None:
             abort_reply.append(rpc.send("abort"))
 
@@ -204,7 +268,11 @@ class RpcHandle(ProcessChildHandle):
                 idle.cancel()
 
         result = await bounded_abort(
-            bound=bound, keep_queue=keep_queue, clear=clear, interrupt=interrupt, settled=settled
+            bound=bound,
+            keep_queue=keep_queue,
+            clear=clear if can_clear else None,
+            interrupt=interrupt,
+            settled=settled,
         )
         for fut in abort_reply:
             # Observe a late failure so it never surfaces as "exception never retrieved".
@@ -246,3 +314,5 @@ class RpcHandle(ProcessChildHandle):
     async def _close_channels(self) -> None:
         if self.rpc is not None:
             await self.rpc.close()
+        if self._streaming is not None:
+            self._streaming.feed({"type": "agent_end"})  # a message cut off never ends
