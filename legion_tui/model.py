@@ -13,11 +13,13 @@ from typing import Any, Literal
 
 __all__ = [
     "BACKENDS",
+    "CARD_KINDS",
     "KINDS",
     "LIVE_STATUSES",
     "MAIL_MOVES",
     "ROLES",
     "Backend",
+    "CardKind",
     "Event",
     "EventType",
     "IllegalMailMove",
@@ -131,8 +133,15 @@ def check_mail_move(current: MailState, target: MailState) -> bool:
 Role = Literal["root", "centurion", "worker", "scout"]
 ROLES: tuple[Role, ...] = ("root", "centurion", "worker", "scout")
 
+# What a node runs as; the ledger's `kind` CHECK is built from this, so a row always names
+# the agent that really ran.
 Kind = Literal["sim", "pi", "exec"]
 KINDS: tuple[Kind, ...] = ("sim", "pi", "exec")
+# What a role card (or `--kind`) may ask for: also `auto`, which the supervisor resolves
+# at launch to the configured or the first installed agent (`agents.resolve`). It is
+# not a Kind: an unresolved `auto` must never reach a node or the ledger.
+CardKind = Literal["auto", Kind]
+CARD_KINDS: tuple[CardKind, ...] = ("auto", *KINDS)
 
 Backend = Literal["inprocess", "process", "pi-rpc"]
 BACKENDS: tuple[Backend, ...] = ("inprocess", "process", "pi-rpc")
@@ -198,6 +207,12 @@ class Node:
     @property
     def live(self) -> bool:
         return self.status in LIVE_STATUSES
+
+    @property
+    def simulated(self) -> bool:
+        """A simulated agent: its edits, cost and verdict are pretend, so every view
+        labels it. The host's root is recorded as `sim` but is no agent (it is the user)."""
+        return self.kind == "sim" and self.role != "root"
 
     @property
     def verdict_data(self) -> Any:

@@ -11,10 +11,19 @@
     [phaseTimeouts]              # advisory, per phase name, in ms; 0 = never warn
     implementing = 5400000
 
+    [agent]                      # what a `kind: auto` card (the bundled ones) runs
+    default = "pi"               # auto | sim | pi | exec; absent/auto: the first installed
+    command = ["pi"]             # argv (placeholders as in cards); pi: its program
+    model = "claude-sonnet-4-5"  # pi: --model
+    provider = "anthropic"       # pi: --provider
+
 The file is read with `tomllib`; every problem (syntax, unknown key, wrong type) is
 reported with file:line like role cards, and a setting with a problem keeps its default.
 `Settings.phase_timeouts` holds ONLY what the operator wrote: the timeout resolver must
 tell "the operator chose 60 min" from "nobody said anything" (upstream #358).
+`[agent]` is never silently defaulted either: a problem in it makes `auto` launches refuse
+(`agents.resolve`), because guessing another agent than the one the user named is worse
+than saying so.
 """
 
 from __future__ import annotations
@@ -28,8 +37,10 @@ from types import MappingProxyType
 from typing import Any, Protocol
 
 __all__ = [
+    "AGENT_KEYS",
     "DEFAULT_SETTINGS",
     "SETTINGS_FILE",
+    "AgentSettings",
     "Settings",
     "SettingsProblem",
     "SettingsResult",
@@ -63,6 +74,17 @@ class SettingsProblem:
 
 
 @dataclass(frozen=True, slots=True)
+class AgentSettings:
+    """`[agent]`: the agent `kind: auto` resolves to. Empty: the first installed one."""
+
+    default: str | None = None  # one of model.CARD_KINDS; None or "auto": the first installed
+    command: tuple[str, ...] = ()  # argv template for pi/exec (pi: replaces `pi`)
+    model: str | None = None  # pi's --model
+    provider: str | None = None  # pi's --provider
+    line: int | None = None  # where `default` is written (refusals point at it)
+
+
+@dataclass(frozen=True, slots=True)
 class Settings:
     max_depth: int = 3
     max_children_per_node: int = 8
@@ -70,6 +92,7 @@ class Settings:
     theme: str = "legion-dark"
     stop_grace_seconds: float = 5.0
     phase_timeouts: Mapping[str, int] = field(default_factory=lambda: MappingProxyType({}))
+    agent: AgentSettings = AgentSettings()
 
 
 DEFAULT_SETTINGS = Settings()
@@ -88,7 +111,8 @@ _BUDGETS: dict[str, tuple[str, int]] = {
     "maxChildrenPerNode": ("max_children_per_node", 1),
     "maxActiveNodes": ("max_active_nodes", 1),
 }
-_TOP_KEYS = ("theme", "stopGraceSeconds", "budgets", "phaseTimeouts")
+_TOP_KEYS = ("theme", "stopGraceSeconds", "budgets", "phaseTimeouts", "agent")
+AGENT_KEYS = ("default", "command", "model", "provider")
 
 
 class _Add(Protocol):
@@ -165,6 +189,8 @@ def parse_settings(text: str, display: str) -> tuple[Settings, list[SettingsProb
             _budgets(value, add, values)
         elif key == "phaseTimeouts":
             _phase_timeouts(value, add, values)
+        elif key == "agent":
+            _agent(value, add, values, where.get(("agent", "default")))
     return Settings(**values), problems
 
 
@@ -196,6 +222,50 @@ def _phase_timeouts(value: object, add: _Add, values: dict[str, Any]) -> None:
         else:
             explicit[phase] = ms
     values["phase_timeouts"] = MappingProxyType(explicit)
+
+
+def _agent(value: object, add: _Add, values: dict[str, Any], line: int | None) -> None:
+    from legion_tui.agents.cards import PLACEHOLDERS, placeholders_in
+    from legion_tui.model import CARD_KINDS
+
+    if not isinstance(value, dict):
+        add("", "agent", "expected a table: [agent]")
+        return
+    fields: dict[str, Any] = {"line": line}
+    for key, item in value.items():
+        if key not in AGENT_KEYS:
+            add("agent", key, "unknown key", f"[agent] keys are: {', '.join(AGENT_KEYS)}")
+        elif key == "default":
+            if item not in CARD_KINDS:
+                add("agent", key, f"expected one of {', '.join(CARD_KINDS)}, got {item!r}")
+            else:
+                fields["default"] = item
+        elif key == "command":
+            if not isinstance(item, list) or not item or not all(
+                isinstance(part, str) and part for part in item
+            ):
+                add("agent", key, f"expected a list of strings (argv), got {item!r}")
+                continue
+            unknown = [p for part in item for p in placeholders_in(part) if p not in PLACEHOLDERS]
+            if unknown:
+                known = ", ".join("{" + p + "}" for p in PLACEHOLDERS)
+                add("agent", key, f"unknown placeholder {{{unknown[0]}}}", f"placeholders: {known}")
+                continue
+            fields["command"] = tuple(item)
+        elif not isinstance(item, str) or not item.strip():  # model, provider
+            add("agent", key, f"expected a non-empty string, got {item!r}")
+        else:
+            fields[key] = item.strip()
+    default = fields.get("default")
+    # A command belongs to one agent; without a default naming it, which one runs it
+    # would depend on what happens to be installed.
+    if "command" in fields and default not in ("pi", "exec"):
+        add("agent", "command", 'a command needs default = "pi" or default = "exec"')
+        fields.pop("command")
+    if default == "exec" and "command" not in value:
+        add("agent", "default", 'default = "exec" needs a command = [...] to run')
+        fields.pop("default")
+    values["agent"] = AgentSettings(**fields)
 
 
 def load_settings(project_dir: Path) -> SettingsResult:

@@ -3,7 +3,7 @@
     ---
     name: worker
     description: ...
-    kind: sim            # sim | pi | exec
+    kind: auto           # auto | sim | pi | exec (auto: the configured or installed agent)
     command: [my-agent, --task, "{task}"]
     ---
     The body is the system prompt.
@@ -28,7 +28,7 @@ from typing import Any, cast
 
 import yaml
 
-from legion_tui.model import KINDS, ROLES, Kind, Role
+from legion_tui.model import CARD_KINDS, ROLES, CardKind, Role
 from legion_tui.phases import locate
 from legion_tui.phases.load import validate_machine
 from legion_tui.phases.locate import line_of, load_with_nodes
@@ -43,6 +43,7 @@ __all__ = [
     "RoleCard",
     "load_cards",
     "parse_card",
+    "placeholders_in",
 ]
 
 NAME = re.compile(r"[a-z0-9][a-z0-9._-]{0,63}")
@@ -105,7 +106,7 @@ class CardError(LookupError):
 class RoleCard:
     name: str
     description: str
-    kind: Kind
+    kind: CardKind  # `auto` is resolved at launch (agents.resolve), never stored on a node
     role: Role
     prompt: str  # the Markdown body: the agent's system prompt
     command: tuple[str, ...] = ()  # argv template for pi/exec cards
@@ -157,6 +158,11 @@ class CardSet:
     @property
     def names(self) -> tuple[str, ...]:
         return tuple(sorted(self.cards))
+
+
+def placeholders_in(part: str) -> list[str]:
+    """The `{name}` placeholders of one argv part (a shell `${VAR}` is not one)."""
+    return [str(p) for p in _PLACEHOLDER.findall(part)]
 
 
 # ----- one card ------------------------------------------------------------------------
@@ -307,6 +313,16 @@ def _check_command(
     lines: Mapping[str, int | None],
     out: _Collector,
 ) -> None:
+    if kind == "auto" and command:
+        # The agent an auto card runs is the user's choice ([agent] in settings); a
+        # command here would silently apply to whichever agent that turns out to be.
+        out.add(
+            lines.get("command"),
+            "command",
+            "a kind auto card runs the configured agent and takes no command",
+            "set kind: pi or kind: exec to give this card its own command, or put it "
+            "in .legion/settings.toml [agent] command",
+        )
     if kind == "exec" and not command:
         out.add(
             lines.get("kind"),
@@ -315,7 +331,7 @@ def _check_command(
             'add e.g. command: [my-agent, --task, "{task}"]',
         )
     for part in command:
-        for placeholder in _PLACEHOLDER.findall(part):
+        for placeholder in placeholders_in(part):
             if placeholder not in PLACEHOLDERS:
                 out.add(
                     lines.get("command"),
@@ -383,7 +399,7 @@ def parse_card(
             f"expected a name like 'worker' ([a-z0-9][a-z0-9._-]*), got {name!r}",
         )
     description = _str(data, "description", lines, out)
-    kind = _enum(data, "kind", KINDS, lines, out)
+    kind = _enum(data, "kind", CARD_KINDS, lines, out)
     role = _enum(data, "role", ROLES, lines, out)
     if role is None and "role" not in data:
         # A card named like a role plays it; any other name is a worker-like helper.
@@ -424,9 +440,9 @@ def parse_card(
     return card, card_name, []
 
 
-def _as_kind(value: str) -> Kind:
-    # `_enum` checked membership in KINDS; the cast only tells the type checker.
-    return cast(Kind, value)
+def _as_kind(value: str) -> CardKind:
+    # `_enum` checked membership in CARD_KINDS; the cast only tells the type checker.
+    return cast(CardKind, value)
 
 
 def _as_role(value: str) -> Role:

@@ -1,0 +1,194 @@
+"""`kind: auto` → the agent that really runs (SPEC §6.1).
+
+The bundled cards say `kind: auto`. At launch that becomes, in order:
+
+1. `--kind` (the launch's own request) when it names a kind other than auto;
+2. `sim` for a child of a simulated agent — a pretend lead's team is part of the same
+   pretence, and a real agent must never be started on a simulated plan;
+3. `[agent] default` in `.legion/settings.toml` (with its `command`, `model`,
+   `provider`);
+4. the first agent of `AGENTS` whose program is installed (on PATH).
+
+With none of these there is no agent, and the launch is refused with `NoAgent` — a
+message saying how to install one or how to ask for the simulation — before anything
+exists. The simulated agent is never the silent fallback: it runs only when a card,
+`--kind`, `[agent] default` or a simulated parent asks for it.
+
+Pure apart from the PATH look-up (`find_program`); the supervisor calls `resolve_launch`
+while it plans a spawn, `legion run` / `legion tui` call it to refuse before hosting.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from types import MappingProxyType
+from typing import Literal
+
+from legion_tui.model import CARD_KINDS, Kind
+from legion_tui.settings import SETTINGS_FILE, AgentSettings, SettingsProblem
+
+__all__ = [
+    "AGENTS",
+    "INSTALL_HINTS",
+    "Launch",
+    "NoAgent",
+    "agent_problems",
+    "configured_command",
+    "resolve_launch",
+]
+
+# The real agents `auto` may pick, in the order it tries them: (kind, program on PATH).
+# Claude Code and Codex join here as ("claude", "claude") and ("codex", "codex") once
+# their kinds exist; nothing else in the resolver needs to change.
+AGENTS: tuple[tuple[Kind, str], ...] = (("pi", "pi"),)
+INSTALL_HINTS: Mapping[Kind, str] = MappingProxyType(
+    {"pi": "npm install -g @mariozechner/pi-coding-agent"}
+)
+
+Via = Literal["card", "--kind", "parent", "settings", "PATH"]
+
+
+@dataclass(frozen=True, slots=True)
+class Launch:
+    """What one launch runs: the kind the node records, the argv template for pi/exec
+    (empty: the card has none and pi runs as `pi`), and what decided it."""
+
+    kind: Kind
+    command: tuple[str, ...]
+    via: Via
+
+
+class NoAgent(LookupError):
+    """No agent can run an `auto` launch; the message says how to get one. Nothing has
+    been spawned when this is raised."""
+
+
+def agent_problems(problems: Sequence[SettingsProblem]) -> tuple[SettingsProblem, ...]:
+    """The settings problems that leave the configured agent unknown: any in `[agent]`,
+    and any that broke the whole file (bad TOML, unreadable: it may name an agent)."""
+    return tuple(p for p in problems if p.key is None or p.key.split(".")[0] == "agent")
+
+
+def configured_command(agent: AgentSettings, kind: Kind) -> tuple[str, ...]:
+    """The argv `[agent]` gives an auto launch of `kind`: its `command` when its default
+    is that kind; for pi, `--provider` / `--model` too. () when it says nothing."""
+    command = agent.command if agent.default == kind else ()
+    if kind != "pi":
+        return command
+    extra: list[str] = []
+    if agent.provider and "--provider" not in command:
+        extra += ["--provider", agent.provider]
+    if agent.model and "--model" not in command:
+        extra += ["--model", agent.model]
+    if extra:
+        return (*(command or ("pi",)), *extra)
+    return command
+
+
+def _simulate_hint() -> str:
+    return (
+        '  or simulate:  --kind sim, or [agent] default = "sim" '
+        "(the simulated agent does no real work; it changes no files)"
+    )
+
+
+def _where_default(agent: AgentSettings) -> str:
+    return str(SETTINGS_FILE) if agent.line is None else f"{SETTINGS_FILE}:{agent.line}"
+
+
+def _missing_program(what: str, agent: AgentSettings, kind: Kind, program: str) -> NoAgent:
+    lines = [
+        f"no agent to run {what}: {_where_default(agent)} says [agent] default = "
+        f'"{kind}", but {program!r} is not installed (not on PATH) — nothing spawned.'
+    ]
+    hint = INSTALL_HINTS.get(kind)
+    if hint:
+        lines.append(f"  install it:   {hint}")
+    lines.append("  or point it:  [agent] command = [\"/path/to/" + program + "\"]")
+    lines.append(_simulate_hint())
+    return NoAgent("\n".join(lines))
+
+
+def _nothing_installed(what: str) -> NoAgent:
+    looked = ", ".join(program for _kind, program in AGENTS)
+    lines = [
+        f"no agent to run {what}: none is configured ([agent] in {SETTINGS_FILE}) and "
+        f"none is installed (looked on PATH for: {looked}) — nothing spawned."
+    ]
+    for kind, _program in AGENTS:
+        hint = INSTALL_HINTS.get(kind)
+        if hint:
+            lines.append(f"  install one:  {hint}   ({kind})")
+    first = AGENTS[0][0]
+    lines.append(f'  or name one:  [agent] default = "{first}" in {SETTINGS_FILE}')
+    lines.append(_simulate_hint())
+    return NoAgent("\n".join(lines))
+
+
+def _broken_settings(what: str, problems: Sequence[SettingsProblem]) -> NoAgent:
+    listed = "\n".join(f"  {p}" for p in problems)
+    return NoAgent(
+        f"no agent to run {what}: {SETTINGS_FILE} has a problem, so the agent it names "
+        f"is unknown — nothing spawned:\n{listed}\n"
+        "  fix it (legion doctor lists every problem), or pass --kind for this launch"
+    )
+
+
+def resolve_launch(
+    card_kind: str,
+    card_command: Sequence[str],
+    *,
+    requested: str | None,
+    agent: AgentSettings,
+    problems: Sequence[SettingsProblem] = (),
+    simulated_parent: bool = False,
+    what: str = "this agent",
+    cwd: Path,
+    path: str | None = None,
+) -> Launch:
+    """The kind and command of one launch of a card (see the module doc for the order).
+
+    `requested`: the launch's `--kind` (None: the card decides). `problems`: the settings
+    file's problems (`agent_problems` picks the ones that matter). `what` names the
+    launch in a refusal (`'worker' (kind: auto)`). `path`: the PATH to look on (None:
+    this process's, which the agents inherit)."""
+    from legion_tui.supervisor.backends.common import find_program
+
+    kind = requested or card_kind
+    if kind not in CARD_KINDS:
+        raise ValueError(f"unknown kind {kind!r} (one of {', '.join(CARD_KINDS)})")
+    if kind != "auto":
+        via: Via = "--kind" if requested else "card"
+        return Launch(_as_kind(kind), tuple(card_command), via)
+    if simulated_parent:
+        return Launch("sim", (), "parent")
+    broken = agent_problems(problems)
+    if broken:
+        raise _broken_settings(what, broken)
+    default = agent.default
+    if default is not None and default != "auto":
+        chosen = _as_kind(default)
+        command = configured_command(agent, chosen)
+        programs = dict(AGENTS)
+        if chosen in programs:
+            # Refused here, not as a failed launch: the node would exist only to fail.
+            program = command[0] if command else programs[chosen]
+            if find_program(program, cwd=cwd, path=path) is None:
+                raise _missing_program(what, agent, chosen, program)
+        return Launch(chosen, command, "settings")
+    for candidate, program in AGENTS:
+        if find_program(program, cwd=cwd, path=path) is not None:
+            return Launch(candidate, configured_command(agent, candidate), "PATH")
+    raise _nothing_installed(what)
+
+
+def _as_kind(value: str) -> Kind:
+    # Only ever called with a member of CARD_KINDS other than "auto", i.e. of KINDS.
+    from legion_tui.model import KINDS
+
+    for kind in KINDS:
+        if kind == value:
+            return kind
+    raise ValueError(f"not a runnable kind: {value!r}")
