@@ -64,7 +64,10 @@ async def _agents_rss(count: int, isolate: bool) -> float:
 
     with tempfile.TemporaryDirectory(prefix="lt-bench-") as tmp:
         sup = Supervisor(
-            Path(tmp), session="mem", budgets=Budgets(max_children=count, max_active=count + 1)
+            Path(tmp),
+            session="mem",
+            budgets=Budgets(max_children=count, max_active=count + 1),
+            default_kind="sim",  # the bundled cards say `auto`: measure the sim, explicitly
         )
         await sup.start()
         try:

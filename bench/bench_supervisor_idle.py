@@ -45,6 +45,7 @@ async def main() -> None:
             session="idle",
             speed=400.0,
             budgets=Budgets(max_children=NODES, max_active=NODES + 1),
+            default_kind="sim",  # the bundled cards say `auto`: measure the sim, explicitly
         )
         await sup.start()
         try:

@@ -249,6 +249,10 @@ async def start_demo(supervisor: Supervisor, nodes: int, seed: int, speed: float
             role=lead["role"],
             task=lead["task"],
             name=lead["name"],
+            # The demo is a simulation by definition: it asks for the sim explicitly (the
+            # bundled cards say `auto`, which would start a real agent). The teams follow:
+            # a simulated lead's children resolve to sim too.
+            kind="sim",
             phases=lead["phases"],
             worktree=lead["worktree"],
             sim=lead["sim"],

@@ -88,6 +88,7 @@ def _node(
     backend: str = "inprocess",
     pid: int | None = None,
     verdict: dict[str, object] | None = None,
+    kind: str = "sim",
 ) -> Node:
     return Node(
         id=nid,
@@ -96,7 +97,7 @@ def _node(
         name=name,
         path=path,
         role=role,
-        kind="sim",
+        kind=kind,  # type: ignore[arg-type]
         backend=backend,  # type: ignore[arg-type]
         status=status,
         phase=phase,
@@ -189,7 +190,7 @@ def write_run_files(run_dir: Path) -> Path:
 def canned_model(*, interrupted: bool = False) -> LegionModel:
     """Twelve nodes, every row kind the tree draws. worker-0 (n2) is a process child
     whose session file is `sessions/n2.jsonl` relative to the run dir (see
-    `write_run_files`)."""
+    `write_run_files`). All are simulated but scout-1, a pi agent."""
     model = LegionModel(RUN_ID, "main", started_at=NOW - 900, clock=fixed_clock)
     S = NodeStatus
     rows: list[tuple[Node, SessionProgress]] = [
@@ -308,6 +309,9 @@ def canned_model(*, interrupted: bool = False) -> LegionModel:
                 age=880,
                 ended_ago=700,
                 verdict={"ok": True, "reason": "repo surveyed"},
+                # The one real agent: its row carries no `sim` marker, the others do.
+                kind="pi",
+                backend="pi-rpc",
             ),
             _progress(2600, 30),
         ),

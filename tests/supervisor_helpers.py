@@ -40,8 +40,19 @@ async def hosted(
     speed: float = FAST,
     budgets: Budgets | None = None,
     stop_grace: float = 1.0,
+    default_kind: str | None = "sim",
 ) -> AsyncIterator[Supervisor]:
-    sup = Supervisor(project, session=session, speed=speed, budgets=budgets, stop_grace=stop_grace)
+    """A started Supervisor on `project`. The bundled cards say `kind: auto`; these tests
+    ask for the simulated agent explicitly (`default_kind`), never for whatever agent the
+    machine has installed. Pass None to resolve as a user's host does."""
+    sup = Supervisor(
+        project,
+        session=session,
+        speed=speed,
+        budgets=budgets,
+        stop_grace=stop_grace,
+        default_kind=default_kind,
+    )
     await sup.start()
     try:
         yield sup
@@ -76,6 +87,18 @@ async def stuck_worker(sup: Supervisor, name: str = "stuck", caller: str = ROOT_
 async def settled(sup: Supervisor, node_id: str, limit: float = 20.0) -> Node:
     await until(lambda: not sup.node(node_id).live, limit, f"{node_id} to settle")
     return sup.node(node_id)
+
+
+SIM_SETTINGS = '[agent]\ndefault = "sim"\n'
+
+
+def ask_for_sim(project: Path) -> Path:
+    """`[agent] default = "sim"` in the project's settings: a `legion run` / `legion tui`
+    the test starts as a subprocess runs the bundled (`kind: auto`) cards simulated."""
+    settings = project / ".legion" / "settings.toml"
+    settings.parent.mkdir(parents=True, exist_ok=True)
+    settings.write_text(SIM_SETTINGS, encoding="utf-8")
+    return project
 
 
 def read_text(path: Path) -> str:

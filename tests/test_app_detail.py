@@ -150,7 +150,7 @@ async def test_overlay_header_follows_the_model_and_keys_act_inside(tmp_path: Pa
     async with app.run_test(size=SIZE, notifications=True) as pilot:
         detail = await open_detail(pilot, app, "n3")
         head = detail.query_one("#detail-head", Static)
-        assert "worker-1 · worker · sim · running" in str(head.render())
+        assert "worker-1 · worker · simulated · running" in str(head.render())
         view = app.model.nodes["n3"]
         app.model.set_progress("n3", view.progress.__class__(skipped_lines=7))
         await pilot.pause()

@@ -25,12 +25,13 @@ def problem_lines(project: Path) -> list[str]:
     return [str(p) for p in load_cards(project).problems]
 
 
-def test_bundled_cards_are_valid_sim_cards(tmp_path: Path) -> None:
+def test_bundled_cards_are_valid_auto_cards(tmp_path: Path) -> None:
+    """The bundled cards never fake work: `auto` resolves to a real agent at launch."""
     cards = load_cards(tmp_path)
     assert cards.problems == ()
     assert cards.names == ("centurion", "scout", "worker")
     for card in cards:
-        assert card.bundled and card.kind == "sim"
+        assert card.bundled and card.kind == "auto" and card.command == ()
         assert card.role == card.name
         assert card.description and len(card.prompt) > 200
         assert not card.prompt.startswith("---")

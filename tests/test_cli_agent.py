@@ -41,11 +41,12 @@ async def test_status_json_without_a_live_supervisor(tmp_path: Path) -> None:
     assert doc["run_id"] == run_id and doc["live"] is False
     entry = next(n for n in doc["nodes"] if n["name"] == "x")
     assert entry["status"] == "settled" and entry["verdict"]["ok"] is True
+    assert entry["kind"] == "sim" and entry["simulated"] is True  # read from the ledger
     assert entry["tokens_out"] > 0 and entry["activity"] is None
     code, out, _ = await run_cli("status", "x", cwd=tmp_path)
     assert code == 0 and "no live supervisor" in out and "verdict ✓" in out
     code, out, _ = await run_cli("tree", cwd=tmp_path)
-    assert code == 0 and "○ x (worker)" in out
+    assert code == 0 and "○ x (worker, sim)" in out
 
 
 async def test_status_with_no_run_at_all(tmp_path: Path) -> None:

@@ -11,7 +11,7 @@ import time
 from pathlib import Path
 
 import pytest
-from supervisor_helpers import LEGION, cli_env, run_cli
+from supervisor_helpers import LEGION, ask_for_sim, cli_env, run_cli
 
 from legion_tui.ledger import LedgerError, open_ledger, read_snapshot
 from legion_tui.model import EventType, NodeStatus
@@ -20,15 +20,19 @@ from legion_tui.supervisor.runs import find_session_run
 
 async def test_legion_run_settles_with_a_verdict(tmp_path: Path) -> None:
     code, out, err = await run_cli(
-        "run", "worker", "--task", "Fix the retry path", "--speed", "200", cwd=tmp_path
-    )
+        "run", "worker", "--task", "Fix the retry path", "--kind", "sim", "--speed", "200",
+        cwd=tmp_path,
+    )  # fmt: skip
     assert code == 0, err
     lines = out.splitlines()
-    assert "○ worker-0 (worker)" in out
-    assert lines[-1].startswith("root/worker-0: settled · ✓ ok — ")
+    assert "○ worker-0 (worker, sim)" in out
+    # A simulated verdict never reads as real work done in the repository.
+    assert lines[-2].startswith("root/worker-0: settled · ✓ ok (simulated) — ")
+    assert lines[-1].startswith("note: simulated — 1 agent(s) ran as the simulated agent")
 
 
 async def test_legion_run_with_a_team(tmp_path: Path) -> None:
+    ask_for_sim(tmp_path)
     code, out, err = await run_cli(
         "run", "centurion", "--task", "lead", "--name", "lead", "--speed", "200", "--json",
         cwd=tmp_path,
@@ -39,6 +43,8 @@ async def test_legion_run_with_a_team(tmp_path: Path) -> None:
     team = [p for p in paths if p.startswith("root/lead/")]
     assert len(team) >= 2  # the centurion sim spawned its team through the socket
     assert all(paths[p]["status"] == "settled" for p in team)
+    # The sim lead's team is simulated too, and says so.
+    assert all(paths[p]["kind"] == "sim" and paths[p]["simulated"] for p in ["root/lead", *team])
     assert paths["root/lead"]["verdict"]["ok"] is True
 
 
@@ -49,6 +55,7 @@ async def test_legion_run_refused_exits_1(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGHUP])
 async def test_a_signal_pauses_the_run(tmp_path: Path, sig: signal.Signals) -> None:
+    ask_for_sim(tmp_path)
     proc = await asyncio.create_subprocess_exec(
         LEGION, "run", "worker", "--task", "slow", "--speed", "0.01", "--session", "t",
         cwd=tmp_path, env=cli_env(),
@@ -94,6 +101,7 @@ async def test_demo_headless(tmp_path: Path) -> None:
 
 
 async def test_a_corrupt_ledger_is_refused_and_left_untouched(tmp_path: Path) -> None:
+    ask_for_sim(tmp_path)
     code, _out, err = await run_cli(
         "run", "worker", "--task", "x", "--speed", "200", "--session", "s", cwd=tmp_path
     )
@@ -142,6 +150,7 @@ async def test_the_dashboard_host_pauses_on_sigterm(tmp_path: Path) -> None:
         except OSError:
             pass
 
+    ask_for_sim(tmp_path)
     loop = asyncio.get_running_loop()
     master, proc = await host()
     os.set_blocking(master, False)

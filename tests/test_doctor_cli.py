@@ -10,18 +10,28 @@ import sys
 from pathlib import Path
 
 import pytest
+from process_helpers import put_fake_pi_on_path
 
 LEGION = str(Path(sys.executable).parent / "legion")
 
 
-def doctor(project: Path, *args: str) -> subprocess.CompletedProcess[str]:
+def doctor(
+    project: Path, *args: str, pi_on_path: bool = True
+) -> subprocess.CompletedProcess[str]:
+    """`legion doctor` on a PATH the test controls: the system's, plus (by default) a
+    `pi` for the bundled `kind: auto` cards to resolve to."""
+    path = "/usr/bin:/bin"
+    if pi_on_path:
+        bin_dir = project / ".bin"
+        put_fake_pi_on_path(bin_dir)
+        path = f"{bin_dir}:{path}"
     return subprocess.run(
         [LEGION, "doctor", *args],
         cwd=project,
         capture_output=True,
         text=True,
         timeout=60,
-        env={"PATH": "/usr/bin:/bin", "HOME": str(project)},
+        env={"PATH": path, "HOME": str(project)},
     )
 
 
@@ -36,7 +46,42 @@ def test_clean_project_exits_0(tmp_path: Path) -> None:
     result = doctor(tmp_path)
     assert result.returncode == 0, result.stdout + result.stderr
     assert "role cards: 3 loaded (centurion, scout, worker)" in result.stdout
+    assert (
+        f"the kind: auto cards (centurion, scout, worker) → pi ({tmp_path / '.bin' / 'pi'}), "
+        "found on PATH" in result.stdout
+    )
     assert result.stdout.rstrip().endswith("no problems, 0 warnings")
+
+
+def test_no_agent_installed_is_a_problem(tmp_path: Path) -> None:
+    """The bundled cards have nothing to run: never `no problems` (issue 9)."""
+    result = doctor(tmp_path, pi_on_path=False)
+    assert result.returncode == 1
+    out = result.stdout
+    assert "no agent to run the kind: auto cards (centurion, scout, worker): none is " in out
+    assert "npm install -g @mariozechner/pi-coding-agent" in out
+    assert out.rstrip().endswith("1 problem, 0 warnings")
+
+
+def test_a_simulated_default_agent_is_a_warning(tmp_path: Path) -> None:
+    write(tmp_path, ".legion/settings.toml", '[agent]\ndefault = "sim"\n')
+    result = doctor(tmp_path, pi_on_path=False)
+    assert result.returncode == 0, result.stdout
+    assert "run the simulated agent ([agent] default = \"sim\")" in result.stdout
+    assert result.stdout.rstrip().endswith("no problems, 1 warning")
+
+
+def test_a_bad_agent_setting_is_a_problem_with_its_line(tmp_path: Path) -> None:
+    write(tmp_path, ".legion/settings.toml", '[agent]\ndefault = "pie"\nmodels = "x"\n')
+    result = doctor(tmp_path)
+    assert result.returncode == 1
+    out = result.stdout
+    assert (
+        ".legion/settings.toml:2: setting 'agent.default': expected one of auto, sim, pi, "
+        "exec, got 'pie'" in out
+    )
+    assert ".legion/settings.toml:3: setting 'agent.models': unknown key" in out
+    assert out.rstrip().endswith("2 problems, 0 warnings")
 
 
 def test_every_problem_is_listed_with_where_and_how(tmp_path: Path) -> None:
@@ -61,7 +106,7 @@ def test_every_problem_is_listed_with_where_and_how(tmp_path: Path) -> None:
     )
     write(tmp_path, ".legion/agents/pi.md", "---\nname: pi-agent\ndescription: d\nkind: pi\n---\n")
     write(tmp_path, ".legion/settings.toml", "[budgets]\nmaxDepth = 'deep'\nmaxFun = 1\n")
-    result = doctor(tmp_path)
+    result = doctor(tmp_path, pi_on_path=False)
     assert result.returncode == 1
     out = result.stdout
     for expected in (
@@ -74,11 +119,12 @@ def test_every_problem_is_listed_with_where_and_how(tmp_path: Path) -> None:
         "card 'pi-agent' (kind pi) runs 'pi', which is not on PATH",
         ".legion/settings.toml:2: setting 'budgets.maxDepth': expected an integer ≥ 1, got 'deep'",
         ".legion/settings.toml:3: setting 'budgets.maxFun': unknown budget",
+        "no agent to run the kind: auto cards (centurion): none is configured",
     ):
         assert expected in out, (expected, out)
-    assert out.count("  error ") == 8
-    assert out.count("fix: ") >= 8
-    assert out.rstrip().endswith("8 problems, 0 warnings")
+    assert out.count("  error ") == 9
+    assert out.count("fix: ") >= 9
+    assert out.rstrip().endswith("9 problems, 0 warnings")
 
 
 def test_json_output(tmp_path: Path) -> None:

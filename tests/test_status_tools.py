@@ -61,4 +61,4 @@ def test_a_stored_verdict_is_shown_parsed_and_a_damaged_one_as_none() -> None:
         "r", "main", [(good, SessionProgress()), (damaged, SessionProgress())], now=0.0
     )
     assert [n["verdict"] for n in doc["nodes"]] == [{"ok": True, "reason": "shipped"}, None]
-    assert render_status(doc).count("settled · verdict ✓ shipped") == 1
+    assert render_status(doc).count("settled · verdict ✓ (simulated) shipped") == 1

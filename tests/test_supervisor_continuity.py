@@ -136,7 +136,9 @@ _HOST = textwrap.dedent(
     from legion_tui.supervisor.core import ROOT_ID, ChildRequest, Supervisor
 
     async def main():
-        sup = Supervisor(Path({project!r}), session={session!r}, speed=200.0)
+        sup = Supervisor(
+            Path({project!r}), session={session!r}, speed=200.0, default_kind="sim"
+        )
         await sup.start()
         stuck = {{"stall_seconds": 1e7}}
         nodes = await sup.spawn(

@@ -35,7 +35,7 @@ async def test_all_and_root_are_refused_as_names(tmp_path: Path, name: str) -> N
 async def test_close_pauses_the_children_even_when_postman_and_clock_died(
     tmp_path: Path,
 ) -> None:
-    sup = Supervisor(tmp_path, session="main", speed=200.0, stop_grace=1.0)
+    sup = Supervisor(tmp_path, session="main", speed=200.0, stop_grace=1.0, default_kind="sim")
     await sup.start()
     w = await stuck_worker(sup, "w")
 

@@ -93,7 +93,7 @@ async def test_ids_are_echoed_and_callers_are_identified(tmp_path: Path) -> None
             # A worker sees itself (and its own subtree), not the root's tree.
             assert [n["path"] for n in mine["result"]["nodes"]] == ["root/w"]
             tree = await _ask(reader, writer, b'{"id": 2, "op": "tree", "from": "root"}\n')
-            assert "w (worker)" in tree["result"]["text"]
+            assert "w (worker, sim)" in tree["result"]["text"]
         finally:
             writer.close()
             await writer.wait_closed()

@@ -88,7 +88,9 @@ def _spawn_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--task", required=True, help="what the agent should do")
     p.add_argument("--name", help="the child's name (default: <role>-N)")
     p.add_argument("--phases", metavar="FILE", help="declared phase machine (root → centurion)")
-    p.add_argument("--kind", choices=("sim", "pi", "exec"), help="override the card's kind")
+    from legion_tui.commands.run import add_kind_option
+
+    add_kind_option(p)
     add_client_options(p)
 
 
@@ -101,7 +103,12 @@ async def _spawn(args: argparse.Namespace, client: Any) -> int:
     if args.kind:
         child["kind"] = args.kind
     result = await client.request("spawn", children=[child])
-    lines = [f"Spawned {n['path']} ({n['id']})" for n in result["nodes"]]
+    # The kind each child resolved to is said when it is the simulated agent: a user who
+    # spawned `worker` must not take a pretend run for a real one.
+    lines = [
+        f"Spawned {n['path']} ({n['id']})" + (" — simulated" if n.get("simulated") else "")
+        for n in result["nodes"]
+    ]
     lines += [f"warning: {w}" for w in result.get("warnings", [])]
     emit(args, result, "\n".join(lines))
     return 0

@@ -1,7 +1,9 @@
 """`legion doctor`: check everything a legion needs before it starts, and say how to fix it.
 
 Checks, in order: role cards (every problem, with file:line), `.legion/settings.toml`,
-each pi/exec card's command on PATH, every run's `run.json` and ledger, and every run's
+which agent the `kind: auto` cards resolve to (none: a problem; the simulated agent: a
+warning, so a pretend setup never passes as "no problems"), each pi/exec card's command
+on PATH, every run's `run.json` and ledger, and every run's
 supervisor socket (a socket file nobody listens on is a warning: a crashed host leaves
 one behind, and the next `legion tui` replaces it). Exit 1 when any problem was found,
 0 otherwise — warnings alone do not fail.
@@ -89,11 +91,61 @@ def check_cards(report: Report) -> None:
     check_commands(report, cards)
 
 
+def check_auto(report: Report, cards: CardSet) -> None:
+    """What the `kind: auto` cards would run, resolved exactly as a launch resolves it."""
+    from legion_tui.agents.resolve import NoAgent, agent_problems, resolve_launch
+    from legion_tui.settings import SETTINGS_FILE, load_settings
+    from legion_tui.supervisor.backends.common import find_program
+
+    names = [c.name for c in cards if c.kind == "auto"]
+    if not names:
+        return
+    settings = load_settings(report.project)
+    if agent_problems(settings.problems):
+        return  # check_settings lists them; every auto launch is refused until fixed
+    what = f"the kind: auto cards ({', '.join(names)})"
+    try:
+        launch = resolve_launch(
+            "auto",
+            (),
+            requested=None,
+            agent=settings.settings.agent,
+            what=what,
+            cwd=report.project,
+        )
+    except NoAgent as err:
+        # The launch refusal, as one finding: its first line is the problem, its hint
+        # lines the fix (nothing is being spawned here, so that clause goes).
+        head, *hints = str(err).splitlines()
+        fix = "; ".join(" ".join(hint.split()) for hint in hints)
+        report.findings.append(
+            Finding("path", "problem", "", head.removesuffix(" — nothing spawned."), fix)
+        )
+        return
+    if launch.kind == "sim":
+        report.findings.append(
+            Finding(
+                "path",
+                "warning",
+                str(SETTINGS_FILE),
+                f'{what} run the simulated agent ([agent] default = "sim"): their work, '
+                "cost and verdicts are pretend",
+                'set [agent] default = "pi" (or remove it) to run a real agent',
+            )
+        )
+        return
+    program = launch.command[0] if launch.command else launch.kind
+    found = find_program(program, cwd=report.project, path=None) or program
+    via = "[agent] in .legion/settings.toml" if launch.via == "settings" else "found on PATH"
+    report.passed.append(f"{what} → {launch.kind} ({found}), {via}")
+
+
 def check_commands(report: Report, cards: CardSet) -> None:
     from legion_tui.supervisor.backends.common import find_program
 
+    check_auto(report, cards)
     for card in cards:
-        if card.kind == "sim":
+        if card.kind in ("sim", "auto"):
             continue
         program = card.command[0] if card.command else "pi"
         found = find_program(program, cwd=report.project, path=None)

@@ -17,7 +17,7 @@ import resource
 import signal
 import sys
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -82,6 +82,7 @@ def _run_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--task", required=True, help="what the top agent should do")
     p.add_argument("--name", help="the top agent's name (default: <role>-N)")
     p.add_argument("--phases", metavar="FILE", help="declared phase machine (centurion only)")
+    add_kind_option(p)
     p.add_argument(
         "--session", metavar="NAME", help="session name (default: a new `run-<time>` session)"
     )
@@ -90,17 +91,82 @@ def _run_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--json", action="store_true", help="print the final status as JSON")
 
 
-def _verdict_text(verdict: Any) -> str:
+def add_kind_option(p: argparse.ArgumentParser) -> None:
+    """`--kind` for the launching verbs (`legion run`, `legion spawn`)."""
+    from legion_tui.model import CARD_KINDS
+
+    p.add_argument(
+        "--kind",
+        choices=CARD_KINDS,
+        help="run the card as this kind for this launch (sim: the simulated agent, which "
+        "does no real work; auto: the agent [agent] in .legion/settings.toml names, else "
+        "the first installed)",
+    )
+
+
+def _verdict_text(verdict: Any, simulated: bool = False) -> str:
     if not isinstance(verdict, dict):
-        return "no verdict"
+        return "no verdict" + (" (simulated)" if simulated else "")
     mark = "✓ ok" if verdict.get("ok") else "✗ not ok"
+    # A simulated verdict must never read as real work done in this repository.
+    if simulated:
+        mark += " (simulated)"
     return f"{mark} — {verdict.get('reason') or ''}".rstrip(" —")
+
+
+SIMULATED_NOTE = (
+    "note: simulated — {n} agent(s) ran as the simulated agent (kind sim): their edits, "
+    "cost and verdicts are pretend, and they did no work in this repository."
+)
+
+
+def no_agent_refusal(
+    project: Path, names: Sequence[str] | None, requested: str | None, what: str | None = None
+) -> str | None:
+    """Why an `auto` launch of these cards (None: every card) cannot start, or None.
+
+    Asked before hosting, so a launch refused for want of an agent leaves nothing behind
+    — not even an empty run. A card that is missing or broken is left to the supervisor,
+    which refuses it with the card's own problems."""
+    from legion_tui.agents.cards import CardError, load_cards
+    from legion_tui.agents.resolve import NoAgent, resolve_launch
+    from legion_tui.settings import load_settings
+
+    cards = load_cards(project)
+    chosen = []
+    for name in names if names is not None else cards.names:
+        try:
+            chosen.append(cards.get(name))
+        except CardError:
+            continue
+    auto = [card for card in chosen if (requested or card.kind) == "auto"]
+    if not auto:
+        return None
+    settings = load_settings(project)
+    label = what or f"'{auto[0].name}' (kind: auto)"
+    try:
+        resolve_launch(
+            "auto",
+            (),
+            requested=None,
+            agent=settings.settings.agent,
+            problems=settings.problems,
+            what=label,
+            cwd=project,
+        )
+    except NoAgent as err:
+        return str(err)
+    return None
 
 
 async def _run_headless(args: argparse.Namespace) -> int:
     from legion_tui.ops import OpError
     from legion_tui.supervisor.core import ROOT_ID, ChildRequest, Supervisor
 
+    refusal = no_agent_refusal(Path.cwd(), [args.role], args.kind)
+    if refusal is not None:
+        print(f"legion run: {refusal}", file=sys.stderr)
+        return 1
     phases: Any = None
     if args.phases:
         from legion_tui.phases import MachineError, load_machine_file
@@ -123,7 +189,12 @@ async def _run_headless(args: argparse.Namespace) -> int:
     try:
         try:
             nodes = await sup.spawn(
-                ROOT_ID, [ChildRequest(args.role, args.task, name=args.name, phases=phases)]
+                ROOT_ID,
+                [
+                    ChildRequest(
+                        args.role, args.task, name=args.name, phases=phases, kind=args.kind
+                    )
+                ],
             )
         except OpError as err:
             print(f"legion run: {err.message}", file=sys.stderr)
@@ -139,8 +210,13 @@ async def _run_headless(args: argparse.Namespace) -> int:
             print(json.dumps(doc, ensure_ascii=False))
         else:
             print(sup.tree_text(ROOT_ID))
-            for entry in doc["nodes"][1:]:
-                print(f"{entry['path']}: {entry['status']} · {_verdict_text(entry['verdict'])}")
+            entries = doc["nodes"][1:]
+            for entry in entries:
+                verdict = _verdict_text(entry["verdict"], entry["simulated"])
+                print(f"{entry['path']}: {entry['status']} · {verdict}")
+            simulated = sum(1 for entry in entries if entry["simulated"])
+            if simulated:
+                print(SIMULATED_NOTE.format(n=simulated))
         if interrupted.is_set():
             print(
                 "legion run: interrupted — live agents paused (resume them with "
@@ -180,6 +256,9 @@ def _demo_supervisor(args: argparse.Namespace) -> Supervisor:
         seed=args.seed,
         speed=args.speed,
         stop_grace=1.0,
+        # Whatever is spawned into the demo's run (`legion spawn` from a shell) is part
+        # of the simulation too: the demo promises never to touch the user's repository.
+        default_kind="sim",
     )
 
 
@@ -256,9 +335,17 @@ def _tui_args(p: argparse.ArgumentParser) -> None:
 def _tui(args: argparse.Namespace) -> int:
     from legion_tui.settings import load_settings
     from legion_tui.supervisor.core import Supervisor
-    from legion_tui.supervisor.runs import SessionBusy, SessionNameError
+    from legion_tui.supervisor.runs import SessionBusy, SessionNameError, find_session_run
 
     try:
+        # A new session with no agent for the `auto` cards could only show an empty
+        # legion whose every spawn is refused: say so now. A session that exists opens
+        # (its nodes recorded the kinds they ran as; resume needs no resolution).
+        if find_session_run(Path.cwd(), args.session) is None:
+            refusal = no_agent_refusal(Path.cwd(), None, None, "the kind: auto role cards")
+            if refusal is not None:
+                print(f"legion tui: {refusal}", file=sys.stderr)
+                return 1
         sup = Supervisor(Path.cwd(), session=args.session)
     except (SessionBusy, SessionNameError) as err:
         print(f"legion tui: {err}", file=sys.stderr)

@@ -28,7 +28,8 @@ from typing import Any
 
 from legion_tui import receipts
 from legion_tui.agents.cards import CardSet, RoleCard
-from legion_tui.model import KINDS, Event, EventType, Node, NodeStatus, Usage
+from legion_tui.agents.resolve import Launch
+from legion_tui.model import CARD_KINDS, Event, EventType, Kind, Node, NodeStatus, Usage
 from legion_tui.ops import OpError
 from legion_tui.session.progress import SessionProgress
 from legion_tui.state import Clock, LegionModel
@@ -185,8 +186,12 @@ class Supervisor:
         speed: float = 1.0,
         serve: bool = True,
         watch: bool = True,
+        default_kind: str | None = None,
     ) -> None:
         self.project_dir = project_dir.resolve()
+        # The kind `auto` cards get on this host, over `[agent] default` — a host that is
+        # itself a simulation (the demo, the tests) says "sim" here, explicitly.
+        self.default_kind = default_kind
         self.clock = clock
         self.seed = seed
         self.speed = speed
@@ -620,8 +625,13 @@ class Supervisor:
                 )
             except DeclarationRefused as err:
                 raise OpError("FORBIDDEN", str(err)) from err
-            if req.kind is not None and req.kind not in KINDS:
-                raise OpError("BAD_REQUEST", f"unknown kind {req.kind!r} (one of {KINDS})")
+            if req.kind is not None and req.kind not in CARD_KINDS:
+                raise OpError("BAD_REQUEST", f"unknown kind {req.kind!r} (one of {CARD_KINDS})")
+        # `auto` → the agent that runs, decided before any row exists (a refusal spawns
+        # nothing); the node records the resolved kind.
+        launches = [
+            self._resolve(caller, card, req) for card, req in zip(cards, requests, strict=True)
+        ]
         machines = [
             _declared_machine(req, card, caller) for req, card in zip(requests, cards, strict=True)
         ]
@@ -629,10 +639,10 @@ class Supervisor:
         await self._check_budgets(caller, len(requests))
         plans: list[_Plan] = []
         now = self.clock()
-        for req, card, name, (machine_json, start_phase) in zip(
-            requests, cards, names, machines, strict=True
+        for req, card, name, (machine_json, start_phase), launch in zip(
+            requests, cards, names, machines, launches, strict=True
         ):
-            kind = req.kind or card.kind
+            kind = launch.kind
             isolate = card.isolate if req.isolate is None else bool(req.isolate)
             wants_tree = card.worktree if req.worktree is None else bool(req.worktree)
             # Only a centurion owns a worktree, and only in a git repository; a process
@@ -661,7 +671,7 @@ class Supervisor:
                 name=name,
                 path=f"{caller.path}/{name}",
                 role=card.role,
-                kind=kind,  # type: ignore[arg-type]  # checked against KINDS above
+                kind=kind,
                 backend=backend_for(probe),
                 status=NodeStatus.STARTING,
                 phase=start_phase,
@@ -672,8 +682,47 @@ class Supervisor:
                 created_at=now,
                 updated_at=now,
             )
-            plans.append(_Plan(node, req, card.name, list(card.command) or None, isolate))
+            plans.append(_Plan(node, req, card.name, list(launch.command) or None, isolate))
         return plans
+
+    def _resolve(self, caller: Node, card: RoleCard, req: ChildRequest) -> Launch:
+        """The kind and command one request runs (`agents.resolve`); NO_AGENT when an
+        `auto` launch has no agent. Settings are read now, so a fixed `[agent]` counts at
+        the next spawn without restarting the host."""
+        from legion_tui.agents.resolve import NoAgent, resolve_launch
+        from legion_tui.settings import AgentSettings, SettingsProblem, load_settings
+
+        agent = AgentSettings(self.default_kind)
+        problems: tuple[SettingsProblem, ...] = ()
+        if (req.kind or card.kind) == "auto" and self.default_kind is None:
+            result = load_settings(self.project_dir)
+            agent, problems = result.settings.agent, result.problems
+        try:
+            return resolve_launch(
+                card.kind,
+                card.command,
+                requested=req.kind,
+                agent=agent,
+                problems=problems,
+                simulated_parent=caller.simulated,
+                what=f"'{card.name}' (kind: auto)",
+                cwd=self.project_dir,
+            )
+        except NoAgent as err:
+            raise OpError("NO_AGENT", str(err)) from err
+
+    def _command_of(self, card_name: str, kind: Kind) -> list[str]:
+        """The command a resumed node relaunches with: its card's, or for an `auto` card
+        what `[agent]` gives that kind now (the node recorded the kind it resolved to)."""
+        if card_name not in self._cards:
+            return []
+        card = self._cards.get(card_name)
+        if card.kind != "auto":
+            return list(card.command)
+        from legion_tui.agents.resolve import configured_command
+        from legion_tui.settings import load_settings
+
+        return list(configured_command(load_settings(self.project_dir).settings.agent, kind))
 
     def _names(self, caller: Node, requests: Sequence[ChildRequest]) -> list[str]:
         """Given names must be valid and unique (among siblings and in the batch);
@@ -1193,7 +1242,7 @@ class Supervisor:
         node = await self._set_status(target.id, NodeStatus.STARTING, None, {}, error=None)
         self.model.mark_interrupted(target.id, False)
         card_name = self._card_of.get(node.id, node.role)
-        command = list(self._cards.get(card_name).command) if card_name in self._cards else []
+        command = self._command_of(card_name, node.kind)
         isolate = node.backend == "process" and node.kind == "sim"
         before = await self._revive_stint(node)
         started = False

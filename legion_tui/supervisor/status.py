@@ -4,8 +4,11 @@ One document shape serves the live supervisor (socket op `status`) and a run wit
 supervisor (read from the ledger with `read_snapshot` + the session files), so the CLI
 prints the same thing either way:
 
-    {run_id, session, live, nodes: [{id, name, path, role, kind, backend, status, phase, pid,
-      tokens_out, tok_s, activity: {tool, seconds, stalled} | null, verdict}]}
+    {run_id, session, live, nodes: [{id, name, path, role, kind, simulated, backend, status,
+      phase, pid, tokens_out, tok_s, activity: {tool, seconds, stalled} | null, verdict}]}
+
+`simulated` (kind sim, not the host's root) is said in every text form too: a pretend
+agent's verdict must never read as real work done in the repository.
 
 Display only: a stalled call is named with the lever that can move it; nothing here
 ever acts on a node.
@@ -80,6 +83,7 @@ def _entry(
         "path": node.path,
         "role": node.role,
         "kind": node.kind,
+        "simulated": node.simulated,
         "backend": node.backend,
         "status": node.status.value,
         "phase": node.phase,
@@ -141,7 +145,8 @@ def _doing(entry: dict[str, Any]) -> list[str]:
     if status == "settled":
         if isinstance(verdict, dict):
             mark = "✓" if verdict.get("ok") else "✗"
-            return [f"settled · verdict {mark} {verdict.get('reason') or ''}".rstrip()]
+            sim = " (simulated)" if entry.get("simulated") else ""
+            return [f"settled · verdict {mark}{sim} {verdict.get('reason') or ''}".rstrip()]
         return ["settled · no verdict"]
     if status == "failed":
         return [f"failed · {entry['error'] or 'no reason recorded'}"]
@@ -158,7 +163,8 @@ def render_status(doc: dict[str, Any]) -> str:
     blocks = [head]
     for e in doc["nodes"]:
         pid = f", pid {e['pid']}" if e["pid"] else ""
-        lines = [f"{e['path']} ({e['role']}, {e['status']}{pid})"]
+        sim = ", simulated" if e.get("simulated") else ""
+        lines = [f"{e['path']} ({e['role']}{sim}, {e['status']}{pid})"]
         lines += [f"  {line}" for line in _doing(e)]
         facts = [f"{e['tokens_out']} tokens out", f"{e['tok_s']:g} tok/s"]
         if e["phase"]:
@@ -191,7 +197,8 @@ def render_tree(rows: Sequence[tuple[Node, SessionProgress, int]], now: float) -
         doing = _doing(entry)[0]
         phase = f" [{node.phase}]" if node.phase else ""
         glyph = receipts.STATUS_GLYPHS[node.status]
-        out.append(f"{prefix}{branch}{glyph} {node.name} ({node.role}){phase} — {doing}")
+        role = f"{node.role}, sim" if node.simulated else node.role
+        out.append(f"{prefix}{branch}{glyph} {node.name} ({role}){phase} — {doing}")
     return "\n".join(out)
 
 
@@ -234,5 +241,6 @@ def tree_rows_from_doc(doc: dict[str, Any]) -> str:
     for e in doc["nodes"]:
         depth = e["path"].count("/")
         glyph = receipts.STATUS_GLYPHS[NodeStatus(e["status"])]
-        lines.append(f"{'   ' * depth}{glyph} {e['name']} ({e['role']}) — {_doing(e)[0]}")
+        role = f"{e['role']}, sim" if e.get("simulated") else e["role"]
+        lines.append(f"{'   ' * depth}{glyph} {e['name']} ({role}) — {_doing(e)[0]}")
     return "\n".join(lines)

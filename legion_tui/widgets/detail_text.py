@@ -17,15 +17,16 @@ def clock_text(at: float) -> str:
 
 def header_line(view: NodeView) -> str:
     node, progress = view.node, view.progress
-    # `simulated` in place of the kind: the model, tokens and cost that follow are pretend.
+    # `simulated` in place of the kind: the tokens that follow are pretend.
     parts = [node.name, node.role, "simulated" if node.simulated else node.kind, node.status.value]
     if node.phase:
         parts.append(f"phase {node.phase}")
     parts += [
         f"{progress.tok_s:.0f} tok/s",
         f"{fmt_tokens(progress.tokens.output)} out / {fmt_tokens(progress.tokens.input)} in",
-        f"${progress.cost:.4f}",
     ]
+    if not node.simulated:  # a simulated agent's cost is pretend: no money was spent
+        parts.append(f"${progress.cost:.4f}")
     if node.pid is not None:
         parts.append(f"pid {node.pid}")
     return " · ".join(parts)

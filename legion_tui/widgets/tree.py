@@ -42,6 +42,10 @@ from legion_tui.widgets.tree_rows import (
 )
 
 ACTIVITY_MIN = 26  # columns are dropped before "working · bash 00:07:31" stops fitting
+# After the name of a simulated agent (kind sim): its work and verdict are pretend. Part
+# of the label, so it stays when narrow layouts drop the role column; a long name is cut
+# before the marker is.
+SIM_MARK = " sim"
 LABEL_MAX_SHARE = 0.45
 
 
@@ -170,6 +174,7 @@ class RailwayTree(ScrollView, can_focus=True):
         for row in self.rows:
             view = self.model.nodes[row.node_id]
             extra = len(f" +{row.hidden}") if row.hidden else 0
+            extra += len(SIM_MARK) if view.node.simulated else 0
             label_need = max(label_need, len(row.rail) + 3 + len(view.node.name) + extra + 2)
             if view.node.phase:
                 phase_need = max(phase_need, min(len(view.node.phase), 14) + 2)
@@ -320,14 +325,22 @@ class RailwayTree(ScrollView, can_focus=True):
         text_style = paint.dim if ended else paint.base
         label = f"{row.rail} {GLYPHS[node.status]} "
         name = node.name + (f" +{row.hidden}" if row.hidden else "")
+        mark = SIM_MARK if node.simulated else ""
         room = cols.label - len(label)
+        if len(mark) > room - 2:  # not even two cells of name beside it: no marker
+            mark = ""
+        room -= len(mark)
         if len(name) > room:  # a deep rail and a long name: cut the name, keep columns
             name = name[: max(0, room - 1)] + "…" if room > 0 else ""
         pieces: list[tuple[str, Style]] = [
             (row.rail, paint.track),
             (label[len(row.rail):], glyph_style),
-            (name.ljust(max(0, room)), role_style),
         ]
+        if mark:
+            pad = " " * max(0, room - len(name))
+            pieces += [(name, role_style), (mark, paint.dim), (pad, role_style)]
+        else:
+            pieces.append((name.ljust(max(0, room)), role_style))
         if cols.role:
             pieces.append((node.role[: cols.role - 1].ljust(cols.role), role_style))
         if cols.phase:
