@@ -17,6 +17,7 @@ __all__ = [
     "KINDS",
     "LIVE_STATUSES",
     "MAIL_MOVES",
+    "NODE_MOVES",
     "ROLES",
     "Backend",
     "CardKind",
@@ -55,6 +56,23 @@ class NodeStatus(enum.StrEnum):
 LIVE_STATUSES: frozenset[NodeStatus] = frozenset(
     {NodeStatus.STARTING, NodeStatus.RUNNING, NodeStatus.BLOCKED}
 )
+
+_S = NodeStatus
+# Legal node moves, beside the mail ones. The supervisor's one write path checks each
+# status write against the status the node will have once the writes already in flight
+# land; a move not listed lost a race (a second revive of a node another writer has
+# already woken, a settle after a retire) and writes nothing. A same-status write is a
+# move only where listed: none is, so writing `running` twice is refused too.
+NODE_MOVES: dict[NodeStatus, frozenset[NodeStatus]] = {
+    _S.STARTING: frozenset({_S.RUNNING, _S.BLOCKED, _S.SETTLED, _S.FAILED, _S.RETIRED}),
+    _S.RUNNING: frozenset({_S.BLOCKED, _S.SETTLED, _S.FAILED, _S.RETIRED}),
+    _S.BLOCKED: frozenset({_S.RUNNING, _S.SETTLED, _S.FAILED, _S.RETIRED}),
+    # settled → running: a steer or a letter woke it; → starting: resumed.
+    _S.SETTLED: frozenset({_S.RUNNING, _S.STARTING, _S.FAILED, _S.RETIRED}),
+    _S.FAILED: frozenset({_S.STARTING, _S.RETIRED}),
+    # retired → running only for the host's root, reopened with its run.
+    _S.RETIRED: frozenset({_S.STARTING, _S.RUNNING}),
+}
 
 
 class EventType(enum.StrEnum):

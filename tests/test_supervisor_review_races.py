@@ -56,8 +56,8 @@ async def test_a_stop_while_the_process_starts_leaves_no_process(
     made: list[Any] = []
     real_make = core.make_handle
 
-    def gated_make(spec: Any) -> Any:
-        handle = real_make(spec)
+    def gated_make(spec: Any, **kw: Any) -> Any:
+        handle = real_make(spec, **kw)
         real_start: Callable[[], Awaitable[None]] = handle.start
 
         async def start() -> None:
@@ -116,8 +116,9 @@ async def test_two_resumes_at_once_start_one_agent(tmp_path: Path) -> None:
 
 
 async def test_a_launch_never_starts_a_node_whose_stop_has_begun(tmp_path: Path) -> None:
-    """Batch [a, b]: b is stopped while a launches, and b's `retired` is still being
-    written when b's turn to launch comes — the stop's mark alone must keep b down."""
+    """Batch [a, b] (launched together): b is stopped while both launches wait on their
+    worktrees, and b's `retired` is still being written when b's launch goes on — the
+    stop's mark alone must keep b down."""
     async with hosted(tmp_path) as sup:
         a_gate, a_entered = asyncio.Event(), asyncio.Event()
         write_gate, write_entered = asyncio.Event(), asyncio.Event()
@@ -126,7 +127,7 @@ async def test_a_launch_never_starts_a_node_whose_stop_has_begun(tmp_path: Path)
         async def held_tree(node: Any, req: Any, *, resume: bool) -> str | None:
             if node.name == "a":
                 a_entered.set()
-                await a_gate.wait()
+            await a_gate.wait()
             return await real_tree(node, req, resume=resume)
 
         async def held_status(node_id: str, status: NodeStatus, *args: Any, **kw: Any) -> Any:
@@ -145,7 +146,7 @@ async def test_a_launch_never_starts_a_node_whose_stop_has_begun(tmp_path: Path)
         await asyncio.wait_for(a_entered.wait(), 10)
         stop = asyncio.create_task(sup.stop(ROOT_ID, "b"))
         await asyncio.wait_for(write_entered.wait(), 10)
-        a_gate.set()  # a launches, then b's turn comes while its stop is mid-write
+        a_gate.set()  # both go on while b's stop is mid-write
         try:
             a, b = await asyncio.wait_for(spawn, 10)
             assert b.id not in sup._handles and sup.launches == 1

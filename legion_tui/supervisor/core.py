@@ -29,7 +29,16 @@ from typing import Any
 from legion_tui import receipts
 from legion_tui.agents.cards import CardSet, RoleCard
 from legion_tui.agents.resolve import Launch
-from legion_tui.model import CARD_KINDS, Event, EventType, Kind, Node, NodeStatus, Usage
+from legion_tui.model import (
+    CARD_KINDS,
+    NODE_MOVES,
+    Event,
+    EventType,
+    Kind,
+    Node,
+    NodeStatus,
+    Usage,
+)
 from legion_tui.ops import OpError
 from legion_tui.session.progress import SessionProgress
 from legion_tui.state import Clock, LegionModel
@@ -210,6 +219,7 @@ class Supervisor:
         self._monitors: dict[str, asyncio.Task[None]] = {}
         self._turn_started: dict[str, asyncio.Event] = {}
         self._stopping: set[str] = set()
+        self._status_ahead: dict[str, NodeStatus] = {}  # see _set_status
         # Nodes a resume is relaunching: checked and set before its first await, so a
         # second resume (`r` pressed twice) cannot start a second agent on the same file.
         self._resuming: set[str] = set()
@@ -233,6 +243,7 @@ class Supervisor:
         self._started = False
         self._closed = False
         self._spawn_lock = asyncio.Lock()
+        self._worktree_lock = asyncio.Lock()
         self._seq = 0
         self.launches = 0  # agents started by this host (tests assert "zero spawns")
         self.events_written = 0
@@ -416,7 +427,9 @@ class Supervisor:
         if ROOT_ID not in self.model.nodes:
             await self._create_root()
         else:
-            await self._set_status(ROOT_ID, NodeStatus.RUNNING, None, {}, pid=os.getpid())
+            await self._set_status(
+                ROOT_ID, NodeStatus.RUNNING, None, {}, refresh=True, pid=os.getpid()
+            )
         orphans = [n.id for n in ordered if n.id != ROOT_ID and n.live]
         swept: list[int] = []
         if orphans:
@@ -489,9 +502,26 @@ class Supervisor:
         status: NodeStatus,
         etype: EventType | None,
         data: dict[str, Any],
+        *,
+        refresh: bool = False,
         **fields: Any,
-    ) -> Node:
-        node: Node = await self.ledger.update_node(node_id, status=status, **fields)
+    ) -> Node | None:
+        """The one status write: ledger first, then model, then the event.
+
+        The move is checked against NODE_MOVES from the status the node will have once
+        the writes already in flight land (`_status_ahead`, claimed before the first
+        await), so of two writers racing on one node the loser writes nothing and gets
+        None. `refresh`: a same-status write that only updates fields (root's pid)."""
+        ahead = self._status_ahead.get(node_id) or self.node(node_id).status
+        if not (refresh and status is ahead) and status not in NODE_MOVES[ahead]:
+            log.debug("%s: %s → %s lost a race; not written", node_id, ahead, status)
+            return None
+        self._status_ahead[node_id] = status
+        try:
+            node: Node = await self.ledger.update_node(node_id, status=status, **fields)
+        except BaseException:
+            self._status_ahead.pop(node_id, None)  # the model's status is the truth again
+            raise
         self.model.upsert(node)
         if etype is not None:
             await self._event(node_id, etype, data)
@@ -601,8 +631,14 @@ class Supervisor:
             for plan in plans:
                 self._card_of[plan.node.id] = plan.card
                 self.model.upsert(plan.node)
-        for plan in plans:
-            await self._launch(plan.node, plan.request, plan.command, plan.isolate, resume=False)
+        # The batch starts together: a real agent takes seconds to answer (pi: 2–5 s
+        # here), and six started one after another kept the caller waiting for all.
+        await asyncio.gather(
+            *(
+                self._launch(plan.node, plan.request, plan.command, plan.isolate, resume=False)
+                for plan in plans
+            )
+        )
         return [self.node(n.id) for n in nodes]
 
     async def _plan(self, caller: Node, requests: Sequence[ChildRequest]) -> list[_Plan]:
@@ -831,6 +867,8 @@ class Supervisor:
             # again after each await below.
             return False
         self._seq += 1
+        card_name = self._card_of.get(node.id, node.role)
+        card = self._cards.get(card_name) if card_name in self._cards else None
         warning = await self._worktree_for_launch(node, req, resume=resume)
         if self._stopped_meanwhile(node.id):
             return False  # stopped during the worktree's await: start nothing
@@ -851,8 +889,13 @@ class Supervisor:
             speed=self.speed,
             sim_behaviour=self._sim_behaviour(node, req),
             resume=resume,
+            system_prompt=card.prompt if card is not None else "",
+            tools=card.tools if card is not None else (),
         )
-        handle = make_handle(spec)
+        node_id = node.id
+        handle = make_handle(
+            spec, on_stream=lambda segment: self.model.set_streaming(node_id, segment)
+        )
         self._handles[node.id] = handle
         self._turn_started[node.id] = asyncio.Event()
         self.launches += 1
@@ -996,7 +1039,8 @@ class Supervisor:
         (a new stint for a team), and the monitor is woken to wait for its end."""
         if self.node(node_id).status is NodeStatus.SETTLED:
             node = await self._set_status(node_id, NodeStatus.RUNNING, None, {}, verdict=None)
-            await self._revive_stint(node)  # nothing can fail after it: no restore
+            if node is not None:  # None: another writer woke it first and revived it
+                await self._revive_stint(node)  # nothing can fail after it: no restore
         started = self._turn_started.get(node_id)
         if started is not None:
             started.set()
@@ -1223,8 +1267,9 @@ class Supervisor:
             self._resuming.discard(target.id)
 
     async def _resume(self, target: Node, previous: AgentHandle | None) -> str:
-        if not _has_file(target.session_file):
-            raise OpError("NO_SESSION", f"{target.name} has no session file to resume from")
+        # Stopped before its agent wrote anything (pi writes its file only with its first
+        # answer): there is nothing to continue, so it starts again on the same task.
+        continues = _has_file(target.session_file)
         parent = self.model.nodes.get(target.parent_id or "")
         if parent is not None and parent.node.id != ROOT_ID and not parent.node.live:
             raise OpError(
@@ -1240,6 +1285,8 @@ class Supervisor:
                     await monitor
             await previous.stop(force=True, grace=0.0)
         node = await self._set_status(target.id, NodeStatus.STARTING, None, {}, error=None)
+        if node is None:  # it moved while the old agent was swept (a stop, a launch)
+            raise OpError("ALREADY_RUNNING", f"{target.name} changed while resuming; look again")
         self.model.mark_interrupted(target.id, False)
         card_name = self._card_of.get(node.id, node.role)
         command = self._command_of(card_name, node.kind)
@@ -1247,10 +1294,12 @@ class Supervisor:
         before = await self._revive_stint(node)
         started = False
         try:
-            started = await self._launch(node, None, command or None, isolate, resume=True)
+            started = await self._launch(node, None, command or None, isolate, resume=continues)
         finally:
             if before is not None and not started and not self._closed:
                 await self._restore_stint(before)
+        if not continues:
+            return receipts.restarted(node.name)
         return receipts.resumed(node.name, Path(node.session_file or ""))
 
     async def _revive_stint(self, node: Node) -> Node | None:
@@ -1311,7 +1360,10 @@ class Supervisor:
             # No repository to branch from, or a lead dispatched without one on purpose.
             return demote_worktree(node.role, node.name, wants).warning
         try:
-            tree, warning = await prepare_worktree(repo, node.role, node.name, wants)
+            # Launches of one batch run together; git's own locks are not made for two
+            # `worktree add` at once in one repository.
+            async with self._worktree_lock:
+                tree, warning = await prepare_worktree(repo, node.role, node.name, wants)
         except WorktreeError as err:
             log.warning("no worktree for %s: %s", node.path, err)
             return f"no worktree for {node.name}: {err}"
