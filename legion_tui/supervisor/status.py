@@ -169,7 +169,10 @@ def render_status(doc: dict[str, Any]) -> str:
         facts = [f"{e['tokens_out']} tokens out", f"{e['tok_s']:g} tok/s"]
         if e["phase"]:
             facts.insert(0, f"phase {e['phase']}")
-        if e.get("unreadable"):
+        if e.get("unreadable") == "ENOENT":  # never written: not an error
+            if NodeStatus(e["status"]).live:
+                facts.append(receipts.FIRST_ANSWER_PENDING)
+        elif e.get("unreadable"):
             facts.append(f"session unreadable: {e['unreadable']}")
         lines.append("  " + " · ".join(facts))
         blocks.append("\n".join(lines))
