@@ -6,6 +6,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+from process_helpers import put_fake_pi_on_path
 from supervisor_helpers import hosted, run_cli, settled, spawn_one, stuck_worker
 
 from legion_tui.model import NodeStatus
@@ -108,3 +110,19 @@ async def test_identity_comes_from_the_environment(tmp_path: Path) -> None:
         _out, err = await asyncio.wait_for(proc.communicate(), 30)
         assert proc.returncode == 1 and b"only its own descendants" in err
         assert sup.resolve("root", "b").status is NodeStatus.RUNNING
+
+
+async def test_spawn_reports_an_agent_that_failed_to_start_and_exits_1(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The host's pi refuses every prompt (like pi without an API key): `legion spawn`
+    # must not print "Spawned" and exit 0 for a child that never ran.
+    monkeypatch.setenv("PATH", put_fake_pi_on_path(tmp_path / "bin"))
+    monkeypatch.setenv("FAKE_PI_MODE", "refuse")
+    async with hosted(tmp_path) as sup:
+        code, out, err = await run_cli(
+            "spawn", "worker", "--kind", "pi", "--task", "go", "--name", "p", cwd=tmp_path
+        )
+        assert code == 1, (out, err)
+        assert out.startswith("Failed to start root/p (") and "No API key found" in out
+        assert sup.node(sup.resolve("root", "p").id).status is NodeStatus.FAILED

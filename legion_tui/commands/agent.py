@@ -105,13 +105,17 @@ async def _spawn(args: argparse.Namespace, client: Any) -> int:
     result = await client.request("spawn", children=[child])
     # The kind each child resolved to is said when it is the simulated agent: a user who
     # spawned `worker` must not take a pretend run for a real one.
-    lines = [
-        f"Spawned {n['path']} ({n['id']})" + (" — simulated" if n.get("simulated") else "")
-        for n in result["nodes"]
-    ]
+    lines = [_spawned_line(n) for n in result["nodes"]]
     lines += [f"warning: {w}" for w in result.get("warnings", [])]
     emit(args, result, "\n".join(lines))
-    return 0
+    # A child whose agent did not start is a failed spawn, not a success to read past.
+    return 1 if any(n.get("status") == "failed" for n in result["nodes"]) else 0
+
+
+def _spawned_line(n: dict[str, Any]) -> str:
+    if n.get("status") == "failed":
+        return f"Failed to start {n['path']} ({n['id']}): {n.get('error') or 'no reason given'}"
+    return f"Spawned {n['path']} ({n['id']})" + (" — simulated" if n.get("simulated") else "")
 
 
 # ----- wait ----------------------------------------------------------------------------
