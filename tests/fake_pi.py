@@ -21,6 +21,7 @@ import asyncio
 import json
 import os
 import sys
+import tempfile
 import time
 import uuid
 from datetime import UTC, datetime
@@ -228,12 +229,14 @@ async def main() -> int:
         return 0
     parser = argparse.ArgumentParser()
     parser.add_argument("--mode", required=True, choices=["rpc"])
-    parser.add_argument("--session-dir", required=True)
+    parser.add_argument("--session-dir")
+    parser.add_argument("--no-session", action="store_true")  # legion doctor's dry start
     parser.add_argument("--continue", dest="resume", action="store_true")
     parser.add_argument("--append-system-prompt")
     parser.add_argument("--tools")
     args = parser.parse_args()
-    agent = Agent(Session(Path(args.session_dir), args.resume))
+    session_dir = Path(args.session_dir) if args.session_dir else Path(tempfile.mkdtemp())
+    agent = Agent(Session(session_dir, args.resume))
     loop = asyncio.get_running_loop()
     reader = asyncio.StreamReader()
     await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), sys.stdin)
@@ -300,6 +303,7 @@ async def main() -> int:
                     kind,
                     req_id,
                     {
+                        "model": {"provider": "fake", "id": "fake-model"},
                         "thinkingLevel": "off",
                         "isStreaming": agent.streaming,
                         "isCompacting": False,

@@ -10,6 +10,8 @@ import sys
 from pathlib import Path
 
 import pytest
+from agent_bins import PI_LINES, pi_path
+from pi_env import MODEL, PROVIDER, pi_env
 from process_helpers import put_fake_pi_on_path
 
 LEGION = str(Path(sys.executable).parent / "legion")
@@ -226,3 +228,29 @@ def test_run_from_a_subfolder_finds_the_project(tmp_path: Path) -> None:
     assert result.returncode == 1
     assert ".legion/agents/worker.md:1: field 'description': missing (required)" in result.stdout
     assert f"legion doctor — {tmp_path.resolve()}" in result.stdout
+
+
+@pytest.mark.parametrize("line", PI_LINES)
+def test_a_real_pi_that_cannot_start_fails_doctor_in_its_own_words(
+    tmp_path: Path, line: str
+) -> None:
+    """The real pi, both lines: a card naming a provider pi does not know passes a PATH
+    check but can never start — doctor dry-starts it and says why, in pi's words."""
+    env = pi_env(line, "http://127.0.0.1:9/v1", tmp_path / "pi").env  # never contacted
+    project = tmp_path / "project"
+    for name, provider in (("worker", "nosuch"), ("scout", PROVIDER)):
+        write(
+            project,
+            f".legion/agents/{name}.md",
+            f"---\nname: {name}\ndescription: d\nkind: pi\nrole: {name}\n"
+            f"command: [pi, --provider, {provider}, --model, {MODEL}]\n---\nbody\n",
+        )
+    result = subprocess.run(
+        [LEGION, "doctor"], cwd=project, capture_output=True, text=True, timeout=120, env=env
+    )
+    out = result.stdout
+    assert result.returncode == 1, out + result.stderr
+    assert "pi for worker: `pi --provider nosuch" in out
+    assert 'Unknown provider "nosuch"' in out
+    version = "0.73.1" if line == "0.73" else "1.6.0"
+    assert f"pi for scout: {pi_path(line)} (pi {version}) starts; model scripted/{MODEL}" in out

@@ -3,7 +3,8 @@
 Checks, in order: role cards (every problem, with file:line), `.legion/settings.toml`,
 which agent the `kind: auto` cards resolve to (none: a problem; the simulated agent: a
 warning, so a pretend setup never passes as "no problems"), each pi/exec card's command
-on PATH, every run's `run.json` and ledger, and every run's
+on PATH, a dry start of each distinct pi command (its version, and that it answers
+`get_state` with a model — else pi's own words), every run's `run.json` and ledger, and every run's
 supervisor socket (a socket file nobody listens on is a warning: a crashed host leaves
 one behind, and the next `legion tui` replaces it). Exit 1 when any problem was found,
 0 otherwise — warnings alone do not fail.
@@ -13,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -22,6 +24,7 @@ from legion_tui.commands import Command
 
 if TYPE_CHECKING:  # cards pull in yaml; keep `legion --help` light
     from legion_tui.agents.cards import CardSet
+    from legion_tui.supervisor.backends.pi_cli import PiVersion, StartProbe
 
 Severity = Literal["problem", "warning"]
 
@@ -56,6 +59,8 @@ class Report:
     project: Path
     findings: list[Finding] = field(default_factory=list)
     passed: list[str] = field(default_factory=list)  # one line per clean check
+    # pi command (argv template) → the cards that run it: each is dry-started once.
+    pi_commands: dict[tuple[str, ...], list[str]] = field(default_factory=dict)
 
     @property
     def problems(self) -> list[Finding]:
@@ -138,6 +143,8 @@ def check_auto(report: Report, cards: CardSet) -> None:
     found = find_program(program, cwd=report.project, path=None) or program
     via = "[agent] in .legion/settings.toml" if launch.via == "settings" else "found on PATH"
     report.passed.append(f"{what} → {launch.kind} ({found}), {via}")
+    if launch.kind == "pi":
+        report.pi_commands.setdefault(launch.command or ("pi",), []).extend(names)
 
 
 def check_commands(report: Report, cards: CardSet) -> None:
@@ -163,6 +170,76 @@ def check_commands(report: Report, cards: CardSet) -> None:
             )
         else:
             report.passed.append(f"card '{card.name}': {program} → {found}")
+            if card.kind == "pi":
+                report.pi_commands.setdefault(card.command or ("pi",), []).append(card.name)
+    check_pi_starts(report)
+
+
+def check_pi_starts(report: Report) -> None:
+    """Each distinct pi command the cards run: its version and a dry start (RPC mode, no
+    session, `get_state`) — the launch's own first step, so an unknown provider or a pi
+    with no model fails here, in pi's words, not at the first spawn."""
+    import asyncio
+
+    from legion_tui.supervisor.backends.common import find_program
+    from legion_tui.supervisor.backends.pi_cli import dry_start, pi_version
+
+    async def probe(command: tuple[str, ...]) -> tuple[str, PiVersion | None, StartProbe]:
+        argv = [_no_placeholders(arg, report.project) for arg in command]
+        program = find_program(argv[0], cwd=report.project, path=None) or argv[0]
+        env = dict(os.environ)
+        version, started = await asyncio.gather(
+            pi_version(program, env), dry_start([program, *argv[1:]], env, str(report.project))
+        )
+        return program, version, started
+
+    async def probe_all() -> list[tuple[str, PiVersion | None, StartProbe]]:
+        return list(await asyncio.gather(*(probe(c) for c in report.pi_commands)))
+
+    if not report.pi_commands:
+        return
+    for (command, names), (program, version, started) in zip(
+        report.pi_commands.items(), asyncio.run(probe_all()), strict=True
+    ):
+        where = f"pi for {', '.join(names)}"
+        shown = " ".join(command)
+        text = version.text if version is not None else "version unknown"
+        error, model = started.error, started.model
+        for warning in started.warnings:
+            report.findings.append(Finding("agents", "warning", where, f"pi said: {warning}"))
+        if error is not None:
+            report.findings.append(
+                Finding(
+                    "agents",
+                    "problem",
+                    where,
+                    f"`{shown}` (pi {text}) cannot start: {error}",
+                    "fix the card's command: (or [agent] in .legion/settings.toml) so pi "
+                    "starts; try it by hand with --mode rpc",
+                )
+            )
+        elif model is None or model.startswith("unknown/"):
+            report.findings.append(
+                Finding(
+                    "agents",
+                    "problem",
+                    where,
+                    f"`{shown}` (pi {text}) starts but has no model to use: no provider is "
+                    "configured and pi found no API key",
+                    "log in with pi (/login), set an API key, or name --provider/--model "
+                    "([agent] provider/model in .legion/settings.toml)",
+                )
+            )
+        else:
+            report.passed.append(f"{where}: {program} (pi {text}) starts; model {model}")
+
+
+def _no_placeholders(arg: str, project: Path) -> str:
+    """A card argument with its launch placeholders filled for a dry start."""
+    for key, value in (("{task}", "legion doctor"), ("{cwd}", str(project)),
+                       ("{name}", "doctor"), ("{session_file}", "/dev/null")):
+        arg = arg.replace(key, value)
+    return arg
 
 
 def check_settings(report: Report) -> None:
