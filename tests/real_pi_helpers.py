@@ -1,0 +1,211 @@
+"""Legion driving the real pi CLIs (both lines) against the scripted model server.
+
+The end-to-end tests of issue 9 share this: a tmp project (a git repository) holding
+explicit `kind: pi` role cards, the process environment an in-process `Supervisor`'s
+children inherit (pi's bin dir on PATH, a per-test HOME and PI_CODING_AGENT_DIR with the
+`scripted` provider), a host that checks no agent process outlives it, and /proc scans
+by the run markers legion puts in every child's environment.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+import re
+import secrets
+import subprocess
+import time
+from collections.abc import AsyncIterator, Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+from model_server import ModelServer
+from pi_env import MODEL, PROVIDER, PiEnv, pi_env
+from process_helpers import is_zombie
+from supervisor_helpers import GIT_ENV, hosted
+
+from legion_tui.model import EventType, Node, NodeStatus
+from legion_tui.supervisor.core import ROOT_ID, ChildRequest, Supervisor
+
+__all__ = [
+    "PiWorld",
+    "by_env",
+    "entries",
+    "events_of",
+    "link_state",
+    "make_world",
+    "pi_host",
+    "pi_session_files",
+    "settle",
+    "spawn_pi",
+    "until",
+    "verdict_line",
+    "write_card",
+]
+
+PI_TOOLS = ("read", "bash", "edit", "write")
+START_LIMIT = 60.0  # one pi start on 2 loaded cores: 2–5 s; six together: far more
+TURN_LIMIT = 60.0
+
+# Inherited variables that would send pi elsewhere (a proxy, a real key) or change Node.
+_DROP = re.compile(r"(?i)^(.*_proxy|.*_api_key|node_options|npm_.*|legion_.*|pi_.*)$")
+
+
+def verdict_line(reason: str, ok: bool = True) -> str:
+    return json.dumps({"ok": ok, "reason": reason})
+
+
+def write_card(
+    project: Path,
+    name: str = "worker",
+    *,
+    tools: Sequence[str] = PI_TOOLS,
+    marker: str | None = None,
+    role: str = "worker",
+) -> str:
+    """`<project>/.legion/agents/<name>.md`, a `kind: pi` card; returns its body marker."""
+    marker = marker or f"LEGION-CARD-{name.upper()}-{secrets.token_hex(4)}"
+    agents = project / ".legion" / "agents"
+    agents.mkdir(parents=True, exist_ok=True)
+    (agents / f"{name}.md").write_text(
+        "---\n"
+        f"name: {name}\n"
+        f"description: A real pi {role} for the end-to-end tests.\n"
+        "kind: pi\n"
+        f"role: {role}\n"
+        f"command: [pi, --provider, {PROVIDER}, --model, {MODEL}]\n"
+        f"tools: [{', '.join(tools)}]\n"
+        "---\n"
+        f"{marker}: you are a legion test {role}. Do what the task says, then end your\n"
+        'final message with a verdict line: {"ok": true, "reason": "..."}.\n',
+        encoding="utf-8",
+    )
+    return marker
+
+
+@dataclass
+class PiWorld:
+    """One test's pi line, model server, pi environment and project."""
+
+    line: str
+    server: ModelServer
+    pi: PiEnv
+    project: Path
+    marker: str  # the worker card's body marker
+
+    @property
+    def env(self) -> dict[str, str]:
+        """The environment of a `legion` subprocess (a user's shell, with pi on PATH)."""
+        return {**self.pi.env, **GIT_ENV}
+
+
+def make_world(
+    line: str, server: ModelServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> PiWorld:
+    """Lay out pi's env and a git project with the worker card; apply the env to this
+    process (an in-process Supervisor's children inherit os.environ)."""
+    pi = pi_env(line, server.base_url, tmp_path / "pi")
+    for key in list(os.environ):
+        if _DROP.match(key):
+            monkeypatch.delenv(key, raising=False)
+    for key, value in {**pi.env, **GIT_ENV}.items():
+        monkeypatch.setenv(key, value)
+    project = tmp_path / "project"
+    project.mkdir()
+    subprocess.run(
+        ["git", "init", "-q", "-b", "main"], cwd=project, check=True, env={**pi.env, **GIT_ENV}
+    )
+    marker = write_card(project)
+    return PiWorld(line, server, pi, project, marker)
+
+
+def by_env(key: str, value: str | None = None, prefix: str | None = None) -> list[int]:
+    """Live (non-zombie) processes whose environment has KEY=value (or KEY=prefix…)."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/environ", "rb") as fh:
+                env = fh.read().split(b"\0")
+        except OSError:
+            continue
+        for item in env:
+            k, _, v = item.decode(errors="replace").partition("=")
+            if k != key:
+                continue
+            wanted = v == value if value is not None else v.startswith(prefix or "\0")
+            if wanted and not is_zombie(int(entry)):
+                found.append(int(entry))
+            break
+    return found
+
+
+async def until(predicate: Callable[[], bool], limit: float, what: str) -> None:
+    """Poll a condition with a deadline (never a blind sleep)."""
+    deadline = time.monotonic() + limit
+    while not predicate():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {limit:g} s waiting for {what}")
+        await asyncio.sleep(0.02)
+
+
+@contextlib.asynccontextmanager
+async def pi_host(world: PiWorld) -> AsyncIterator[Supervisor]:
+    """A started Supervisor on the project; on the way out, no agent process may be left."""
+    async with hosted(world.project, stop_grace=1.0) as sup:
+        run_id = sup.run.run_id
+        yield sup
+    # The pause (close) swept every child; a straggler is a leak.
+    deadline = time.monotonic() + 10.0
+    left = by_env("LEGION_RUN_ID", run_id)
+    while left and time.monotonic() < deadline:
+        await asyncio.sleep(0.05)
+        left = by_env("LEGION_RUN_ID", run_id)
+    assert left == [], f"agent processes left behind by run {run_id}: {left}"
+
+
+async def spawn_pi(sup: Supervisor, name: str, task: str, role: str = "worker") -> Node:
+    (node,) = await sup.spawn(ROOT_ID, [ChildRequest(role, task, name=name)])
+    assert node.kind == "pi" and node.backend == "pi-rpc", node
+    assert node.status is not NodeStatus.FAILED, node.error
+    return node
+
+
+_ENDS = (EventType.NODE_SETTLED, EventType.NODE_FAILED, EventType.NODE_RETIRED)
+
+
+async def settle(sup: Supervisor, node_id: str, limit: float = TURN_LIMIT) -> Node:
+    """Until the node is not live and its ending event is in the model (the row moves a
+    moment before the event is appended); then the node (status, verdict)."""
+
+    def ended() -> bool:
+        kinds = events_of(sup, node_id)
+        ends = sum(kinds.count(e) for e in _ENDS)
+        return not sup.node(node_id).live and ends >= kinds.count(EventType.NODE_LAUNCHED)
+
+    await until(ended, limit, f"{node_id} to settle")
+    return sup.node(node_id)
+
+
+def events_of(sup: Supervisor, node_id: str) -> list[EventType]:
+    return [e.type for e in sup.model.nodes[node_id].events]
+
+
+def pi_session_files(sup: Supervisor, node_id: str) -> list[Path]:
+    """The files pi itself wrote for a node (`<run>/sessions/<nodeId>/*.jsonl`)."""
+    return sorted((sup.run.sessions_dir / node_id).glob("*.jsonl"))
+
+
+def link_state(path: str | None) -> str:
+    """`path → target (exists: …)`: where a node's session link really points."""
+    where = path or ""
+    return f"{where} → {os.path.realpath(where)} (exists: {os.path.exists(where)})"
+
+
+def entries(path: Path) -> list[dict[str, Any]]:
+    return [json.loads(ln) for ln in path.read_text(encoding="utf-8").splitlines() if ln.strip()]
