@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test lint bench clean agents
+.PHONY: demo test lint bench clean agents soak
 
 # The real agent CLIs the tests drive, pinned in agents/<line>/package.json and installed
 # once into a project-local prefix (no global install, npm's cache under .venv, not $HOME).
@@ -32,11 +32,17 @@ demo: $(STAMP)
 	$(BIN)/legion demo
 
 lint: $(STAMP)
-	$(BIN)/ruff check legion_tui tests bench
+	$(BIN)/ruff check legion_tui tests bench tools
 	$(BIN)/mypy --strict legion_tui
 
 test: lint agents
 	TEXTUAL_ANIMATIONS=none $(BIN)/pytest -q
+
+# The whole suite RUNS times beside LOAD busy processes, failures counted per test.
+RUNS ?= 5
+LOAD ?= 2
+soak: $(STAMP) agents
+	$(BIN)/python tools/soak.py --runs $(RUNS) --load $(LOAD)
 
 bench: $(STAMP)
 	@for f in bench/bench_*.py; do echo "== $$f"; $(BIN)/python $$f || exit 1; done
