@@ -6,7 +6,7 @@ from __future__ import annotations
 import itertools
 from typing import Any
 
-from legion_tui.session.live_rate import live_tok_s
+from legion_tui.session.live_rate import live_tok_s, open_message
 from legion_tui.session.progress import RateSegment, SessionProgress
 from legion_tui.session.streaming import PUBLISH_EVERY, StreamingMessage
 
@@ -69,3 +69,12 @@ def test_the_tree_rate_adds_the_open_message_until_the_file_holds_it() -> None:
     # before the first event, and ends after the open one began: it is the same one.
     landed = SessionProgress(rate_series=[done, RateSegment(94.5, 100.0, 55)])
     assert live_tok_s(landed, 100.0, streaming=open_now) == (50 + 55) / 10.0
+
+
+def test_the_open_message_counts_until_the_file_holds_it() -> None:
+    done = RateSegment(85.0, 95.0, 100)
+    open_now = RateSegment(95.0, 100.0, 50)
+    assert open_message(SessionProgress(rate_series=[done]), open_now) == open_now
+    assert open_message(SessionProgress(rate_series=[done]), None) is None
+    landed = SessionProgress(rate_series=[done, RateSegment(94.5, 100.0, 55)])
+    assert open_message(landed, open_now) is None  # the tree's `out` would count it twice

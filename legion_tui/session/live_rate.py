@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from legion_tui.session.progress import RateSegment, SessionProgress
 
-__all__ = ["live_tok_s"]
+__all__ = ["live_tok_s", "open_message"]
 
 
 def live_tok_s(
@@ -30,11 +30,19 @@ def live_tok_s(
         if seg.end <= lo:
             break
         tokens += _share(seg, lo, now)
-    # The open message counts until the file holds it: one model call at a time, so a
-    # file segment that ends after the open one began is that message.
-    if streaming is not None and not (series and series[-1].end > streaming.start):
-        tokens += _share(streaming, lo, now)
+    pending = open_message(progress, streaming)
+    if pending is not None:
+        tokens += _share(pending, lo, now)
     return tokens / window
+
+
+def open_message(progress: SessionProgress, streaming: RateSegment | None) -> RateSegment | None:
+    """The message being generated now, while the file does not hold it yet: one model
+    call at a time, so a file segment that ends after it began is that message."""
+    series = progress.rate_series
+    if streaming is None or (series and series[-1].end > streaming.start):
+        return None
+    return streaming
 
 
 def _share(seg: RateSegment, lo: float, hi: float) -> float:

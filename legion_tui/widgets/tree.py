@@ -27,6 +27,7 @@ from textual.strip import Strip
 from legion_tui.model import NodeStatus
 from legion_tui.receipts import fmt_duration
 from legion_tui.render.rates import node_rate
+from legion_tui.session.live_rate import open_message
 from legion_tui.state import Clock, LegionModel, NodeView
 from legion_tui.themes import DEFAULT_THEME
 from legion_tui.widgets.lines import PanelStrip, direct_lines
@@ -353,7 +354,11 @@ class RailwayTree(ScrollView, can_focus=True):
             rate = fmt_rate(node_rate(view, now)) if node.live else ""
             pieces.append((rate.rjust(cols.rate - 1) + " ", text_style))
         if cols.tokens:
-            tokens = fmt_tokens(view.progress.tokens.output)
+            # Output tokens so far, the message still streaming included (the file
+            # holds a message only once it ends).
+            pending = open_message(view.progress, view.streaming)
+            out = view.progress.tokens.output + (pending.tokens if pending else 0)
+            tokens = fmt_tokens(out)
             pieces.append((tokens.rjust(cols.tokens - 1) + " ", text_style))
         used = sum(len(text) for text, _ in pieces)
         act = activity(view, now)
