@@ -47,7 +47,11 @@ while True:
 
 def marked(run_id: str) -> list[int]:
     """Every live (non-zombie) process carrying LEGION_RUN_ID=<run_id>."""
-    want = f"LEGION_RUN_ID={run_id}".encode()
+    return by_env("LEGION_RUN_ID", run_id)
+
+
+def by_env(key: str, value: str | None = None, prefix: str | None = None) -> list[int]:
+    """Live (non-zombie) processes whose environment has KEY=value (or KEY=prefix…)."""
     found = []
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
@@ -57,8 +61,14 @@ def marked(run_id: str) -> list[int]:
                 env = fh.read().split(b"\0")
         except OSError:
             continue
-        if want in env and not is_zombie(int(entry)):
-            found.append(int(entry))
+        for item in env:
+            k, _, v = item.decode(errors="replace").partition("=")
+            if k != key:
+                continue
+            wanted = v == value if value is not None else v.startswith(prefix or "\0")
+            if wanted and not is_zombie(int(entry)):
+                found.append(int(entry))
+            break
     return found
 
 

@@ -17,16 +17,17 @@ import re
 import secrets
 import subprocess
 import time
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
+from agent_bins import PI_LINES
 from model_server import ModelServer
 from pi_env import MODEL, PROVIDER, PiEnv, pi_env
-from process_helpers import is_zombie
-from supervisor_helpers import GIT_ENV, hosted
+from process_helpers import by_env
+from supervisor_helpers import GIT_ENV, hosted, until
 
 from legion_tui.model import EventType, Node, NodeStatus
 from legion_tui.supervisor.core import ROOT_ID, ChildRequest, Supervisor
@@ -40,10 +41,12 @@ __all__ = [
     "make_world",
     "pi_host",
     "pi_session_files",
+    "server",
     "settle",
     "spawn_pi",
     "until",
     "verdict_line",
+    "world",
     "write_card",
 ]
 
@@ -123,37 +126,6 @@ def make_world(
     return PiWorld(line, server, pi, project, marker)
 
 
-def by_env(key: str, value: str | None = None, prefix: str | None = None) -> list[int]:
-    """Live (non-zombie) processes whose environment has KEY=value (or KEY=prefix…)."""
-    found = []
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/environ", "rb") as fh:
-                env = fh.read().split(b"\0")
-        except OSError:
-            continue
-        for item in env:
-            k, _, v = item.decode(errors="replace").partition("=")
-            if k != key:
-                continue
-            wanted = v == value if value is not None else v.startswith(prefix or "\0")
-            if wanted and not is_zombie(int(entry)):
-                found.append(int(entry))
-            break
-    return found
-
-
-async def until(predicate: Callable[[], bool], limit: float, what: str) -> None:
-    """Poll a condition with a deadline (never a blind sleep)."""
-    deadline = time.monotonic() + limit
-    while not predicate():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {limit:g} s waiting for {what}")
-        await asyncio.sleep(0.02)
-
-
 @contextlib.asynccontextmanager
 async def pi_host(world: PiWorld) -> AsyncIterator[Supervisor]:
     """A started Supervisor on the project; on the way out, no agent process may be left."""
@@ -209,3 +181,21 @@ def link_state(path: str | None) -> str:
 
 def entries(path: Path) -> list[dict[str, Any]]:
     return [json.loads(ln) for ln in path.read_text(encoding="utf-8").splitlines() if ln.strip()]
+
+
+@pytest.fixture
+def server() -> Iterator[ModelServer]:
+    with ModelServer() as s:
+        yield s
+        assert s.errors() == []
+
+
+@pytest.fixture(params=PI_LINES)
+def world(
+    request: pytest.FixtureRequest,
+    server: ModelServer,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> PiWorld:
+    """A project with a pi card, for each pi line (the tests import this fixture)."""
+    return make_world(request.param, server, tmp_path, monkeypatch)

@@ -13,13 +13,9 @@ import contextlib
 import json
 import threading
 import time
-from collections.abc import Iterator
-from pathlib import Path
 
 import psutil
-import pytest
-from agent_bins import PI_LINES
-from model_server import Hang, ModelServer, Text, ToolCall
+from model_server import Hang, Text, ToolCall
 from real_pi_helpers import (
     START_LIMIT,
     TURN_LIMIT,
@@ -27,7 +23,6 @@ from real_pi_helpers import (
     by_env,
     entries,
     events_of,
-    make_world,
     pi_host,
     pi_session_files,
     settle,
@@ -42,23 +37,6 @@ from legion_tui.supervisor.backends.rpc_handle import RESUME_PROMPT
 from legion_tui.supervisor.core import ROOT_ID
 
 ABORT_WITHIN = 1.0  # issue 9: an abort answers `interrupted` within a second
-
-
-@pytest.fixture
-def server() -> Iterator[ModelServer]:
-    with ModelServer() as s:
-        yield s
-        assert s.errors() == []
-
-
-@pytest.fixture(params=PI_LINES)
-def world(
-    request: pytest.FixtureRequest,
-    server: ModelServer,
-    tmp_path: Path,
-    monkeypatch: pytest.MonkeyPatch,
-) -> PiWorld:
-    return make_world(request.param, server, tmp_path, monkeypatch)
 
 
 async def legion(world: PiWorld, *args: str, limit: float = 90.0) -> tuple[int, str, str]:

@@ -11,12 +11,8 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Iterator
-from pathlib import Path
 
-import pytest
-from agent_bins import PI_LINES
-from model_server import Hang, ModelServer, Status, Text
+from model_server import Hang, Status, Text
 from real_pi_helpers import (
     PI_TOOLS,
     START_LIMIT,
@@ -26,7 +22,6 @@ from real_pi_helpers import (
     entries,
     events_of,
     link_state,
-    make_world,
     pi_host,
     pi_session_files,
     settle,
@@ -50,23 +45,6 @@ SDK_TRIES = {"0.73": 3, "1.6": 1}
 # pi 0.73 creates its session file with its first answer; 1.6 already at the prompt (the
 # header, its system prompt and the user message), before the model has said anything.
 WRITES_AT_PROMPT = {"0.73": False, "1.6": True}
-
-
-@pytest.fixture
-def server() -> Iterator[ModelServer]:
-    with ModelServer() as s:
-        yield s
-        assert s.errors() == []
-
-
-@pytest.fixture(params=PI_LINES)
-def world(
-    request: pytest.FixtureRequest,
-    server: ModelServer,
-    tmp_path: Path,
-    monkeypatch: pytest.MonkeyPatch,
-) -> PiWorld:
-    return make_world(request.param, server, tmp_path, monkeypatch)
 
 
 def ok_reply(reason: str) -> Text:
