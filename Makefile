@@ -44,7 +44,7 @@ LOAD ?= 2
 soak: $(STAMP) agents
 	$(BIN)/python tools/soak.py --runs $(RUNS) --load $(LOAD)
 
-bench: $(STAMP)
+bench: $(STAMP) agents
 	@for f in bench/bench_*.py; do echo "== $$f"; $(BIN)/python $$f || exit 1; done
 
 clean:
