@@ -328,3 +328,17 @@ async def test_an_empty_legion_takes_every_key_and_fills_in_when_nodes_arrive() 
         await pilot.pause()
         assert [r.node_id for r in app.railway.rows] == ["n0"]
         assert app.railway.selected_id == "n0"
+
+
+async def test_the_filter_and_steer_lines_show_what_is_typed() -> None:
+    # Input's `:focus { border: tall }` once won over the line's `border: none`: a
+    # one-row box that was all border, the typed text nowhere on screen.
+    app, _ = build()
+    async with app.run_test(size=SIZE) as pilot:
+        for key, typed in (("slash", "sco"), ("s", "hello")):
+            await pilot.press(key, *typed)
+            await pilot.pause()
+            line = app.screen.focused
+            assert line is not None and line.content_region.height == 1
+            assert typed in line.render_line(0).text
+            await pilot.press("escape")

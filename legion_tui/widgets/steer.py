@@ -16,6 +16,9 @@ class _BottomLine(Input):
     DEFAULT_CSS = """
     _BottomLine { height: 1; border: none; padding: 0 1; display: none; }
     _BottomLine.-open { display: block; }
+    /* Input's own `:focus { border: tall }` outranks the plain rule: without this the
+       one-line box is all border and the typed text has no row to show in. */
+    _BottomLine:focus { border: none; }
     """
 
     BINDINGS: ClassVar[list[BindingType]] = [Binding("escape", "close", "Cancel", show=False)]
@@ -45,11 +48,6 @@ class _BottomLine(Input):
 
 
 class SteerLine(_BottomLine):
-    DEFAULT_CSS = """
-    SteerLine { height: 1; border: none; padding: 0 1; display: none; }
-    SteerLine.-open { display: block; }
-    """
-
     class SteerSubmitted(Message):
         def __init__(self, node_id: str, text: str) -> None:
             super().__init__()
@@ -75,11 +73,6 @@ class SteerLine(_BottomLine):
 
 
 class FilterLine(_BottomLine):
-    DEFAULT_CSS = """
-    FilterLine { height: 1; border: none; padding: 0 1; display: none; }
-    FilterLine.-open { display: block; }
-    """
-
     class FilterChanged(Message):
         def __init__(self, text: str) -> None:
             super().__init__()
