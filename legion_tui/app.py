@@ -474,6 +474,9 @@ class LegionApp(App[None]):
     def action_galaxy_full(self) -> None:
         self._galaxy_full = not self._galaxy_full
         self.apply_layout(self.size.width, self.size.height)
+        if not self._galaxy_full:
+            # Hiding the tree took its focus away; j/k/Enter must act on it again.
+            self.railway.focus()
 
     def action_cycle_theme(self) -> None:
         order = THEME_ORDER

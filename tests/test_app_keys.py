@@ -342,3 +342,14 @@ async def test_the_filter_and_steer_lines_show_what_is_typed() -> None:
             assert line is not None and line.content_region.height == 1
             assert typed in line.render_line(0).text
             await pilot.press("escape")
+
+
+async def test_the_tree_has_the_keys_again_after_the_full_screen_galaxy() -> None:
+    app, _ = build()
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("g")
+        await pilot.pause()
+        await pilot.press("g")
+        await pilot.pause()
+        await pilot.press("j")  # once: nothing moved until an undocumented Tab
+        assert app.railway.has_focus and app.railway.selected_id == "n1"
