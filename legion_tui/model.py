@@ -37,6 +37,7 @@ __all__ = [
     "Usage",
     "Verdict",
     "check_mail_move",
+    "outcome_of",
 ]
 
 
@@ -165,6 +166,13 @@ Backend = Literal["inprocess", "process", "pi-rpc"]
 BACKENDS: tuple[Backend, ...] = ("inprocess", "process", "pi-rpc")
 
 
+def outcome_of(status: NodeStatus, phase: str | None) -> NodeStatus:
+    """See `Node.outcome` (also for a status document, which has no Node)."""
+    if status is NodeStatus.SETTLED and phase == "failed":
+        return NodeStatus.FAILED
+    return status
+
+
 @dataclass(frozen=True, slots=True)
 class Verdict:
     """The `{"ok": bool, "reason": ...}` object an agent ends with."""
@@ -225,6 +233,13 @@ class Node:
     @property
     def live(self) -> bool:
         return self.status in LIVE_STATUSES
+
+    @property
+    def outcome(self) -> NodeStatus:
+        """The status every view shows: a team whose agent settled in its machine's
+        `failed` phase has failed (its glyph, colour and the header's ✗ count), though
+        its agent ended without an error."""
+        return outcome_of(self.status, self.phase)
 
     @property
     def simulated(self) -> bool:

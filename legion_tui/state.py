@@ -87,7 +87,7 @@ class LegionModel:
         """live / settled / failed / retired, as the header shows them."""
         out = {"live": 0, "settled": 0, "failed": 0, "retired": 0}
         for view in self.nodes.values():
-            status = view.node.status
+            status = view.node.outcome
             if status.live:
                 out["live"] += 1
             else:

@@ -9,6 +9,7 @@ from app_helpers import NOW, canned_model
 from legion_tui import receipts
 from legion_tui.model import InFlightTool, NodeStatus
 from legion_tui.session.progress import RateSegment, SessionProgress
+from legion_tui.supervisor.status import tree_rows_from_doc
 from legion_tui.widgets.tree import plan_columns
 from legion_tui.widgets.tree_rows import (
     GLYPHS,
@@ -165,3 +166,19 @@ def test_an_ended_node_never_reads_less_than_its_own_session_shows() -> None:
     assert receipts.fmt_duration(elapsed_seconds(view, NOW)) == "00:00:05"
     view.progress = SessionProgress()  # no session evidence: the ledger's word
     assert receipts.fmt_duration(elapsed_seconds(view, NOW)) == "00:00:00"
+
+
+def test_a_team_settled_in_its_failed_phase_reads_as_failed_everywhere() -> None:
+    model = canned_model()
+    lead = model.nodes["n1"].node
+    failed_team = replace(lead, status=NodeStatus.SETTLED, phase="failed")
+    before = model.counts()
+    model.upsert(failed_team)
+    assert failed_team.outcome is NodeStatus.FAILED
+    assert replace(failed_team, phase="done").outcome is NodeStatus.SETTLED
+    assert lead.outcome is not NodeStatus.FAILED
+    assert model.counts()["failed"] == before["failed"] + 1  # the header's ✗ count
+    doc = {"nodes": [{"path": "root/lead", "name": "lead", "role": "centurion",
+                      "status": "settled", "phase": "failed", "verdict": None,
+                      "error": None, "activity": None}]}  # fmt: skip
+    assert tree_rows_from_doc(doc).lstrip().startswith(receipts.STATUS_GLYPHS[NodeStatus.FAILED])

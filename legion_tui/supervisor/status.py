@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from legion_tui import receipts
-from legion_tui.model import InFlightTool, Node, NodeStatus
+from legion_tui.model import InFlightTool, Node, NodeStatus, outcome_of
 from legion_tui.session.progress import SessionProgress
 
 __all__ = [
@@ -199,7 +199,7 @@ def render_tree(rows: Sequence[tuple[Node, SessionProgress, int]], now: float) -
         entry = _entry(node, progress, now)
         doing = _doing(entry)[0]
         phase = f" [{node.phase}]" if node.phase else ""
-        glyph = receipts.STATUS_GLYPHS[node.status]
+        glyph = receipts.STATUS_GLYPHS[node.outcome]
         role = f"{node.role}, sim" if node.simulated else node.role
         out.append(f"{prefix}{branch}{glyph} {node.name} ({role}){phase} — {doing}")
     return "\n".join(out)
@@ -243,7 +243,7 @@ def tree_rows_from_doc(doc: dict[str, Any]) -> str:
     lines = []
     for e in doc["nodes"]:
         depth = e["path"].count("/")
-        glyph = receipts.STATUS_GLYPHS[NodeStatus(e["status"])]
+        glyph = receipts.STATUS_GLYPHS[outcome_of(NodeStatus(e["status"]), e.get("phase"))]
         role = f"{e['role']}, sim" if e.get("simulated") else e["role"]
         lines.append(f"{'   ' * depth}{glyph} {e['name']} ({role}) — {_doing(e)[0]}")
     return "\n".join(lines)
