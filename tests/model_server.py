@@ -3,11 +3,14 @@
 One HTTP server on 127.0.0.1 (a free port), run by a thread, answering real agent CLIs
 the way a model provider would. Each test scripts the replies: a queue of
 dialect-neutral items, one consumed per model request, turned into a wire format by an
-encoder per API dialect. Only the OpenAI Chat Completions dialect exists today
-(`POST /v1/chat/completions`, SSE when `stream: true`); the Anthropic Messages API
-(`POST /v1/messages`) and the OpenAI Responses API (`POST /v1/responses`) are added by
-writing another `Dialect` (a request view + a `StreamEncoder`) and listing it in
-`DIALECTS` — the script items and the streaming loop stay as they are.
+encoder per API dialect, routed by path: OpenAI Chat Completions
+(`POST /v1/chat/completions`, pi), the Anthropic Messages API (`POST /v1/messages`, Claude
+Code; also `POST /v1/messages/count_tokens`) and the OpenAI Responses API
+(`POST /v1/responses`, Codex's `wire_api = "responses"`), each SSE when `stream: true`.
+Another dialect is another `Dialect` (a request view + a `StreamEncoder`) listed in
+`DIALECTS` — the script items and the streaming loop stay as they are. The request log
+records each dialect's system prompt (chat: the system/developer message; Anthropic:
+top-level `system`; Responses: `instructions`) and tool names (`tools[].name`).
 
 Script items:
 
@@ -391,7 +394,297 @@ class ChatCompletions:
                           "param": None, "code": str(status.code)}}
 
 
-DIALECTS: tuple[Dialect, ...] = (ChatCompletions(),)
+def _sse_event(event: str, payload: Mapping[str, Any]) -> bytes:
+    """One named SSE event (`event:` then `data:`), as the Anthropic and Responses APIs send."""
+    data = json.dumps(payload, separators=(",", ":"))
+    return f"event: {event}\ndata: {data}\n\n".encode()
+
+
+def _call_input(arguments: str) -> Any:
+    """A tool call's streamed arguments as the JSON value they spell ({} if they spell none)."""
+    try:
+        return json.loads(arguments) if arguments else {}
+    except ValueError:
+        return {}
+
+
+class _AnthropicEncoder:
+    """Anthropic Messages SSE: message_start, content_block_start/delta/stop per block
+    (text_delta, input_json_delta), message_delta (stop_reason, usage), message_stop."""
+
+    def __init__(self, model: str, response_id: str, input_tokens: int) -> None:
+        self.model = model
+        self.response_id = response_id
+        self.input_tokens = input_tokens
+        self.open_block: int | None = None
+
+    def set_prompt_tokens(self, tokens: int) -> None:
+        """The prompt size message_start reports (the server calls this before begin())."""
+        self.input_tokens = tokens
+
+    def _close(self) -> bytes:
+        if self.open_block is None:
+            return b""
+        index, self.open_block = self.open_block, None
+        return _sse_event("content_block_stop", {"type": "content_block_stop", "index": index})
+
+    def _open(self, block: int, content_block: Mapping[str, Any]) -> bytes:
+        out = self._close()
+        self.open_block = block
+        return out + _sse_event("content_block_start", {
+            "type": "content_block_start", "index": block, "content_block": dict(content_block),
+        })
+
+    def begin(self) -> bytes:
+        return _sse_event("message_start", {"type": "message_start", "message": {
+            "id": self.response_id, "type": "message", "role": "assistant",
+            "model": self.model, "content": [], "stop_reason": None, "stop_sequence": None,
+            "usage": {"input_tokens": self.input_tokens, "output_tokens": 0,
+                      "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0},
+        }})
+
+    def piece(self, piece: Piece) -> bytes:
+        if isinstance(piece, ToolCallBegin):
+            return self._open(piece.block, {"type": "tool_use", "id": piece.call_id,
+                                            "name": piece.name, "input": {}})
+        out = b""
+        if isinstance(piece, TextPiece):
+            if self.open_block != piece.block:
+                out += self._open(piece.block, {"type": "text", "text": ""})
+            delta: dict[str, Any] = {"type": "text_delta", "text": piece.text}
+        else:
+            delta = {"type": "input_json_delta", "partial_json": piece.fragment}
+        return out + _sse_event("content_block_delta", {
+            "type": "content_block_delta", "index": piece.block, "delta": delta,
+        })
+
+    def end(self, reason: FinishReason, usage: Usage) -> bytes:
+        return self._close() + _sse_event("message_delta", {
+            "type": "message_delta",
+            "delta": {"stop_reason": AnthropicMessages.STOP[reason], "stop_sequence": None},
+            "usage": {"output_tokens": usage.output_tokens},
+        }) + _sse_event("message_stop", {"type": "message_stop"})
+
+
+class AnthropicMessages:
+    """`POST /v1/messages` (Anthropic Messages API, SSE with `stream: true`).
+
+    Claude Code calls it as `/v1/messages?beta=true` (the query is not part of the route).
+    `POST /v1/messages/count_tokens` is answered too (see `COUNT_TOKENS_PATH`), outside the
+    request log: it is no model request."""
+
+    name = "anthropic-messages"
+    path = "/v1/messages"
+    COUNT_TOKENS_PATH = "/v1/messages/count_tokens"
+    STOP: ClassVar[dict[str, str]] = {
+        "stop": "end_turn", "tool_use": "tool_use", "length": "max_tokens",
+    }
+    ERROR_TYPES: ClassVar[dict[int, str]] = {
+        400: "invalid_request_error", 401: "authentication_error", 403: "permission_error",
+        404: "not_found_error", 413: "request_too_large", 429: "rate_limit_error",
+        529: "overloaded_error",
+    }
+
+    def system_prompt(self, body: Mapping[str, Any]) -> str | None:
+        system = body.get("system")
+        if isinstance(system, str):
+            return system
+        if isinstance(system, list):
+            return "\n".join(str(b.get("text", "")) for b in system
+                             if isinstance(b, dict) and "text" in b)
+        return None
+
+    def tool_names(self, body: Mapping[str, Any]) -> list[str]:
+        return [t["name"] for t in body.get("tools") or []
+                if isinstance(t, dict) and isinstance(t.get("name"), str)]
+
+    def wants_stream(self, body: Mapping[str, Any]) -> bool:
+        return body.get("stream") is True
+
+    def encoder(self, body: Mapping[str, Any], response_id: str) -> StreamEncoder:
+        return _AnthropicEncoder(str(body.get("model", "")), response_id,
+                                 _estimate_prompt_tokens(body))
+
+    def complete(self, body: Mapping[str, Any], response_id: str, pieces: Sequence[Piece],
+                 reason: FinishReason, usage: Usage) -> dict[str, Any]:
+        blocks: dict[int, dict[str, Any]] = {}
+        arguments: dict[int, str] = {}
+        for p in pieces:
+            if isinstance(p, TextPiece):
+                blocks.setdefault(p.block, {"type": "text", "text": ""})["text"] += p.text
+            elif isinstance(p, ToolCallBegin):
+                blocks[p.block] = {"type": "tool_use", "id": p.call_id, "name": p.name,
+                                   "input": {}}
+                arguments[p.block] = ""
+            else:
+                arguments[p.block] += p.fragment
+        for block, raw in arguments.items():
+            blocks[block]["input"] = _call_input(raw)
+        return {
+            "id": response_id, "type": "message", "role": "assistant",
+            "model": str(body.get("model", "")),
+            "content": [blocks[i] for i in sorted(blocks)],
+            "stop_reason": self.STOP[reason], "stop_sequence": None,
+            "usage": {"input_tokens": usage.input_tokens, "output_tokens": usage.output_tokens,
+                      "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0},
+        }
+
+    def error(self, status: Status) -> dict[str, Any]:
+        kind = self.ERROR_TYPES.get(status.code, "api_error")
+        return {"type": "error", "error": {"type": kind, "message": status.message}}
+
+    def count_tokens(self, body: Mapping[str, Any]) -> dict[str, Any]:
+        return {"input_tokens": _estimate_prompt_tokens(body)}
+
+
+class _ResponsesEncoder:
+    """OpenAI Responses SSE: response.created, then per output item output_item.added,
+    its deltas (output_text.delta / function_call_arguments.delta) and output_item.done,
+    then response.completed with the usage."""
+
+    def __init__(self, model: str, response_id: str) -> None:
+        self.model = model
+        self.response_id = response_id
+        self.created = int(time.time())
+        self.sequence = itertools.count(0)
+        self.items: list[dict[str, Any]] = []  # every output item, as last sent
+        self.open_block: int | None = None
+
+    def _event(self, kind: str, **fields: Any) -> bytes:
+        return _sse_event(kind, {"type": kind, "sequence_number": next(self.sequence), **fields})
+
+    def _response(self, status: str, usage: Usage | None) -> dict[str, Any]:
+        return {
+            "id": self.response_id, "object": "response", "created_at": self.created,
+            "status": status, "model": self.model, "output": [dict(i) for i in self.items],
+            "usage": None if usage is None else ResponsesApi.usage(usage),
+        }
+
+    def _close(self) -> bytes:
+        if self.open_block is None:
+            return b""
+        self.open_block = None
+        item = self.items[-1]
+        item["status"] = "completed"
+        out = b""
+        if item["type"] == "message":
+            text = item["content"][0]["text"]
+            out += self._event("response.output_text.done", item_id=item["id"],
+                               output_index=len(self.items) - 1, content_index=0, text=text)
+            out += self._event("response.content_part.done", item_id=item["id"],
+                               output_index=len(self.items) - 1, content_index=0,
+                               part=dict(item["content"][0]))
+        else:
+            out += self._event("response.function_call_arguments.done", item_id=item["id"],
+                               output_index=len(self.items) - 1, arguments=item["arguments"])
+        return out + self._event("response.output_item.done",
+                                 output_index=len(self.items) - 1,
+                                 item=json.loads(json.dumps(item)))
+
+    def _open(self, block: int, item: dict[str, Any]) -> bytes:
+        out = self._close()
+        self.open_block = block
+        self.items.append(item)
+        added = json.loads(json.dumps(item))
+        out += self._event("response.output_item.added", output_index=len(self.items) - 1,
+                           item=added)
+        if item["type"] == "message":
+            out += self._event("response.content_part.added", item_id=item["id"],
+                               output_index=len(self.items) - 1, content_index=0,
+                               part={"type": "output_text", "text": "", "annotations": []})
+        return out
+
+    def begin(self) -> bytes:
+        return (self._event("response.created", response=self._response("in_progress", None))
+                + self._event("response.in_progress",
+                              response=self._response("in_progress", None)))
+
+    def piece(self, piece: Piece) -> bytes:
+        if isinstance(piece, ToolCallBegin):
+            return self._open(piece.block, {
+                "type": "function_call", "id": f"fc_{self.response_id}_{piece.block}",
+                "call_id": piece.call_id, "name": piece.name, "arguments": "",
+                "status": "in_progress",
+            })
+        out = b""
+        if isinstance(piece, TextPiece):
+            if self.open_block != piece.block:
+                out += self._open(piece.block, {
+                    "type": "message", "id": f"msg_{self.response_id}_{piece.block}",
+                    "role": "assistant", "status": "in_progress",
+                    "content": [{"type": "output_text", "text": "", "annotations": []}],
+                })
+            item = self.items[-1]
+            item["content"][0]["text"] += piece.text
+            return out + self._event("response.output_text.delta", item_id=item["id"],
+                                     output_index=len(self.items) - 1, content_index=0,
+                                     delta=piece.text)
+        item = self.items[-1]
+        item["arguments"] += piece.fragment
+        return self._event("response.function_call_arguments.delta", item_id=item["id"],
+                           output_index=len(self.items) - 1, delta=piece.fragment)
+
+    def end(self, reason: FinishReason, usage: Usage) -> bytes:
+        out = self._close()
+        if reason == "length":
+            response = self._response("incomplete", usage)
+            response["incomplete_details"] = {"reason": "max_output_tokens"}
+            return out + self._event("response.incomplete", response=response)
+        return out + self._event("response.completed",
+                                 response=self._response("completed", usage))
+
+
+class ResponsesApi:
+    """`POST /v1/responses` (OpenAI Responses API, SSE with `stream: true`), as Codex's
+    `wire_api = "responses"` calls it."""
+
+    name = "openai-responses"
+    path = "/v1/responses"
+
+    @staticmethod
+    def usage(usage: Usage) -> dict[str, Any]:
+        return {"input_tokens": usage.input_tokens,
+                "input_tokens_details": {"cached_tokens": 0},
+                "output_tokens": usage.output_tokens,
+                "output_tokens_details": {"reasoning_tokens": 0},
+                "total_tokens": usage.total_tokens}
+
+    def system_prompt(self, body: Mapping[str, Any]) -> str | None:
+        instructions = body.get("instructions")
+        return instructions if isinstance(instructions, str) else None
+
+    def tool_names(self, body: Mapping[str, Any]) -> list[str]:
+        """`tools[].name`; a built-in tool without a name (e.g. `web_search`) by its type."""
+        names: list[str] = []
+        for tool in body.get("tools") or []:
+            if isinstance(tool, dict):
+                name = tool.get("name", tool.get("type"))
+                if isinstance(name, str):
+                    names.append(name)
+        return names
+
+    def wants_stream(self, body: Mapping[str, Any]) -> bool:
+        return body.get("stream") is True
+
+    def encoder(self, body: Mapping[str, Any], response_id: str) -> StreamEncoder:
+        return _ResponsesEncoder(str(body.get("model", "")), response_id)
+
+    def complete(self, body: Mapping[str, Any], response_id: str, pieces: Sequence[Piece],
+                 reason: FinishReason, usage: Usage) -> dict[str, Any]:
+        encoder = _ResponsesEncoder(str(body.get("model", "")), response_id)
+        for p in pieces:
+            encoder.piece(p)
+        encoder.end(reason, usage)
+        status = "incomplete" if reason == "length" else "completed"
+        return encoder._response(status, usage)
+
+    def error(self, status: Status) -> dict[str, Any]:
+        kind = "invalid_request_error" if 400 <= status.code < 500 else "server_error"
+        return {"error": {"message": status.message, "type": kind, "param": None,
+                          "code": str(status.code)}}
+
+
+DIALECTS: tuple[Dialect, ...] = (ChatCompletions(), AnthropicMessages(), ResponsesApi())
 
 
 # --------------------------------------------------------------------------- request log
@@ -723,6 +1016,15 @@ class ModelServer:
                 for m in self.model_ids
             ]})
             return
+        if method == "POST" and path == AnthropicMessages.COUNT_TOKENS_PATH:
+            try:
+                counted = json.loads(raw) if raw else {}
+            except ValueError:
+                counted = {}
+            self._note(method, h.path, 200)
+            h.send_json(200, AnthropicMessages().count_tokens(
+                counted if isinstance(counted, dict) else {}))
+            return
         dialect = next((d for d in DIALECTS if method == "POST" and path == d.path), None)
         if dialect is None:
             self._note(method, h.path, 404)
@@ -783,6 +1085,11 @@ class ModelServer:
 
         streaming = dialect.wants_stream(body)
         encoder = dialect.encoder(body, response_id) if streaming else None
+        # An encoder whose opening event carries the prompt size (Anthropic's message_start)
+        # learns the scripted one here.
+        set_prompt_tokens = getattr(encoder, "set_prompt_tokens", None)
+        if callable(set_prompt_tokens):
+            set_prompt_tokens(prompt_tokens)
         sent: list[Piece] = []
         out_tokens = 0
         has_call = False
