@@ -18,7 +18,6 @@ import contextlib
 import json
 import logging
 import os
-import re
 import secrets
 import time
 from collections.abc import Awaitable, Iterable, Sequence
@@ -50,6 +49,7 @@ from legion_tui.supervisor.backend import (
     backend_for,
     make_handle,
 )
+from legion_tui.supervisor.naming import ROOT_ID, Names
 from legion_tui.supervisor.verify import verify_marker
 
 __all__ = [
@@ -61,10 +61,6 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
-ROOT_ID = "root"  # the host's own node; a user's shell acts as it (client.ROOT_CALLER)
-NAME_RE = re.compile(r"[a-z0-9][a-z0-9._-]{0,63}")
-# `stop all` and the host's `root` already mean something wherever a name is read.
-RESERVED_NAMES = frozenset({"all", ROOT_ID})
 SHUTDOWN_REASON = "session-shutdown"
 ORPHAN_REASON = "orphaned"
 INTERRUPT_REASONS = frozenset({SHUTDOWN_REASON, ORPHAN_REASON})
@@ -212,6 +208,7 @@ class Supervisor:
         self.budgets = budgets or settings_budgets
         self.stop_grace = settings_grace if stop_grace is None else stop_grace
         self.model = LegionModel(self.run.run_id, session, clock=clock)
+        self.names = Names(self.model)
         self.socket_path = runs.socket_path_for(self.run)
         self.ledger: Any = None  # legion_tui.ledger.Ledger once started
         self._cards = CardSet({})
@@ -545,66 +542,23 @@ class Supervisor:
         model's display buffer)."""
         return self._last_of.get((node_id, etype))
 
-    # ----- lookup and permissions -------------------------------------------------------
+    # ----- lookup and permissions (naming.Names) ----------------------------------------
     def node(self, node_id: str) -> Node:
-        view = self.model.nodes.get(node_id)
-        if view is None:
-            raise OpError("NOT_FOUND", f"no node {node_id!r} in this legion")
-        return view.node
+        return self.names.node(node_id)
 
     def _caller(self, caller_id: str) -> Node:
-        view = self.model.nodes.get(caller_id)
-        if view is None:
-            raise OpError("UNKNOWN_CALLER", f"caller {caller_id!r} is not a node of this legion")
-        return view.node
+        return self.names.caller(caller_id)
 
     def is_descendant(self, node_id: str, ancestor_id: str) -> bool:
-        view = self.model.nodes.get(node_id)
-        while view is not None and view.node.parent_id is not None:
-            if view.node.parent_id == ancestor_id:
-                return True
-            view = self.model.nodes.get(view.node.parent_id)
-        return False
+        return self.names.is_descendant(node_id, ancestor_id)
 
     def depth(self, node_id: str) -> int:
-        depth, view = 0, self.model.nodes.get(node_id)
-        while view is not None and view.node.parent_id is not None:
-            depth += 1
-            view = self.model.nodes.get(view.node.parent_id)
-        return depth
+        return self.names.depth(node_id)
 
     def resolve(self, caller_id: str, name: str) -> Node:
-        """`name`, `parent/name` (relative to the caller), a full `root/...` path or a node
-        id, restricted to the caller's descendants (root: everything but itself)."""
-        caller = self._caller(caller_id)
-        target = self._find(caller, name)
-        if target is None:
-            raise OpError("NOT_FOUND", f"no node named {name!r} below {caller.path}")
-        if target.id == caller.id or not self.is_descendant(target.id, caller.id):
-            raise OpError(
-                "FORBIDDEN",
-                f"{caller.name} may control only its own descendants; {target.path} is not one",
-            )
-        return target
-
-    def _find(self, caller: Node, name: str) -> Node | None:
-        name = name.strip().strip("/")
-        if not name:
-            return None
-        if name in self.model.nodes:
-            return self.model.nodes[name].node
-        by_path = {v.node.path: v.node for v in self.model.nodes.values()}
-        for candidate in (f"{caller.path}/{name}", name):
-            if candidate in by_path:
-                return by_path[candidate]
-        if "/" in name:
-            return None
-        # A bare name anywhere below the caller, when it is unambiguous.
-        matches = [v.node for v, _ in self.model.walk(caller.id) if v.node.name == name]
-        if len(matches) > 1:
-            paths = ", ".join(m.path for m in matches)
-            raise OpError("AMBIGUOUS", f"{name!r} names several nodes ({paths}); use a path")
-        return matches[0] if matches else None
+        """`name`, `parent/name`, a full `root/...` path or a node id, restricted to the
+        caller's descendants (see `naming.Names.resolve`)."""
+        return self.names.resolve(caller_id, name)
 
     # ----- spawn ------------------------------------------------------------------------
     async def spawn(self, caller_id: str, requests: Sequence[ChildRequest]) -> list[Node]:
@@ -671,7 +625,7 @@ class Supervisor:
         machines = [
             _declared_machine(req, card, caller) for req, card in zip(requests, cards, strict=True)
         ]
-        names = self._names(caller, requests)
+        names = self.names.child_names(caller, requests)
         await self._check_budgets(caller, len(requests))
         plans: list[_Plan] = []
         now = self.clock()
@@ -759,52 +713,6 @@ class Supervisor:
         from legion_tui.settings import load_settings
 
         return list(configured_command(load_settings(self.project_dir).settings.agent, kind))
-
-    def _names(self, caller: Node, requests: Sequence[ChildRequest]) -> list[str]:
-        """Given names must be valid and unique (among siblings and in the batch);
-        missing ones are numbered `<role>-N` with the lowest free N."""
-        taken = {self.model.nodes[c].node.name for c in self.model.children(caller.id)}
-        given = [r.name for r in requests if r.name is not None]
-        for name in given:
-            if not NAME_RE.fullmatch(name):
-                raise OpError(
-                    "BAD_NAME",
-                    f"invalid name {name!r}: use [a-z0-9][a-z0-9._-]{{0,63}}; nothing was spawned",
-                )
-        reserved = sorted(set(given) & RESERVED_NAMES)
-        if reserved:
-            raise OpError(
-                "BAD_NAME",
-                f"{', '.join(repr(n) for n in reserved)} is reserved (it already names "
-                "something: `stop all`, the host's root); nothing was spawned",
-            )
-        dupes = sorted({n for n in given if given.count(n) > 1})
-        if dupes:
-            raise OpError(
-                "BAD_NAME",
-                f"duplicate name(s) in the batch: {', '.join(dupes)}; nothing was spawned",
-            )
-        clash = sorted(set(given) & taken)
-        if clash:
-            raise OpError(
-                "NAME_CONFLICT",
-                f"{caller.path} already has a child named {', '.join(clash)}; nothing was spawned",
-            )
-        used = taken | set(given)
-        out: list[str] = []
-        for req in requests:
-            if req.name is not None:
-                out.append(req.name)
-                continue
-            n = 0
-            while f"{req.role}-{n}" in used:
-                n += 1
-            name = f"{req.role}-{n}"
-            if not NAME_RE.fullmatch(name):
-                raise OpError("BAD_NAME", f"role {req.role!r} cannot make a valid name")
-            used.add(name)
-            out.append(name)
-        return out
 
     async def _check_budgets(self, caller: Node, count: int) -> None:
         depth = self.depth(caller.id) + 1
@@ -1688,7 +1596,10 @@ class Supervisor:
 
         caller = self._caller(caller_id)
         if name:
-            target = self.resolve(caller_id, name) if caller.id != ROOT_ID else self._any(name)
+            if caller.id == ROOT_ID:
+                target = self.names.resolve_any(name)
+            else:
+                target = self.resolve(caller_id, name)
             views = [self.model.nodes[target.id]]
         elif caller.id == ROOT_ID:
             views = [v for v, _ in self.model.walk(None)]
@@ -1708,11 +1619,6 @@ class Supervisor:
                 and not h.turn_running()
             },
         )
-
-    def _any(self, name: str) -> Node:
-        if name in (ROOT_ID, "root"):
-            return self.node(ROOT_ID)
-        return self.resolve(ROOT_ID, name)
 
     def tree_text(self, caller_id: str) -> str:
         from legion_tui.supervisor.status import render_tree
