@@ -9,7 +9,7 @@ STAMP := $(VENV)/.installed
 # The real agent CLIs the tests drive, pinned in agents/<line>/package.json and installed
 # once into a project-local prefix (no global install, npm's cache under .venv, not $HOME).
 AGENTS := $(VENV)/agents
-AGENT_LINES := pi-0.73 pi-1.6
+AGENT_LINES := pi-0.73 pi-1.6 claude-code codex
 AGENT_STAMPS := $(foreach l,$(AGENT_LINES),$(AGENTS)/$(l)/.installed)
 NPM := npm_config_cache=$(abspath $(VENV))/npm-cache npm_config_update_notifier=false npm
 

@@ -86,3 +86,64 @@ def pi_bin_dir(line: str) -> Path:
 def pi_path(line: str) -> Path:
     """The `pi` executable of `line` (fails the test if missing)."""
     return pi_install(line).pi
+
+
+# ------------------------------------------------------------------ Claude Code and Codex
+
+CLAUDE_CODE = "claude-code"
+CODEX = "codex"
+
+# install dir name -> (npm package of the CLI, the executable in node_modules/.bin)
+_CLI_PACKAGES = {
+    CLAUDE_CODE: ("@anthropic-ai/claude-code", "claude"),
+    CODEX: ("@openai/codex", "codex"),
+}
+
+
+@dataclass(frozen=True)
+class CliInstall:
+    """One installed agent CLI other than pi (Claude Code, Codex)."""
+
+    name: str  # the install dir name: "claude-code" or "codex"
+    package: str
+    version: str  # the exact pin, as installed
+    prefix: Path  # .venv/agents/<name>
+    bin_dir: Path  # node_modules/.bin
+    exe: Path  # the CLI's executable
+
+
+def cli_install(name: str) -> CliInstall:
+    """The installed CLI `name` ("claude-code" or "codex"); fails the test if it is missing,
+    not the pinned version, or (Claude Code) still the placeholder its postinstall replaces."""
+    if name not in _CLI_PACKAGES:
+        raise ValueError(f"unknown agent CLI {name!r}; known: {', '.join(_CLI_PACKAGES)}")
+    package, exe_name = _CLI_PACKAGES[name]
+    prefix = AGENTS_DIR / name
+    bin_dir = prefix / "node_modules" / ".bin"
+    exe = bin_dir / exe_name
+    pin = _pin(name, package)
+    if not exe.exists():
+        pytest.fail(f"{name} is not installed ({exe} missing): {INSTALL_HINT}", pytrace=False)
+    manifest = prefix / "node_modules" / Path(package) / "package.json"
+    installed = json.loads(manifest.read_text()).get("version")
+    if installed != pin:
+        pytest.fail(f"{name}: {package} {installed} is installed but {pin} is pinned: "
+                    f"{INSTALL_HINT}", pytrace=False)
+    if name == CLAUDE_CODE:
+        # bin/claude.exe is a placeholder until the postinstall hard-links the native binary
+        # of @anthropic-ai/claude-code-linux-x64 over it (skipped under --ignore-scripts).
+        with exe.resolve().open("rb") as f:
+            if f.read(4) != b"\x7fELF":
+                pytest.fail(f"claude-code: {exe.resolve()} is not the native binary (its "
+                            f"postinstall did not run): {INSTALL_HINT}", pytrace=False)
+    return CliInstall(name, package, pin, prefix, bin_dir, exe)
+
+
+def claude_code_install() -> CliInstall:
+    """The installed Claude Code (`claude`); fails the test if it is missing."""
+    return cli_install(CLAUDE_CODE)
+
+
+def codex_install() -> CliInstall:
+    """The installed Codex CLI (`codex`); fails the test if it is missing."""
+    return cli_install(CODEX)

@@ -10,7 +10,8 @@ Code; also `POST /v1/messages/count_tokens`) and the OpenAI Responses API
 Another dialect is another `Dialect` (a request view + a `StreamEncoder`) listed in
 `DIALECTS` — the script items and the streaming loop stay as they are. The request log
 records each dialect's system prompt (chat: the system/developer message; Anthropic:
-top-level `system`; Responses: `instructions`) and tool names (`tools[].name`).
+top-level `system`; Responses: `instructions` and the `developer` messages of `input`)
+and tool names (`tools[].name`).
 
 Script items:
 
@@ -650,8 +651,18 @@ class ResponsesApi:
                 "total_tokens": usage.total_tokens}
 
     def system_prompt(self, body: Mapping[str, Any]) -> str | None:
+        """`instructions`, then every `developer`/`system` message of `input`, joined by a
+        blank line. Codex 0.169.0 sends no `instructions` to a custom provider: its base
+        instructions are the first `developer` message of `input`."""
+        parts: list[str] = []
         instructions = body.get("instructions")
-        return instructions if isinstance(instructions, str) else None
+        if isinstance(instructions, str) and instructions:
+            parts.append(instructions)
+        items = body.get("input")
+        for item in items if isinstance(items, list) else []:
+            if isinstance(item, dict) and item.get("role") in ("developer", "system"):
+                parts.append(_content_text(item.get("content")))
+        return "\n\n".join(parts) if parts else None
 
     def tool_names(self, body: Mapping[str, Any]) -> list[str]:
         """`tools[].name`; a built-in tool without a name (e.g. `web_search`) by its type."""

@@ -363,6 +363,28 @@ def test_responses_function_call_wire_format(server: ModelServer) -> None:
     assert completed["usage"]["output_tokens"] == 1 + 4
 
 
+def test_responses_developer_messages_are_the_system_prompt(server: ModelServer) -> None:
+    # Codex 0.169.0 sends no `instructions` to a custom provider: its base instructions
+    # are the first developer message of `input`
+    body = responses_body()
+    del body["instructions"]
+    body["input"] = [
+        {"type": "message", "role": "developer",
+         "content": [{"type": "input_text", "text": "You are a coding agent."}]},
+        {"type": "message", "role": "developer",
+         "content": [{"type": "input_text", "text": "CARD PROMPT"}]},
+    ] + body["input"]
+    with SseStream(server, RESPONSES_PATH, body) as stream:
+        stream.read_all()
+    (request,) = server.wait_for_finished(1, timeout=5)
+    assert request.system_prompt == "You are a coding agent.\n\nCARD PROMPT"
+    body["instructions"] = "INSTRUCTIONS"
+    with SseStream(server, RESPONSES_PATH, body) as stream:
+        stream.read_all()
+    assert server.wait_for_finished(2, timeout=5)[1].system_prompt == (
+        "INSTRUCTIONS\n\nYou are a coding agent.\n\nCARD PROMPT")
+
+
 def test_responses_non_streaming_reply(server: ModelServer) -> None:
     server.script(Reply([Text("ok then"), ToolCall("exec_command", {"cmd": "ls"}, id="c1")]))
     status, _, payload = post_json(server, RESPONSES_PATH, responses_body(stream=False))
