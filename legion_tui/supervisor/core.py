@@ -23,7 +23,7 @@ import time
 from collections.abc import Awaitable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from legion_tui import receipts
 from legion_tui.agents.cards import CardSet, RoleCard
@@ -50,7 +50,11 @@ from legion_tui.supervisor.backend import (
     make_handle,
 )
 from legion_tui.supervisor.naming import ROOT_ID, Names
+from legion_tui.supervisor.queries import Queries, verdict_of
 from legion_tui.supervisor.verify import verify_marker
+
+if TYPE_CHECKING:
+    from legion_tui.mail.service import MailService
 
 __all__ = [
     "ROOT_ID",
@@ -148,17 +152,9 @@ def _execution(status: NodeStatus) -> str:
     return {NodeStatus.SETTLED: "success", NodeStatus.FAILED: "failed"}.get(status, "stopped")
 
 
-def _verdict_of(progress: SessionProgress) -> dict[str, Any] | None:
-    """The verdict the session ended with, as the object the agent wrote."""
-    verdict = progress.verdict
-    if verdict is None:
-        return None
-    return dict(verdict.raw) if verdict.raw else {"ok": verdict.ok, "reason": verdict.reason}
-
-
 def _verdict_json(progress: SessionProgress) -> str | None:
     """The verdict as the ledger stores it (read back with `Node.verdict_data`)."""
-    verdict = _verdict_of(progress)
+    verdict = verdict_of(progress)
     return None if verdict is None else json.dumps(verdict, ensure_ascii=False)
 
 
@@ -209,6 +205,17 @@ class Supervisor:
         self.stop_grace = settings_grace if stop_grace is None else stop_grace
         self.model = LegionModel(self.run.run_id, session, clock=clock)
         self.names = Names(self.model)
+        self.queries = Queries(
+            self.model,
+            self.names,
+            self.run,
+            clock,
+            progress=self.progress,
+            delivery=self.delivery_of,
+            idle=self._turn_idle,
+            changed=lambda: self._changed,
+            mail=lambda: self.mail,
+        )
         self.socket_path = runs.socket_path_for(self.run)
         self.ledger: Any = None  # legion_tui.ledger.Ledger once started
         self._cards = CardSet({})
@@ -226,7 +233,7 @@ class Supervisor:
         self._handled: dict[str, list[str]] = {}  # lead id → ids of its handled children
         self._changed = asyncio.Event()
         self._server: Any = None
-        self.mail: Any = None  # legion_tui.mail.service.MailService once started
+        self.mail: MailService | None = None  # once started
         self.phase_clock: Any = None  # legion_tui.phases.timeouts.PhaseClock once started
         self._clock_task: asyncio.Task[None] | None = None
         self._worktrees: dict[str, Any] = {}  # centurion id → supervisor.worktree.Worktree
@@ -957,7 +964,7 @@ class Supervisor:
         node = self.node(node_id)
         if node.status is not NodeStatus.RUNNING and node.status is not NodeStatus.STARTING:
             return
-        data: dict[str, Any] = {"verdict": _verdict_of(progress)}
+        data: dict[str, Any] = {"verdict": verdict_of(progress)}
         delivered = await self.delivery_of(node_id)
         if delivered is not None:
             data["delivery"] = delivered  # the branch + sha a settled team hands over
@@ -1484,85 +1491,17 @@ class Supervisor:
         return reply
 
     # ----- wait / collect / status --------------------------------------------------------
+    # ----- read-only questions (queries.Queries) ----------------------------------------
     async def wait(
         self, caller_id: str, names: Sequence[str] | None, seconds: float | None
     ) -> dict[str, Any]:
-        """Wait until the named children (default: every child of the caller) are no
-        longer live. A timeout never stops anything, and the reply says so. Mail for
-        the caller ends the wait early (`state: "mail"`, the letters in `text`)."""
-        work = self._wait(caller_id, names, seconds)
-        if self.mail is None:
-            return await work
-        from legion_tui.mail.service import race_mail
-
-        outcome = await race_mail(self.mail.postman, caller_id, work)
-        if isinstance(outcome, dict):
-            return outcome
-        result: dict[str, Any] = outcome.details()
-        return result
-
-    async def _wait(
-        self, caller_id: str, names: Sequence[str] | None, seconds: float | None
-    ) -> dict[str, Any]:
-        caller = self._caller(caller_id)
-        if names:
-            ids = [self.resolve(caller_id, n).id for n in names]
-        else:
-            ids = list(self.model.children(caller.id))
-        deadline = None if seconds is None else time.monotonic() + max(0.0, seconds)
-        while True:
-            pending = [i for i in ids if self.node(i).live]
-            if not pending:
-                state = "settled"
-                break
-            remaining = None if deadline is None else deadline - time.monotonic()
-            if remaining is not None and remaining <= 0:
-                state = "timeout"
-                break
-            changed = self._changed
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(changed.wait(), remaining)
-        nodes = [self._summary(i) for i in ids]
-        result: dict[str, Any] = {"state": state, "nodes": nodes}
-        if state == "timeout":
-            still = [self.node(i).name for i in ids if self.node(i).live]
-            result["message"] = receipts.wait_timeout(seconds or 0.0, still)
-        return result
-
-    def _summary(self, node_id: str) -> dict[str, Any]:
-        node = self.node(node_id)
-        return {
-            "id": node.id,
-            "name": node.name,
-            "path": node.path,
-            "status": node.status.value,
-            "verdict": node.verdict_data,
-            "error": node.error,
-        }
+        """Until the named children (default: all the caller's) are no longer live, a
+        timeout, or mail for the caller (see `queries.Queries.wait`)."""
+        return await self.queries.wait(caller_id, names, seconds)
 
     async def collect(self, caller_id: str, name: str) -> dict[str, Any]:
         """The child's final text + verdict; writes `outputs/<name>.output.md`."""
-        target = self.resolve(caller_id, name)
-        progress = self.progress(target.id)
-        # A stored verdict that is not JSON reads as none: the session's own is next best.
-        verdict = target.verdict_data
-        if verdict is None:
-            verdict = _verdict_of(progress)
-        out = self.output_file(target)
-        out.parent.mkdir(parents=True, exist_ok=True)
-        out.write_text(progress.last_text + ("\n" if progress.last_text else ""), encoding="utf-8")
-        result: dict[str, Any] = {
-            "name": target.name,
-            "path": target.path,
-            "status": target.status.value,
-            "text": progress.last_text,
-            "verdict": verdict,
-            "output_file": str(out),
-        }
-        delivered = await self.delivery_of(target.id)
-        if delivered is not None:
-            result["delivery"] = delivered
-        return result
+        return await self.queries.collect(caller_id, name)
 
     async def delivery_of(self, node_id: str) -> dict[str, Any] | None:
         """A centurion's delivery: its branch + HEAD sha (+ a PR/MR link only if gh/glab
@@ -1586,64 +1525,21 @@ class Supervisor:
         }
 
     def output_file(self, node: Node) -> Path:
-        # Direct children of root get exactly `<name>.output.md`; deeper nodes are
-        # prefixed by their parents' names so two `worker-0`s never overwrite each other.
-        rel = node.path.split("/", 1)[1] if "/" in node.path else node.name
-        return self.run.outputs_dir / f"{rel.replace('/', '.')}.output.md"
+        return self.queries.output_file(node)
 
     def status(self, caller_id: str, name: str | None = None) -> dict[str, Any]:
-        from legion_tui.supervisor.status import status_document
-
-        caller = self._caller(caller_id)
-        if name:
-            if caller.id == ROOT_ID:
-                target = self.names.resolve_any(name)
-            else:
-                target = self.resolve(caller_id, name)
-            views = [self.model.nodes[target.id]]
-        elif caller.id == ROOT_ID:
-            views = [v for v, _ in self.model.walk(None)]
-        else:
-            views = [self.model.nodes[caller.id], *(v for v, _ in self.model.walk(caller.id))]
-        return status_document(
-            self.run.run_id,
-            self.model.session_name,
-            [(v.node, v.progress) for v in views],
-            self.clock(),
-            interrupted={v.node.id for v in views if v.interrupted},
-            idle={
-                v.node.id
-                for v in views
-                if v.node.live
-                and (h := self._handles.get(v.node.id)) is not None
-                and not h.turn_running()
-            },
-        )
+        return self.queries.status(caller_id, name)
 
     def tree_text(self, caller_id: str) -> str:
-        from legion_tui.supervisor.status import render_tree
-
-        caller = self._caller(caller_id)
-        top = caller.id if caller.id != ROOT_ID else None
-        rows = [(v.node, v.progress, d) for v, d in self.model.walk(top)]
-        if top is not None:
-            view = self.model.nodes[caller.id]
-            rows = [(view.node, view.progress, 0)] + [(n, p, d + 1) for n, p, d in rows]
-        return render_tree(rows, self.clock())
+        return self.queries.tree_text(caller_id)
 
     async def wait_idle_tree(self, node_ids: Iterable[str] | None = None) -> None:
         """Until no node (or none of `node_ids` and their subtrees) is live."""
-        while True:
-            scope = list(node_ids) if node_ids is not None else [ROOT_ID]
-            live = any(
-                v.node.live
-                for top in scope
-                for v in [self.model.nodes[top], *(w for w, _ in self.model.walk(top))]
-                if v.node.id != ROOT_ID
-            )
-            if not live:
-                return
-            await self._changed.wait()
+        await self.queries.wait_idle_tree(node_ids)
+
+    def _turn_idle(self, node_id: str) -> bool:
+        handle = self._handles.get(node_id)
+        return handle is not None and not handle.turn_running()
 
 
 @dataclass(frozen=True, slots=True)
