@@ -20,7 +20,7 @@ PADDING = EVENTS_PER_NODE + 50
 async def _bury(sup: Supervisor, node_id: str) -> None:
     """A busy lead: more events after the facts than the display buffer holds."""
     for _ in range(PADDING):
-        await sup._event(node_id, EventType.NODE_STEERED, {"outcome": "queued"})
+        await sup.record.event(node_id, EventType.NODE_STEERED, {"outcome": "queued"})
     assert all(e.type is EventType.NODE_STEERED for e in sup.model.nodes[node_id].events)
 
 
@@ -46,22 +46,24 @@ async def test_a_busy_lead_keeps_its_worktree_handled_children_and_verification(
         tree = _launched(sup, lead.id)["worktree"]
         assert tree and _is_dir(str(tree))
         since = sup.node(lead.id).phase_since
-        await sup._event(lead.id, EventType.NODE_HANDLED, {"node_id": "w-1", "by": "supersedes"})
-        await sup._event(
+        await sup.record.event(
+            lead.id, EventType.NODE_HANDLED, {"node_id": "w-1", "by": "supersedes"}
+        )
+        await sup.record.event(
             lead.id, EventType.VERIFICATION_RESULT, {"outcome": "passed", "phase_since": since}
         )
         await _bury(sup, lead.id)
         lead_now = sup.node(lead.id)
-        assert sup._handled_ids(lead_now) == ["w-1"]
-        assert sup._stint_verification(lead_now) == "passed"
+        assert sup.record.handled_ids(lead_now) == ["w-1"]
+        assert sup.record.stint_verification(lead_now) == "passed"
         await until(lambda: sup.node(lead.id).live, what="the lead to run")
     # Reopened: the facts come back from the ledger, not from the last 200 events.
     async with hosted(tmp_path, "s") as sup:
         sup.sandbox = sandbox
         assert sup.interrupted_on_open == [lead.id]
         lead_now = sup.node(lead.id)
-        assert sup._handled_ids(lead_now) == ["w-1"]
-        assert sup._stint_verification(lead_now) == "passed"
+        assert sup.record.handled_ids(lead_now) == ["w-1"]
+        assert sup.record.stint_verification(lead_now) == "passed"
         await _bury(sup, lead.id)  # the pause's own events are buried too
         assert (await sup.resume(ROOT_ID, "lead")).startswith("Resumed lead")
         assert _launched(sup, lead.id)["worktree"] == tree  # its old worktree, not none

@@ -122,7 +122,7 @@ async def test_a_launch_never_starts_a_node_whose_stop_has_begun(tmp_path: Path)
     async with hosted(tmp_path) as sup:
         a_gate, a_entered = asyncio.Event(), asyncio.Event()
         write_gate, write_entered = asyncio.Event(), asyncio.Event()
-        real_tree, real_status = sup._worktree_for_launch, sup._set_status
+        real_tree, real_status = sup._worktree_for_launch, sup.record.set_status
 
         async def held_tree(node: Any, req: Any, *, resume: bool) -> str | None:
             if node.name == "a":
@@ -137,7 +137,7 @@ async def test_a_launch_never_starts_a_node_whose_stop_has_begun(tmp_path: Path)
             return await real_status(node_id, status, *args, **kw)
 
         sup._worktree_for_launch = held_tree  # type: ignore[method-assign]
-        sup._set_status = held_status  # type: ignore[method-assign]
+        sup.record.set_status = held_status  # type: ignore[method-assign]
         batch = [
             ChildRequest("worker", "t", name="a", sim=dict(STUCK)),
             ChildRequest("worker", "t", name="b", sim=dict(STUCK)),

@@ -30,8 +30,6 @@ from legion_tui.agents.cards import CardSet, RoleCard
 from legion_tui.agents.resolve import Launch
 from legion_tui.model import (
     CARD_KINDS,
-    NODE_MOVES,
-    Event,
     EventType,
     Kind,
     Node,
@@ -51,6 +49,7 @@ from legion_tui.supervisor.backend import (
 )
 from legion_tui.supervisor.naming import ROOT_ID, Names
 from legion_tui.supervisor.queries import Queries, verdict_of
+from legion_tui.supervisor.record import DECISION_EVENTS, Record
 from legion_tui.supervisor.verify import verify_marker
 
 if TYPE_CHECKING:
@@ -69,14 +68,6 @@ SHUTDOWN_REASON = "session-shutdown"
 ORPHAN_REASON = "orphaned"
 INTERRUPT_REASONS = frozenset({SHUTDOWN_REASON, ORPHAN_REASON})
 TERMINAL_PHASES = frozenset({"done", "failed", "aborted"})
-# Events the supervisor decides by (a resumed lead's worktree, a stop's receipt, the
-# stint's verification, `--supersedes`). The model keeps only the last 200 events of a
-# node for display, so these are remembered here, from every write and from the ledger.
-DECISION_EVENTS = (
-    EventType.NODE_LAUNCHED,
-    EventType.NODE_RETIRED,
-    EventType.VERIFICATION_RESULT,
-)
 
 
 @dataclass(frozen=True, slots=True)
@@ -205,6 +196,7 @@ class Supervisor:
         self.stop_grace = settings_grace if stop_grace is None else stop_grace
         self.model = LegionModel(self.run.run_id, session, clock=clock)
         self.names = Names(self.model)
+        self.record = Record(self.model, self.names)  # the one write path
         self.queries = Queries(
             self.model,
             self.names,
@@ -213,7 +205,7 @@ class Supervisor:
             progress=self.progress,
             delivery=self.delivery_of,
             idle=self._turn_idle,
-            changed=lambda: self._changed,
+            changed=lambda: self.record.changed,
             mail=lambda: self.mail,
         )
         self.socket_path = runs.socket_path_for(self.run)
@@ -223,15 +215,11 @@ class Supervisor:
         self._monitors: dict[str, asyncio.Task[None]] = {}
         self._turn_started: dict[str, asyncio.Event] = {}
         self._stopping: set[str] = set()
-        self._status_ahead: dict[str, NodeStatus] = {}  # see _set_status
         # Nodes a resume is relaunching: checked and set before its first await, so a
         # second resume (`r` pressed twice) cannot start a second agent on the same file.
         self._resuming: set[str] = set()
         self._verifying: set[str] = set()  # teams whose `legion-verify` commands run now
         self._card_of: dict[str, str] = {}  # node id → role card name
-        self._last_of: dict[tuple[str, EventType], Event] = {}  # of DECISION_EVENTS
-        self._handled: dict[str, list[str]] = {}  # lead id → ids of its handled children
-        self._changed = asyncio.Event()
         self._server: Any = None
         self.mail: MailService | None = None  # once started
         self.phase_clock: Any = None  # legion_tui.phases.timeouts.PhaseClock once started
@@ -250,9 +238,13 @@ class Supervisor:
         self._worktree_lock = asyncio.Lock()
         self._seq = 0
         self.launches = 0  # agents started by this host (tests assert "zero spawns")
-        self.events_written = 0
         self.progress_updates = 0
         self.interrupted_on_open: list[str] = []
+
+    @property
+    def events_written(self) -> int:
+        """Events this host wrote itself (the demo's report counts them)."""
+        return self.record.events_written
 
     # ----- lifecycle --------------------------------------------------------------------
     async def start(self) -> None:
@@ -265,6 +257,7 @@ class Supervisor:
 
         self._cards = load_cards(self.project_dir)
         self.ledger = await open_ledger(self.run.ledger_path, create=True, clock=self.clock)
+        self.record.open(self.ledger)
         if self.reopened:
             await self._restore()
         else:
@@ -327,7 +320,7 @@ class Supervisor:
         # thousand pauses instead of a thousand.
         await asyncio.gather(
             *(
-                self._set_status(
+                self.record.set_status(
                     node_id,
                     NodeStatus.RETIRED,
                     EventType.NODE_RETIRED,
@@ -357,7 +350,7 @@ class Supervisor:
         await asyncio.gather(*self._monitors.values(), return_exceptions=True)
         self._monitors.clear()
         if self.model.nodes.get(ROOT_ID) is not None:
-            await self._set_status(ROOT_ID, NodeStatus.RETIRED, None, {})
+            await self.record.set_status(ROOT_ID, NodeStatus.RETIRED, None, {})
         if self._server is not None:
             await self._server.close()
             self._server = None
@@ -371,7 +364,7 @@ class Supervisor:
             await self.ledger.flush()
             await self.ledger.close()
         self.run = runs.touch_run(self.run)  # updatedAt: when this session last paused
-        self._notify()
+        self.record.notify()
 
     async def __aenter__(self) -> Supervisor:
         await self.start()
@@ -423,15 +416,15 @@ class Supervisor:
             None, types=[*DECISION_EVENTS, EventType.NODE_HANDLED], limit=2**62
         )
         for event in facts:
-            self._remember(event)
+            self.record.remember(event)
         for node in ordered:
-            launched = self._last_event(node.id, EventType.NODE_LAUNCHED)
+            launched = self.record.last_event(node.id, EventType.NODE_LAUNCHED)
             if launched is not None and "card" in launched.data:
                 self._card_of[node.id] = str(launched.data["card"])
         if ROOT_ID not in self.model.nodes:
             await self._create_root()
         else:
-            await self._set_status(
+            await self.record.set_status(
                 ROOT_ID, NodeStatus.RUNNING, None, {}, refresh=True, pid=os.getpid()
             )
         orphans = [n.id for n in ordered if n.id != ROOT_ID and n.live]
@@ -453,7 +446,7 @@ class Supervisor:
             if node.id == ROOT_ID:
                 continue
             if node.live:
-                await self._event(
+                await self.record.event(
                     node.id,
                     EventType.NODE_ORPHANED,
                     {
@@ -462,7 +455,7 @@ class Supervisor:
                         "swept_pids": swept,
                     },
                 )
-                await self._set_status(
+                await self.record.set_status(
                     node.id,
                     NodeStatus.RETIRED,
                     EventType.NODE_RETIRED,
@@ -470,67 +463,12 @@ class Supervisor:
                 )
                 interrupted = True
             elif node.status is NodeStatus.RETIRED:
-                interrupted = self._retired_reason(node.id) in INTERRUPT_REASONS
+                interrupted = self.record.retired_reason(node.id) in INTERRUPT_REASONS
             else:
                 interrupted = False
             if interrupted and node.session_file:
                 self.model.mark_interrupted(node.id)
                 self.interrupted_on_open.append(node.id)
-
-    # ----- model + ledger in step -------------------------------------------------------
-    def _notify(self) -> None:
-        changed, self._changed = self._changed, asyncio.Event()
-        changed.set()
-
-    async def _event(self, node_id: str | None, etype: EventType, data: dict[str, Any]) -> Event:
-        """Append to the ledger and show in the model: the one path for the supervisor's
-        own events (the mail service and the phase clock share it via `_echo`)."""
-        event: Event = await self.ledger.append_event(node_id, etype, data)
-        self.events_written += 1
-        self._remember(event)
-        self.model.add_event(event)
-        return event
-
-    def _remember(self, event: Event) -> None:
-        """Keep the facts decisions read (see DECISION_EVENTS); later events win."""
-        if event.node_id is None:
-            return
-        if event.type is EventType.NODE_HANDLED:
-            self._handled.setdefault(event.node_id, []).append(str(event.data.get("node_id")))
-        elif event.type in DECISION_EVENTS:
-            self._last_of[(event.node_id, event.type)] = event
-
-    async def _set_status(
-        self,
-        node_id: str,
-        status: NodeStatus,
-        etype: EventType | None,
-        data: dict[str, Any],
-        *,
-        refresh: bool = False,
-        **fields: Any,
-    ) -> Node | None:
-        """The one status write: ledger first, then model, then the event.
-
-        The move is checked against NODE_MOVES from the status the node will have once
-        the writes already in flight land (`_status_ahead`, claimed before the first
-        await), so of two writers racing on one node the loser writes nothing and gets
-        None. `refresh`: a same-status write that only updates fields (root's pid)."""
-        ahead = self._status_ahead.get(node_id) or self.node(node_id).status
-        if not (refresh and status is ahead) and status not in NODE_MOVES[ahead]:
-            log.debug("%s: %s → %s lost a race; not written", node_id, ahead, status)
-            return None
-        self._status_ahead[node_id] = status
-        try:
-            node: Node = await self.ledger.update_node(node_id, status=status, **fields)
-        except BaseException:
-            self._status_ahead.pop(node_id, None)  # the model's status is the truth again
-            raise
-        self.model.upsert(node)
-        if etype is not None:
-            await self._event(node_id, etype, data)
-        self._notify()
-        return node
 
     def _on_progress(self, node_id: str, progress: SessionProgress) -> None:
         if node_id not in self.model.nodes:
@@ -539,15 +477,6 @@ class Supervisor:
         self.model.set_progress(node_id, progress)
         if self.ledger is not None and not self._closed:
             self.ledger.queue_usage(node_id, _usage_of(progress))
-
-    def _retired_reason(self, node_id: str) -> str | None:
-        event = self._last_event(node_id, EventType.NODE_RETIRED)
-        return None if event is None else str(event.data.get("reason"))
-
-    def _last_event(self, node_id: str, etype: EventType) -> Event | None:
-        """The node's last event of a DECISION_EVENTS type (all of history, not the
-        model's display buffer)."""
-        return self._last_of.get((node_id, etype))
 
     # ----- lookup and permissions (naming.Names) ----------------------------------------
     def node(self, node_id: str) -> Node:
@@ -749,7 +678,7 @@ class Supervisor:
         if problem is None:
             return
         budget, limit, wanted = problem
-        await self._event(
+        await self.record.event(
             caller.id,
             EventType.BUDGET_EXCEEDED,
             {"budget": budget, "limit": limit, "requested": wanted, "children": count},
@@ -824,7 +753,7 @@ class Supervisor:
                 return False
             self._handles.pop(node.id, None)
             log.warning("launch of %s failed: %s", node.path, err)
-            await self._set_status(
+            await self.record.set_status(
                 node.id,
                 NodeStatus.FAILED,
                 EventType.NODE_FAILED,
@@ -838,7 +767,7 @@ class Supervisor:
             # started; writing `running` now would contradict the ledger's `retired`.
             await self._abandon(node.id, handle)
             return False
-        await self._set_status(
+        await self.record.set_status(
             node.id,
             NodeStatus.RUNNING,
             EventType.NODE_LAUNCHED,
@@ -953,7 +882,7 @@ class Supervisor:
         """A turn started outside the monitor (steer, mail): a settled node runs again
         (a new stint for a team), and the monitor is woken to wait for its end."""
         if self.node(node_id).status is NodeStatus.SETTLED:
-            node = await self._set_status(node_id, NodeStatus.RUNNING, None, {}, verdict=None)
+            node = await self.record.set_status(node_id, NodeStatus.RUNNING, None, {}, verdict=None)
             if node is not None:  # None: another writer woke it first and revived it
                 await self._revive_stint(node)  # nothing can fail after it: no restore
         started = self._turn_started.get(node_id)
@@ -968,7 +897,7 @@ class Supervisor:
         delivered = await self.delivery_of(node_id)
         if delivered is not None:
             data["delivery"] = delivered  # the branch + sha a settled team hands over
-        await self._set_status(
+        await self.record.set_status(
             node_id,
             NodeStatus.SETTLED,
             EventType.NODE_SETTLED,
@@ -980,7 +909,7 @@ class Supervisor:
         node = self.node(node_id)
         if not node.live:
             return
-        await self._set_status(
+        await self.record.set_status(
             node_id,
             NodeStatus.FAILED,
             EventType.NODE_FAILED,
@@ -1028,7 +957,7 @@ class Supervisor:
         survivors = await self._retire_descendants(target, force)
         target = self.node(target.id)
         if target.status is NodeStatus.RETIRED:
-            event = self._last_event(target.id, EventType.NODE_RETIRED)
+            event = self.record.last_event(target.id, EventType.NODE_RETIRED)
             execution = str(event.data.get("execution", "unknown")) if event else "unknown"
             at = event.at if event else target.updated_at
             text = receipts.already_retired(
@@ -1104,12 +1033,12 @@ class Supervisor:
         if current.machine and current.phase and current.phase not in TERMINAL_PHASES:
             # A parent retire always lands as `aborted` (SPEC §6.4).
             fields.update(phase="aborted", phase_since=self.clock())
-            await self._event(
+            await self.record.event(
                 node.id,
                 EventType.PHASE_CHANGE,
                 {"from": current.phase, "to": "aborted", "reason": "retired"},
             )
-        await self._set_status(
+        await self.record.set_status(
             node.id,
             NodeStatus.RETIRED,
             EventType.NODE_RETIRED,
@@ -1139,7 +1068,7 @@ class Supervisor:
         """(outcome, receipt) — exactly the three receipts of SPEC §6.3."""
         target, handle = self._controllable(caller_id, name, "abort")
         result = await handle.abort(keep_queue=keep_queue, bound=ABORT_BOUND)
-        await self._event(
+        await self.record.event(
             target.id,
             EventType.NODE_ABORTED,
             {"name": target.name, "outcome": result.outcome, "dropped": result.dropped},
@@ -1155,7 +1084,7 @@ class Supervisor:
         started), or intercepted."""
         target, handle = self._controllable(caller_id, name, "steer")
         outcome = await handle.steer(text)
-        await self._event(target.id, EventType.NODE_STEERED, {"outcome": outcome})
+        await self.record.event(target.id, EventType.NODE_STEERED, {"outcome": outcome})
         if outcome == "accepted":
             await self._turn_began(target.id)
         return outcome, receipts.steered(target.name, outcome)
@@ -1199,7 +1128,7 @@ class Supervisor:
                 with contextlib.suppress(asyncio.CancelledError, Exception):
                     await monitor
             await previous.stop(force=True, grace=0.0)
-        node = await self._set_status(target.id, NodeStatus.STARTING, None, {}, error=None)
+        node = await self.record.set_status(target.id, NodeStatus.STARTING, None, {}, error=None)
         if node is None:  # it moved while the old agent was swept (a stop, a launch)
             raise OpError("ALREADY_RUNNING", f"{target.name} changed while resuming; look again")
         self.model.mark_interrupted(target.id, False)
@@ -1257,7 +1186,7 @@ class Supervisor:
         if node.id in self._worktrees:
             return None
         if resume:
-            event = self._last_event(node.id, EventType.NODE_LAUNCHED)
+            event = self.record.last_event(node.id, EventType.NODE_LAUNCHED)
             data = event.data if event is not None else {}
             if data.get("worktree") and _has_file(str(data["worktree"])):
                 self._worktrees[node.id] = Worktree(
@@ -1298,7 +1227,7 @@ class Supervisor:
 
     def launch_warning(self, node_id: str) -> str | None:
         """The warning a node's launch carried (a demoted worktree request), if any."""
-        event = self._last_event(node_id, EventType.NODE_LAUNCHED)
+        event = self.record.last_event(node_id, EventType.NODE_LAUNCHED)
         warning = event.data.get("warning") if event is not None else None
         return str(warning) if warning else None
 
@@ -1354,16 +1283,6 @@ class Supervisor:
         local = self._cwd_for(node) / "contract.md"
         return local if local.exists() else in_run
 
-    def _stint_verification(self, node: Node) -> Any:
-        """The outcome of this stint's last verification run, if any ran."""
-        event = self._last_event(node.id, EventType.VERIFICATION_RESULT)
-        if event is not None and event.data.get("phase_since") == node.phase_since:
-            return event.data.get("outcome")
-        return None
-
-    def _handled_ids(self, node: Node) -> list[str]:
-        return list(self._handled.get(node.id, ()))
-
     async def phase(
         self,
         caller_id: str,
@@ -1408,7 +1327,7 @@ class Supervisor:
                 )
             superseded.append(child)
         current = lead.phase
-        verification = self._stint_verification(lead)
+        verification = self.record.stint_verification(lead)
         verified = None
         if needs_verification(machine, current, to):
             stamp = time.strftime("%Y%m%d-%H%M%S", time.gmtime(self.clock()))
@@ -1425,7 +1344,7 @@ class Supervisor:
                 self._verifying.discard(lead.id)
             data = verified.event_data()
             data.update(phase=current, phase_since=lead.phase_since)
-            await self._event(lead.id, EventType.VERIFICATION_RESULT, data)
+            await self.record.event(lead.id, EventType.VERIFICATION_RESULT, data)
             verification = verified.outcome
             # The run took a while (up to minutes): a stop may have retired the team
             # (phase `aborted`) or another move may have landed. Decide on the row as it
@@ -1442,7 +1361,7 @@ class Supervisor:
             lead,
             children,
             contract_path=self._contract_path(lead),
-            handled=[*self._handled_ids(lead), *(c.id for c in superseded)],
+            handled=[*self.record.handled_ids(lead), *(c.id for c in superseded)],
             verification=verification,
             max_rework=machine.max_rework,
         )
@@ -1450,7 +1369,7 @@ class Supervisor:
         if not decision:
             raise OpError("PHASE_REFUSED", decision.message)
         for child in superseded:
-            await self._event(
+            await self.record.event(
                 lead.id, EventType.NODE_HANDLED, {"node_id": child.id, "by": "supersedes"}
             )
         change: dict[str, Any] = {"from": current, "to": to}
@@ -1465,8 +1384,8 @@ class Supervisor:
             change["rework"] = fields["rework_count"]
         node: Node = await self.ledger.update_node(lead.id, **fields)
         self.model.upsert(node)
-        await self._event(lead.id, EventType.PHASE_CHANGE, change)
-        self._notify()
+        await self.record.event(lead.id, EventType.PHASE_CHANGE, change)
+        self.record.notify()
         if to == "failed" and lead.parent_id is not None and self.mail is not None:
             # A declared failure is a verdict: the parent hears it (upstream #309).
             with contextlib.suppress(OpError):
