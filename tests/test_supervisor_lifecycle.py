@@ -39,7 +39,9 @@ async def test_provider_empty_generation_fails_the_node(tmp_path: Path) -> None:
         assert node.error == "provider-empty-generation"
         assert EventType.NODE_FAILED in [e.type for e in sup.model.nodes[bad.id].events]
         # A failed agent has exited: steering it is refused with the way forward ...
-        await until(lambda: sup._handles[bad.id].exited is not None, what="the agent's exit")
+        await until(
+            lambda: sup.roster.handles()[bad.id].exited is not None, what="the agent's exit"
+        )
         with pytest.raises(OpError) as err:
             await sup.steer(ROOT_ID, "bad", "try again")
         assert err.value.code == "NOT_RUNNING" and "legion resume bad" in err.value.message

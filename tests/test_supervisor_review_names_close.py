@@ -55,4 +55,4 @@ async def test_close_pauses_the_children_even_when_postman_and_clock_died(
     assert node.status is NodeStatus.RETIRED
     (retired,) = [e for e in sup.model.nodes[w.id].events if e.type is EventType.NODE_RETIRED]
     assert retired.data["reason"] == "session-shutdown"
-    assert sup._handles == {}
+    assert sup.roster.handles() == {}

@@ -43,7 +43,7 @@ async def test_a_stop_during_the_worktree_await_keeps_the_node_stopped(tmp_path:
         gate.set()
         (w,) = await asyncio.wait_for(spawn, 10)
         assert w.status is NodeStatus.RETIRED
-        assert w.id not in sup._handles and w.id not in sup._monitors
+        assert w.id not in sup.roster.handles() and w.id not in sup.roster.monitored()
         await sup.ledger.flush()
         row = await sup.ledger.get_node(w.id)
         assert row is not None and row.status is NodeStatus.RETIRED
@@ -80,7 +80,7 @@ async def test_a_stop_while_the_process_starts_leaves_no_process(
         assert await sup.stop(ROOT_ID, "p") == "Stopped p."
         gate.set()
         (p,) = await asyncio.wait_for(spawn, 30)
-        assert p.status is NodeStatus.RETIRED and p.id not in sup._handles
+        assert p.status is NodeStatus.RETIRED and p.id not in sup.roster.handles()
         (handle,) = made
         pid = handle.pid
         assert pid is not None  # it did start, after the stop ...
@@ -108,7 +108,7 @@ async def test_two_resumes_at_once_start_one_agent(tmp_path: Path) -> None:
         assert len(ok) == 1 and ok[0].startswith("Resumed w")
         assert len(refused) == 1 and refused[0].code == "ALREADY_RUNNING"
         assert "already resuming" in refused[0].message
-        assert sup.launches == 1 and list(sup._monitors) == [w.id]
+        assert sup.launches == 1 and sup.roster.monitored() == [w.id]
         # Once it runs, a third resume is refused too (steer it instead).
         with pytest.raises(core.OpError) as err:
             await sup.resume(ROOT_ID, "w")
@@ -149,9 +149,9 @@ async def test_a_launch_never_starts_a_node_whose_stop_has_begun(tmp_path: Path)
         a_gate.set()  # both go on while b's stop is mid-write
         try:
             a, b = await asyncio.wait_for(spawn, 10)
-            assert b.id not in sup._handles and sup.launches == 1
+            assert b.id not in sup.roster.handles() and sup.launches == 1
         finally:
             write_gate.set()
         assert await asyncio.wait_for(stop, 10) == "Stopped b."
-        assert sup.node(b.id).status is NodeStatus.RETIRED and b.id not in sup._handles
+        assert sup.node(b.id).status is NodeStatus.RETIRED and b.id not in sup.roster.handles()
         assert sup.node(a.id).live

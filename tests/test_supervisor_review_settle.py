@@ -33,7 +33,7 @@ async def test_mail_that_starts_a_turn_during_the_settle_keeps_the_node_supervis
         sup.delivery_of = held_delivery  # type: ignore[method-assign]
         (x,) = await sup.spawn(ROOT_ID, [ChildRequest("worker", "t", name="x")])
         await asyncio.wait_for(in_settle.wait(), 20)  # idle after its answer: settling
-        handle = sup._handles[x.id]
+        handle = sup.roster.handles()[x.id]
         agent: Any = handle.agent  # type: ignore[attr-defined]
         turn_gate = asyncio.Event()
         real_step = agent._do_step

@@ -18,7 +18,7 @@ def _hold_stops(sup: Supervisor, node_ids: list[str], gate: asyncio.Event) -> se
     """Each handle's stop waits on `gate`; returns the set of ids whose stop began."""
     entered: set[str] = set()
     for node_id in node_ids:
-        handle = sup._handles[node_id]
+        handle = sup.roster.handles()[node_id]
         real = handle.stop
 
         async def held(*, real: Any = real, node_id: str = node_id, **kw: Any) -> Any:

@@ -50,6 +50,7 @@ from legion_tui.supervisor.backend import (
 from legion_tui.supervisor.naming import ROOT_ID, Names
 from legion_tui.supervisor.queries import Queries, verdict_of
 from legion_tui.supervisor.record import DECISION_EVENTS, Record
+from legion_tui.supervisor.roster import Roster
 from legion_tui.supervisor.verify import verify_marker
 
 if TYPE_CHECKING:
@@ -211,14 +212,7 @@ class Supervisor:
         self.socket_path = runs.socket_path_for(self.run)
         self.ledger: Any = None  # legion_tui.ledger.Ledger once started
         self._cards = CardSet({})
-        self._handles: dict[str, AgentHandle] = {}
-        self._monitors: dict[str, asyncio.Task[None]] = {}
-        self._turn_started: dict[str, asyncio.Event] = {}
-        self._stopping: set[str] = set()
-        # Nodes a resume is relaunching: checked and set before its first await, so a
-        # second resume (`r` pressed twice) cannot start a second agent on the same file.
-        self._resuming: set[str] = set()
-        self._verifying: set[str] = set()  # teams whose `legion-verify` commands run now
+        self.roster = Roster()  # who runs now: handles, monitors, turn events, marks
         self._card_of: dict[str, str] = {}  # node id → role card name
         self._server: Any = None
         self.mail: MailService | None = None  # once started
@@ -315,7 +309,7 @@ class Supervisor:
                 log.exception("the phase clock had failed")
             self._clock_task = None
         live = [v.node.id for v, _depth in self.model.walk(ROOT_ID) if v.node.live]
-        self._stopping.update(live)
+        self.roster.stopping.update(live)
         # Concurrent writes land in the ledger writer's batches: one transaction for a
         # thousand pauses instead of a thousand.
         await asyncio.gather(
@@ -331,24 +325,23 @@ class Supervisor:
         )
         for node_id in live:
             self.model.mark_interrupted(node_id)
-        handles = list(self._handles.items())
-        self._handles.clear()
-        self._stopping.update(node_id for node_id, _ in handles)
+        handles = self.roster.detach_all()
+        self.roster.stopping.update(node_id for node_id, _ in handles)
         stops: list[tuple[str, Awaitable[object]]] = [
             (node_id, h.stop(force=False, grace=self.stop_grace)) for node_id, h in handles
         ]
         stops += [
             (verify_marker(node_id), self._sweep_verification(node_id, False))
-            for node_id in list(self._verifying)
+            for node_id in list(self.roster.verifying)
         ]
         reports = await asyncio.gather(*(stop for _, stop in stops), return_exceptions=True)
         for (what, _), report in zip(stops, reports, strict=True):
             if isinstance(report, BaseException):
                 log.warning("stopping %s failed: %s", what, report)
-        for task in self._monitors.values():
+        monitors = self.roster.unwatch_all()
+        for task in monitors:
             task.cancel()
-        await asyncio.gather(*self._monitors.values(), return_exceptions=True)
-        self._monitors.clear()
+        await asyncio.gather(*monitors, return_exceptions=True)
         if self.model.nodes.get(ROOT_ID) is not None:
             await self.record.set_status(ROOT_ID, NodeStatus.RETIRED, None, {})
         if self._server is not None:
@@ -508,7 +501,7 @@ class Supervisor:
             caller = self._caller(caller_id)
             if caller.id != ROOT_ID and not caller.live:
                 raise OpError("FORBIDDEN", f"{caller.name} has ended and cannot spawn")
-            if caller.id in self._stopping:  # still live, but its subtree is being retired
+            if caller.id in self.roster.stopping:  # still live, but its subtree is being retired
                 raise OpError("FORBIDDEN", f"{caller.name} is being stopped and cannot spawn")
             plans = await self._plan(caller, requests)
             nodes = [plan.node for plan in plans]
@@ -740,8 +733,7 @@ class Supervisor:
         handle = make_handle(
             spec, on_stream=lambda segment: self.model.set_streaming(node_id, segment)
         )
-        self._handles[node.id] = handle
-        self._turn_started[node.id] = asyncio.Event()
+        self.roster.attach(node.id, handle)
         self.launches += 1
         try:
             await handle.start()
@@ -751,7 +743,7 @@ class Supervisor:
                 # half-started is ours to end (the stop found nothing to signal yet).
                 await self._abandon(node.id, handle)
                 return False
-            self._handles.pop(node.id, None)
+            self.roster.detach(node.id)
             log.warning("launch of %s failed: %s", node.path, err)
             await self.record.set_status(
                 node.id,
@@ -785,23 +777,21 @@ class Supervisor:
             pid=handle.pid,
             backend=handle.backend,
         )
-        self._monitors[node.id] = asyncio.create_task(
-            self._monitor(node.id, handle), name=f"monitor-{node.path}"
-        )
+        monitor = asyncio.create_task(self._monitor(node.id, handle), name=f"monitor-{node.path}")
+        self.roster.watch(node.id, monitor)
         return True
 
     def _stopped_meanwhile(self, node_id: str, handle: AgentHandle | None = None) -> bool:
         """Whether a pause or stop landed during one of `_launch`'s awaits."""
-        if self._closed or node_id in self._stopping:
+        if self._closed or node_id in self.roster.stopping:
             return True
         if self.node(node_id).status is NodeStatus.RETIRED:
             return True
-        return handle is not None and self._handles.get(node_id) is not handle
+        return handle is not None and self.roster.handle(node_id) is not handle
 
     async def _abandon(self, node_id: str, handle: AgentHandle) -> None:
         """End an agent a stop raced past; failures are logged, the stop already stands."""
-        if self._handles.get(node_id) is handle:
-            self._handles.pop(node_id, None)
+        self.roster.detach(node_id, only=handle)
         try:
             await handle.stop(force=True, grace=0.0)
         except Exception as err:
@@ -842,7 +832,7 @@ class Supervisor:
         try:
             while True:
                 await handle.idle()
-                if node_id in self._stopping or self._closed:
+                if node_id in self.roster.stopping or self._closed:
                     return
                 progress = self.progress(node_id)
                 code = handle.exited
@@ -857,25 +847,26 @@ class Supervisor:
                     return
                 if progress.last_stop_reason != "aborted":
                     await self._settle(node_id, progress)
-                    if handle.turn_running() and node_id not in self._stopping:
+                    if handle.turn_running() and node_id not in self.roster.stopping:
                         # A letter started a turn while the settle was being written:
                         # the node works again; wait for this turn's end too.
                         await self._turn_began(node_id)
-                started = self._turn_started[node_id]
+                started = self.roster.turn_event(node_id)
+                assert started is not None  # made with the handle, never dropped
                 await started.wait()
                 started.clear()
         except asyncio.CancelledError:
             raise
         except Exception as err:  # a broken handle must not leave the node live forever
             log.exception("monitor of %s failed", node_id)
-            if node_id not in self._stopping and not self._closed:
+            if node_id not in self.roster.stopping and not self._closed:
                 await self._fail(node_id, f"supervision error: {err}", SessionProgress())
 
     def _mail_handle(self, node_id: str) -> _TurnWatchingDelivery | None:
         """The postman's way to a node's agent: a letter handed to an idle agent starts a
         turn, which the supervisor must hear of like a steer's (else the node stays
         `settled` while it works and its monitor never looks again)."""
-        handle = self._handles.get(node_id)
+        handle = self.roster.handle(node_id)
         return None if handle is None else _TurnWatchingDelivery(self, node_id, handle)
 
     async def _turn_began(self, node_id: str) -> None:
@@ -885,7 +876,7 @@ class Supervisor:
             node = await self.record.set_status(node_id, NodeStatus.RUNNING, None, {}, verdict=None)
             if node is not None:  # None: another writer woke it first and revived it
                 await self._revive_stint(node)  # nothing can fail after it: no restore
-        started = self._turn_started.get(node_id)
+        started = self.roster.turn_event(node_id)
         if started is not None:
             started.set()
 
@@ -934,7 +925,7 @@ class Supervisor:
         for child_id in list(self.model.children(caller.id)):
             child = self.node(child_id)
             if child.live:  # a stop is in progress: it no longer settles on its own
-                self._stopping.add(child.id)
+                self.roster.stopping.add(child.id)
             survivors = await self._retire_descendants(child, force)
             child = self.node(child_id)
             if child.status is NodeStatus.RETIRED:
@@ -953,7 +944,7 @@ class Supervisor:
 
     async def _stop_target(self, target: Node, force: bool) -> str:
         if target.live:  # a stop is in progress: it no longer settles on its own
-            self._stopping.add(target.id)
+            self.roster.stopping.add(target.id)
         survivors = await self._retire_descendants(target, force)
         target = self.node(target.id)
         if target.status is NodeStatus.RETIRED:
@@ -984,7 +975,7 @@ class Supervisor:
             if view.node.live:
                 # From now on none of the subtree spawns (spawn checks `_stopping`) or
                 # settles on its own while the levels below it are being stopped.
-                self._stopping.add(view.node.id)
+                self.roster.stopping.add(view.node.id)
         survivors: list[int] = []
         for depth in sorted(levels, reverse=True):
             level = [i for i in levels[depth] if self.node(i).status is not NodeStatus.RETIRED]
@@ -999,7 +990,7 @@ class Supervisor:
         """End the node's running `legion-verify` commands, if a verification is running:
         they carry a marker of their own (`<id>.verify`), which no agent handle sweeps
         (an in-process agent has no process to sweep at all). Returns the survivors."""
-        if node_id not in self._verifying:
+        if node_id not in self.roster.verifying:
             return []
         from legion_tui.supervisor.sweep import sweep
 
@@ -1016,14 +1007,14 @@ class Supervisor:
     async def _retire(self, node: Node, reason: str, force: bool) -> list[int]:
         """Stop the agent (the sweep resolves only after it is done), then mark retired."""
         execution = _execution(node.status)
-        self._stopping.add(node.id)
-        handle = self._handles.pop(node.id, None)
+        self.roster.stopping.add(node.id)
+        handle = self.roster.detach(node.id)
         survivors: list[int] = []
         if handle is not None:
             report = await handle.stop(force=force, grace=self.stop_grace)
             survivors = list(report.survivors)
         survivors += await self._sweep_verification(node.id, force)
-        monitor = self._monitors.pop(node.id, None)
+        monitor = self.roster.unwatch(node.id)
         if monitor is not None:
             monitor.cancel()
             with contextlib.suppress(asyncio.CancelledError, Exception):
@@ -1053,7 +1044,7 @@ class Supervisor:
         target = self.resolve(caller_id, name)
         if target.status is NodeStatus.RETIRED:
             raise OpError("RETIRED", f"{verb} failed: {target.name} is retired")
-        handle = self._handles.get(target.id)
+        handle = self.roster.handle(target.id)
         if handle is None or (verb == "steer" and handle.exited is not None):
             raise OpError(
                 "NOT_RUNNING",
@@ -1092,23 +1083,23 @@ class Supervisor:
     async def resume(self, caller_id: str, name: str) -> str:
         """Resume an ended node on its old session file (SPEC §6.6); never automatic."""
         target = self.resolve(caller_id, name)
-        if target.id in self._resuming:
+        if target.id in self.roster.resuming:
             raise OpError("ALREADY_RUNNING", f"{target.name} is already resuming")
-        previous = self._handles.get(target.id)
+        previous = self.roster.handle(target.id)
         if (previous is not None and previous.exited is None) or (previous is None and target.live):
             # A live node without a handle is being launched right now (spawn or resume).
             raise OpError(
                 "ALREADY_RUNNING", f"{target.name} is {target.status.value}; steer it instead"
             )
-        if target.id in self._stopping and target.status is not NodeStatus.RETIRED:
+        if target.id in self.roster.stopping and target.status is not NodeStatus.RETIRED:
             raise OpError("STOPPING", f"{target.name} is being stopped; resume it after")
-        self._resuming.add(target.id)
+        self.roster.resuming.add(target.id)
         # Its last stop is over (it is retired, or never stopped): relaunching is allowed.
-        self._stopping.discard(target.id)
+        self.roster.stopping.discard(target.id)
         try:
             return await self._resume(target, previous)
         finally:
-            self._resuming.discard(target.id)
+            self.roster.resuming.discard(target.id)
 
     async def _resume(self, target: Node, previous: AgentHandle | None) -> str:
         # Stopped before its agent wrote anything (pi writes its file only with its first
@@ -1120,9 +1111,9 @@ class Supervisor:
                 "FORBIDDEN", f"resume {parent.node.name} first: {target.name}'s parent has ended"
             )
         if previous is not None:  # it exited (failed): sweep what is left, then relaunch
-            self._handles.pop(target.id, None)
+            self.roster.detach(target.id)
             # Its monitor must not judge the old agent's exit after the relaunch.
-            monitor = self._monitors.pop(target.id, None)
+            monitor = self.roster.unwatch(target.id)
             if monitor is not None:
                 monitor.cancel()
                 with contextlib.suppress(asyncio.CancelledError, Exception):
@@ -1331,7 +1322,7 @@ class Supervisor:
         verified = None
         if needs_verification(machine, current, to):
             stamp = time.strftime("%Y%m%d-%H%M%S", time.gmtime(self.clock()))
-            self._verifying.add(lead.id)  # a stop now sweeps the commands too
+            self.roster.verifying.add(lead.id)  # a stop now sweeps the commands too
             try:
                 verified = await verify_contract(
                     self._contract_path(lead),
@@ -1341,7 +1332,7 @@ class Supervisor:
                     node_id=lead.id,
                 )
             finally:
-                self._verifying.discard(lead.id)
+                self.roster.verifying.discard(lead.id)
             data = verified.event_data()
             data.update(phase=current, phase_since=lead.phase_since)
             await self.record.event(lead.id, EventType.VERIFICATION_RESULT, data)
@@ -1350,7 +1341,7 @@ class Supervisor:
             # (phase `aborted`) or another move may have landed. Decide on the row as it
             # is now, never overwrite an ended team's phase.
             lead = self.node(lead.id)
-            if not lead.live or lead.id in self._stopping:
+            if not lead.live or lead.id in self.roster.stopping:
                 raise OpError("ENDED", f"{lead.name} has ended or is being stopped")
             if lead.phase != current:
                 raise OpError(
@@ -1457,7 +1448,7 @@ class Supervisor:
         await self.queries.wait_idle_tree(node_ids)
 
     def _turn_idle(self, node_id: str) -> bool:
-        handle = self._handles.get(node_id)
+        handle = self.roster.handle(node_id)
         return handle is not None and not handle.turn_running()
 
 
