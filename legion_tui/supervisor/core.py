@@ -51,6 +51,7 @@ from legion_tui.supervisor.naming import ROOT_ID, Names
 from legion_tui.supervisor.queries import Queries, verdict_of
 from legion_tui.supervisor.record import DECISION_EVENTS, Record
 from legion_tui.supervisor.roster import Roster
+from legion_tui.supervisor.stops import Stops
 from legion_tui.supervisor.verify import verify_marker
 
 if TYPE_CHECKING:
@@ -68,7 +69,6 @@ log = logging.getLogger(__name__)
 SHUTDOWN_REASON = "session-shutdown"
 ORPHAN_REASON = "orphaned"
 INTERRUPT_REASONS = frozenset({SHUTDOWN_REASON, ORPHAN_REASON})
-TERMINAL_PHASES = frozenset({"done", "failed", "aborted"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -139,11 +139,6 @@ def _has_file(path: str | None) -> bool:
     return bool(path) and os.path.exists(path or "")
 
 
-def _execution(status: NodeStatus) -> str:
-    """How a node's run ended, as the stop receipts name it."""
-    return {NodeStatus.SETTLED: "success", NodeStatus.FAILED: "failed"}.get(status, "stopped")
-
-
 def _verdict_json(progress: SessionProgress) -> str | None:
     """The verdict as the ledger stores it (read back with `Node.verdict_data`)."""
     verdict = verdict_of(progress)
@@ -198,6 +193,16 @@ class Supervisor:
         self.model = LegionModel(self.run.run_id, session, clock=clock)
         self.names = Names(self.model)
         self.record = Record(self.model, self.names)  # the one write path
+        self.roster = Roster()  # who runs now: handles, monitors, turn events, marks
+        self.stops = Stops(
+            self.model,
+            self.names,
+            self.record,
+            self.roster,
+            run_id=self.run.run_id,
+            clock=clock,
+            grace=lambda: self.stop_grace,
+        )
         self.queries = Queries(
             self.model,
             self.names,
@@ -212,7 +217,6 @@ class Supervisor:
         self.socket_path = runs.socket_path_for(self.run)
         self.ledger: Any = None  # legion_tui.ledger.Ledger once started
         self._cards = CardSet({})
-        self.roster = Roster()  # who runs now: handles, monitors, turn events, marks
         self._card_of: dict[str, str] = {}  # node id → role card name
         self._server: Any = None
         self.mail: MailService | None = None  # once started
@@ -331,7 +335,7 @@ class Supervisor:
             (node_id, h.stop(force=False, grace=self.stop_grace)) for node_id, h in handles
         ]
         stops += [
-            (verify_marker(node_id), self._sweep_verification(node_id, False))
+            (verify_marker(node_id), self.stops.sweep_verification(node_id, False))
             for node_id in list(self.roster.verifying)
         ]
         reports = await asyncio.gather(*(stop for _, stop in stops), return_exceptions=True)
@@ -909,135 +913,11 @@ class Supervisor:
             verdict=_verdict_json(progress),
         )
 
-    # ----- stop -------------------------------------------------------------------------
+    # ----- stop (stops.Stops) ------------------------------------------------------------
     async def stop(self, caller_id: str, name: str, *, force: bool = False) -> str:
         """SPEC §6.3 stop: retire the node and its subtree, children first; the receipt
         says what really happened."""
-        if name == "all":
-            return await self._stop_all(caller_id, force)
-        target = self.resolve(caller_id, name)
-        return await self._stop_target(target, force)
-
-    async def _stop_all(self, caller_id: str, force: bool) -> str:
-        caller = self._caller(caller_id)
-        lines: list[str] = []
-        settled: dict[str, list[str]] = {}
-        for child_id in list(self.model.children(caller.id)):
-            child = self.node(child_id)
-            if child.live:  # a stop is in progress: it no longer settles on its own
-                self.roster.stopping.add(child.id)
-            survivors = await self._retire_descendants(child, force)
-            child = self.node(child_id)
-            if child.status is NodeStatus.RETIRED:
-                continue
-            execution = _execution(child.status)
-            survivors += await self._retire(child, "stop", force)
-            if child.live:
-                lines.append(receipts.stopped(child.name))
-            else:
-                settled.setdefault(execution, []).append(child.name)
-            if survivors:
-                lines.append(receipts.stop_survivors(child.name, survivors))
-        for execution, names in settled.items():
-            lines.append(receipts.retired_settled(names, execution))
-        return "\n".join(lines) if lines else receipts.nothing_to_stop()
-
-    async def _stop_target(self, target: Node, force: bool) -> str:
-        if target.live:  # a stop is in progress: it no longer settles on its own
-            self.roster.stopping.add(target.id)
-        survivors = await self._retire_descendants(target, force)
-        target = self.node(target.id)
-        if target.status is NodeStatus.RETIRED:
-            event = self.record.last_event(target.id, EventType.NODE_RETIRED)
-            execution = str(event.data.get("execution", "unknown")) if event else "unknown"
-            at = event.at if event else target.updated_at
-            text = receipts.already_retired(
-                target.name, execution, time.strftime("%H:%M:%S", time.localtime(at))
-            )
-        else:
-            was_live = target.live
-            execution = _execution(target.status)
-            survivors += await self._retire(target, "stop", force)
-            if was_live:
-                text = receipts.stopped(target.name)
-            else:
-                text = receipts.retired_settled([target.name], execution)
-        if survivors:
-            text += "\n" + receipts.stop_survivors(target.name, survivors)
-        return text
-
-    async def _retire_descendants(self, node: Node, force: bool) -> list[int]:
-        """Children first: deepest nodes are retired before their parents; the nodes of
-        one depth level are stopped together (each stop may wait out its grace)."""
-        levels: dict[int, list[str]] = {}
-        for view, depth in self.model.walk(node.id):
-            levels.setdefault(depth, []).append(view.node.id)
-            if view.node.live:
-                # From now on none of the subtree spawns (spawn checks `_stopping`) or
-                # settles on its own while the levels below it are being stopped.
-                self.roster.stopping.add(view.node.id)
-        survivors: list[int] = []
-        for depth in sorted(levels, reverse=True):
-            level = [i for i in levels[depth] if self.node(i).status is not NodeStatus.RETIRED]
-            reports = await asyncio.gather(
-                *(self._retire(self.node(i), "parent-stop", force) for i in level)
-            )
-            for report in reports:
-                survivors += report
-        return survivors
-
-    async def _sweep_verification(self, node_id: str, force: bool) -> list[int]:
-        """End the node's running `legion-verify` commands, if a verification is running:
-        they carry a marker of their own (`<id>.verify`), which no agent handle sweeps
-        (an in-process agent has no process to sweep at all). Returns the survivors."""
-        if node_id not in self.roster.verifying:
-            return []
-        from legion_tui.supervisor.sweep import sweep
-
-        report = await sweep(
-            root_pid=None,
-            pgid=None,
-            run_id=self.run.run_id,
-            node_ids=[verify_marker(node_id)],
-            force=force,
-            grace=self.stop_grace,
-        )
-        return list(report.survivors)
-
-    async def _retire(self, node: Node, reason: str, force: bool) -> list[int]:
-        """Stop the agent (the sweep resolves only after it is done), then mark retired."""
-        execution = _execution(node.status)
-        self.roster.stopping.add(node.id)
-        handle = self.roster.detach(node.id)
-        survivors: list[int] = []
-        if handle is not None:
-            report = await handle.stop(force=force, grace=self.stop_grace)
-            survivors = list(report.survivors)
-        survivors += await self._sweep_verification(node.id, force)
-        monitor = self.roster.unwatch(node.id)
-        if monitor is not None:
-            monitor.cancel()
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await monitor
-        fields: dict[str, Any] = {}
-        current = self.node(node.id)
-        if current.machine and current.phase and current.phase not in TERMINAL_PHASES:
-            # A parent retire always lands as `aborted` (SPEC §6.4).
-            fields.update(phase="aborted", phase_since=self.clock())
-            await self.record.event(
-                node.id,
-                EventType.PHASE_CHANGE,
-                {"from": current.phase, "to": "aborted", "reason": "retired"},
-            )
-        await self.record.set_status(
-            node.id,
-            NodeStatus.RETIRED,
-            EventType.NODE_RETIRED,
-            {"reason": reason, "execution": execution, "force": force, "survivors": survivors},
-            **fields,
-        )
-        self.model.mark_interrupted(node.id, False)
-        return survivors
+        return await self.stops.stop(caller_id, name, force=force)
 
     # ----- abort / steer / resume ---------------------------------------------------------
     def _controllable(self, caller_id: str, name: str, verb: str) -> tuple[Node, AgentHandle]:
