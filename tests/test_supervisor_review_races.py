@@ -27,14 +27,14 @@ def _node_named(sup: Supervisor, name: str) -> str | None:
 async def test_a_stop_during_the_worktree_await_keeps_the_node_stopped(tmp_path: Path) -> None:
     async with hosted(tmp_path) as sup:
         gate, entered = asyncio.Event(), asyncio.Event()
-        real = sup._worktree_for_launch
+        real = sup.teams.worktree_for_launch
 
         async def blocked(node: Any, req: Any, *, resume: bool) -> str | None:
             entered.set()
             await gate.wait()  # stands in for `git worktree add`
             return await real(node, req, resume=resume)
 
-        sup._worktree_for_launch = blocked  # type: ignore[method-assign]
+        sup.teams.worktree_for_launch = blocked  # type: ignore[method-assign]
         spawn = asyncio.create_task(
             sup.spawn(ROOT_ID, [ChildRequest("worker", "t", name="w", sim=dict(STUCK))])
         )
@@ -122,7 +122,7 @@ async def test_a_launch_never_starts_a_node_whose_stop_has_begun(tmp_path: Path)
     async with hosted(tmp_path) as sup:
         a_gate, a_entered = asyncio.Event(), asyncio.Event()
         write_gate, write_entered = asyncio.Event(), asyncio.Event()
-        real_tree, real_status = sup._worktree_for_launch, sup.record.set_status
+        real_tree, real_status = sup.teams.worktree_for_launch, sup.record.set_status
 
         async def held_tree(node: Any, req: Any, *, resume: bool) -> str | None:
             if node.name == "a":
@@ -136,7 +136,7 @@ async def test_a_launch_never_starts_a_node_whose_stop_has_begun(tmp_path: Path)
                 await write_gate.wait()  # the stop's `retired` is slow to land
             return await real_status(node_id, status, *args, **kw)
 
-        sup._worktree_for_launch = held_tree  # type: ignore[method-assign]
+        sup.teams.worktree_for_launch = held_tree  # type: ignore[method-assign]
         sup.record.set_status = held_status  # type: ignore[method-assign]
         batch = [
             ChildRequest("worker", "t", name="a", sim=dict(STUCK)),

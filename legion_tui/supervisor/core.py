@@ -52,10 +52,12 @@ from legion_tui.supervisor.queries import Queries, verdict_of
 from legion_tui.supervisor.record import DECISION_EVENTS, Record
 from legion_tui.supervisor.roster import Roster
 from legion_tui.supervisor.stops import Stops
+from legion_tui.supervisor.teams import Teams
 from legion_tui.supervisor.verify import verify_marker
 
 if TYPE_CHECKING:
     from legion_tui.mail.service import MailService
+    from legion_tui.supervisor.worktree import Worktree
 
 __all__ = [
     "ROOT_ID",
@@ -203,13 +205,26 @@ class Supervisor:
             clock=clock,
             grace=lambda: self.stop_grace,
         )
+        self.teams = Teams(
+            self.model,
+            self.names,
+            self.record,
+            self.roster,
+            run=self.run,
+            project_dir=self.project_dir,
+            clock=clock,
+            card_for=self._card_for,
+            sandbox=lambda: self.sandbox,
+            echo=lambda: self._echo,
+            mail=lambda: self.mail,
+        )
         self.queries = Queries(
             self.model,
             self.names,
             self.run,
             clock,
             progress=self.progress,
-            delivery=self.delivery_of,
+            delivery=self.teams.delivery_of,
             idle=self._turn_idle,
             changed=lambda: self.record.changed,
             mail=lambda: self.mail,
@@ -222,7 +237,6 @@ class Supervisor:
         self.mail: MailService | None = None  # once started
         self.phase_clock: Any = None  # legion_tui.phases.timeouts.PhaseClock once started
         self._clock_task: asyncio.Task[None] | None = None
-        self._worktrees: dict[str, Any] = {}  # centurion id → supervisor.worktree.Worktree
         # A git repository the host owns (the demo's sandbox). When set, every
         # centurion's worktree is made from it — never from the project — and simulated
         # centurions get one too (they commit there); the user's repository is untouched.
@@ -233,7 +247,6 @@ class Supervisor:
         self._started = False
         self._closed = False
         self._spawn_lock = asyncio.Lock()
-        self._worktree_lock = asyncio.Lock()
         self._seq = 0
         self.launches = 0  # agents started by this host (tests assert "zero spawns")
         self.progress_updates = 0
@@ -570,7 +583,7 @@ class Supervisor:
             wants_tree = card.worktree if req.worktree is None else bool(req.worktree)
             # Only a centurion owns a worktree, and only in a git repository; a process
             # is what gives it its own cwd (SPEC §6.1).
-            repo = self._worktree_repo(kind)
+            repo = self.teams.worktree_repo(kind)
             if card.role == "centurion" and wants_tree and repo is not None:
                 isolate = isolate or (repo / ".git").exists()
             node_id = f"{name}-{secrets.token_hex(3)}"
@@ -708,9 +721,8 @@ class Supervisor:
             # again after each await below.
             return False
         self._seq += 1
-        card_name = self._card_of.get(node.id, node.role)
-        card = self._cards.get(card_name) if card_name in self._cards else None
-        warning = await self._worktree_for_launch(node, req, resume=resume)
+        card = self._card_for(node)
+        warning = await self.teams.worktree_for_launch(node, req, resume=resume)
         if self._stopped_meanwhile(node.id):
             return False  # stopped during the worktree's await: start nothing
         spec = LaunchSpec(
@@ -722,7 +734,7 @@ class Supervisor:
             task=node.task,
             session_file=Path(node.session_file or self.run.sessions_dir / f"{node.id}.jsonl"),
             run_dir=self.run.dir,
-            cwd=self._cwd_for(node),
+            cwd=self.teams.cwd_for(node),
             socket_path=self.socket_path,
             command=command,
             isolate=isolate,
@@ -776,7 +788,7 @@ class Supervisor:
                 "backend": handle.backend,
                 "pid": handle.pid,
                 "resumed": resume,
-                **self._worktree_data(node.id, warning),
+                **self.teams.worktree_data(node.id, warning),
             },
             pid=handle.pid,
             backend=handle.backend,
@@ -879,7 +891,7 @@ class Supervisor:
         if self.node(node_id).status is NodeStatus.SETTLED:
             node = await self.record.set_status(node_id, NodeStatus.RUNNING, None, {}, verdict=None)
             if node is not None:  # None: another writer woke it first and revived it
-                await self._revive_stint(node)  # nothing can fail after it: no restore
+                await self.teams.revive_stint(node)  # nothing can fail after it: no restore
         started = self.roster.turn_event(node_id)
         if started is not None:
             started.set()
@@ -1006,115 +1018,21 @@ class Supervisor:
         card_name = self._card_of.get(node.id, node.role)
         command = self._command_of(card_name, node.kind)
         isolate = node.backend == "process" and node.kind == "sim"
-        before = await self._revive_stint(node)
+        before = await self.teams.revive_stint(node)
         started = False
         try:
             started = await self._launch(node, None, command or None, isolate, resume=continues)
         finally:
             if before is not None and not started and not self._closed:
-                await self._restore_stint(before)
+                await self.teams.restore_stint(before)
         if not continues:
             return receipts.restarted(node.name)
         return receipts.resumed(node.name, Path(node.session_file or ""))
 
-    async def _revive_stint(self, node: Node) -> Node | None:
-        """A team woken after it ended starts a new stint in its phase (SPEC §6.4,
-        upstream #357): `phase_since` moves to now and a `phase_change` from == to with
-        reason `revived` says so, so its clock may time it out again and the notices of
-        the old stint go OBSOLETE. Returns the row before (to give the clock back if the
-        revival fails); None when there is no clock to restart (no declared machine, or
-        a terminal phase, where the clock never runs)."""
-        from legion_tui.phases.machine import TERMINALS
-        from legion_tui.phases.timeouts import revive_stint
-
-        if node.phase is None or node.phase in TERMINALS:
-            return None
-        # Through the echo: the node row and the event reach the live model at once.
-        await revive_stint(self._echo, node, self.clock())
-        return node
-
-    async def _restore_stint(self, before: Node) -> None:
-        """A revival whose launch did not happen keeps the old stint (upstream PR #363):
-        a moved clock for a run that never was would de-dupe the next real stint away."""
-        from legion_tui.phases.timeouts import restore_stint
-
-        await restore_stint(self._echo, before)
-
-    # ----- worktrees (SPEC §6.7) ----------------------------------------------------------
-    async def _worktree_for_launch(
-        self, node: Node, req: ChildRequest | None, *, resume: bool
-    ) -> str | None:
-        """Give a centurion its worktree (git repositories only) before it starts; return
-        the one warning a demoted request gets. A resumed centurion finds its old one.
-        Simulated centurions get one only from a sandbox (`_worktree_repo`)."""
-        from legion_tui.supervisor.worktree import (
-            Worktree,
-            WorktreeError,
-            demote_worktree,
-            prepare_worktree,
-        )
-
-        if node.id in self._worktrees:
-            return None
-        if resume:
-            event = self.record.last_event(node.id, EventType.NODE_LAUNCHED)
-            data = event.data if event is not None else {}
-            if data.get("worktree") and _has_file(str(data["worktree"])):
-                self._worktrees[node.id] = Worktree(
-                    path=Path(str(data["worktree"])),
-                    branch=str(data.get("branch", "")),
-                    base_sha=str(data.get("base_sha", "")),
-                    cwd=Path(str(data.get("worktree_cwd", data["worktree"]))),
-                )
-            return None
-        card_name = self._card_of.get(node.id, node.role)
-        card_tree = self._cards.get(card_name).worktree if card_name in self._cards else False
-        wants = req.worktree if req is not None and req.worktree is not None else card_tree
-        repo = self._worktree_repo(node.kind)
-        if repo is None or (node.role == "centurion" and wants is False):
-            # No repository to branch from, or a lead dispatched without one on purpose.
-            return demote_worktree(node.role, node.name, wants).warning
-        try:
-            # Launches of one batch run together; git's own locks are not made for two
-            # `worktree add` at once in one repository.
-            async with self._worktree_lock:
-                tree, warning = await prepare_worktree(repo, node.role, node.name, wants)
-        except WorktreeError as err:
-            log.warning("no worktree for %s: %s", node.path, err)
-            return f"no worktree for {node.name}: {err}"
-        if tree is not None:
-            self._worktrees[node.id] = tree
-        if warning:
-            log.warning("%s", warning)
-        return warning
-
-    def _worktree_repo(self, kind: str) -> Path | None:
-        """The repository a centurion of `kind` branches from: the host's sandbox when it
-        has one, else the project — except for simulated agents, which never branch in
-        the user's repository (they would leave `legion/*` branches for a pretend run)."""
-        if self.sandbox is not None:
-            return self.sandbox
-        return None if kind == "sim" else self.project_dir
-
+    # ----- worktrees (teams.Teams) ----------------------------------------------------------
     def launch_warning(self, node_id: str) -> str | None:
         """The warning a node's launch carried (a demoted worktree request), if any."""
-        event = self.record.last_event(node_id, EventType.NODE_LAUNCHED)
-        warning = event.data.get("warning") if event is not None else None
-        return str(warning) if warning else None
-
-    def _worktree_data(self, node_id: str, warning: str | None) -> dict[str, Any]:
-        data: dict[str, Any] = {}
-        tree = self._worktrees.get(node_id)
-        if tree is not None:
-            data.update(
-                worktree=str(tree.path),
-                worktree_cwd=str(tree.cwd),
-                branch=tree.branch,
-                base_sha=tree.base_sha,
-            )
-        if warning:
-            data["warning"] = warning
-        return data
+        return self.teams.launch_warning(node_id)
 
     # ----- declared phases (SPEC §6.4) ------------------------------------------------------
     async def _run_phase_clock(self) -> None:
@@ -1130,29 +1048,10 @@ class Supervisor:
                     self.mail.notify(team.node.parent_id)
             await asyncio.sleep(CHECK_SECONDS)
 
-    def worktree_of(self, node_id: str) -> Any:
+    def worktree_of(self, node_id: str) -> Worktree | None:
         """The worktree a node works in: its own (a centurion's) or its nearest
         ancestor's; None when the team works in the project itself."""
-        view = self.model.nodes.get(node_id)
-        while view is not None:
-            tree = self._worktrees.get(view.node.id)
-            if tree is not None:
-                return tree
-            view = self.model.nodes.get(view.node.parent_id or "")
-        return None
-
-    def _cwd_for(self, node: Node) -> Path:
-        tree = self.worktree_of(node.id)
-        return Path(tree.cwd) if tree is not None else self.project_dir
-
-    def _contract_path(self, node: Node) -> Path:
-        """`<run>/contracts/<name>.md` (where the sim writes it), else `contract.md` in
-        the team's working folder (the centurion card's wording)."""
-        in_run = self.run.dir / "contracts" / f"{node.name}.md"
-        if in_run.exists():
-            return in_run
-        local = self._cwd_for(node) / "contract.md"
-        return local if local.exists() else in_run
+        return self.teams.worktree_of(node_id)
 
     async def phase(
         self,
@@ -1164,121 +1063,11 @@ class Supervisor:
         reason: str | None = None,
         supersedes: Sequence[str] = (),
     ) -> dict[str, Any]:
-        """`legion phase --to P`: a team moves itself along its declared machine. Leaving
-        the machine's verification phase runs the contract's `legion-verify` commands
-        first (G6). Refusals list the legal next phases; nothing is written then."""
-        from legion_tui.phases import Machine, MachineError, snapshot_of
-        from legion_tui.supervisor.verify import (
-            needs_verification,
-            verification_gate,
-            verify_contract,
+        """`legion phase --to P`: a team moves itself along its declared machine (see
+        `teams.Teams.phase`)."""
+        return await self.teams.phase(
+            caller_id, to, note=note, evidence=evidence, reason=reason, supersedes=supersedes
         )
-
-        lead = self._caller(caller_id)
-        if lead.machine is None or lead.phase is None:
-            raise OpError("NO_PHASES", receipts.no_phases(lead.name))
-        if not lead.live:
-            raise OpError("ENDED", f"{lead.name} has ended ({lead.status.value})")
-        try:
-            machine = Machine.from_json(lead.machine)
-        except (MachineError, ValueError) as err:
-            raise OpError(
-                "PHASES", f"{lead.name}'s stored phase machine is unreadable: {err}"
-            ) from err
-        children = [self.model.nodes[c].node for c in self.model.children(lead.id)]
-        by_name = {c.name: c for c in children}
-        superseded: list[Node] = []
-        for name in supersedes:
-            child = by_name.get(name)
-            if child is None:
-                raise OpError("NOT_FOUND", f"--supersedes: {lead.name} has no child {name!r}")
-            if child.status is not NodeStatus.FAILED:
-                raise OpError(
-                    "BAD_REQUEST", f"--supersedes: {name} has not failed ({child.status.value})"
-                )
-            superseded.append(child)
-        current = lead.phase
-        verification = self.record.stint_verification(lead)
-        verified = None
-        if needs_verification(machine, current, to):
-            stamp = time.strftime("%Y%m%d-%H%M%S", time.gmtime(self.clock()))
-            self.roster.verifying.add(lead.id)  # a stop now sweeps the commands too
-            try:
-                verified = await verify_contract(
-                    self._contract_path(lead),
-                    cwd=self._cwd_for(lead),
-                    output_file=self.run.dir / "verify" / f"{lead.name}-{stamp}.log",
-                    run_id=self.run.run_id,
-                    node_id=lead.id,
-                )
-            finally:
-                self.roster.verifying.discard(lead.id)
-            data = verified.event_data()
-            data.update(phase=current, phase_since=lead.phase_since)
-            await self.record.event(lead.id, EventType.VERIFICATION_RESULT, data)
-            verification = verified.outcome
-            # The run took a while (up to minutes): a stop may have retired the team
-            # (phase `aborted`) or another move may have landed. Decide on the row as it
-            # is now, never overwrite an ended team's phase.
-            lead = self.node(lead.id)
-            if not lead.live or lead.id in self.roster.stopping:
-                raise OpError("ENDED", f"{lead.name} has ended or is being stopped")
-            if lead.phase != current:
-                raise OpError(
-                    "PHASE_REFUSED",
-                    f"{lead.name} moved to {lead.phase} while verification ran; nothing written",
-                )
-        snapshot = snapshot_of(
-            lead,
-            children,
-            contract_path=self._contract_path(lead),
-            handled=[*self.record.handled_ids(lead), *(c.id for c in superseded)],
-            verification=verification,
-            max_rework=machine.max_rework,
-        )
-        decision = machine.check_transition(snapshot, current, to, reason=reason, actor="self")
-        if not decision:
-            raise OpError("PHASE_REFUSED", decision.message)
-        for child in superseded:
-            await self.record.event(
-                lead.id, EventType.NODE_HANDLED, {"node_id": child.id, "by": "supersedes"}
-            )
-        change: dict[str, Any] = {"from": current, "to": to}
-        for key, value in (("note", note), ("evidence", evidence), ("reason", reason)):
-            if value:
-                change[key] = value
-        if superseded:
-            change["supersedes"] = [c.name for c in superseded]
-        fields: dict[str, Any] = {"phase": to, "phase_since": self.clock()}
-        if decision.rework:
-            fields["rework_count"] = lead.rework_count + 1
-            change["rework"] = fields["rework_count"]
-        node: Node = await self.ledger.update_node(lead.id, **fields)
-        self.model.upsert(node)
-        await self.record.event(lead.id, EventType.PHASE_CHANGE, change)
-        self.record.notify()
-        if to == "failed" and lead.parent_id is not None and self.mail is not None:
-            # A declared failure is a verdict: the parent hears it (upstream #309).
-            with contextlib.suppress(OpError):
-                await self.mail.send(
-                    lead.id,
-                    "parent",
-                    receipts.team_failed_subject(lead.name),
-                    reason or "",
-                    kind="report",
-                    urgency="action-needed",
-                )
-        reply: dict[str, Any] = {
-            "phase": to,
-            "from": current,
-            "receipt": receipts.phase_moved(lead.name, current, to),
-        }
-        if verified is not None:
-            gate = machine.phase(verification_gate(machine))
-            gated = gate is not None and "verification_passed" in gate.exit_requires("done")
-            reply["verification"] = verified.gate_summary(gated)
-            reply["receipt"] += f" Verification: {reply['verification']}"
-        return reply
 
     # ----- wait / collect / status --------------------------------------------------------
     # ----- read-only questions (queries.Queries) ----------------------------------------
@@ -1294,25 +1083,8 @@ class Supervisor:
         return await self.queries.collect(caller_id, name)
 
     async def delivery_of(self, node_id: str) -> dict[str, Any] | None:
-        """A centurion's delivery: its branch + HEAD sha (+ a PR/MR link only if gh/glab
-        reports one — never an invented URL, SPEC §6.7); None without a worktree."""
-        tree = self._worktrees.get(node_id)
-        if tree is None:
-            return None
-        from legion_tui.supervisor.worktree import WorktreeError, delivery
-
-        try:
-            d = await delivery(tree)
-        except WorktreeError as err:
-            log.warning("no delivery for %s: %s", node_id, err)
-            return None
-        return {
-            "branch": d.branch,
-            "head_sha": d.head_sha,
-            "link": d.link,
-            "commits": d.commits,
-            "dirty": d.dirty,
-        }
+        """A centurion's branch + HEAD sha (+ a link gh/glab reports); None without one."""
+        return await self.teams.delivery_of(node_id)
 
     def output_file(self, node: Node) -> Path:
         return self.queries.output_file(node)
@@ -1326,6 +1098,11 @@ class Supervisor:
     async def wait_idle_tree(self, node_ids: Iterable[str] | None = None) -> None:
         """Until no node (or none of `node_ids` and their subtrees) is live."""
         await self.queries.wait_idle_tree(node_ids)
+
+    def _card_for(self, node: Node) -> RoleCard | None:
+        """The node's role card, None when no card of that name is loaded."""
+        card_name = self._card_of.get(node.id, node.role)
+        return self._cards.get(card_name) if card_name in self._cards else None
 
     def _turn_idle(self, node_id: str) -> bool:
         handle = self.roster.handle(node_id)
