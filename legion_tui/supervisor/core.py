@@ -18,20 +18,16 @@ import contextlib
 import json
 import logging
 import os
-import secrets
 import time
 from collections.abc import Awaitable, Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from legion_tui import receipts
-from legion_tui.agents.cards import CardSet, RoleCard
-from legion_tui.agents.resolve import Launch
+from legion_tui.agents.cards import RoleCard
 from legion_tui.model import (
-    CARD_KINDS,
     EventType,
-    Kind,
     Node,
     NodeStatus,
     Usage,
@@ -40,11 +36,11 @@ from legion_tui.ops import OpError
 from legion_tui.session.progress import SessionProgress
 from legion_tui.state import Clock, LegionModel
 from legion_tui.supervisor import runs
+from legion_tui.supervisor.admission import Admission, Budgets, ChildRequest
 from legion_tui.supervisor.backend import (
     ABORT_BOUND,
     AgentHandle,
     LaunchSpec,
-    backend_for,
     make_handle,
 )
 from legion_tui.supervisor.naming import ROOT_ID, Names
@@ -71,69 +67,6 @@ log = logging.getLogger(__name__)
 SHUTDOWN_REASON = "session-shutdown"
 ORPHAN_REASON = "orphaned"
 INTERRUPT_REASONS = frozenset({SHUTDOWN_REASON, ORPHAN_REASON})
-
-
-@dataclass(frozen=True, slots=True)
-class Budgets:
-    """SPEC §5 spawn budgets (the demo raises them)."""
-
-    max_depth: int = 3
-    max_children: int = 8  # live children per node
-    max_active: int = 32  # live nodes in the run, the host's root excluded
-
-
-@dataclass(slots=True)
-class ChildRequest:
-    """One child of a spawn batch (the socket op's `children[]` item)."""
-
-    role: str
-    task: str
-    name: str | None = None
-    phases: Any = None  # a file path, a list of phases or a {start?, phases} mapping
-    kind: str | None = None
-    worktree: bool | None = None
-    isolate: bool | None = None  # run a sim as an OS process
-    sim: dict[str, Any] = field(default_factory=dict)  # sim knobs: stall_seconds, fail, ...
-    seed: int | None = None
-
-    @classmethod
-    def from_wire(cls, raw: Any) -> ChildRequest:
-        if not isinstance(raw, dict):
-            raise OpError("BAD_REQUEST", "each child must be an object with role and task")
-        role, task = raw.get("role"), raw.get("task")
-        if not isinstance(role, str) or not role:
-            raise OpError("BAD_REQUEST", "child.role is required (a role card name)")
-        if not isinstance(task, str):
-            raise OpError("BAD_REQUEST", "child.task is required (text)")
-        name = raw.get("name")
-        if name is not None and not isinstance(name, str):
-            raise OpError("BAD_REQUEST", "child.name must be a string")
-        sim = raw.get("sim") or {}
-        if not isinstance(sim, dict):
-            raise OpError("BAD_REQUEST", "child.sim must be an object")
-        seed = raw.get("seed")
-        return cls(
-            role=role,
-            task=task,
-            name=name,
-            phases=raw.get("phases"),
-            kind=raw.get("kind"),
-            worktree=raw.get("worktree"),
-            isolate=raw.get("isolate"),
-            sim=sim,
-            seed=int(seed) if isinstance(seed, int) else None,
-        )
-
-
-@dataclass(slots=True)
-class _Plan:
-    """A validated child: everything decided before anything exists."""
-
-    node: Node
-    request: ChildRequest
-    card: str  # the role card's name (the node's `role` is the role the card plays)
-    command: list[str] | None
-    isolate: bool
 
 
 def _has_file(path: str | None) -> bool:
@@ -193,6 +126,7 @@ class Supervisor:
         self.budgets = budgets or settings_budgets
         self.stop_grace = settings_grace if stop_grace is None else stop_grace
         self.model = LegionModel(self.run.run_id, session, clock=clock)
+        self.socket_path = runs.socket_path_for(self.run)
         self.names = Names(self.model)
         self.record = Record(self.model, self.names)  # the one write path
         self.roster = Roster()  # who runs now: handles, monitors, turn events, marks
@@ -218,6 +152,18 @@ class Supervisor:
             echo=lambda: self._echo,
             mail=lambda: self.mail,
         )
+        self.admission = Admission(
+            self.model,
+            self.names,
+            self.record,
+            run=self.run,
+            project_dir=self.project_dir,
+            socket_path=self.socket_path,
+            clock=clock,
+            default_kind=default_kind,
+            budgets=lambda: self.budgets,
+            worktree_repo=self.teams.worktree_repo,
+        )
         self.queries = Queries(
             self.model,
             self.names,
@@ -229,10 +175,7 @@ class Supervisor:
             changed=lambda: self.record.changed,
             mail=lambda: self.mail,
         )
-        self.socket_path = runs.socket_path_for(self.run)
         self.ledger: Any = None  # legion_tui.ledger.Ledger once started
-        self._cards = CardSet({})
-        self._card_of: dict[str, str] = {}  # node id → role card name
         self._server: Any = None
         self.mail: MailService | None = None  # once started
         self.phase_clock: Any = None  # legion_tui.phases.timeouts.PhaseClock once started
@@ -266,7 +209,7 @@ class Supervisor:
         from legion_tui.agents.cards import load_cards
         from legion_tui.ledger import open_ledger
 
-        self._cards = load_cards(self.project_dir)
+        self.admission.cards = load_cards(self.project_dir)
         self.ledger = await open_ledger(self.run.ledger_path, create=True, clock=self.clock)
         self.record.open(self.ledger)
         if self.reopened:
@@ -430,7 +373,7 @@ class Supervisor:
         for node in ordered:
             launched = self.record.last_event(node.id, EventType.NODE_LAUNCHED)
             if launched is not None and "card" in launched.data:
-                self._card_of[node.id] = str(launched.data["card"])
+                self.admission.card_of[node.id] = str(launched.data["card"])
         if ROOT_ID not in self.model.nodes:
             await self._create_root()
         else:
@@ -520,7 +463,7 @@ class Supervisor:
                 raise OpError("FORBIDDEN", f"{caller.name} has ended and cannot spawn")
             if caller.id in self.roster.stopping:  # still live, but its subtree is being retired
                 raise OpError("FORBIDDEN", f"{caller.name} is being stopped and cannot spawn")
-            plans = await self._plan(caller, requests)
+            plans = await self.admission.plan(caller, requests)
             nodes = [plan.node for plan in plans]
             from legion_tui.ledger import NameConflict
 
@@ -529,7 +472,7 @@ class Supervisor:
             except NameConflict as err:
                 raise OpError("NAME_CONFLICT", str(err)) from err
             for plan in plans:
-                self._card_of[plan.node.id] = plan.card
+                self.admission.card_of[plan.node.id] = plan.card
                 self.model.upsert(plan.node)
         # The batch starts together: a real agent takes seconds to answer (pi: 2–5 s
         # here), and six started one after another kept the caller waiting for all.
@@ -540,170 +483,6 @@ class Supervisor:
             )
         )
         return [self.node(n.id) for n in nodes]
-
-    async def _plan(self, caller: Node, requests: Sequence[ChildRequest]) -> list[_Plan]:
-        is_root = caller.id == ROOT_ID
-        from legion_tui.agents.cards import CardError
-        from legion_tui.phases import DeclarationRefused, check_centurion_dispatch
-
-        # `role` in a request names a role CARD; the card says which of the four roles
-        # the node plays (a project card `runner` may play `worker`).
-        cards: list[RoleCard] = []
-        for req in requests:
-            try:
-                cards.append(self._cards.get(req.role))
-            except CardError as err:
-                raise OpError("CARD", str(err)) from err
-        for card, req in zip(cards, requests, strict=True):
-            try:  # G1: only root dispatches a centurion
-                check_centurion_dispatch(
-                    card.role, caller_is_root=is_root, caller=caller.name, node=caller.path
-                )
-            except DeclarationRefused as err:
-                raise OpError("FORBIDDEN", str(err)) from err
-            if req.kind is not None and req.kind not in CARD_KINDS:
-                raise OpError("BAD_REQUEST", f"unknown kind {req.kind!r} (one of {CARD_KINDS})")
-        # `auto` → the agent that runs, decided before any row exists (a refusal spawns
-        # nothing); the node records the resolved kind.
-        launches = [
-            self._resolve(caller, card, req) for card, req in zip(cards, requests, strict=True)
-        ]
-        machines = [
-            _declared_machine(req, card, caller) for req, card in zip(requests, cards, strict=True)
-        ]
-        names = self.names.child_names(caller, requests)
-        await self._check_budgets(caller, len(requests))
-        plans: list[_Plan] = []
-        now = self.clock()
-        for req, card, name, (machine_json, start_phase), launch in zip(
-            requests, cards, names, machines, launches, strict=True
-        ):
-            kind = launch.kind
-            isolate = card.isolate if req.isolate is None else bool(req.isolate)
-            wants_tree = card.worktree if req.worktree is None else bool(req.worktree)
-            # Only a centurion owns a worktree, and only in a git repository; a process
-            # is what gives it its own cwd (SPEC §6.1).
-            repo = self.teams.worktree_repo(kind)
-            if card.role == "centurion" and wants_tree and repo is not None:
-                isolate = isolate or (repo / ".git").exists()
-            node_id = f"{name}-{secrets.token_hex(3)}"
-            probe = LaunchSpec(
-                node_id=node_id,
-                run_id=self.run.run_id,
-                name=name,
-                role=card.role,
-                kind=kind,
-                task=req.task,
-                session_file=self.run.sessions_dir / f"{node_id}.jsonl",
-                run_dir=self.run.dir,
-                cwd=self.project_dir,
-                socket_path=self.socket_path,
-                isolate=isolate,
-            )
-            node = Node(
-                id=node_id,
-                run_id=self.run.run_id,
-                parent_id=caller.id,
-                name=name,
-                path=f"{caller.path}/{name}",
-                role=card.role,
-                kind=kind,
-                backend=backend_for(probe),
-                status=NodeStatus.STARTING,
-                phase=start_phase,
-                phase_since=now if start_phase else None,
-                machine=machine_json,
-                session_file=str(probe.session_file),
-                task=req.task,
-                created_at=now,
-                updated_at=now,
-            )
-            plans.append(_Plan(node, req, card.name, list(launch.command) or None, isolate))
-        return plans
-
-    def _resolve(self, caller: Node, card: RoleCard, req: ChildRequest) -> Launch:
-        """The kind and command one request runs (`agents.resolve`); NO_AGENT when an
-        `auto` launch has no agent. Settings are read now, so a fixed `[agent]` counts at
-        the next spawn without restarting the host."""
-        from legion_tui.agents.resolve import NoAgent, resolve_launch
-        from legion_tui.settings import AgentSettings, SettingsProblem, load_settings
-
-        agent = AgentSettings(self.default_kind)
-        problems: tuple[SettingsProblem, ...] = ()
-        if (req.kind or card.kind) == "auto" and self.default_kind is None:
-            result = load_settings(self.project_dir)
-            agent, problems = result.settings.agent, result.problems
-        try:
-            return resolve_launch(
-                card.kind,
-                card.command,
-                requested=req.kind,
-                agent=agent,
-                problems=problems,
-                simulated_parent=caller.simulated,
-                what=f"'{card.name}' (kind: auto)",
-                cwd=self.project_dir,
-            )
-        except NoAgent as err:
-            raise OpError("NO_AGENT", str(err)) from err
-
-    def _command_of(self, card_name: str, kind: Kind) -> list[str]:
-        """The command a resumed node relaunches with: its card's, or for an `auto` card
-        what `[agent]` gives that kind now (the node recorded the kind it resolved to)."""
-        if card_name not in self._cards:
-            return []
-        card = self._cards.get(card_name)
-        if card.kind != "auto":
-            return list(card.command)
-        from legion_tui.agents.resolve import configured_command
-        from legion_tui.settings import load_settings
-
-        return list(configured_command(load_settings(self.project_dir).settings.agent, kind))
-
-    async def _check_budgets(self, caller: Node, count: int) -> None:
-        depth = self.depth(caller.id) + 1
-        live_children = sum(
-            1 for c in self.model.children(caller.id) if self.model.nodes[c].node.live
-        )
-        active = sum(1 for v in self.model.nodes.values() if v.node.live and v.node.id != ROOT_ID)
-        b = self.budgets
-        problem: tuple[str, int, int] | None = None
-        if depth > b.max_depth:
-            problem = ("maxDepth", b.max_depth, depth)
-        elif live_children + count > b.max_children:
-            problem = ("maxChildrenPerNode", b.max_children, live_children + count)
-        elif active + count > b.max_active:
-            problem = ("maxActiveNodes", b.max_active, active + count)
-        else:
-            # A card's maxSubagentDepth caps how many levels of descendants may grow
-            # below a node of that role: 0 = it spawns nothing, 1 = children only.
-            view = self.model.nodes.get(caller.id)
-            while view is not None and view.node.id != ROOT_ID:
-                card_name = self._card_of.get(view.node.id, view.node.role)
-                cap = self._card_depth_cap(card_name)
-                if cap is not None and depth - self.depth(view.node.id) > cap:
-                    problem = (f"maxSubagentDepth of {card_name}", cap, depth)
-                    break
-                view = self.model.nodes.get(view.node.parent_id or "")
-        if problem is None:
-            return
-        budget, limit, wanted = problem
-        await self.record.event(
-            caller.id,
-            EventType.BUDGET_EXCEEDED,
-            {"budget": budget, "limit": limit, "requested": wanted, "children": count},
-        )
-        raise OpError(
-            "BUDGET",
-            f"over budget: {budget} is {limit}, this spawn would need {wanted}; "
-            "nothing was spawned",
-        )
-
-    def _card_depth_cap(self, card_name: str) -> int | None:
-        if card_name not in self._cards:
-            return None
-        cap: int = self._cards.get(card_name).max_subagent_depth
-        return cap
 
     async def _launch(
         self,
@@ -783,7 +562,7 @@ class Supervisor:
                 "name": node.name,
                 "path": node.path,
                 "role": node.role,
-                "card": self._card_of.get(node.id, node.role),
+                "card": self.admission.card_name(node),
                 "kind": node.kind,
                 "backend": handle.backend,
                 "pid": handle.pid,
@@ -1015,8 +794,8 @@ class Supervisor:
         if node is None:  # it moved while the old agent was swept (a stop, a launch)
             raise OpError("ALREADY_RUNNING", f"{target.name} changed while resuming; look again")
         self.model.mark_interrupted(target.id, False)
-        card_name = self._card_of.get(node.id, node.role)
-        command = self._command_of(card_name, node.kind)
+        card_name = self.admission.card_name(node)
+        command = self.admission.command_of(card_name, node.kind)
         isolate = node.backend == "process" and node.kind == "sim"
         before = await self.teams.revive_stint(node)
         started = False
@@ -1101,8 +880,7 @@ class Supervisor:
 
     def _card_for(self, node: Node) -> RoleCard | None:
         """The node's role card, None when no card of that name is loaded."""
-        card_name = self._card_of.get(node.id, node.role)
-        return self._cards.get(card_name) if card_name in self._cards else None
+        return self.admission.card_for(node)
 
     def _turn_idle(self, node_id: str) -> bool:
         handle = self.roster.handle(node_id)
@@ -1171,26 +949,3 @@ def _phase_timeouts_for(project_dir: Path) -> dict[str, int]:
     from legion_tui.settings import load_settings
 
     return dict(load_settings(project_dir).settings.phase_timeouts)
-
-
-def _declared_machine(
-    req: ChildRequest, card: RoleCard, caller: Node
-) -> tuple[str | None, str | None]:
-    """(machine JSON, start phase) of the machine the new node runs under, or (None, None).
-    G2–G4 (upstream centurion-declared-phases): only root passes phases, only for a
-    centurion, and the machine validates and reaches a terminal."""
-    from legion_tui.phases import DeclarationRefused, declared_machine
-
-    try:
-        machine = declared_machine(
-            req.phases,
-            role=card.role,  # the role the card plays (`lead` may play centurion), not its name
-            caller_is_root=caller.id == ROOT_ID,
-            caller=caller.path,
-            card_machine=card.phases,
-        )
-    except DeclarationRefused as err:
-        raise OpError("PHASES", str(err)) from err
-    if machine is None:
-        return None, None
-    return machine.to_json(), machine.start

@@ -28,7 +28,7 @@ if TYPE_CHECKING:
     from legion_tui.phases import Machine, TransitionResult, Verification
     from legion_tui.phases.timeouts import ReviveStore
     from legion_tui.state import Clock, LegionModel
-    from legion_tui.supervisor.core import ChildRequest
+    from legion_tui.supervisor.admission import ChildRequest
     from legion_tui.supervisor.naming import Names
     from legion_tui.supervisor.record import Record
     from legion_tui.supervisor.roster import Roster
