@@ -19,7 +19,7 @@ import json
 import logging
 import os
 import time
-from collections.abc import Awaitable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -43,13 +43,13 @@ from legion_tui.supervisor.backend import (
     LaunchSpec,
     make_handle,
 )
+from legion_tui.supervisor.continuity import Continuity
 from legion_tui.supervisor.naming import ROOT_ID, Names
 from legion_tui.supervisor.queries import Queries, verdict_of
-from legion_tui.supervisor.record import DECISION_EVENTS, Record
+from legion_tui.supervisor.record import Record
 from legion_tui.supervisor.roster import Roster
 from legion_tui.supervisor.stops import Stops
 from legion_tui.supervisor.teams import Teams
-from legion_tui.supervisor.verify import verify_marker
 
 if TYPE_CHECKING:
     from legion_tui.mail.service import MailService
@@ -63,10 +63,6 @@ __all__ = [
 ]
 
 log = logging.getLogger(__name__)
-
-SHUTDOWN_REASON = "session-shutdown"
-ORPHAN_REASON = "orphaned"
-INTERRUPT_REASONS = frozenset({SHUTDOWN_REASON, ORPHAN_REASON})
 
 
 def _has_file(path: str | None) -> bool:
@@ -121,7 +117,6 @@ class Supervisor:
         self._serve = serve
         self._watch = watch
         self.run, self.reopened = runs.open_session(self.project_dir, session, task=task)
-        self._previous_owner = self.run.owner_pid
         settings_budgets, settings_grace = _settings_for(self.project_dir)
         self.budgets = budgets or settings_budgets
         self.stop_grace = settings_grace if stop_grace is None else stop_grace
@@ -164,6 +159,17 @@ class Supervisor:
             budgets=lambda: self.budgets,
             worktree_repo=self.teams.worktree_repo,
         )
+        self.continuity = Continuity(
+            self.model,
+            self.record,
+            self.roster,
+            self.stops,
+            self.admission,
+            run=self.run,
+            clock=clock,
+            previous_owner=self.run.owner_pid,
+            grace=lambda: self.stop_grace,
+        )
         self.queries = Queries(
             self.model,
             self.names,
@@ -193,12 +199,16 @@ class Supervisor:
         self._seq = 0
         self.launches = 0  # agents started by this host (tests assert "zero spawns")
         self.progress_updates = 0
-        self.interrupted_on_open: list[str] = []
 
     @property
     def events_written(self) -> int:
         """Events this host wrote itself (the demo's report counts them)."""
         return self.record.events_written
+
+    @property
+    def interrupted_on_open(self) -> list[str]:
+        """Nodes this open found interrupted (paused or orphaned) with a session to resume."""
+        return self.continuity.interrupted_on_open
 
     # ----- lifecycle --------------------------------------------------------------------
     async def start(self) -> None:
@@ -212,10 +222,7 @@ class Supervisor:
         self.admission.cards = load_cards(self.project_dir)
         self.ledger = await open_ledger(self.run.ledger_path, create=True, clock=self.clock)
         self.record.open(self.ledger)
-        if self.reopened:
-            await self._restore()
-        else:
-            await self._create_root()
+        await self.continuity.open(reopened=self.reopened)
         self.run = runs.touch_run(self.run)
         # Mail (SPEC §6.5): the postman hands letters over through the agents' handles.
         from legion_tui.mail.service import EchoingLedger, MailService
@@ -268,42 +275,7 @@ class Supervisor:
             except Exception:
                 log.exception("the phase clock had failed")
             self._clock_task = None
-        live = [v.node.id for v, _depth in self.model.walk(ROOT_ID) if v.node.live]
-        self.roster.stopping.update(live)
-        # Concurrent writes land in the ledger writer's batches: one transaction for a
-        # thousand pauses instead of a thousand.
-        await asyncio.gather(
-            *(
-                self.record.set_status(
-                    node_id,
-                    NodeStatus.RETIRED,
-                    EventType.NODE_RETIRED,
-                    {"reason": SHUTDOWN_REASON, "execution": "interrupted"},
-                )
-                for node_id in live
-            )
-        )
-        for node_id in live:
-            self.model.mark_interrupted(node_id)
-        handles = self.roster.detach_all()
-        self.roster.stopping.update(node_id for node_id, _ in handles)
-        stops: list[tuple[str, Awaitable[object]]] = [
-            (node_id, h.stop(force=False, grace=self.stop_grace)) for node_id, h in handles
-        ]
-        stops += [
-            (verify_marker(node_id), self.stops.sweep_verification(node_id, False))
-            for node_id in list(self.roster.verifying)
-        ]
-        reports = await asyncio.gather(*(stop for _, stop in stops), return_exceptions=True)
-        for (what, _), report in zip(stops, reports, strict=True):
-            if isinstance(report, BaseException):
-                log.warning("stopping %s failed: %s", what, report)
-        monitors = self.roster.unwatch_all()
-        for task in monitors:
-            task.cancel()
-        await asyncio.gather(*monitors, return_exceptions=True)
-        if self.model.nodes.get(ROOT_ID) is not None:
-            await self.record.set_status(ROOT_ID, NodeStatus.RETIRED, None, {})
+        await self.continuity.pause()
         if self._server is not None:
             await self._server.close()
             self._server = None
@@ -325,103 +297,6 @@ class Supervisor:
 
     async def __aexit__(self, *exc: object) -> None:
         await self.close()
-
-    async def _create_root(self) -> None:
-        now = self.clock()
-        root = Node(
-            id=ROOT_ID,
-            run_id=self.run.run_id,
-            parent_id=None,
-            name=ROOT_ID,
-            path=ROOT_ID,
-            role="root",
-            kind="sim",
-            backend="inprocess",
-            status=NodeStatus.RUNNING,
-            pid=os.getpid(),
-            task=self.run.task,
-            created_at=now,
-            updated_at=now,
-        )
-        await self.ledger.insert_nodes([root])
-        self.model.upsert(root)
-
-    async def _restore(self) -> None:
-        """Same session ⇒ same run: show the old tree, spawn nothing. Nodes still marked
-        live belonged to an owner that died without pausing them (SIGKILL): orphans."""
-        nodes: list[Node] = await self.ledger.get_nodes(self.run.run_id)
-        by_parent: dict[str | None, list[Node]] = {}
-        for node in nodes:
-            by_parent.setdefault(node.parent_id, []).append(node)
-        ordered: list[Node] = []
-        stack = list(reversed(by_parent.get(None, [])))
-        while stack:
-            node = stack.pop()
-            ordered.append(node)
-            stack.extend(reversed(by_parent.get(node.id, [])))
-        for node in ordered:
-            self.model.upsert(node)
-            for event in await self.ledger.get_events(node.id, limit=200):
-                self.model.add_event(event)
-        # The decision facts come from the whole ledger, not the display buffer: one
-        # query for the run (these are a few events per node), oldest first.
-        facts = await self.ledger.get_events(
-            None, types=[*DECISION_EVENTS, EventType.NODE_HANDLED], limit=2**62
-        )
-        for event in facts:
-            self.record.remember(event)
-        for node in ordered:
-            launched = self.record.last_event(node.id, EventType.NODE_LAUNCHED)
-            if launched is not None and "card" in launched.data:
-                self.admission.card_of[node.id] = str(launched.data["card"])
-        if ROOT_ID not in self.model.nodes:
-            await self._create_root()
-        else:
-            await self.record.set_status(
-                ROOT_ID, NodeStatus.RUNNING, None, {}, refresh=True, pid=os.getpid()
-            )
-        orphans = [n.id for n in ordered if n.id != ROOT_ID and n.live]
-        swept: list[int] = []
-        if orphans:
-            # Their children die with the old host (parent-death signal); anything that
-            # escaped it still carries the run marker: sweep those before saying so.
-            from legion_tui.supervisor.sweep import sweep
-
-            report = await sweep(
-                root_pid=None,
-                pgid=None,
-                run_id=self.run.run_id,
-                node_ids=[*orphans, *map(verify_marker, orphans)],
-                force=True,
-            )
-            swept = report.signalled
-        for node in ordered:
-            if node.id == ROOT_ID:
-                continue
-            if node.live:
-                await self.record.event(
-                    node.id,
-                    EventType.NODE_ORPHANED,
-                    {
-                        "owner_pid": self._previous_owner,
-                        "status": node.status.value,
-                        "swept_pids": swept,
-                    },
-                )
-                await self.record.set_status(
-                    node.id,
-                    NodeStatus.RETIRED,
-                    EventType.NODE_RETIRED,
-                    {"reason": ORPHAN_REASON, "execution": "interrupted"},
-                )
-                interrupted = True
-            elif node.status is NodeStatus.RETIRED:
-                interrupted = self.record.retired_reason(node.id) in INTERRUPT_REASONS
-            else:
-                interrupted = False
-            if interrupted and node.session_file:
-                self.model.mark_interrupted(node.id)
-                self.interrupted_on_open.append(node.id)
 
     def _on_progress(self, node_id: str, progress: SessionProgress) -> None:
         if node_id not in self.model.nodes:
