@@ -181,11 +181,17 @@ def check_pi_starts(report: Report) -> None:
     with no model fails here, in pi's words, not at the first spawn."""
     import asyncio
 
-    from legion_tui.supervisor.backends.common import find_program
+    from legion_tui.supervisor.backends.common import fill_placeholders, find_program
     from legion_tui.supervisor.backends.pi_cli import dry_start, pi_version
 
     async def probe(command: tuple[str, ...]) -> tuple[str, PiVersion | None, StartProbe]:
-        argv = [_no_placeholders(arg, report.project) for arg in command]
+        argv = fill_placeholders(
+            command,
+            task="legion doctor",
+            session_file=os.devnull,
+            cwd=str(report.project),
+            name="doctor",
+        )
         program = find_program(argv[0], cwd=report.project, path=None) or argv[0]
         env = dict(os.environ)
         version, started = await asyncio.gather(
@@ -232,14 +238,6 @@ def check_pi_starts(report: Report) -> None:
             )
         else:
             report.passed.append(f"{where}: {program} (pi {text}) starts; model {model}")
-
-
-def _no_placeholders(arg: str, project: Path) -> str:
-    """A card argument with its launch placeholders filled for a dry start."""
-    for key, value in (("{task}", "legion doctor"), ("{cwd}", str(project)),
-                       ("{name}", "doctor"), ("{session_file}", "/dev/null")):
-        arg = arg.replace(key, value)
-    return arg
 
 
 def check_settings(report: Report) -> None:

@@ -8,7 +8,7 @@ import contextlib
 import math
 import os
 import shutil
-from collections.abc import Awaitable, Callable, Collection
+from collections.abc import Awaitable, Callable, Collection, Sequence
 from pathlib import Path
 
 from legion_tui.supervisor.backend import (
@@ -28,6 +28,7 @@ __all__ = [
     "ProcessChildHandle",
     "bounded_abort",
     "child_env",
+    "fill_placeholders",
     "find_program",
     "inbox_path",
     "log_path",
@@ -98,12 +99,20 @@ def resolve_argv(command: list[str], spec: LaunchSpec) -> list[str]:
     Plain replacement, not str.format: a literal brace elsewhere in an argument (a JSON
     snippet, a shell `${VAR}`) must survive untouched.
     """
-    values = {
-        "{task}": spec.task,
-        "{session_file}": str(spec.session_file),
-        "{cwd}": str(spec.cwd),
-        "{name}": spec.name,
-    }
+    return fill_placeholders(
+        command,
+        task=spec.task,
+        session_file=str(spec.session_file),
+        cwd=str(spec.cwd),
+        name=spec.name,
+    )
+
+
+def fill_placeholders(
+    command: Sequence[str], *, task: str, session_file: str, cwd: str, name: str
+) -> list[str]:
+    """`resolve_argv` from plain values (`legion doctor` fills them for a dry start)."""
+    values = {"{task}": task, "{session_file}": session_file, "{cwd}": cwd, "{name}": name}
     out: list[str] = []
     for arg in command:
         for key, value in values.items():
