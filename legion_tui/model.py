@@ -154,16 +154,24 @@ ROLES: tuple[Role, ...] = ("root", "centurion", "worker", "scout")
 
 # What a node runs as; the ledger's `kind` CHECK is built from this, so a row always names
 # the agent that really ran.
-Kind = Literal["sim", "pi", "exec"]
-KINDS: tuple[Kind, ...] = ("sim", "pi", "exec")
+Kind = Literal["sim", "pi", "claude", "codex", "exec"]
+KINDS: tuple[Kind, ...] = ("sim", "pi", "claude", "codex", "exec")
 # What a role card (or `--kind`) may ask for: also `auto`, which the supervisor resolves
 # at launch to the configured or the first installed agent (`agents.resolve`). It is
 # not a Kind: an unresolved `auto` must never reach a node or the ledger.
 CardKind = Literal["auto", Kind]
 CARD_KINDS: tuple[CardKind, ...] = ("auto", *KINDS)
 
-Backend = Literal["inprocess", "process", "pi-rpc"]
-BACKENDS: tuple[Backend, ...] = ("inprocess", "process", "pi-rpc")
+# How legion drives it: pi's RPC, Claude Code's stream-json on stdin/stdout, Codex's
+# app-server JSON-RPC; `process` is a sim or an exec command as an OS child.
+Backend = Literal["inprocess", "process", "pi-rpc", "claude-stream", "codex-app-server"]
+BACKENDS: tuple[Backend, ...] = (
+    "inprocess",
+    "process",
+    "pi-rpc",
+    "claude-stream",
+    "codex-app-server",
+)
 
 
 def outcome_of(status: NodeStatus, phase: str | None) -> NodeStatus:

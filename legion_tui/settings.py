@@ -12,10 +12,11 @@
     implementing = 5400000
 
     [agent]                      # what a `kind: auto` card (the bundled ones) runs
-    default = "pi"               # auto | sim | pi | exec; absent/auto: the first installed
-    command = ["pi"]             # argv (placeholders as in cards); pi: its program
-    model = "claude-sonnet-4-5"  # pi: --model
-    provider = "anthropic"       # pi: --provider
+    default = "pi"               # auto | sim | pi | claude | codex | exec; absent/auto:
+                                 # the first installed (pi, claude, codex)
+    command = ["pi"]             # argv (placeholders as in cards); pi/claude/codex: its program
+    model = "claude-sonnet-4-5"  # pi, claude: --model; codex: -c model=…
+    provider = "anthropic"       # pi: --provider; codex: -c model_provider=…
 
 The file is read with `tomllib`; every problem (syntax, unknown key, wrong type) is
 reported with file:line like role cards, and a setting with a problem keeps its default.
@@ -113,6 +114,8 @@ _BUDGETS: dict[str, tuple[str, int]] = {
 }
 _TOP_KEYS = ("theme", "stopGraceSeconds", "budgets", "phaseTimeouts", "agent")
 AGENT_KEYS = ("default", "command", "model", "provider")
+# The kinds an `[agent] command` can belong to (a sim takes none).
+_COMMAND_KINDS = ("pi", "claude", "codex", "exec")
 
 
 class _Add(Protocol):
@@ -259,8 +262,9 @@ def _agent(value: object, add: _Add, values: dict[str, Any], line: int | None) -
     default = fields.get("default")
     # A command belongs to one agent; without a default naming it, which one runs it
     # would depend on what happens to be installed.
-    if "command" in fields and default not in ("pi", "exec"):
-        add("agent", "command", 'a command needs default = "pi" or default = "exec"')
+    if "command" in fields and default not in _COMMAND_KINDS:
+        add("agent", "command", "a command needs default = " + " or ".join(
+            f'"{k}"' for k in _COMMAND_KINDS))
         fields.pop("command")
     if default == "exec" and "command" not in value:
         add("agent", "default", 'default = "exec" needs a command = [...] to run')

@@ -82,7 +82,7 @@ async def test_spawn_with_no_agent_is_refused_and_records_nothing(
         message = refused.value.message
         assert message.startswith(
             "no agent to run 'worker' (kind: auto): none is configured ([agent] in "
-            ".legion/settings.toml) and none is installed (looked on PATH for: pi) — "
+            ".legion/settings.toml) and none is installed (looked on PATH for: pi, claude, codex) — "
             "nothing spawned."
         )
         assert INSTALL in message and "--kind sim" in message
@@ -153,7 +153,7 @@ async def test_a_bad_agent_setting_refuses_with_its_file_and_line(
         assert ".legion/settings.toml has a problem" in message
         assert (
             "  .legion/settings.toml:2: setting 'agent.default': expected one of auto, sim, "
-            "pi, exec, got 'simm'" in message
+            "pi, claude, codex, exec, got 'simm'" in message
         )
         assert list(sup.model.nodes) == [ROOT_ID]
 
@@ -357,8 +357,8 @@ def test_agent_settings_are_a_closed_validated_set() -> None:
     )
     _settings, problems = parse_settings(bad, ".legion/settings.toml")
     assert [str(p) for p in problems] == [
-        ".legion/settings.toml:2: setting 'agent.default': expected one of auto, sim, pi, exec, "
-        "got 'docker'",
+        ".legion/settings.toml:2: setting 'agent.default': expected one of auto, sim, pi, "
+        "claude, codex, exec, got 'docker'",
         ".legion/settings.toml:3: setting 'agent.command': expected a list of strings (argv), "
         "got []",
         ".legion/settings.toml:4: setting 'agent.model': expected a non-empty string, got 7",
@@ -372,8 +372,8 @@ def test_agent_settings_are_a_closed_validated_set() -> None:
     ]
     _settings, problems = parse_settings('[agent]\ncommand = ["x"]\n', ".legion/settings.toml")
     assert [str(p) for p in problems] == [
-        ".legion/settings.toml:2: setting 'agent.command': a command needs default = \"pi\" "
-        'or default = "exec"'
+        ".legion/settings.toml:2: setting 'agent.command': a command needs default = "
+        '"pi" or "claude" or "codex" or "exec"'
     ]
     _settings, problems = parse_settings('[agent]\ndefault = "exec"\n', ".legion/settings.toml")
     assert [str(p) for p in problems] == [

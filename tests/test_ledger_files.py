@@ -164,7 +164,7 @@ async def test_blank_files_need_create(tmp_path: Path, make: Callable[[Path], No
         await open_ledger(path)
     assert file_snapshot(path) == before
     async with await open_ledger(path, create=True) as ledger:
-        assert ledger.migrations_applied == [1, 2]
+        assert ledger.migrations_applied == [1, 2, 3]
 
 
 async def test_a_live_ledger_is_recognised_though_its_main_header_is_stale(
@@ -208,13 +208,13 @@ def _v1_ledger(path: Path) -> None:
     conn.close()
 
 
-async def test_migration_v1_to_v2_applies_once_and_keeps_rows(tmp_path: Path) -> None:
+async def test_migration_v1_to_v3_applies_once_and_keeps_rows(tmp_path: Path) -> None:
     path = tmp_path / "legion.db"
     _v1_ledger(path)
     nodes, usage = read_snapshot(path)  # a v1 ledger is readable before migrating
     assert [n.id for n in nodes] == ["old"] and usage == {}
     async with await open_ledger(path) as ledger:
-        assert ledger.migrations_applied == [2]
+        assert ledger.migrations_applied == [2, 3]
         assert (await ledger.get_node("old")) == make_node("old", status=NodeStatus.SETTLED)
         (letter,) = await ledger.get_messages("old")
         assert letter.delivered is MailState.ACCEPTED  # a v1 `1` reads as accepted
@@ -225,15 +225,48 @@ async def test_migration_v1_to_v2_applies_once_and_keeps_rows(tmp_path: Path) ->
         assert await ledger.get_usage("old") == Usage(output=3)
 
 
+async def test_a_v2_ledger_takes_claude_and_codex_nodes_after_its_migration(
+    tmp_path: Path,
+) -> None:
+    """v2 checked `kind IN ('sim','pi','exec')`: a run reopened after an upgrade must take
+    the new agents, and keep its rows and indexes (the sibling-name rule still holds)."""
+    path = tmp_path / "legion.db"
+    conn = connect(path)
+    assert migrate(conn, create=True, target=2) == [1, 2]
+    with immediate(conn):
+        conn.execute(NODE_INSERT_SQL, node_params(make_node("old", status=NodeStatus.SETTLED)))
+    with pytest.raises(sqlite3.IntegrityError), immediate(conn):
+        conn.execute(NODE_INSERT_SQL, node_params(make_node("cc", kind="claude")))
+    conn.close()
+    async with await open_ledger(path) as ledger:
+        assert ledger.migrations_applied == [3]
+        assert (await ledger.get_node("old")) == make_node("old", status=NodeStatus.SETTLED)
+    conn = connect(path)
+    with immediate(conn):
+        conn.execute(
+            NODE_INSERT_SQL,
+            node_params(make_node("cc", kind="claude", backend="claude-stream")),
+        )
+        conn.execute(
+            NODE_INSERT_SQL,
+            node_params(make_node("cx", kind="codex", backend="codex-app-server")),
+        )
+    with pytest.raises(sqlite3.IntegrityError, match="UNIQUE"), immediate(conn):
+        conn.execute(NODE_INSERT_SQL, node_params(make_node("twin", name="old")))
+    indexes = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='index'")}
+    assert {"nodes_sibling_name", "nodes_run"} <= indexes
+    conn.close()
+
+
 def test_concurrent_migrators_apply_exactly_once(tmp_path: Path) -> None:
     path = tmp_path / "legion.db"
     _v1_ledger(path)
     outcomes = run_workers(8, migrate_worker, lambda _w: (str(path),), timeout=60)
     assert all(status == "ok" for status, _ in outcomes), outcomes
     applied = sorted(tuple(v) for _, v in outcomes)
-    assert applied == [()] * 7 + [(2,)]
+    assert applied == [()] * 7 + [(2, 3)]
     conn = sqlite3.connect(path)
-    assert conn.execute("PRAGMA user_version").fetchone()[0] == 2
+    assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
     conn.close()
 
 

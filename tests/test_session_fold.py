@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 from session_helpers import assistant, header, tool_result, user
 
-from legion_tui.session.entries import interpret
+from legion_tui.session.entries import AssistantEntry, UserEntry, interpret
 from legion_tui.session.fold import SessionFold
 from legion_tui.session.live_rate import live_tok_s
 from legion_tui.session.progress import RateSegment, SessionProgress
@@ -179,3 +179,49 @@ def test_live_tok_s_prorates_segments_in_the_window() -> None:
     assert live_tok_s(p, now=100.0, window=10.0) == pytest.approx((50 + 40) / 10.0)
     assert live_tok_s(p, now=200.0) == 0.0
     assert live_tok_s(SessionProgress(), now=1.0) == 0.0
+
+
+def _piece(call: str | None, at_ms: float, *, output: int = 0, start_ms: float | None = None,
+           text: str = "") -> AssistantEntry:
+    return AssistantEntry(
+        id=None, parent_id=None, at_ms=at_ms, model="m", text=text, tool_calls=(),
+        stop_reason="stop", input=0, output=output, cache_read=0, cache_write=0, cost=0.0,
+        started_ms=start_ms, duration_ms=None, call=call,
+    )
+
+
+def test_pieces_of_one_model_call_are_one_turn_with_one_growing_segment() -> None:
+    """Claude Code writes a line per content block (usage on the first), Codex its items
+    then the usage record: one call, one turn, its tokens once, its span first → last."""
+    f = SessionFold()
+    f.feed(_piece("m1", 2_000.0, output=40, start_ms=1_000.0, text="I'll run it."))
+    f.feed(_piece("m1", 3_000.0, start_ms=1_000.0))  # the tool_use block, no usage again
+    p = f.finish()
+    assert (p.turns, p.tokens.output, p.generation_ms) == (1, 40, 2_000.0)
+    assert p.rate_series == [RateSegment(1.0, 3.0, 40)]
+    f.feed(_piece("m2", 5_000.0))  # Codex: the item first, with no span
+    f.feed(_piece("m2", 6_000.0, output=10, start_ms=4_000.0))  # then its usage record
+    f.feed(_piece(None, 8_000.0, output=5, start_ms=7_000.0))  # pi: every record a call
+    f.feed(_piece(None, 9_500.0, output=5, start_ms=9_000.0))
+    p = f.finish()
+    assert (p.turns, p.tokens.output, p.generation_ms) == (4, 60, 2_000.0 + 2_000 + 1_000 + 500)
+    assert p.rate_series == [
+        RateSegment(1.0, 3.0, 40),
+        RateSegment(4.0, 6.0, 10),
+        RateSegment(7.0, 8.0, 5),
+        RateSegment(9.0, 9.5, 5),
+    ]
+
+
+def test_the_agents_own_interrupt_record_ends_the_turn_aborted() -> None:
+    f = SessionFold()
+    f.feed(_piece(None, 2_000.0, output=3, start_ms=1_000.0))
+    f.feed(UserEntry(None, None, 2_500.0, "[Request interrupted by user]", aborted=True))
+    p = f.finish()
+    assert p.last_stop_reason == "aborted"
+    assert list(p.recent_user_texts) == ["[Request interrupted by user]"]
+    f.feed(UserEntry(None, None, 3_000.0, "", aborted=True))  # Codex's: no text of its own
+    f.feed(UserEntry(None, None, 3_500.0, "next prompt"))
+    p = f.finish()
+    assert p.last_stop_reason == "aborted"  # a prompt alone does not end anything
+    assert list(p.recent_user_texts) == ["[Request interrupted by user]", "next prompt"]

@@ -20,6 +20,7 @@ while it plans a spawn, `legion run` / `legion tui` call it to refuse before hos
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -40,11 +41,13 @@ __all__ = [
 ]
 
 # The real agents `auto` may pick, in the order it tries them: (kind, program on PATH).
-# Claude Code and Codex join here as ("claude", "claude") and ("codex", "codex") once
-# their kinds exist; nothing else in the resolver needs to change.
-AGENTS: tuple[tuple[Kind, str], ...] = (("pi", "pi"),)
+AGENTS: tuple[tuple[Kind, str], ...] = (("pi", "pi"), ("claude", "claude"), ("codex", "codex"))
 INSTALL_HINTS: Mapping[Kind, str] = MappingProxyType(
-    {"pi": "npm install -g @mariozechner/pi-coding-agent"}
+    {
+        "pi": "npm install -g @mariozechner/pi-coding-agent",
+        "claude": "npm install -g @anthropic-ai/claude-code",
+        "codex": "npm install -g @openai/codex",
+    }
 )
 
 Via = Literal["card", "--kind", "parent", "settings", "PATH"]
@@ -73,17 +76,27 @@ def agent_problems(problems: Sequence[SettingsProblem]) -> tuple[SettingsProblem
 
 def configured_command(agent: AgentSettings, kind: Kind) -> tuple[str, ...]:
     """The argv `[agent]` gives an auto launch of `kind`: its `command` when its default
-    is that kind; for pi, `--provider` / `--model` too. () when it says nothing."""
+    is that kind, and its `model` / `provider` in the agent's own flags (pi: `--provider`
+    `--model`; Claude Code: `--model`; Codex: `-c model=…` `-c model_provider=…`).
+    () when it says nothing."""
     command = agent.command if agent.default == kind else ()
-    if kind != "pi":
-        return command
     extra: list[str] = []
-    if agent.provider and "--provider" not in command:
-        extra += ["--provider", agent.provider]
-    if agent.model and "--model" not in command:
-        extra += ["--model", agent.model]
+    if kind == "pi":
+        if agent.provider and "--provider" not in command:
+            extra += ["--provider", agent.provider]
+        if agent.model and "--model" not in command:
+            extra += ["--model", agent.model]
+    elif kind == "claude":
+        if agent.model and "--model" not in command:
+            extra += ["--model", agent.model]
+    elif kind == "codex":
+        said = " ".join(command)
+        if agent.model and "model=" not in said:
+            extra += ["-c", f"model={json.dumps(agent.model)}"]
+        if agent.provider and "model_provider=" not in said:
+            extra += ["-c", f"model_provider={json.dumps(agent.provider)}"]
     if extra:
-        return (*(command or ("pi",)), *extra)
+        return (*(command or (kind,)), *extra)
     return command
 
 

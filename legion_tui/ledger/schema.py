@@ -4,6 +4,8 @@ Version history (each step is a tuple of single statements, applied in order ins
 `BEGIN IMMEDIATE` transaction; never `executescript`, which would commit first):
 - v1: nodes, events, messages (the pi-legion 3.x ledger).
 - v2: the `usage` table (token counts written from the session tailer).
+- v3: nodes may run Claude Code and Codex (`kind` claude/codex, their backends): SQLite
+  cannot change a CHECK, so the table is rebuilt with the new one and its rows copied.
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ from legion_tui.model import (
     Urgency,
 )
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 # `PRAGMA application_id`: header bytes 68..71 say "this file is a legion ledger", so a
 # file can be recognised from its first 100 bytes without SQLite touching it.
 APPLICATION_ID = int.from_bytes(b"LGN1", "big")
@@ -31,7 +33,13 @@ LEDGER_TABLES: frozenset[str] = frozenset({"nodes", "events", "messages", "usage
 TABLES_BY_VERSION: dict[int, frozenset[str]] = {
     1: frozenset({"nodes", "events", "messages"}),
     2: LEDGER_TABLES,
+    3: LEDGER_TABLES,
 }
+
+# The closed sets of v1 and v2, frozen: a migration must build what that version built,
+# whatever the sets have grown to since.
+_V1_KINDS = ("sim", "pi", "exec")
+_V1_BACKENDS = ("inprocess", "process", "pi-rpc")
 
 
 def _sql_literal(value: str | int) -> str:
@@ -49,16 +57,16 @@ def check_in(column: str, values: Iterable[str | int | enum.Enum]) -> str:
     return f"CHECK ({column} IN ({', '.join(literals)}))"
 
 
-_V1: tuple[str, ...] = (
-    f"""CREATE TABLE nodes (
+def _nodes_table(name: str, kinds: Iterable[str], backends: Iterable[str]) -> str:
+    return f"""CREATE TABLE {name} (
         id TEXT PRIMARY KEY,
         run_id TEXT NOT NULL,
         parent_id TEXT,
         name TEXT NOT NULL,
         path TEXT NOT NULL,
         role TEXT NOT NULL {check_in("role", ROLES)},
-        kind TEXT NOT NULL {check_in("kind", KINDS)},
-        backend TEXT NOT NULL {check_in("backend", BACKENDS)},
+        kind TEXT NOT NULL {check_in("kind", kinds)},
+        backend TEXT NOT NULL {check_in("backend", backends)},
         status TEXT NOT NULL {check_in("status", NodeStatus)},
         phase TEXT,
         phase_since REAL,
@@ -71,11 +79,19 @@ _V1: tuple[str, ...] = (
         error TEXT,
         created_at REAL NOT NULL,
         updated_at REAL NOT NULL
-    )""",
+    )"""
+
+
+_NODES_INDEXES = (
     # A NULL parent_id is never equal to another NULL in a UNIQUE index, so two roots
     # of one run with one name would both pass; fold NULL to '' (ids are never empty).
     "CREATE UNIQUE INDEX nodes_sibling_name ON nodes (run_id, ifnull(parent_id, ''), name)",
     "CREATE INDEX nodes_run ON nodes (run_id)",
+)
+
+_V1: tuple[str, ...] = (
+    _nodes_table("nodes", _V1_KINDS, _V1_BACKENDS),
+    *_NODES_INDEXES,
     f"""CREATE TABLE events (
         id INTEGER PRIMARY KEY,
         node_id TEXT,
@@ -114,6 +130,14 @@ _V2: tuple[str, ...] = (
     )""",
 )
 
+_V3: tuple[str, ...] = (
+    _nodes_table("nodes_v3", KINDS, BACKENDS),
+    "INSERT INTO nodes_v3 SELECT * FROM nodes",
+    "DROP TABLE nodes",  # its indexes go with it
+    "ALTER TABLE nodes_v3 RENAME TO nodes",
+    *_NODES_INDEXES,
+)
+
 # MIGRATIONS[n] brings a version n-1 ledger to version n (v0 = a blank file).
-MIGRATIONS: dict[int, tuple[str, ...]] = {1: _V1, 2: _V2}
+MIGRATIONS: dict[int, tuple[str, ...]] = {1: _V1, 2: _V2, 3: _V3}
 assert sorted(MIGRATIONS) == list(range(1, SCHEMA_VERSION + 1))

@@ -59,6 +59,11 @@ class AssistantEntry:
     cost: float
     started_ms: float | None  # message.timestamp: request start
     duration_ms: float | None  # message.durationMs (pi ≥ 1.6), when present
+    # The model call this record is a piece of, when one call is written as several
+    # records (Claude Code: a line per content block; Codex: the items, then the usage
+    # record). Consecutive records of one call are one turn: their usage adds up and their
+    # generation spans from the earliest start to the latest end. None: a call of its own.
+    call: str | None = None
 
     def generation(self) -> tuple[float, float] | None:
         """(start ms, generation ms) of this model call, when the file tells.
@@ -84,6 +89,10 @@ class UserEntry:
     parent_id: str | None
     at_ms: float | None
     text: str
+    # The agent's own record that the user interrupted the turn (Claude Code's
+    # "[Request interrupted by user]", Codex's <turn_aborted>): the turn ended aborted,
+    # as a pi assistant message with stopReason "aborted" says.
+    aborted: bool = False
 
 
 @dataclass(frozen=True, slots=True)

@@ -32,9 +32,10 @@ from legion_tui.session.entries import (
 from legion_tui.session.progress import RateSegment, SessionProgress
 from legion_tui.session.verdict import extract_verdict
 
-__all__ = ["RECENT_USER_TEXTS", "SessionFold"]
+__all__ = ["ABORTED", "RECENT_USER_TEXTS", "SessionFold"]
 
 RECENT_USER_TEXTS = 20
+ABORTED = "aborted"  # pi's stopReason of an interrupted turn (the supervisor keeps it live)
 
 PathEntry = AssistantEntry | UserEntry | ToolResultEntry | OtherEntry
 
@@ -64,13 +65,38 @@ class _PathState:
         elif isinstance(entry, ToolResultEntry):
             self.open_tools.pop(entry.tool_call_id, None)
         elif isinstance(entry, UserEntry):
-            self.user_texts.append(entry.text)
+            if entry.text or not entry.aborted:
+                self.user_texts.append(entry.text)
             # pi's own rule (pi-ai transform-messages): a tool call with no result by the
             # next user message is over — its process was killed (a stop) and pi sends the
             # model "No result provided". It must not stay in flight forever.
             self.open_tools.clear()
             # A new turn has started: it has no assistant record yet.
             self.empty_generation = False
+            if entry.aborted:
+                self.last_stop_reason = ABORTED
+
+
+@dataclass(slots=True)
+class _Call:
+    """The model call being summed: its key, output so far and generation span (ms)."""
+
+    key: str | None
+    output: int = 0
+    start_ms: float = 0.0
+    end_ms: float | None = None  # None: no span known yet
+    has_segment: bool = False  # the rate series' last segment is this call's
+
+    @property
+    def duration_ms(self) -> float:
+        return 0.0 if self.end_ms is None else self.end_ms - self.start_ms
+
+    def widen(self, start_ms: float, end_ms: float) -> None:
+        if self.end_ms is None:
+            self.start_ms, self.end_ms = start_ms, end_ms
+        else:
+            self.start_ms = min(self.start_ms, start_ms)
+            self.end_ms = max(self.end_ms, end_ms)
 
 
 def _slim(entry: PathEntry) -> PathEntry:
@@ -98,6 +124,7 @@ class SessionFold:
         self._leaf: str | None = None  # id of the last entry with an id
         self._by_id: dict[str, PathEntry] = {}
         self._verdict_text: str | None = None  # last_text the verdict was computed from
+        self._call = _Call(None)  # the model call the last assistant record belongs to
 
     def feed(self, entry: Entry) -> None:
         p = self.progress
@@ -150,20 +177,32 @@ class SessionFold:
         usage.cache_read += entry.cache_read
         usage.cache_write += entry.cache_write
         usage.cost += entry.cost
-        p.turns += 1
-        usage.turns = p.turns
         if entry.model is not None:
             p.model = entry.model
+        call = self._call
+        if entry.call is None or entry.call != call.key:
+            # A new model call: one more turn, and its own generation span.
+            p.turns += 1
+            usage.turns = p.turns
+            call = self._call = _Call(entry.call)
+        call.output += entry.output
         generation = entry.generation()
         if generation is None:
             return
         start_ms, duration_ms = generation
-        p.generation_ms += duration_ms
+        before = call.duration_ms
+        call.widen(start_ms, start_ms + duration_ms)
+        p.generation_ms += call.duration_ms - before
         usage.generation_ms = p.generation_ms
+        if call.has_segment:
+            p.rate_series.pop()  # the call grew: its segment is replaced, not repeated
+            call.has_segment = False
         # A zero-length interval carries no rate (and would divide by zero downstream).
-        if entry.output > 0 and duration_ms > 0:
-            start = start_ms / 1000.0
-            p.rate_series.append(RateSegment(start, start + duration_ms / 1000.0, entry.output))
+        if call.output > 0 and call.duration_ms > 0:
+            start = call.start_ms / 1000.0
+            end = start + call.duration_ms / 1000.0
+            p.rate_series.append(RateSegment(start, end, call.output))
+            call.has_segment = True
 
     def _follow_path(self, entry: PathEntry) -> None:
         if entry.id is None:

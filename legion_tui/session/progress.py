@@ -6,6 +6,7 @@ from collections import deque
 from dataclasses import dataclass, field
 
 from legion_tui.model import InFlightTool, Usage, Verdict
+from legion_tui.session.formats import Format
 
 
 @dataclass(frozen=True, slots=True)
@@ -19,12 +20,13 @@ class RateSegment:
 
 @dataclass(slots=True)
 class SessionProgress:
-    """Everything derived from one pi session file (SPEC §3).
+    """Everything derived from one session file (SPEC §3): pi's, Claude Code's or Codex's.
 
     `unreadable` is set (e.g. "EACCES", "deleted") when the file could not be read; the
     other figures then describe what was read before, never an empty session.
     """
 
+    format: Format = "pi"  # who wrote the file (session.formats)
     version: int = 3
     entries: int = 0
     skipped_lines: int = 0

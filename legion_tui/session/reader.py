@@ -1,4 +1,5 @@
-"""Tail one pi session file incrementally (SPEC §3, runtime-facts "Tailing JSONL").
+"""Tail one session file incrementally (SPEC §3, runtime-facts "Tailing JSONL"): pi's,
+Claude Code's or Codex's (`session.formats` tells them apart and translates the lines).
 
 - The stat gate: `poll()` stats the path and compares (dev, ino, size, mtime_ns) with
   the last poll; an unchanged file costs exactly one `stat` and no open.
@@ -30,8 +31,8 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-from legion_tui.session.entries import interpret
 from legion_tui.session.fold import SessionFold
+from legion_tui.session.formats import Translator, detect, translator
 from legion_tui.session.progress import SessionProgress
 
 __all__ = ["FINGERPRINT_BYTES", "MAX_LINE_BYTES", "SessionReader", "read_session"]
@@ -82,6 +83,7 @@ class SessionReader:
         self._head = b""  # up to FINGERPRINT_BYTES from offset 0
         self._before = b""  # the FINGERPRINT_BYTES just before the offset
         self._fold = SessionFold()
+        self._translator: Translator | None = None  # chosen by the file's first object
         self._had_file = False
         self.lines = 0  # whole non-blank lines handled (entries, header, skipped)
 
@@ -182,6 +184,7 @@ class SessionReader:
 
     def _restart(self) -> None:
         self._fold = SessionFold()
+        self._translator = None
         self._offset = 0
         self._tail = b""
         self._discarding = False
@@ -271,7 +274,12 @@ class SessionReader:
             self._skip()
             return
         self.lines += 1
-        self._fold.feed(interpret(value))
+        if self._translator is None:
+            fmt = detect(value)
+            self._translator = translator(fmt)
+            self._fold.progress.format = fmt
+        for entry in self._translator.entries(value):
+            self._fold.feed(entry)
 
     def _skip(self) -> None:
         self.lines += 1

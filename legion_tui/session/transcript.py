@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 import os
 from array import array
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -23,12 +24,13 @@ import numpy as np
 
 from legion_tui.session.entries import (
     AssistantEntry,
+    Entry,
     HeaderEntry,
     OtherEntry,
     ToolResultEntry,
     UserEntry,
-    interpret,
 )
+from legion_tui.session.formats import Format, detect, translator
 from legion_tui.session.reader import MAX_LINE_BYTES
 
 __all__ = ["TranscriptItem", "TranscriptPager"]
@@ -66,8 +68,19 @@ def _args_summary(arguments: Any) -> str:
     return _clip(rendered.replace("\n", " "), ARGS_LIMIT)
 
 
-def render_line(number: int, raw: bytes) -> TranscriptItem:
-    """One line of a session file as a conversation item (never raises)."""
+def _main_entry(entries: Sequence[Entry]) -> Entry | None:
+    """The entry a line is shown as: its conversation part when it has one."""
+    for entry in entries:
+        if not isinstance(entry, OtherEntry):
+            return entry
+    return entries[0] if entries else None
+
+
+def render_line(number: int, raw: bytes, fmt: Format = "pi") -> TranscriptItem:
+    """One line of a session file of format `fmt` as a conversation item (never raises).
+
+    Each line is read alone (a page is random access): a translator's cross-line state —
+    Claude Code's request times, Codex's usage records — is not needed to show it."""
     if len(raw) > MAX_LINE_BYTES:
         return TranscriptItem(number, "invalid", f"line too long ({len(raw)} bytes)")
     if not raw.strip():
@@ -78,15 +91,20 @@ def render_line(number: int, raw: bytes) -> TranscriptItem:
         return TranscriptItem(number, "invalid", "not valid JSON")
     if not isinstance(value, dict):
         return TranscriptItem(number, "invalid", "not a JSON object")
-    entry = interpret(value)
+    entry = _main_entry(translator(fmt).entries(value))
+    if entry is None:
+        kind = value.get("type")
+        return TranscriptItem(number, kind if isinstance(kind, str) else "other", "")
     at = entry.at_ms / 1000.0 if entry.at_ms is not None else None
     if isinstance(entry, HeaderEntry):
         return TranscriptItem(number, "session", f"session v{entry.version}", at=at)
     if isinstance(entry, AssistantEntry):
         tools = tuple(f"{c.name}({_args_summary(c.arguments)})" for c in entry.tool_calls)
         text = entry.text
-        if not text.strip() and isinstance(value["message"].get("errorMessage"), str):
-            text = value["message"]["errorMessage"]
+        message = value.get("message")
+        if not text.strip() and isinstance(message, dict):
+            error = message.get("errorMessage")  # pi's failed call
+            text = error if isinstance(error, str) else text
         return TranscriptItem(
             number,
             "assistant",
@@ -121,6 +139,7 @@ class TranscriptPager:
         self._identity: tuple[int, int] | None = None
         self.at_end = False  # the index reached the end of the file (as of the last call)
         self.generation = 0  # bumped when the index starts again (file replaced, truncated)
+        self.format: Format | None = None  # told by the first line, once it is indexed
 
     def count_known(self) -> int:
         """Lines indexed so far (grows as pages further in are asked for)."""
@@ -170,10 +189,21 @@ class TranscriptPager:
                     )
                     continue
                 raw = os.pread(fd, end - start, start).rstrip(b"\r")
-                items.append(render_line(number, raw))
+                items.append(render_line(number, raw, self._format_of(fd)))
             return items
         finally:
             os.close(fd)
+
+    def _format_of(self, fd: int) -> Format:
+        """The file's format, from its first line (pi until that line is indexed)."""
+        if self.format is None and self._ends:
+            first = os.pread(fd, min(self._ends[0], MAX_LINE_BYTES), 0)
+            try:
+                value: Any = json.loads(first.decode("utf-8"))
+            except (UnicodeDecodeError, ValueError, RecursionError):
+                value = None
+            self.format = detect(value) if isinstance(value, dict) else "pi"
+        return self.format or "pi"
 
     def _check_identity(self, fd: int) -> None:
         st = os.fstat(fd)
@@ -185,6 +215,7 @@ class TranscriptPager:
             self._ends = array("q")
             self._scanned = 0
             self._identity = identity
+            self.format = None
         self.at_end = False
 
     def _index_until(self, fd: int, lines: int) -> None:

@@ -5,7 +5,10 @@ Three backends implement `AgentHandle`:
 - ``inprocess`` — the simulated agent as an asyncio task in the supervisor (pid None);
 - ``process``   — a child OS process: ``legion-sim`` speaking pi's RPC subset, or an
                   ``exec`` command from a card (no turn notion);
-- ``pi-rpc``    — ``pi --mode rpc`` on stdin/stdout pipes.
+- ``pi-rpc``    — ``pi --mode rpc`` on stdin/stdout pipes;
+- ``claude-stream`` — one long-lived ``claude -p --input-format stream-json
+                  --output-format stream-json`` (prompts and steers are stdin lines);
+- ``codex-app-server`` — ``codex app-server``, JSON-RPC over stdio (thread/turn methods).
 
 `make_handle` picks one from the launch spec's kind and ``isolate`` flag. The concrete
 classes live in `legion_tui.supervisor.backends`; they are imported lazily so that the
@@ -64,7 +67,7 @@ class LaunchSpec:
     run_id: str
     name: str
     role: str
-    kind: str  # "sim" | "pi" | "exec"
+    kind: str  # a model.Kind: "sim" | "pi" | "claude" | "codex" | "exec"
     task: str
     session_file: Path
     run_dir: Path
@@ -117,6 +120,12 @@ class AgentHandle(Protocol):
         """Mail hand-over: a follow-up the agent reads at its next turn boundary."""
         ...
 
+    def turn_error(self) -> str | None:
+        """Why the last turn failed, in the agent's words, when the agent says so itself
+        (Claude Code's `result` with `is_error`, Codex's failed turn); None otherwise —
+        pi and the sim tell it in their session file instead."""
+        ...
+
     async def stop(
         self, *, force: bool, grace: float = STOP_GRACE, node_ids: Collection[str] = ()
     ) -> SweepReport:
@@ -129,9 +138,14 @@ class AgentHandle(Protocol):
 
 
 def backend_for(spec: LaunchSpec) -> Backend:
-    """Which backend a launch spec gets: pi ⇒ pi-rpc, exec or isolated sim ⇒ process."""
+    """Which backend a launch spec gets: pi ⇒ pi-rpc, claude ⇒ claude-stream, codex ⇒
+    codex-app-server, exec or isolated sim ⇒ process."""
     if spec.kind == "pi":
         return "pi-rpc"
+    if spec.kind == "claude":
+        return "claude-stream"
+    if spec.kind == "codex":
+        return "codex-app-server"
     if spec.kind == "exec" or spec.isolate:
         return "process"
     return "inprocess"

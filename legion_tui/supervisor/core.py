@@ -509,6 +509,12 @@ class Supervisor:
                 if progress.empty_generation:
                     await self._fail(node_id, "provider-empty-generation", progress)
                     return
+                turn_error = handle.turn_error()
+                if turn_error is not None and code is None:
+                    # The agent itself says the turn failed (an API error it gave up on):
+                    # a failed node with the agent's words, not a settle without verdict.
+                    await self._fail(node_id, f"turn failed: {turn_error}", progress)
+                    return
                 if code is not None:
                     if code == 0:
                         await self._settle(node_id, progress)

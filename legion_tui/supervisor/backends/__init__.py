@@ -1,4 +1,4 @@
-"""The three backends behind `AgentHandle` (see `legion_tui.supervisor.backend`)."""
+"""The backends behind `AgentHandle` (see `legion_tui.supervisor.backend`)."""
 
 from __future__ import annotations
 
@@ -14,6 +14,14 @@ def build(spec: LaunchSpec, backend: Backend, on_stream: StreamSink | None = Non
         from legion_tui.supervisor.backends.inprocess import InProcessHandle
 
         return InProcessHandle(spec)
+    if backend == "claude-stream":
+        from legion_tui.supervisor.backends.claude_handle import ClaudeHandle
+
+        return ClaudeHandle(spec, on_stream=on_stream)
+    if backend == "codex-app-server":
+        from legion_tui.supervisor.backends.codex_handle import CodexHandle
+
+        return CodexHandle(spec, on_stream=on_stream)
     if spec.kind == "exec":
         from legion_tui.supervisor.backends.exec_handle import ExecHandle
 

@@ -209,6 +209,9 @@ class ProcessChildHandle:
         await child.aclose()
         return report
 
+    def turn_error(self) -> str | None:
+        return None  # pi, the sim and exec commands say it in their session file or exit
+
     async def _close_channels(self) -> None:
         """What the handle holds open to the child closes here, before the child does
         (the RPC handle: its JSON-lines client; an exec child has nothing open)."""

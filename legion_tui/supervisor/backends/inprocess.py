@@ -91,6 +91,9 @@ class InProcessHandle:
     async def steer(self, text: str) -> SteerOutcome:
         return STEER_OUTCOMES[self.agent.steer(text)]
 
+    def turn_error(self) -> str | None:
+        return None  # the sim writes its failures into its session file
+
     async def deliver(self, envelope: str) -> None:
         self.agent.follow_up(envelope)
 
