@@ -35,6 +35,9 @@ class NodeView:
     interrupted: bool = False  # retired by a session shutdown, resumable with `r`
     # The message its agent is generating now, from the RPC stream (session/streaming.py).
     streaming: RateSegment | None = None
+    # The current line of an exec command's terminal (supervisor/pty_terminal.py): what
+    # its row shows, as it writes no session file. None: it has no terminal of ours.
+    terminal_line: str | None = None
     revision: int = 0
 
 
@@ -118,6 +121,12 @@ class LegionModel:
         view = self.nodes.get(node_id)
         if view is not None and view.streaming != segment:
             view.streaming = segment
+            self._touch(view)
+
+    def set_terminal_line(self, node_id: str, line: str) -> None:
+        view = self.nodes.get(node_id)
+        if view is not None and view.terminal_line != line:
+            view.terminal_line = line
             self._touch(view)
 
     def add_event(self, event: Event) -> None:

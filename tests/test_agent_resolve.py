@@ -82,8 +82,8 @@ async def test_spawn_with_no_agent_is_refused_and_records_nothing(
         message = refused.value.message
         assert message.startswith(
             "no agent to run 'worker' (kind: auto): none is configured ([agent] in "
-            ".legion/settings.toml) and none is installed (looked on PATH for: pi, claude, codex) — "
-            "nothing spawned."
+            ".legion/settings.toml) and none is installed (looked on PATH for: pi, claude, "
+            "codex) — nothing spawned."
         )
         assert INSTALL in message and "--kind sim" in message
         assert '[agent] default = "sim"' in message

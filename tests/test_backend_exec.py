@@ -127,3 +127,64 @@ async def test_a_relative_command_is_found_in_the_childs_folder(tmp_path: Path) 
     assert isinstance(elsewhere, LaunchSpec)
     with pytest.raises(FileNotFoundError, match=r"command not found: \./bin/agent"):
         await make_handle(elsewhere).start()
+
+
+# An interactive command: it asks only when it has a terminal, then waits for an answer.
+ASKS = (
+    '[ -t 0 ] && [ -t 1 ] && echo "on a terminal"\n'
+    '{ : </dev/tty; } 2>/dev/null && echo "with a controlling terminal"\n'
+    'printf "\\033[1;32mname?\\033[0m "\n'
+    "read -r name\n"
+    'echo "hello $name"\n'
+)
+
+
+async def test_exec_runs_on_a_terminal_its_question_is_answered_by_a_steer(
+    tmp_path: Path,
+) -> None:
+    """aider, a shell or an installer asking "continue?" behave only on a terminal: the
+    command sees one (and it is its controlling terminal), its current line — colours
+    played through pyte, not escape soup — reaches the row, and a steer answers it."""
+    spec = launch_spec(tmp_path, kind="exec", name="asker", command=["bash", "-c", ASKS])
+    assert isinstance(spec, LaunchSpec)
+    lines: list[str] = []
+    handle = make_handle(spec, on_line=lines.append)
+    assert isinstance(handle, ExecHandle)
+    await handle.start()
+    log = spec.run_dir / "terminal" / "n1.log"
+    try:
+        assert await until(lambda: bool(lines) and lines[-1] == "name?")
+        text = log.read_text()
+        assert "on a terminal" in text and "with a controlling terminal" in text, text
+        assert "\x1b[1;32m" in text  # the log keeps the bytes; the line is the screen's
+        assert await handle.steer("legion") == "queued"
+        assert await until(lambda: handle.exited is not None)
+        await handle.idle()  # the exited command's last output drained into the log
+        assert handle.exited == 0
+        assert log.read_text().splitlines()[-1] == "hello legion"
+        assert lines[-1] == "hello legion"
+        inbox = spec.run_dir / "inbox" / "n1.md"
+        assert inbox.read_text() == "legion\n"  # a card's own inbox reader still gets it
+    finally:
+        report = await handle.stop(force=True)
+    assert report.survivors == []
+    assert marked(spec.run_id) == []
+
+
+async def test_mail_to_an_exec_command_is_never_typed_into_its_terminal(tmp_path: Path) -> None:
+    """A letter typed into a shell would run as commands: mail goes to the inbox only."""
+    spec = launch_spec(
+        tmp_path, kind="exec", command=["bash", "-c", 'read -r line; echo "got: $line"']
+    )
+    assert isinstance(spec, LaunchSpec)
+    handle = make_handle(spec)
+    await handle.start()
+    try:
+        await handle.deliver("[legion mail #1] rm -rf nothing")
+        assert await handle.steer("typed") == "queued"
+        assert await until(lambda: handle.exited is not None)
+        await handle.idle()
+        log = (spec.run_dir / "terminal" / "n1.log").read_text()
+        assert "got: typed" in log and "legion mail" not in log
+    finally:
+        await handle.stop(force=True)

@@ -124,8 +124,8 @@ def test_invalid_enum_values(tmp_path: Path) -> None:
         tmp_path, "worker.md", "---\nname: worker\ndescription: d\nkind: docker\nrole: boss\n---\n"
     )
     assert problem_lines(tmp_path) == [
-        ".legion/agents/worker.md:4: field 'kind': expected one of auto, sim, pi, claude, codex, exec, "
-        "got 'docker'",
+        ".legion/agents/worker.md:4: field 'kind': expected one of auto, sim, pi, claude, "
+        "codex, exec, got 'docker'",
         ".legion/agents/worker.md:5: field 'role': expected one of root, centurion, worker, "
         "scout, got 'boss'",
     ]

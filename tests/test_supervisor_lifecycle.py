@@ -13,6 +13,8 @@ from supervisor_helpers import hosted, settled, spawn_one, stuck_worker, until
 from legion_tui.model import EventType, NodeStatus
 from legion_tui.ops import OpError
 from legion_tui.supervisor.core import ROOT_ID
+from legion_tui.supervisor.status import render_status
+from legion_tui.widgets.tree_rows import Activity, activity
 
 
 async def test_a_worker_settles_with_its_verdict_in_ledger_and_model(tmp_path: Path) -> None:
@@ -92,6 +94,38 @@ async def test_an_exec_child_that_exits_non_zero_fails(tmp_path: Path) -> None:
         log = sup.run.dir / "terminal" / f"{r.id}.log"
         await until(log.exists, what="terminal log")
         assert "working on r" in log.read_text(encoding="utf-8")
+
+
+async def test_an_interactive_exec_child_shows_its_question_and_takes_the_answer(
+    tmp_path: Path,
+) -> None:
+    """No session file and no red error: the row and `status` show the command's terminal
+    line (its question), a steer answers it, and it settles with its last words shown."""
+    agents = tmp_path / ".legion" / "agents"
+    agents.mkdir(parents=True)
+    (agents / "asker.md").write_text(
+        "---\nname: asker\ndescription: Asks a question.\nkind: exec\nrole: worker\n"
+        'command: ["bash", "-c", "read -r -p \'proceed with {name}? [y/N] \' a; '
+        'echo answered $a"]\n---\nAsk.\n',
+        encoding="utf-8",
+    )
+    async with hosted(tmp_path) as sup:
+        a = await spawn_one(sup, "asker", name="q")
+        view = sup.model.nodes[a.id]
+        await until(lambda: view.terminal_line == "proceed with q? [y/N]", what="its question")
+        assert activity(view, 0.0) == Activity("proceed with q? [y/N]", "text")
+        (entry,) = sup.status(ROOT_ID, "q")["nodes"]
+        block = render_status({"run_id": "r", "session": "s", "nodes": [entry]}).splitlines()
+        assert block[3:] == [
+            "  running · terminal: proceed with q? [y/N]",
+            "  0 tokens out · 0 tok/s",
+        ]
+        assert view.progress.read_error is None  # no session file is not an error
+        outcome, _receipt = await sup.steer(ROOT_ID, "q", "y")
+        assert outcome == "queued"  # typed into its terminal; the command reads it
+        node = await settled(sup, a.id, limit=30)
+        assert node.status is NodeStatus.SETTLED, node.error
+        assert activity(sup.model.nodes[a.id], 0.0) == Activity("answered y", "dim")
 
 
 async def test_model_subscribers_hear_status_changes(tmp_path: Path) -> None:

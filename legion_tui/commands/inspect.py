@@ -1,4 +1,5 @@
-"""`legion inspect FILE [--json]`: what the session parser makes of one pi session file."""
+"""`legion inspect FILE [--json]`: what the session parser makes of one session file —
+pi's, Claude Code's or Codex's (told apart by the file's first line)."""
 
 from __future__ import annotations
 
@@ -11,7 +12,9 @@ from legion_tui.commands import Command
 
 
 def _add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("file", metavar="FILE", help="a pi-format session file (.jsonl)")
+    parser.add_argument(
+        "file", metavar="FILE", help="a session file (.jsonl) of pi, Claude Code or Codex"
+    )
     parser.add_argument("--json", action="store_true", help="print one JSON object")
 
 
@@ -36,7 +39,8 @@ def _run(args: argparse.Namespace) -> int:
 
 COMMANDS: dict[str, Command] = {
     "inspect": Command(
-        help="Show what the session parser derives from one pi session file.",
+        help="Show what the session parser derives from one session file (pi, Claude Code, "
+        "Codex).",
         add_arguments=_add_arguments,
         run=_run,
     ),

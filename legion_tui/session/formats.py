@@ -19,10 +19,11 @@ from typing import Any, Literal, Protocol
 
 from legion_tui.session.entries import Entry, interpret
 
-__all__ = ["FORMATS", "Format", "PiLines", "Translator", "detect", "translator"]
+__all__ = ["FORMATS", "FORMAT_NAMES", "Format", "PiLines", "Translator", "detect", "translator"]
 
 Format = Literal["pi", "claude", "codex"]
 FORMATS: tuple[Format, ...] = ("pi", "claude", "codex")
+FORMAT_NAMES: dict[Format, str] = {"pi": "pi", "claude": "Claude Code", "codex": "Codex"}
 
 # Record types only Claude Code writes (its lines carry `sessionId` too, most of them).
 _CLAUDE_TYPES = frozenset(

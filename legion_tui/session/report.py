@@ -5,6 +5,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
+from legion_tui.session.formats import FORMAT_NAMES
 from legion_tui.session.progress import SessionProgress
 
 __all__ = ["progress_as_dict", "progress_as_text"]
@@ -13,6 +14,7 @@ __all__ = ["progress_as_dict", "progress_as_text"]
 def progress_as_dict(p: SessionProgress) -> dict[str, Any]:
     """The `legion inspect --json` object (stable keys; see SPEC §3 for their meaning)."""
     return {
+        "format": p.format,
         "version": p.version,
         "entries": p.entries,
         "skipped_lines": p.skipped_lines,
@@ -53,7 +55,9 @@ def progress_as_text(p: SessionProgress, name: str) -> str:
     t = p.tokens
     lines = [
         f"{name}",
-        f"  version {p.version} · {p.entries} entries · {p.skipped_lines} skipped lines",
+        f"  format  {FORMAT_NAMES[p.format]}"
+        + (f" v{p.version}" if p.format == "pi" else "")
+        + f" · {p.entries} entries · {p.skipped_lines} skipped lines",
         f"  model   {p.model or '-'}",
         f"  tokens  in {t.input} · out {t.output} · cache read {t.cache_read}"
         f" · cache write {t.cache_write}",

@@ -17,7 +17,7 @@ supervisor core can import this module (the contract) without pulling the proces
 
 from __future__ import annotations
 
-from collections.abc import Collection
+from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, Protocol, runtime_checkable
@@ -151,11 +151,17 @@ def backend_for(spec: LaunchSpec) -> Backend:
     return "inprocess"
 
 
-def make_handle(spec: LaunchSpec, *, on_stream: StreamSink | None = None) -> AgentHandle:
+def make_handle(
+    spec: LaunchSpec,
+    *,
+    on_stream: StreamSink | None = None,
+    on_line: Callable[[str], None] | None = None,
+) -> AgentHandle:
     """Build (not start) the handle for `spec`; call `await handle.start()` next.
 
-    `on_stream` hears the message an RPC agent is generating now (for the live tok/s).
+    `on_stream` hears the message an RPC agent is generating now (for the live tok/s);
+    `on_line` the current line of an exec command's terminal (its row's activity).
     """
     from legion_tui.supervisor.backends import build
 
-    return build(spec, backend_for(spec), on_stream)
+    return build(spec, backend_for(spec), on_stream, on_line)

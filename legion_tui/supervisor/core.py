@@ -401,7 +401,9 @@ class Supervisor:
         )
         node_id = node.id
         handle = make_handle(
-            spec, on_stream=lambda segment: self.model.set_streaming(node_id, segment)
+            spec,
+            on_stream=lambda segment: self.model.set_streaming(node_id, segment),
+            on_line=lambda line: self.model.set_terminal_line(node_id, line),
         )
         self.roster.attach(node.id, handle)
         self.launches += 1

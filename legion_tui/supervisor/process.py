@@ -312,31 +312,67 @@ async def spawn_child(
     cwd: Path,
     log_path: Path,
     pipes: bool = False,
+    terminal: int | None = None,
 ) -> ChildProcess:
     """Start `argv` in its own session, output to `log_path`, dying with us.
 
     pipes=True gives stdin/stdout pipes (pi RPC); stderr still goes to the log.
+    `terminal`: a pty's slave fd, the child's stdin, stdout and stderr and its controlling
+    terminal (the pty's owner copies the output to the log: `pty_terminal`).
     Must run on the event-loop thread (the parent-death signal follows the thread).
     """
-    enable_subreaper()
+    if terminal is not None:
+        from legion_tui.supervisor.pty_terminal import controlling_tty_prefix
+
+        return await _spawn(
+            [*controlling_tty_prefix(), *argv],
+            env=env,
+            cwd=cwd,
+            log_path=log_path,
+            stdin=terminal,
+            stdout=terminal,
+            stderr=terminal,
+        )
     log_path.parent.mkdir(parents=True, exist_ok=True)
     # A raw descriptor: the child inherits its own copy; ours is closed right after.
     log = os.open(log_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o644)
-    loop = asyncio.get_running_loop()
-    # asyncio.create_subprocess_exec, with a protocol that says when the watcher reaped.
     try:
-        transport, protocol = await loop.subprocess_exec(
-            lambda: _ExitReportingProtocol(PIPE_LIMIT, loop),
-            *death_signal_prefix(),
-            *argv,
+        return await _spawn(
+            argv,
+            env=env,
+            cwd=cwd,
+            log_path=log_path,
             stdin=asyncio.subprocess.PIPE if pipes else asyncio.subprocess.DEVNULL,
             stdout=asyncio.subprocess.PIPE if pipes else log,
             stderr=log,
-            cwd=str(cwd),
-            env=dict(env),
-            start_new_session=True,
         )
     finally:
         os.close(log)
+
+
+async def _spawn(
+    argv: Sequence[str],
+    *,
+    env: Mapping[str, str],
+    cwd: Path,
+    log_path: Path,
+    stdin: int,
+    stdout: int,
+    stderr: int,
+) -> ChildProcess:
+    enable_subreaper()
+    loop = asyncio.get_running_loop()
+    # asyncio.create_subprocess_exec, with a protocol that says when the watcher reaped.
+    transport, protocol = await loop.subprocess_exec(
+        lambda: _ExitReportingProtocol(PIPE_LIMIT, loop),
+        *death_signal_prefix(),
+        *argv,
+        stdin=stdin,
+        stdout=stdout,
+        stderr=stderr,
+        cwd=str(cwd),
+        env=dict(env),
+        start_new_session=True,
+    )
     proc = asyncio.subprocess.Process(transport, protocol, loop)
     return ChildProcess(proc, protocol, log_path)

@@ -174,6 +174,7 @@ class Queries:
             self._clock(),
             interrupted={v.node.id for v in views if v.interrupted},
             idle={v.node.id for v in views if v.node.live and self._idle(v.node.id)},
+            terminal={v.node.id: v.terminal_line for v in views if v.terminal_line},
         )
 
     def tree_text(self, caller_id: str) -> str:

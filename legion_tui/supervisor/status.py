@@ -16,7 +16,7 @@ ever acts on a node.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -76,6 +76,7 @@ def _entry(
     now: float,
     interrupted: bool = False,
     idle: bool = False,
+    terminal: str | None = None,
 ) -> dict[str, Any]:
     return {
         "id": node.id,
@@ -96,6 +97,7 @@ def _entry(
         "unreadable": progress.unreadable,
         "interrupted": interrupted,
         "idle": idle,
+        "terminal": terminal,  # an exec command's current terminal line
     }
 
 
@@ -108,13 +110,17 @@ def status_document(
     live: bool = True,
     interrupted: frozenset[str] | set[str] = frozenset(),
     idle: frozenset[str] | set[str] = frozenset(),
+    terminal: Mapping[str, str] | None = None,
 ) -> dict[str, Any]:
+    lines = terminal or {}
     return {
         "run_id": run_id,
         "session": session,
         "live": live,
         "nodes": [
-            _entry(node, progress, now, node.id in interrupted, node.id in idle)
+            _entry(
+                node, progress, now, node.id in interrupted, node.id in idle, lines.get(node.id)
+            )
             for node, progress in rows
         ],
     }
@@ -138,6 +144,8 @@ def _doing(entry: dict[str, Any]) -> list[str]:
     if entry["role"] == "root":
         return [f"{status} · the host" if status != "running" else "hosting the legion"]
     if status in ("starting", "running", "blocked"):
+        if entry.get("terminal"):  # an exec command: its terminal says what it does
+            return [f"{status} · terminal: {entry['terminal']}"]
         if entry.get("idle"):  # e.g. after an abort: context kept, waiting for a steer
             return [f"{status} · idle, no turn running (steer {entry['name']} to continue)"]
         return [f"{status} · between tool calls"]
@@ -170,7 +178,7 @@ def render_status(doc: dict[str, Any]) -> str:
         if e["phase"]:
             facts.insert(0, f"phase {e['phase']}")
         if e.get("unreadable") == "ENOENT":  # never written: not an error
-            if NodeStatus(e["status"]).live:
+            if NodeStatus(e["status"]).live and not e.get("terminal"):
                 facts.append(receipts.FIRST_ANSWER_PENDING)
         elif e.get("unreadable"):
             facts.append(f"session unreadable: {e['unreadable']}")

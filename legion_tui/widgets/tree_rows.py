@@ -179,6 +179,9 @@ def activity(view: NodeView, now: float) -> Activity:
         return Activity(text, "text")
     if node.status is NodeStatus.BLOCKED:
         return Activity("blocked · waiting for input", "warning")
+    if node.live and view.terminal_line and not progress.entries:
+        # An exec command that writes no session: its terminal says what it is doing.
+        return Activity(view.terminal_line, "text")
     if node.live and progress.not_written_yet:
         return Activity(receipts.FIRST_ANSWER_PENDING, "dim")
     if node.status in (NodeStatus.SETTLED, NodeStatus.FAILED):
@@ -188,6 +191,8 @@ def activity(view: NodeView, now: float) -> Activity:
             return Activity(("✓ " if ok else "✗ ") + reason, "ok" if ok else "fail")
         if node.status is NodeStatus.FAILED:
             return Activity("✗ " + (node.error or "failed"), "fail")
+        if view.terminal_line:
+            return Activity(view.terminal_line, "dim")  # an exec command's last words
     if node.status is NodeStatus.RETIRED:
         return Activity("interrupted · r resumes" if view.interrupted else "retired", "dim")
     return Activity("", "text")

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from legion_tui.model import Backend
 from legion_tui.session.streaming import StreamSink
 from legion_tui.supervisor.backend import AgentHandle, LaunchSpec
@@ -9,7 +11,12 @@ from legion_tui.supervisor.backend import AgentHandle, LaunchSpec
 __all__ = ["build"]
 
 
-def build(spec: LaunchSpec, backend: Backend, on_stream: StreamSink | None = None) -> AgentHandle:
+def build(
+    spec: LaunchSpec,
+    backend: Backend,
+    on_stream: StreamSink | None = None,
+    on_line: Callable[[str], None] | None = None,
+) -> AgentHandle:
     if backend == "inprocess":
         from legion_tui.supervisor.backends.inprocess import InProcessHandle
 
@@ -25,7 +32,7 @@ def build(spec: LaunchSpec, backend: Backend, on_stream: StreamSink | None = Non
     if spec.kind == "exec":
         from legion_tui.supervisor.backends.exec_handle import ExecHandle
 
-        return ExecHandle(spec)
+        return ExecHandle(spec, on_line=on_line)
     from legion_tui.supervisor.backends.rpc_handle import RpcHandle
 
     return RpcHandle(spec, backend, on_stream=on_stream)

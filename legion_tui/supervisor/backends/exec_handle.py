@@ -1,8 +1,11 @@
-"""`exec` children: any command line, output to the terminal log, no notion of a turn.
+"""`exec` children: any command line, on a pseudo-terminal, no notion of a turn.
 
-Honest limits (SPEC §6.1, §6.3): while the process lives it counts as "in a turn";
-abort sends SIGINT to its group and reports `interrupted` only if it then exited within
-the bound; steer and mail are appended to `$LEGION_INBOX` and can only be `queued`.
+The command runs on a pty (`pty_terminal`): it sees a terminal, its output goes to the
+terminal log and its current line is the node's activity. Honest limits (SPEC §6.1,
+§6.3): while the process lives it counts as "in a turn"; abort sends SIGINT to its group
+and reports `interrupted` only if it then exited within the bound; a steer is typed into
+its terminal (an answer to its prompt) and appended to `$LEGION_INBOX`, mail only
+appended there (a letter typed into a shell would run as commands) — both only `queued`.
 """
 
 from __future__ import annotations
@@ -29,14 +32,17 @@ from legion_tui.supervisor.backends.common import (
     resolve_argv,
 )
 from legion_tui.supervisor.process import ChildProcess, spawn_child
+from legion_tui.supervisor.pty_terminal import LineSink, PtyTerminal
 
 __all__ = ["ExecHandle"]
+
+OUTPUT_BOUND = 1.0  # how long an exited command's last output may take to drain
 
 
 class ExecHandle(ProcessChildHandle):
     backend: Backend = "process"
 
-    def __init__(self, spec: LaunchSpec) -> None:
+    def __init__(self, spec: LaunchSpec, *, on_line: LineSink | None = None) -> None:
         if not spec.command:
             raise ValueError(f"{spec.name}: an exec card needs a `command`")
         self.spec = spec
@@ -45,6 +51,8 @@ class ExecHandle(ProcessChildHandle):
         self.session_file = spec.session_file
         self.inbox = inbox_path(spec)
         self.child: ChildProcess | None = None
+        self._on_line = on_line
+        self.terminal: PtyTerminal | None = None
 
     async def start(self) -> None:
         spec = self.spec
@@ -54,7 +62,16 @@ class ExecHandle(ProcessChildHandle):
         argv = resolve_argv(spec.command, spec)
         env = child_env(spec, inbox=self.inbox)
         require_executable(argv, env, spec.cwd)
-        self.child = await spawn_child(argv, env=env, cwd=spec.cwd, log_path=log_path(spec))
+        env.setdefault("TERM", "xterm-256color")  # what the pty's screen (pyte) understands
+        terminal = self.terminal = PtyTerminal(log_path(spec), on_line=self._on_line)
+        try:
+            self.child = await spawn_child(
+                argv, env=env, cwd=spec.cwd, log_path=log_path(spec), terminal=terminal.slave_fd
+            )
+        except BaseException:
+            terminal.close()
+            raise
+        terminal.child_started()
         self.pid = self.child.pid
 
     def turn_running(self) -> bool:
@@ -63,6 +80,9 @@ class ExecHandle(ProcessChildHandle):
     async def idle(self) -> None:
         if self.child is not None:
             await asyncio.shield(self.child.exited_future())
+            if self.terminal is not None:
+                # Its last words are still in the pty: into the log before it is judged.
+                await self.terminal.hung_up(OUTPUT_BOUND)
 
     async def abort(self, *, keep_queue: bool = False, bound: float = ABORT_BOUND) -> AbortResult:
         # Nothing is queued on our side (the inbox is the command's to read): dropped 0.
@@ -85,7 +105,13 @@ class ExecHandle(ProcessChildHandle):
 
     async def steer(self, text: str) -> SteerOutcome:
         self._append(text)
+        if self.terminal is not None and self.turn_running():
+            self.terminal.type(text)
         return "queued"
 
     async def deliver(self, envelope: str) -> None:
         self._append(envelope)
+
+    async def _close_channels(self) -> None:
+        if self.terminal is not None:
+            self.terminal.close()

@@ -1,0 +1,207 @@
+"""A pseudo-terminal for an `exec` child: its stdin, stdout and stderr (SPEC §6.1).
+
+An interactive command (aider, a shell, an installer asking "continue? [y/N]") behaves
+only when it sees a terminal: on a pipe it buffers, drops its prompts or reads EOF and
+quits. So an exec child runs on the slave side of a pty, made its controlling terminal,
+and legion holds the master:
+
+- every byte the child writes is appended to its terminal log (`terminal/<nodeId>.log`,
+  rendered by the detail overlay's Terminal tab through pyte, as before);
+- the same bytes play on a pyte screen of the pty's size, whose current line (the
+  cursor's row, else the last non-blank one above it) is the node's activity line — an
+  exec command writes no session file, so this is what its row shows instead;
+- a steer is typed into the terminal, so the command's question can be answered from the
+  dashboard.
+
+The reader is the event loop's (`add_reader` on the non-blocking master), so a child
+that floods its output costs one bounded read per wake-up, never a blocked loop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import errno
+import fcntl
+import os
+import struct
+import sys
+import termios
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import pyte
+
+__all__ = ["COLUMNS", "ROWS", "LineSink", "PtyTerminal", "controlling_tty_prefix"]
+
+COLUMNS, ROWS = 160, 50
+READ_BYTES = 64 * 1024
+LINE_EVERY = 0.2  # the activity line is published at most 5 times a second
+LINE_LIMIT = 200  # characters of it kept
+
+# Run between the parent-death launcher and the command: the pty becomes the controlling
+# terminal of the session `start_new_session` made (job control, ^C, `read` from /dev/tty).
+_CTTY = (
+    "import fcntl, os, sys, termios\n"
+    "fcntl.ioctl(0, termios.TIOCSCTTY, 0)\n"
+    "os.execvp(sys.argv[1], sys.argv[1:])\n"
+)
+
+
+def controlling_tty_prefix() -> list[str]:
+    return [sys.executable, "-c", _CTTY]
+
+
+LineSink = Callable[[str], None]
+
+
+class PtyTerminal:
+    """One pty pair: `slave_fd` for the child (close it with `child_started`), the master
+    read into the log and the screen."""
+
+    def __init__(
+        self,
+        log_path: Path,
+        *,
+        on_line: LineSink | None = None,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self._master, self._slave = os.openpty()
+        fcntl.ioctl(self._slave, termios.TIOCSWINSZ, struct.pack("HHHH", ROWS, COLUMNS, 0, 0))
+        os.set_blocking(self._master, False)
+        log_path.parent.mkdir(parents=True, exist_ok=True)
+        self._log = os.open(log_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        self._screen = pyte.Screen(COLUMNS, ROWS)
+        self._stream = pyte.ByteStream(self._screen)
+        self._on_line = on_line
+        self._clock = clock
+        self._published: str | None = None
+        self._published_at = -LINE_EVERY
+        self._pending_publish: asyncio.TimerHandle | None = None
+        self._unwritten = b""  # typed input the master could not take yet
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self.closed = asyncio.Event()  # the child side hung up (every slave fd closed)
+
+    @property
+    def slave_fd(self) -> int:
+        return self._slave
+
+    def child_started(self) -> None:
+        """The child holds its own copies of the slave now: ours goes, or the master
+        would never see the hang-up when the child's last process exits."""
+        if self._slave >= 0:
+            os.close(self._slave)
+            self._slave = -1
+        self._loop = asyncio.get_running_loop()
+        self._loop.add_reader(self._master, self._readable)
+
+    @property
+    def line(self) -> str:
+        """The terminal's current line: the cursor's row, else the last non-blank above."""
+        display = self._screen.display
+        for row in range(min(self._screen.cursor.y, ROWS - 1), -1, -1):
+            text = display[row].strip()
+            if text:
+                return text[:LINE_LIMIT]
+        return ""
+
+    def type(self, text: str) -> None:
+        """Type `text` and Enter into the terminal, as a user at it would."""
+        if self._master < 0:
+            return
+        self._unwritten += text.replace("\n", "\r").encode() + b"\r"
+        self._flush()
+
+    async def hung_up(self, bound: float) -> None:
+        """Until the child side hung up (its output is all in the log), at most `bound` s;
+        a grandchild still holding the terminal only delays the wait to the bound."""
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self.closed.wait(), bound)
+
+    def close(self) -> None:
+        """Read what is still buffered (bounded), then release everything."""
+        for _ in range(16):
+            if self._master < 0 or self.closed.is_set() or not self._read_once():
+                break
+        loop = self._loop
+        if self._master >= 0:
+            if loop is not None:
+                loop.remove_reader(self._master)
+                loop.remove_writer(self._master)
+            os.close(self._master)
+            self._master = -1
+        if self._slave >= 0:
+            os.close(self._slave)
+            self._slave = -1
+        if self._log >= 0:
+            os.close(self._log)
+            self._log = -1
+        if self._pending_publish is not None:
+            self._pending_publish.cancel()
+            self._pending_publish = None
+        self.closed.set()
+
+    # ----- internals -------------------------------------------------------------------
+    def _readable(self) -> None:
+        self._read_once()
+
+    def _read_once(self) -> bool:
+        """One read of the master; False when nothing was there (or it hung up)."""
+        try:
+            data = os.read(self._master, READ_BYTES)
+        except BlockingIOError:
+            return False
+        except OSError as err:
+            if err.errno != errno.EIO:  # EIO: the slave side closed — the child is gone
+                raise
+            data = b""
+        if not data:
+            self._hung_up()
+            return False
+        with contextlib.suppress(OSError):
+            os.write(self._log, data)
+        self._stream.feed(data)
+        self._publish_soon()
+        return True
+
+    def _hung_up(self) -> None:
+        if self._loop is not None and self._master >= 0:
+            self._loop.remove_reader(self._master)
+        self._publish()
+        self.closed.set()
+
+    def _flush(self) -> None:
+        loop = self._loop
+        try:
+            written = os.write(self._master, self._unwritten)
+        except BlockingIOError:
+            written = 0
+        except OSError:
+            self._unwritten = b""  # nobody is reading the terminal any more
+            return
+        self._unwritten = self._unwritten[written:]
+        if loop is not None:
+            if self._unwritten:
+                loop.add_writer(self._master, self._flush)
+            else:
+                loop.remove_writer(self._master)
+
+    def _publish_soon(self) -> None:
+        if self._on_line is None or self._pending_publish is not None:
+            return
+        wait = self._published_at + LINE_EVERY - self._clock()
+        if wait <= 0 or self._loop is None:
+            self._publish()
+        else:
+            self._pending_publish = self._loop.call_later(wait, self._publish)
+
+    def _publish(self) -> None:
+        self._pending_publish = None
+        if self._on_line is None:
+            return
+        line = self.line
+        self._published_at = self._clock()
+        if line != self._published:
+            self._published = line
+            self._on_line(line)
