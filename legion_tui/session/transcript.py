@@ -105,6 +105,8 @@ def render_line(number: int, raw: bytes, fmt: Format = "pi") -> TranscriptItem:
         if not text.strip() and isinstance(message, dict):
             error = message.get("errorMessage")  # pi's failed call
             text = error if isinstance(error, str) else text
+        if not text.strip() and not tools and entry.output:
+            text = f"({entry.output} output tokens)"  # a usage-only record (Codex's)
         return TranscriptItem(
             number,
             "assistant",
@@ -114,7 +116,8 @@ def render_line(number: int, raw: bytes, fmt: Format = "pi") -> TranscriptItem:
             is_error=entry.stop_reason == "error",
         )
     if isinstance(entry, UserEntry):
-        return TranscriptItem(number, "user", _clip(entry.text, TEXT_LIMIT), at=at)
+        text = entry.text or ("(turn aborted)" if entry.aborted else "")
+        return TranscriptItem(number, "user", _clip(text, TEXT_LIMIT), at=at)
     if isinstance(entry, ToolResultEntry):
         return TranscriptItem(
             number,
