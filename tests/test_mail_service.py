@@ -7,6 +7,7 @@ import os
 import sys
 from dataclasses import replace
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 from ledger_helpers import ledger_fixture  # noqa: F401 (a fixture)
@@ -211,7 +212,13 @@ async def test_legion_mail_through_the_real_socket_server(
 ) -> None:
     saved = dict(server_module.OPS)
     register_op("mail", service.op)
-    server = SupervisorServer(None)  # type: ignore[arg-type]  # the mail op needs no core
+    # The mail op needs no core; the server asks only who is calling (no live agents).
+    no_core = SimpleNamespace(
+        run=SimpleNamespace(run_id="r1"),
+        roster=SimpleNamespace(handles=dict),
+        model=SimpleNamespace(nodes={}),
+    )
+    server = SupervisorServer(no_core)  # type: ignore[arg-type]
     sock = tmp_path / "s.sock"
     await server.start(sock)
     try:

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import json
 import os
+import stat
+import tempfile
 from pathlib import Path
 
 import pytest
-from supervisor_helpers import hosted
+from supervisor_helpers import hosted, run_cli
 
 from legion_tui.supervisor import runs
 
@@ -70,3 +72,57 @@ async def test_the_newest_live_run_is_found_from_a_subdirectory(tmp_path: Path) 
         assert newest is not None and newest.run_id == second.run.run_id
         chosen = runs.find_live_run(tmp_path, "one")
         assert chosen is not None and chosen.run_id == first.run.run_id
+
+
+def _long_run(tmp_path: Path) -> runs.RunInfo:
+    deep = tmp_path / ("d" * 60) / ("e" * 40)
+    deep.mkdir(parents=True, exist_ok=True)
+    info, _ = runs.open_session(deep, "main")
+    return info
+
+
+def test_a_socket_dir_someone_else_made_or_opened_is_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The short socket dir lives in the shared temp dir: a user who made
+    `legion-<uid>` first would answer every verb. Only a 0700 dir of our own is used."""
+    shared = tmp_path / "tmp"
+    shared.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(shared))
+    info = _long_run(tmp_path)
+    squat = shared / f"legion-{os.getuid()}"
+    squat.mkdir(mode=0o700)
+    os.chown(squat, 12345, 12345)  # another user's, made first
+    with pytest.raises(runs.UnsafeSocketDir, match="belongs to uid 12345"):
+        runs.socket_path_for(info)
+    os.chown(squat, os.getuid(), os.getgid())
+    squat.chmod(0o755)
+    with pytest.raises(runs.UnsafeSocketDir, match="open to others"):
+        runs.socket_path_for(info)
+    squat.rmdir()
+    (shared / "elsewhere").mkdir(mode=0o700)
+    squat.symlink_to(shared / "elsewhere")
+    with pytest.raises(runs.UnsafeSocketDir, match="not a directory"):
+        runs.socket_path_for(info)
+    squat.unlink()
+    made = runs.socket_path_for(info)  # absent: made 0700, ours
+    assert made.parent == squat and stat.S_IMODE(squat.stat().st_mode) == 0o700
+
+
+async def test_a_squatted_socket_dir_is_a_clear_refusal_of_the_host(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    shared = tmp_path / "tmp"
+    shared.mkdir()
+    squat = shared / f"legion-{os.getuid()}"
+    squat.mkdir(mode=0o777)
+    squat.chmod(0o777)
+    deep = tmp_path / ("d" * 60) / ("e" * 40)
+    deep.mkdir(parents=True)
+    monkeypatch.setenv("TMPDIR", str(shared))
+    code, out, err = await run_cli(
+        "run", "worker", "--kind", "sim", "--task", "t", "--session", "s", cwd=deep
+    )
+    assert code == 1, (out, err)
+    assert "is open to others (mode 777)" in err and "Traceback" not in err, err
+    assert list(squat.iterdir()) == []  # nothing bound in it

@@ -335,7 +335,12 @@ def _tui_args(p: argparse.ArgumentParser) -> None:
 def _tui(args: argparse.Namespace) -> int:
     from legion_tui.settings import load_settings
     from legion_tui.supervisor.core import Supervisor
-    from legion_tui.supervisor.runs import SessionBusy, SessionNameError, find_session_run
+    from legion_tui.supervisor.runs import (
+        SessionBusy,
+        SessionNameError,
+        UnsafeSocketDir,
+        find_session_run,
+    )
 
     try:
         # A new session with no agent for the `auto` cards could only show an empty
@@ -347,7 +352,7 @@ def _tui(args: argparse.Namespace) -> int:
                 print(f"legion tui: {refusal}", file=sys.stderr)
                 return 1
         sup = Supervisor(Path.cwd(), session=args.session)
-    except (SessionBusy, SessionNameError) as err:
+    except (SessionBusy, SessionNameError, UnsafeSocketDir) as err:
         print(f"legion tui: {err}", file=sys.stderr)
         return 1
     theme = args.theme or load_settings(Path.cwd()).settings.theme
@@ -357,12 +362,12 @@ def _tui(args: argparse.Namespace) -> int:
 def _hosting(verb: str, host: Callable[[], int]) -> int:
     """Run a host; a refused session or ledger is a clear one-line error, exit 1."""
     from legion_tui.ledger import LedgerError
-    from legion_tui.supervisor.runs import SessionBusy, SessionNameError
+    from legion_tui.supervisor.runs import SessionBusy, SessionNameError, UnsafeSocketDir
 
     raise_fd_limit()
     try:
         return host()
-    except (SessionBusy, SessionNameError, LedgerError) as err:
+    except (SessionBusy, SessionNameError, UnsafeSocketDir, LedgerError) as err:
         print(f"legion {verb}: {err}", file=sys.stderr)
         return 1
 

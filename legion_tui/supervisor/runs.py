@@ -19,6 +19,7 @@ import os
 import re
 import secrets
 import socket
+import stat
 import tempfile
 import time
 from dataclasses import dataclass
@@ -39,6 +40,7 @@ __all__ = [
     "RunInfo",
     "SessionBusy",
     "SessionNameError",
+    "UnsafeSocketDir",
     "client_for",
     "create_run",
     "find_live_run",
@@ -235,8 +237,32 @@ def socket_path_for(info: RunInfo) -> Path:
     if len(os.fsencode(link)) <= MAX_SOCKET_PATH:
         return link
     short_dir = Path(tempfile.gettempdir()) / f"legion-{os.getuid()}"
-    short_dir.mkdir(mode=0o700, exist_ok=True)
+    with contextlib.suppress(FileExistsError):
+        short_dir.mkdir(mode=0o700)
+    _check_private_dir(short_dir)
     return short_dir / f"{info.run_id}.sock"
+
+
+class UnsafeSocketDir(RuntimeError):
+    """The shared temp dir's `legion-<uid>` is not ours alone: whoever made it could answer
+    (or watch) every verb sent to a socket in it."""
+
+
+def _check_private_dir(path: Path) -> None:
+    """Refuse a socket dir another user made first, a link, or one others can enter."""
+    st = os.lstat(path)
+    if not stat.S_ISDIR(st.st_mode):
+        raise UnsafeSocketDir(f"{path} is not a directory (a link or a file took its place)")
+    if st.st_uid != os.getuid():
+        raise UnsafeSocketDir(
+            f"{path} belongs to uid {st.st_uid}, not to you (uid {os.getuid()}): another "
+            "user made it first; remove it, or run from a shorter path"
+        )
+    if st.st_mode & 0o077:
+        raise UnsafeSocketDir(
+            f"{path} is open to others (mode {stat.S_IMODE(st.st_mode):o}); "
+            f"chmod 700 {path}, or run from a shorter path"
+        )
 
 
 def resolve_socket(info: RunInfo) -> Path | None:

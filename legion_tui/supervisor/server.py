@@ -1,6 +1,7 @@
 """The supervisor's Unix socket (SPEC §5): one JSON object per line each way.
 
-The wire protocol and op list are documented in `legion_tui/supervisor/client.py`. Each
+The wire protocol and op list are documented in `legion_tui/supervisor/client.py`. The caller
+is who the kernel says connected (`identity`), never only what the request claims. Each
 request is answered in order on its connection; connections are served concurrently (a
 long `wait` on one does not hold up another). Malformed JSON, an unknown op or a missing
 field gets an error reply and the connection keeps being served.
@@ -21,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from legion_tui.ops import OpError
 from legion_tui.supervisor.client import MAX_LINE, ROOT_CALLER
+from legion_tui.supervisor.identity import Peer, caller_of, peer_of
 
 if TYPE_CHECKING:
     from legion_tui.supervisor.core import Supervisor
@@ -214,6 +216,7 @@ class SupervisorServer:
         task = asyncio.current_task()
         assert task is not None
         self._connections.add(task)
+        peer = peer_of(writer.get_extra_info("socket"), self.supervisor.run.run_id)
         try:
             while True:
                 try:
@@ -228,7 +231,7 @@ class SupervisorServer:
                     if not await self._skip_line(reader):
                         return
                     continue
-                reply = await self.handle_line(line)
+                reply = await self.handle_line(line, peer)
                 await self._reply(writer, reply)
         except (ConnectionError, asyncio.CancelledError):
             pass
@@ -237,6 +240,13 @@ class SupervisorServer:
             writer.close()
             with contextlib.suppress(Exception):
                 await writer.wait_closed()
+
+    def _identify(self, peer: Peer, claimed: str) -> str:
+        """The node the kernel says the peer is (identity.caller_of)."""
+        sup = self.supervisor
+        agents = {h.pid: node_id for node_id, h in sup.roster.handles().items() if h.pid}
+        names = {node_id: view.node.name for node_id, view in sup.model.nodes.items()}
+        return caller_of(peer, claimed, agents, names)
 
     @staticmethod
     async def _skip_line(reader: asyncio.StreamReader) -> bool:
@@ -254,8 +264,8 @@ class SupervisorServer:
         writer.write(json.dumps(reply, ensure_ascii=False).encode() + b"\n")
         await writer.drain()
 
-    async def handle_line(self, line: bytes) -> dict[str, Any]:
-        """Parse, check and dispatch one request; never raises."""
+    async def handle_line(self, line: bytes, peer: Peer) -> dict[str, Any]:
+        """Parse, check and dispatch one request from `peer`; never raises."""
         self.requests += 1
         try:
             req = json.loads(line)
@@ -285,6 +295,7 @@ class SupervisorServer:
 
             caller = ROOT_ID
         try:
+            caller = self._identify(peer, caller)
             result = await handler(self.supervisor, caller, req)
         except OpError as err:
             self.errors += 1
