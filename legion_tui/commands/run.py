@@ -362,11 +362,15 @@ def _tui(args: argparse.Namespace) -> int:
 def _hosting(verb: str, host: Callable[[], int]) -> int:
     """Run a host; a refused session or ledger is a clear one-line error, exit 1."""
     from legion_tui.ledger import LedgerError
+    from legion_tui.supervisor.core import StartFailed
     from legion_tui.supervisor.runs import SessionBusy, SessionNameError, UnsafeSocketDir
 
     raise_fd_limit()
     try:
         return host()
+    except StartFailed as err:
+        print(f"legion {verb}: the host could not start: {err}", file=sys.stderr)
+        return 1
     except (SessionBusy, SessionNameError, UnsafeSocketDir, LedgerError) as err:
         print(f"legion {verb}: {err}", file=sys.stderr)
         return 1

@@ -35,7 +35,14 @@ from legion_tui.session.fold import SessionFold
 from legion_tui.session.formats import Translator, detect, translator
 from legion_tui.session.progress import SessionProgress
 
-__all__ = ["FINGERPRINT_BYTES", "MAX_LINE_BYTES", "SessionReader", "read_session"]
+__all__ = [
+    "FINGERPRINT_BYTES",
+    "MAX_LINE_BYTES",
+    "NotARegularFile",
+    "SessionReader",
+    "open_regular",
+    "read_session",
+]
 
 MAX_LINE_BYTES = 8 * 1024 * 1024
 FINGERPRINT_BYTES = 256
@@ -47,7 +54,27 @@ MAX_BYTES_PER_POLL = 512 * 1024
 StatKey = tuple[int, int, int, int]  # dev, ino, size, mtime_ns
 
 
+class NotARegularFile(OSError):
+    """A FIFO, socket or device where a session file should be: never opened blocking
+    (a FIFO's open waits for a writer — on the event loop, the whole supervisor)."""
+
+    def __init__(self, path: str) -> None:
+        super().__init__(errno.EINVAL, "not a regular file", path)
+
+
+def open_regular(path: str) -> int:
+    """An fd on `path` for reading, only if it is a regular file (else NotARegularFile);
+    O_NONBLOCK, so a FIFO put at the path after any earlier stat cannot block the open."""
+    fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC | os.O_NONBLOCK)
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise NotARegularFile(path)
+    return fd
+
+
 def _unreadable_code(exc: OSError, had_file: bool) -> str:
+    if isinstance(exc, NotARegularFile):
+        return "not a regular file"
     if isinstance(exc, FileNotFoundError):
         return "deleted" if had_file else "ENOENT"
     if exc.errno is not None and exc.errno in errno.errorcode:
@@ -110,6 +137,10 @@ class SessionReader:
             return self._mark_unreadable(exc, close=True)
         if stat.S_ISDIR(st.st_mode):
             return self._mark_unreadable(IsADirectoryError(errno.EISDIR, "is a directory"))
+        if not stat.S_ISREG(st.st_mode):
+            # A FIFO (any agent can make one: it knows the run dir) would block an open on
+            # the event loop until a writer came — the whole supervisor frozen.
+            return self._mark_unreadable(NotARegularFile(self.path), close=True)
         key: StatKey = (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
         if key == self._key:
             return False  # the gate: one stat, nothing else (with or without an open fd)
@@ -117,9 +148,9 @@ class SessionReader:
         identity = (st.st_dev, st.st_ino)
         if self._fd is None or identity != self._identity:
             try:
-                fd = os.open(self.path, os.O_RDONLY | os.O_CLOEXEC)
+                fd = open_regular(self.path)
             except OSError as exc:
-                return self._mark_unreadable(exc)
+                return self._mark_unreadable(exc, close=isinstance(exc, NotARegularFile))
             self.opens += 1
             self._close_fd()
             self._fd = fd

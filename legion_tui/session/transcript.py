@@ -31,7 +31,7 @@ from legion_tui.session.entries import (
     UserEntry,
 )
 from legion_tui.session.formats import Format, detect, translator
-from legion_tui.session.reader import MAX_LINE_BYTES
+from legion_tui.session.reader import MAX_LINE_BYTES, open_regular
 
 __all__ = ["TranscriptItem", "TranscriptPager"]
 
@@ -160,7 +160,7 @@ class TranscriptPager:
     def index_more(self, budget: int) -> bool:
         """Index up to `budget` more bytes (whole chunks, at least one); True once the
         index reached the end of the file."""
-        fd = os.open(self.path, os.O_RDONLY | os.O_CLOEXEC)
+        fd = open_regular(self.path)
         try:
             self._check_identity(fd)
             limit = self._scanned + max(budget, 1)
@@ -178,7 +178,7 @@ class TranscriptPager:
             return []
         first = index * size
         wanted = first + size
-        fd = os.open(self.path, os.O_RDONLY | os.O_CLOEXEC)
+        fd = open_regular(self.path)
         try:
             self._check_identity(fd)
             self._index_until(fd, wanted)

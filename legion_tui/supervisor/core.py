@@ -15,11 +15,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import json
 import logging
 import os
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -52,6 +53,7 @@ from legion_tui.supervisor.stops import Stops
 from legion_tui.supervisor.teams import Teams
 
 if TYPE_CHECKING:
+    from legion_tui.ledger import Ledger
     from legion_tui.mail.service import MailService
     from legion_tui.supervisor.worktree import Worktree
 
@@ -59,10 +61,15 @@ __all__ = [
     "ROOT_ID",
     "Budgets",
     "ChildRequest",
+    "StartFailed",
     "Supervisor",
 ]
 
 log = logging.getLogger(__name__)
+
+
+class StartFailed(RuntimeError):
+    """The host could not start (after its ledger opened); what it began is closed."""
 
 
 def _has_file(path: str | None) -> bool:
@@ -220,8 +227,21 @@ class Supervisor:
         from legion_tui.ledger import open_ledger
 
         self.admission.cards = load_cards(self.project_dir)
+        from legion_tui.ledger import LedgerError
+
         self.ledger = await open_ledger(self.run.ledger_path, create=True, clock=self.clock)
-        self.record.open(self.ledger)
+        try:
+            await self._start_on(self.ledger)
+        except BaseException as err:
+            # Whatever started must end, or the ledger's writer thread keeps the process
+            # alive for ever after the error (a corrupt or read-only ledger, a bad task).
+            await self._undo_start()
+            if isinstance(err, Exception) and not isinstance(err, LedgerError):
+                raise StartFailed(f"{type(err).__name__}: {err}") from err
+            raise
+
+    async def _start_on(self, ledger: Ledger) -> None:
+        self.record.open(ledger)
         await self.continuity.open(reopened=self.reopened)
         self.run = runs.touch_run(self.run)
         # Mail (SPEC §6.5): the postman hands letters over through the agents' handles.
@@ -230,7 +250,7 @@ class Supervisor:
         # The mail service, the postman and the phase clock write through the echo: the
         # events the ledger writes for them (mail_sent/delivered/bounced, phase_timeout)
         # reach the live model at once, like the supervisor's own (`_event`).
-        self._echo = EchoingLedger(self.ledger, self.model)
+        self._echo = EchoingLedger(ledger, self.model)
         self.mail = MailService(self._echo, self.model, self._mail_handle)
         self.mail.start()
         from legion_tui.phases.timeouts import PhaseClock
@@ -250,6 +270,29 @@ class Supervisor:
 
             self._watcher = SessionWatcher(self.run.sessions_dir, self._on_progress, self.clock)
             self._watch_task = asyncio.create_task(self._watcher.run(), name="session-watcher")
+
+    async def _undo_start(self) -> None:
+        """A start that failed half-way: end what it began, each part alone (one that
+        fails to close must not keep the next one open); nothing else runs after."""
+        self._closed = True
+        steps: list[Callable[[], Awaitable[object]]] = []
+        if self.mail is not None:
+            steps.append(self.mail.close)
+        if self._server is not None:
+            steps.append(self._server.close)
+        if self._watcher is not None:
+            self._watcher.stop()
+        for task in (self._clock_task, self._watch_task):
+            if task is not None:
+                task.cancel()
+                steps.append(functools.partial(asyncio.gather, task, return_exceptions=True))
+        if self.ledger is not None:
+            steps.append(self.ledger.close)
+        for step in steps:
+            try:
+                await asyncio.wait_for(step(), 5.0)
+            except Exception:
+                log.exception("closing after a failed start")
 
     async def close(self) -> None:
         """Exit is a pause (SPEC §6.6): live nodes become `retired` with reason
