@@ -33,7 +33,9 @@ from legion_tui.model import EventType, Node, NodeStatus
 from legion_tui.supervisor.core import ROOT_ID, ChildRequest, Supervisor
 
 __all__ = [
+    "PI_COMMAND",
     "PiWorld",
+    "agent_host",
     "by_env",
     "entries",
     "events_of",
@@ -45,12 +47,14 @@ __all__ = [
     "settle",
     "spawn_pi",
     "until",
+    "use_env",
     "verdict_line",
     "world",
     "write_card",
 ]
 
 PI_TOOLS = ("read", "bash", "edit", "write")
+PI_COMMAND = ("pi", "--provider", PROVIDER, "--model", MODEL)
 START_LIMIT = 60.0  # one pi start on 2 loaded cores: 2–5 s; six together: far more
 TURN_LIMIT = 60.0
 
@@ -69,18 +73,22 @@ def write_card(
     tools: Sequence[str] = PI_TOOLS,
     marker: str | None = None,
     role: str = "worker",
+    kind: str = "pi",
+    command: Sequence[str] | None = PI_COMMAND,
 ) -> str:
-    """`<project>/.legion/agents/<name>.md`, a `kind: pi` card; returns its body marker."""
+    """`<project>/.legion/agents/<name>.md`, a `kind` card (pi's by default; `command`
+    None: the card names none, the kind's program runs); returns its body marker."""
     marker = marker or f"LEGION-CARD-{name.upper()}-{secrets.token_hex(4)}"
     agents = project / ".legion" / "agents"
     agents.mkdir(parents=True, exist_ok=True)
+    argv = "" if command is None else f"command: [{', '.join(command)}]\n"
     (agents / f"{name}.md").write_text(
         "---\n"
         f"name: {name}\n"
-        f"description: A real pi {role} for the end-to-end tests.\n"
-        "kind: pi\n"
+        f"description: A real {kind} {role} for the end-to-end tests.\n"
+        f"kind: {kind}\n"
         f"role: {role}\n"
-        f"command: [pi, --provider, {PROVIDER}, --model, {MODEL}]\n"
+        f"{argv}"
         f"tools: [{', '.join(tools)}]\n"
         "---\n"
         f"{marker}: you are a legion test {role}. Do what the task says, then end your\n"
@@ -106,17 +114,23 @@ class PiWorld:
         return {**self.pi.env, **GIT_ENV}
 
 
+def use_env(env: dict[str, str], monkeypatch: pytest.MonkeyPatch) -> None:
+    """`env` (and the test git identity) as this process's environment, inherited keys,
+    proxies and legion markers dropped: an in-process Supervisor's children inherit it."""
+    for key in list(os.environ):
+        if _DROP.match(key):
+            monkeypatch.delenv(key, raising=False)
+    for key, value in {**env, **GIT_ENV}.items():
+        monkeypatch.setenv(key, value)
+
+
 def make_world(
     line: str, server: ModelServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> PiWorld:
     """Lay out pi's env and a git project with the worker card; apply the env to this
     process (an in-process Supervisor's children inherit os.environ)."""
     pi = pi_env(line, server.base_url, tmp_path / "pi")
-    for key in list(os.environ):
-        if _DROP.match(key):
-            monkeypatch.delenv(key, raising=False)
-    for key, value in {**pi.env, **GIT_ENV}.items():
-        monkeypatch.setenv(key, value)
+    use_env(pi.env, monkeypatch)
     project = tmp_path / "project"
     project.mkdir()
     subprocess.run(
@@ -126,10 +140,15 @@ def make_world(
     return PiWorld(line, server, pi, project, marker)
 
 
+def pi_host(world: PiWorld) -> contextlib.AbstractAsyncContextManager[Supervisor]:
+    """A started Supervisor on the pi world's project (see `agent_host`)."""
+    return agent_host(world.project)
+
+
 @contextlib.asynccontextmanager
-async def pi_host(world: PiWorld) -> AsyncIterator[Supervisor]:
-    """A started Supervisor on the project; on the way out, no agent process may be left."""
-    async with hosted(world.project, stop_grace=1.0) as sup:
+async def agent_host(project: Path) -> AsyncIterator[Supervisor]:
+    """A started Supervisor on `project`; on the way out, no agent process may be left."""
+    async with hosted(project, stop_grace=1.0) as sup:
         run_id = sup.run.run_id
         yield sup
     # The pause (close) swept every child; a straggler is a leak.

@@ -42,6 +42,7 @@ from typing import Any
 
 import pytest
 from agent_bins import CliInstall, claude_code_install, codex_install
+from codex_env import codex_config
 from model_server import ModelServer, RecordedRequest, Reply, Text, ToolCall
 from process_helpers import by_env
 
@@ -350,22 +351,6 @@ def test_claude_code_runs_a_tool_then_answers(permissions: str, server: ModelSer
 
 
 # --------------------------------------------------------------------------------- Codex
-
-
-def codex_config(base_url: str) -> str:
-    return (
-        f'model = "{MODEL}"\n'
-        f'model_provider = "{PROVIDER}"\n'
-        f"[model_providers.{PROVIDER}]\n"
-        'name = "scripted model server"\n'
-        f'base_url = "{base_url}"\n'  # Codex POSTs {base_url}/responses
-        'env_key = "SCRIPTED_API_KEY"\n'
-        'wire_api = "responses"\n'
-        "[features]\n"
-        "plugins = false\n"  # else a plugin sync from github.com / chatgpt.com at start
-        "[analytics]\n"
-        "enabled = false\n"  # else OTLP metrics to ab.chatgpt.com
-    )
 
 
 def test_codex_exec_runs_a_tool_then_answers(server: ModelServer, proxy_log: ProxyLog,
