@@ -24,15 +24,39 @@ def load_with_nodes(
 ) -> tuple[yaml.Node | None, object]:
     """Parse YAML once: (the composed node tree for line lookups, the plain value).
 
-    Raises yaml.YAMLError (with `problem_mark`) on bad syntax.
+    Raises yaml.YAMLError (with `problem_mark`) on bad syntax, and on an alias: a few
+    hundred bytes of nested `&a [*b, *b, …]` expand to gigabytes once constructed (and
+    again in any message that echoes the value), and no card or machine needs one.
     """
     parser = (loader or YAML_LOADER)(text)
     try:
         node = parser.get_single_node()
+        if node is not None:
+            _refuse_aliases(node)
         data = parser.construct_document(node) if node is not None else None
     finally:
         parser.dispose()
     return node, data
+
+
+def _refuse_aliases(root: yaml.Node) -> None:
+    """An alias makes the composed tree a graph: a node reached twice. The walk visits
+    each distinct node once, so it is linear in the text, not in the expansion."""
+    seen: set[int] = set()
+    stack = [root]
+    while stack:
+        node = stack.pop()
+        if id(node) in seen:
+            raise yaml.MarkedYAMLError(
+                problem="aliases (&anchor / *alias) are not allowed; write the value out",
+                problem_mark=node.start_mark,
+            )
+        seen.add(id(node))
+        if isinstance(node, yaml.SequenceNode):
+            stack.extend(node.value)
+        elif isinstance(node, yaml.MappingNode):
+            for key, value in node.value:
+                stack.extend((key, value))
 
 
 def split_path(path: str) -> list[str | int]:
