@@ -11,6 +11,7 @@ from process_helpers import put_fake_pi_on_path
 from supervisor_helpers import hosted, run_cli, settled, spawn_one, stuck_worker
 
 from legion_tui.model import NodeStatus
+from legion_tui.supervisor.core import ROOT_ID, Budgets
 
 
 async def test_status_json_with_a_live_supervisor(tmp_path: Path) -> None:
@@ -126,3 +127,21 @@ async def test_spawn_reports_an_agent_that_failed_to_start_and_exits_1(
         assert code == 1, (out, err)
         assert out.startswith("Failed to start root/p (") and "No API key found" in out
         assert sup.node(sup.resolve("root", "p").id).status is NodeStatus.FAILED
+
+
+async def test_spawn_as_exec_of_a_card_without_a_command_is_refused_and_leaves_no_row(
+    tmp_path: Path,
+) -> None:
+    """`--kind exec` on the bundled worker (no command) answered an internal ValueError and
+    left the node `starting` for ever, holding a budget slot (issue 14 item 14)."""
+    async with hosted(tmp_path, budgets=Budgets(max_active=1)) as sup:
+        code, out, err = await run_cli(
+            "spawn", "worker", "--kind", "exec", "--task", "go", "--name", "e", cwd=tmp_path
+        )
+        assert code == 1, (out, err)
+        assert "'worker' has no command, and kind exec runs one" in err, err
+        assert "ValueError" not in err and "Traceback" not in err
+        assert list(sup.model.nodes) == [ROOT_ID]
+        # The slot it would have held is free: the one allowed spawn still goes through.
+        code, out, err = await run_cli("spawn", "worker", "--task", "go", cwd=tmp_path)
+        assert code == 0, (out, err)

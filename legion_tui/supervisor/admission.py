@@ -226,7 +226,7 @@ class Admission:
             result = load_settings(self._project_dir)
             agent, problems = result.settings.agent, result.problems
         try:
-            return resolve_launch(
+            launch = resolve_launch(
                 card.kind,
                 card.command,
                 requested=req.kind,
@@ -238,6 +238,15 @@ class Admission:
             )
         except NoAgent as err:
             raise OpError("NO_AGENT", str(err)) from err
+        if launch.kind == "exec" and not launch.command:
+            # Refused here, before a row exists: a launch would only fail (and a node left
+            # `starting` would hold a budget slot for ever).
+            raise OpError(
+                "BAD_REQUEST",
+                f"'{card.name}' has no command, and kind exec runs one: give the card a "
+                "`command: [...]` (or choose another --kind); nothing was spawned",
+            )
+        return launch
 
     def command_of(self, card_name: str, kind: Kind) -> list[str]:
         """The command a resumed node relaunches with: its card's, or for an `auto` card
