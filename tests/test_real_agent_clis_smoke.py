@@ -28,7 +28,6 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import re
 import signal
 import socket
 import subprocess
@@ -41,7 +40,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from agent_bins import CliInstall, claude_code_install, codex_install
+from agent_bins import codex_install
+from claude_env import claude_vars, claude_world
 from codex_env import codex_config
 from model_server import ModelServer, RecordedRequest, Reply, Text, ToolCall
 from process_helpers import by_env
@@ -232,29 +232,6 @@ def check_two_calls(server: ModelServer, dialect: str) -> tuple[RecordedRequest,
 # --------------------------------------------------------------------------- Claude Code
 
 
-@dataclass(frozen=True)
-class ClaudeWorld:
-    install: CliInstall
-    home: Path
-    config_dir: Path
-    workdir: Path
-    logs: Path
-
-    def session_file(self, session_id: str) -> Path:
-        slug = re.sub(r"[^A-Za-z0-9]", "-", str(self.workdir))
-        return self.config_dir / "projects" / slug / f"{session_id}.jsonl"
-
-
-def claude_world(tmp_path: Path) -> ClaudeWorld:
-    install = claude_code_install()
-    home, config_dir = tmp_path / "home", tmp_path / "claude-config"
-    workdir = tmp_path / "work_dir.v2"  # the slug replaces '_' and '.' too
-    logs = tmp_path / "logs"
-    for d in (home, config_dir, workdir, logs):
-        d.mkdir()
-    return ClaudeWorld(install, home, config_dir, workdir, logs)
-
-
 CLAUDE_PERMISSIONS = {
     # the one tool pre-approved: what a card's `tools` maps to
     "allowed-tools": (["--allowedTools", "Bash"], {}),
@@ -277,11 +254,7 @@ def test_claude_code_runs_a_tool_then_answers(permissions: str, server: ModelSer
     server.script(*tool_then_final(call))
     session_id = str(uuid.uuid4())
     env = base_env(world.home, world.install.bin_dir, session_id, {
-        "CLAUDE_CONFIG_DIR": str(world.config_dir),
-        "ANTHROPIC_BASE_URL": server.origin,
-        "ANTHROPIC_API_KEY": DUMMY_KEY,
-        "DISABLE_TELEMETRY": "1",
-        "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
+        **claude_vars(world, server.origin),
         **proxy_env(proxy_log),
         **extra_env,
     })

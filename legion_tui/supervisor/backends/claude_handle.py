@@ -1,0 +1,539 @@
+"""Claude Code as a long-lived stream-json session (`kind: claude`, backend claude-stream).
+
+notes/agent-clis.md §1.3–1.9. One process per node, in the node's cwd:
+
+    claude -p --input-format stream-json --output-format stream-json --verbose
+           --include-partial-messages --replay-user-messages
+           (--session-id <uuid> | --resume <id>) [--append-system-prompt …] [--allowedTools …]
+
+- stdin takes one JSON line per message: `{"type":"user",…}` for the task, a steer or a
+  letter (idle: a new turn; busy: Claude queues it and hands it to the model at the next
+  tool boundary, or runs it as the next turn), and `control_request` `interrupt` to abort.
+- stdout says what happens: `system/init` at the start of every turn, `stream_event`s
+  (the live rate), `assistant`/`user` records, and one `result` per turn (`is_error`,
+  `terminal_reason`; its `subtype` says "success" even on an API error).
+- Which lines Claude has taken: `--replay-user-messages` echoes each of our user lines
+  (`isReplay`) when Claude takes it — into a turn, or absorbed mid-turn. A `result` with
+  lines still unechoed means a queued line will run as the next turn, so the agent is
+  not idle yet (`queued_turn_count` in the result says 0 even then: measured).
+- The session file is `${CLAUDE_CONFIG_DIR:-$HOME/.claude}/projects/<cwd, every
+  non-alphanumeric char → "-">/<session id>.jsonl` (the child's env decides); it appears
+  with the first prompt and the run's `sessions/<nodeId>.jsonl` links to it.
+- Claude has no way to drop queued lines; an interrupt keeps them (they run next).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import itertools
+import json
+import logging
+import os
+import re
+import time
+import uuid
+from collections import deque
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from legion_tui.model import Backend
+from legion_tui.session.streaming import StreamingMessage, StreamSink
+from legion_tui.supervisor.backend import ABORT_BOUND, AbortResult, LaunchSpec, SteerOutcome
+from legion_tui.supervisor.backends.common import (
+    ProcessChildHandle,
+    bounded_abort,
+    child_env,
+    log_path,
+    log_tail,
+    require_executable,
+    resolve_argv,
+)
+from legion_tui.supervisor.backends.rpc_handle import RESUME_PROMPT, START_BOUND
+from legion_tui.supervisor.process import ChildProcess, spawn_child
+from legion_tui.supervisor.rpc import MAX_LINE_BYTES, WRITE_BOUND, LineSplitter, RpcError
+
+__all__ = [
+    "ABORTED_REASONS",
+    "CLAUDE_TOOL_NAMES",
+    "ClaudeHandle",
+    "claude_argv",
+    "claude_session_file",
+    "claude_tools",
+]
+
+log = logging.getLogger(__name__)
+
+# pi's lowercase tool names (the bundled cards) → Claude Code's. Grep, Glob and LS are
+# gone from 2.1.328 (its Bash searches); allowing a tool it lacks is a rule that never
+# matches, not an error.
+CLAUDE_TOOL_NAMES: dict[str, str] = {
+    "read": "Read",
+    "bash": "Bash",
+    "edit": "Edit",
+    "write": "Write",
+    "grep": "Grep",
+    "find": "Glob",
+    "ls": "LS",
+}
+# A `result` that ends an interrupted turn: not a failure of the turn.
+ABORTED_REASONS = frozenset({"aborted_streaming", "aborted_tools"})
+
+_SLUG = re.compile(r"[^A-Za-z0-9]")
+_DELTAS = {"text_delta": "text_delta", "thinking_delta": "thinking_delta"}
+_control_ids = itertools.count(1)
+
+
+def claude_tools(tools: Sequence[str]) -> list[str]:
+    """A card's tool names as Claude's (names it already spells pass through)."""
+    return [CLAUDE_TOOL_NAMES.get(name, name) for name in tools]
+
+
+def _option(argv: Sequence[str], *names: str) -> str | None:
+    """The value the card's argv gives one of `names` (`--x v` or `--x=v`), if any."""
+    for index, arg in enumerate(argv):
+        for name in names:
+            if arg == name and index + 1 < len(argv):
+                return argv[index + 1]
+            if arg.startswith(name + "="):
+                return arg[len(name) + 1 :]
+    return None
+
+
+def _has(argv: Sequence[str], *names: str) -> bool:
+    return any(arg in names or arg.startswith(tuple(n + "=" for n in names)) for arg in argv)
+
+
+def claude_argv(spec: LaunchSpec, session_id: str, *, resume: bool) -> list[str]:
+    """The card's command (or `claude`) plus the flags it did not give (module doc).
+
+    Never adds a permission bypass: tools run only as the card's `tools` allow them.
+    """
+    argv = resolve_argv(spec.command or ["claude"], spec)
+    if not _has(argv, "-p", "--print"):
+        argv.append("-p")
+    if not _has(argv, "--input-format"):
+        argv += ["--input-format", "stream-json"]
+    if not _has(argv, "--output-format"):
+        argv += ["--output-format", "stream-json"]
+    for flag in ("--verbose", "--include-partial-messages", "--replay-user-messages"):
+        if flag not in argv:
+            argv.append(flag)
+    if not _has(argv, "--session-id", "--resume", "-r", "--continue", "-c"):
+        argv += ["--resume", session_id] if resume else ["--session-id", session_id]
+    if spec.system_prompt and not _has(argv, "--system-prompt", "--append-system-prompt"):
+        # One `--opt=value` word: a card body starting with "-" must not read as a flag.
+        argv.append(f"--append-system-prompt={spec.system_prompt}")
+    if spec.tools and not _has(argv, "--allowedTools", "--allowed-tools"):
+        # One comma-separated word: the option takes a variadic list.
+        argv.append(f"--allowedTools={','.join(claude_tools(spec.tools))}")
+    return argv
+
+
+def claude_session_file(env: dict[str, str], cwd: Path, session_id: str) -> Path:
+    """Where Claude Code run with `env` in `cwd` writes session `session_id`."""
+    config = env.get("CLAUDE_CONFIG_DIR") or os.path.join(
+        env.get("HOME") or os.path.expanduser("~"), ".claude"
+    )
+    # Claude names the folder after its working directory as the kernel reports it.
+    slug = _SLUG.sub("-", os.path.realpath(cwd))
+    return Path(config) / "projects" / slug / f"{session_id}.jsonl"
+
+
+def _point_link(link: Path, target: Path) -> None:
+    """`sessions/<nodeId>.jsonl` → Claude's own file (SPEC §2: one file per node).
+
+    A real file there is never replaced; a link to another file (a launch that never
+    wrote, a dangling one) is pointed at this one."""
+    if link == target or (link.exists() and not link.is_symlink()):
+        return
+    if link.is_symlink():
+        if os.readlink(link) == str(target):
+            return
+        with contextlib.suppress(OSError):
+            link.unlink()
+    with contextlib.suppress(OSError):
+        link.parent.mkdir(parents=True, exist_ok=True)
+        os.symlink(target, link)
+
+
+def _resume_id(link: Path) -> str | None:
+    """The session a resume continues: the stem of the file the node's link points at."""
+    try:
+        target = Path(os.path.realpath(link))
+    except OSError:
+        return None
+    if not target.is_file() or target == link.absolute():
+        return None  # no link (a real file of another kind) or nothing to continue
+    stem = target.stem
+    try:
+        uuid.UUID(stem)
+    except ValueError:
+        return None
+    return stem
+
+
+def _user_line(text: str) -> bytes:
+    message = {
+        "type": "user",
+        "message": {"role": "user", "content": text},
+        "parent_tool_use_id": None,
+        "session_id": "",
+    }
+    return (json.dumps(message, ensure_ascii=False, separators=(",", ":")) + "\n").encode()
+
+
+def _turn_error(result: dict[str, Any]) -> str | None:
+    """Why a turn failed in Claude's words, or None (done, or ended by an interrupt)."""
+    if result.get("is_error") is not True or result.get("terminal_reason") in ABORTED_REASONS:
+        return None
+    text = result.get("result")
+    if isinstance(text, str) and text.strip():
+        return text.strip()
+    errors = result.get("errors")
+    if isinstance(errors, list) and errors:
+        return "; ".join(str(e) for e in errors)
+    return str(result.get("terminal_reason") or result.get("subtype") or "error")
+
+
+class ClaudeHandle(ProcessChildHandle):
+    def __init__(self, spec: LaunchSpec, *, on_stream: StreamSink | None = None) -> None:
+        self.spec = spec
+        self.node_id = spec.node_id
+        self.backend: Backend = "claude-stream"
+        self.pid: int | None = None
+        self.child: ChildProcess | None = None
+        self.session_id: str | None = None
+        self.session_file: Path | None = None  # Claude's own file (the node's link target)
+        self._env: dict[str, str] = {}
+        self._stdin: asyncio.StreamWriter | None = None
+        self._reader: asyncio.Task[None] | None = None
+        self._lines = LineSplitter(MAX_LINE_BYTES)
+        self.skipped_lines = 0  # stdout lines that were not a JSON object (or too long)
+        # Turn state (module doc): a turn is open from `system/init` to its `result`; our
+        # user lines not yet echoed back wait to be taken (True: sent while idle — it
+        # starts a turn; False: sent into a busy agent — queued).
+        self._turn_open = False
+        self._unechoed: deque[bool] = deque()
+        self._results = 0
+        self._last_result: dict[str, Any] | None = None
+        self._turn_error: str | None = None
+        self._closed = False  # stdout reached EOF: the agent is gone
+        self._idle = asyncio.Event()
+        self._idle.set()
+        self._changed = asyncio.Event()  # pulsed on every result / init / EOF
+        self._init = asyncio.Event()  # Claude showed life (its first system/init)
+        self._controls: dict[str, asyncio.Future[dict[str, Any]]] = {}
+        self._tasks: set[asyncio.Task[Any]] = set()
+        self._streaming = StreamingMessage(on_stream, time.time) if on_stream else None
+
+    # -- lifecycle ---------------------------------------------------------------------
+
+    async def start(self) -> None:
+        spec = self.spec
+        env = self._env = child_env(spec)
+        resume_id = _resume_id(spec.session_file) if spec.resume else None
+        session_id = resume_id or str(uuid.uuid4())
+        argv = claude_argv(spec, session_id, resume=resume_id is not None)
+        # A card that names the session itself (--session-id / --resume) decides it.
+        session_id = _option(argv, "--session-id", "--resume", "-r") or session_id
+        require_executable(argv, env, spec.cwd)
+        try:
+            self.child = await spawn_child(
+                argv, env=env, cwd=spec.cwd, log_path=log_path(spec), pipes=True
+            )
+            self.pid = self.child.pid
+            proc = self.child.proc
+            assert proc.stdin is not None and proc.stdout is not None
+            self._stdin = proc.stdin
+            self._reader = asyncio.get_running_loop().create_task(self._read_loop(proc.stdout))
+            self._learn_session(session_id, env)
+            prompt = RESUME_PROMPT if resume_id is not None else spec.task
+            await self._send_user(prompt)
+            await self._wait_for_init()
+        except Exception as err:
+            # Half started (a bad flag, no key, a crash): nothing may be left behind, and
+            # the reason is Claude's own last words in the log.
+            await self.stop(force=True)
+            raise RpcError("start", self._start_failure(err)) from err
+        except BaseException:
+            await self.stop(force=True)
+            raise
+
+    async def _wait_for_init(self) -> None:
+        init = asyncio.ensure_future(self._init.wait())
+        try:
+            await asyncio.wait_for(self._until_init_or_eof(init), START_BOUND)
+        finally:
+            init.cancel()
+        if not self._init.is_set():
+            raise RpcError("start", "claude closed its output before it started a turn")
+
+    async def _until_init_or_eof(self, init: asyncio.Future[Any]) -> None:
+        assert self._reader is not None
+        await asyncio.wait({init, self._reader}, return_when=asyncio.FIRST_COMPLETED)
+
+    def _start_failure(self, err: Exception) -> str:
+        if isinstance(err, TimeoutError):
+            why = f"claude did not start a turn within {START_BOUND:g} s"
+        elif isinstance(err, RpcError):
+            why = err.message
+        else:
+            why = str(err) or type(err).__name__
+        code = self.exited
+        if code is not None:
+            why += f" (exit status {code})"
+        tail = log_tail(self.spec)
+        return f"{why}; its log ends: {tail}" if tail else why
+
+    def _learn_session(self, session_id: str, env: dict[str, str]) -> None:
+        if session_id == self.session_id:
+            return
+        self.session_id = session_id
+        self.session_file = claude_session_file(env, self.spec.cwd, session_id)
+        _point_link(self.spec.session_file, self.session_file)
+
+    # -- state -------------------------------------------------------------------------
+
+    def turn_running(self) -> bool:
+        if self.child is None or self._closed or self.exited is not None:
+            return False
+        return self._turn_open or bool(self._unechoed)
+
+    async def idle(self) -> None:
+        if self.child is None:
+            return
+        idle: asyncio.Future[Any] = asyncio.ensure_future(self._idle.wait())
+        exited: asyncio.Future[Any] = asyncio.ensure_future(
+            asyncio.shield(self.child.exited_future())
+        )
+        try:
+            await asyncio.wait({idle, exited}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            idle.cancel()
+            exited.cancel()
+
+    def turn_error(self) -> str | None:
+        return self._turn_error
+
+    def _update_idle(self) -> None:
+        if self.turn_running():
+            self._idle.clear()
+        else:
+            self._idle.set()
+        self._changed.set()
+        self._changed.clear()  # a pulse: waiters already woken keep their wake-up
+
+    # -- control -----------------------------------------------------------------------
+
+    async def abort(self, *, keep_queue: bool = False, bound: float = ABORT_BOUND) -> AbortResult:
+        # One snapshot of "is a turn running", taken before anything is sent.
+        if not self.turn_running():
+            return AbortResult("no-turn", 0)
+        results_before = self._results
+        queued = sum(1 for starts_turn in self._unechoed if not starts_turn)
+        request_id = f"legion-interrupt-{os.getpid()}-{next(_control_ids)}"
+        reply: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
+        self._controls[request_id] = reply
+        request: dict[str, Any] = {
+            "type": "control_request",
+            "request_id": request_id,
+            "request": {"subtype": "interrupt"},
+        }
+
+        async def nothing_queued() -> int:
+            return 0
+
+        def interrupt() -> None:
+            self._write(json.dumps(request, separators=(",", ":")).encode() + b"\n")
+
+        async def settled() -> None:
+            # The interrupted turn's own `result` (terminal_reason aborted_*), or the end.
+            while self._results == results_before and not self._closed:
+                await self._changed.wait()
+
+        try:
+            result = await bounded_abort(
+                bound=bound,
+                keep_queue=keep_queue,
+                # Claude cannot drop queued lines: only "nothing queued" is a clear queue.
+                clear=nothing_queued if queued == 0 else None,
+                interrupt=interrupt,
+                settled=settled,
+            )
+        finally:
+            self._controls.pop(request_id, None)
+        still = self._still_queued(reply)
+        if result.dropped == 0 and still and not keep_queue:
+            return AbortResult(result.outcome, None)  # Claude says some wait on: kept
+        return result
+
+    @staticmethod
+    def _still_queued(reply: asyncio.Future[dict[str, Any]]) -> list[Any]:
+        if not reply.done() or reply.cancelled():
+            return []
+        response = reply.result().get("response")
+        still = response.get("still_queued") if isinstance(response, dict) else None
+        return still if isinstance(still, list) else []
+
+    async def steer(self, text: str) -> SteerOutcome:
+        if self.child is None or self._closed or self.exited is not None:
+            return "intercepted"  # nobody will ever read it
+        running = self.turn_running()
+        await self._send_user(text)
+        return "queued" if running else "accepted"
+
+    async def deliver(self, envelope: str) -> None:
+        if self.child is None or self._closed or self.exited is not None:
+            raise RpcError("deliver", "the agent is not running")
+        await self._send_user(envelope)
+
+    async def _send_user(self, text: str) -> None:
+        if self._closed or self._stdin is None:
+            raise RpcError("user", "claude's input is closed")
+        # The state moves before any await: a check of turn_running() right after the
+        # write already sees the turn (an abort right after a steer must find it).
+        self._unechoed.append(not self.turn_running())
+        self._update_idle()
+        self._write(_user_line(text))
+        await self._drain()
+
+    def _write(self, data: bytes) -> None:
+        if self._stdin is None or self._stdin.is_closing():
+            raise RpcError("write", "claude's input is closed")
+        try:
+            self._stdin.write(data)
+        except (ConnectionError, RuntimeError) as err:
+            raise RpcError("write", f"cannot write: {err}") from err
+        self._spawn(self._drain())
+
+    async def _drain(self) -> None:
+        if self._stdin is None:
+            return
+        with contextlib.suppress(ConnectionError, TimeoutError, RuntimeError):
+            await asyncio.wait_for(self._stdin.drain(), WRITE_BOUND)
+
+    def _spawn(self, coro: Any) -> None:
+        task = asyncio.get_running_loop().create_task(coro)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def _close_channels(self) -> None:
+        if self._stdin is not None:
+            with contextlib.suppress(Exception):
+                self._stdin.close()
+        for task in list(self._tasks):
+            task.cancel()
+        if self._reader is not None:
+            self._reader.cancel()
+            with contextlib.suppress(BaseException):
+                await asyncio.wait_for(asyncio.gather(self._reader, return_exceptions=True), 1.0)
+        self._on_eof()
+
+    # -- reading -----------------------------------------------------------------------
+
+    async def _read_loop(self, stdout: asyncio.StreamReader) -> None:
+        try:
+            while True:
+                chunk = await stdout.read(65536)
+                if not chunk:
+                    break
+                too_long = self._lines.too_long
+                for line in self._lines.feed(chunk):
+                    if line.strip():
+                        self._dispatch(line)
+                self.skipped_lines += self._lines.too_long - too_long
+        except (ConnectionError, OSError):
+            pass
+        finally:
+            self._on_eof()
+
+    def _on_eof(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        self._turn_open = False
+        self._unechoed.clear()
+        for fut in self._controls.values():
+            if not fut.done():
+                fut.set_exception(RpcError("control", "the agent closed its output"))
+                fut.exception()  # observed: an abort may have stopped waiting for it
+        if self._streaming is not None:
+            self._streaming.feed({"type": "agent_end"})  # a message cut off never ends
+        self._update_idle()
+
+    def _dispatch(self, line: bytes) -> None:
+        try:
+            obj = json.loads(line)
+        except (ValueError, RecursionError):  # not UTF-8 / not JSON / nested too deep
+            self.skipped_lines += 1
+            return
+        if not isinstance(obj, dict):
+            self.skipped_lines += 1
+            return
+        try:
+            self._track(obj)
+        except Exception:
+            # One line the handle could not take must not end the read loop: that would
+            # read as idle and settle a running node.
+            log.exception("claude output line not handled: %.200r", obj)
+
+    def _track(self, obj: dict[str, Any]) -> None:
+        kind = obj.get("type")
+        if kind == "stream_event":
+            if obj.get("parent_tool_use_id") is None:  # a subagent's stream is not ours
+                self._stream(obj.get("event"))
+        elif kind == "system" and obj.get("subtype") == "init":
+            self._turn_open = True
+            self._turn_error = None  # a new turn: the last one's failure is history
+            self._init.set()
+            session_id = obj.get("session_id")
+            if isinstance(session_id, str) and session_id:
+                self._learn_session(session_id, self._env)
+            self._update_idle()
+        elif kind == "user" and obj.get("isReplay") is True:
+            if self._unechoed:
+                self._unechoed.popleft()  # Claude took our oldest line
+            self._update_idle()
+        elif kind == "result":
+            self._turn_open = False
+            self._results += 1
+            self._last_result = obj
+            self._turn_error = _turn_error(obj)
+            self._update_idle()
+        elif kind == "control_response":
+            response = obj.get("response")
+            request_id = response.get("request_id") if isinstance(response, dict) else None
+            fut = self._controls.get(request_id) if isinstance(request_id, str) else None
+            if fut is not None and not fut.done() and isinstance(response, dict):
+                fut.set_result(response)
+
+    def _stream(self, event: Any) -> None:
+        """A stream event in pi's shape for `StreamingMessage` (one delta ≈ one token;
+        message_delta's output count wins when it says more)."""
+        if self._streaming is None or not isinstance(event, dict):
+            return
+        kind = event.get("type")
+        if kind == "message_start":
+            self._streaming.feed({"type": "message_start", "message": {"role": "assistant"}})
+        elif kind == "content_block_delta":
+            delta = event.get("delta")
+            name = delta.get("type") if isinstance(delta, dict) else None
+            piece = _DELTAS.get(str(name), "toolcall_delta")
+            self._streaming.feed(
+                {"type": "message_update", "assistantMessageEvent": {"type": piece}}
+            )
+        elif kind == "message_delta":
+            usage = event.get("usage")
+            output = usage.get("output_tokens") if isinstance(usage, dict) else None
+            if isinstance(output, int) and not isinstance(output, bool):
+                self._streaming.feed(
+                    {
+                        "type": "message_update",
+                        "assistantMessageEvent": {"type": "usage"},
+                        "usage": {"output": output},
+                    }
+                )
+        elif kind == "message_stop":
+            self._streaming.feed({"type": "message_end"})

@@ -1,0 +1,412 @@
+"""Legion runs the real Claude Code end to end (`kind: claude`, backend claude-stream): a
+settled run, inspect on Claude's own file, abort, steer, stop, resume, an API error.
+
+The real pinned `claude` binary, launched by an in-process Supervisor from an explicit
+`kind: claude` project card, talking to the scripted model server (Anthropic Messages
+dialect). Every wait is bounded and on a condition; every host checks that no agent
+process outlives it (`agent_host`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+import subprocess
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import psutil
+import pytest
+from claude_env import MODEL, ClaudeWorld, claude_env, claude_world, drop_claude_settings
+from model_server import Hang, ModelServer, Reply, Status, Text, ToolCall
+from real_pi_helpers import (
+    START_LIMIT,
+    TURN_LIMIT,
+    agent_host,
+    by_env,
+    events_of,
+    settle,
+    until,
+    use_env,
+    verdict_line,
+    write_card,
+)
+from supervisor_helpers import GIT_ENV, LEGION
+
+from legion_tui.model import EventType, Node, NodeStatus
+from legion_tui.session.reader import read_session
+from legion_tui.supervisor.backends.rpc_handle import RESUME_PROMPT
+from legion_tui.supervisor.core import ROOT_ID, ChildRequest, Supervisor
+
+ABORT_WITHIN = 1.0  # an abort answers `interrupted` within a second
+API_RETRIES = 10  # Claude sends a 400 six times before it gives up: script more than that
+
+
+@dataclass
+class ClaudeLegion:
+    """One test's model server, Claude Code environment and project (with the card)."""
+
+    server: ModelServer
+    claude: ClaudeWorld
+    project: Path
+    marker: str  # the worker card's body marker
+    env: dict[str, str]  # a user's shell: Claude on PATH, pointed at the server
+
+    def session_file(self, session_id: str) -> Path:
+        """Where Claude, run in the project (a worker's cwd), writes that session."""
+        return self.claude.session_file(session_id, cwd=self.project)
+
+
+@pytest.fixture
+def world(server: ModelServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> ClaudeLegion:
+    claude = claude_world(tmp_path)
+    env = claude_env(claude, server.origin)
+    drop_claude_settings(monkeypatch)
+    use_env(env, monkeypatch)  # the Supervisor's children inherit os.environ
+    project = tmp_path / "project"
+    project.mkdir()
+    subprocess.run(["git", "init", "-q", "-b", "main"], cwd=project, check=True,
+                   env={**env, **GIT_ENV})  # fmt: skip
+    marker = write_card(
+        project, tools=("bash",), kind="claude", command=("claude", "--model", MODEL)
+    )
+    return ClaudeLegion(server, claude, project, marker, {**env, **GIT_ENV})
+
+
+async def spawn_claude(sup: Supervisor, name: str, task: str) -> Node:
+    (node,) = await sup.spawn(ROOT_ID, [ChildRequest("worker", task, name=name)])
+    assert node.kind == "claude" and node.backend == "claude-stream", node
+    assert node.status is not NodeStatus.FAILED, node.error
+    return node
+
+
+def claude_file(world: ClaudeLegion, node: Node) -> Path:
+    """The file the node's session link points at: Claude's own, where the test itself
+    computes it should be (config dir / projects / slug of the cwd / <session id>)."""
+    link = Path(node.session_file or "")
+    assert link.is_symlink(), f"{link} is not a link"
+    target = Path(os.readlink(link))
+    assert target == world.session_file(target.stem), target
+    return target
+
+
+async def legion(world: ClaudeLegion, *args: str, limit: float = 60.0) -> tuple[int, str, str]:
+    """`legion ARGS` as a user's shell runs it in the project."""
+    proc = await asyncio.create_subprocess_exec(
+        LEGION, *args, cwd=world.project, env=world.env,
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+    )  # fmt: skip
+    try:
+        out, err = await asyncio.wait_for(proc.communicate(), limit)
+    except TimeoutError:
+        proc.kill()
+        await proc.wait()
+        raise
+    assert proc.returncode is not None
+    return proc.returncode, out.decode(), err.decode()
+
+
+def tool_results(request_messages: list[object]) -> list[dict[str, object]]:
+    return [
+        block
+        for message in request_messages
+        if isinstance(message, dict) and message.get("role") == "user"
+        and isinstance(message.get("content"), list)
+        for block in message["content"]
+        if isinstance(block, dict) and block.get("type") == "tool_result"
+    ]  # fmt: skip
+
+
+# ----- (a) settles with the verdict, (g) the card reaches Claude, (b) inspect --------------
+async def test_run_settles_ok_then_inspect_gives_the_servers_tokens_and_rate(
+    world: ClaudeLegion,
+) -> None:
+    final = f"I wrote hello.txt.\n{verdict_line('wrote hello.txt')}"
+    outside = world.project / "not-allowed.txt"
+    world.server.script(
+        Reply([Text("I'll write it.", tokens=3),
+               ToolCall("Bash", {"command": "printf hi > hello.txt", "description": "write"},
+                        id="toolu_bash_1", tokens=6)]),
+        # Write is not in the card's tools: Claude must refuse it (no bypass is added).
+        ToolCall("Write", {"file_path": str(outside), "content": "no"}, id="toolu_write_1"),
+        Text(final, tokens=12, tokens_per_second=200),
+    )  # fmt: skip
+    tokens, rate = 300, 100.0  # 3 s of stream: Claude's fixed costs are a small share
+    body = "".join(f"w{i} " for i in range(tokens))
+    async with agent_host(world.project) as sup:
+        began = time.monotonic()
+        node = await spawn_claude(sup, "writer", "Create hello.txt containing hi.")
+        started = time.monotonic() - began
+        done = await settle(sup, node.id)
+        took = time.monotonic() - began
+        print(f"claude: start {started:.1f} s, settle ok {took:.1f} s")
+        assert done.status is NodeStatus.SETTLED, (done.status, done.error)
+        assert done.verdict is not None
+        assert (json.loads(done.verdict)["ok"], json.loads(done.verdict)["reason"]) == (
+            True,
+            "wrote hello.txt",
+        )
+        assert (world.project / "hello.txt").read_text() == "hi"
+        assert not outside.exists()
+        rs = world.server.requests()
+        assert [r.state for r in rs] == ["completed"] * 3 and world.server.unscripted() == []
+        # (g) the card's body is in the system prompt, Bash among the tools, and only the
+        # allowed tool ran: the Write call came back refused.
+        for r in rs:
+            assert r.dialect == "anthropic-messages" and r.model == MODEL
+            assert r.system_prompt is not None and world.marker in r.system_prompt
+            assert "Bash" in r.tool_names
+        assert [(b["tool_use_id"], b.get("is_error", False)) for b in tool_results(rs[1].messages)
+                ] == [("toolu_bash_1", False)]  # fmt: skip
+        (refused,) = [
+            b for b in tool_results(rs[2].messages) if b["tool_use_id"] == "toolu_write_1"
+        ]
+        assert refused.get("is_error") is True, refused
+        path = claude_file(world, done)
+        p = read_session(done.session_file or "")
+        assert p.format == "claude" and p.skipped_lines == 0
+        assert p.tokens.output == sum(r.output_tokens for r in rs) == 9 + 4 + 12
+        assert p.verdict is not None and p.verdict.reason == "wrote hello.txt"
+
+        # (b) a second node streams 300 tokens at 100 tok/s.
+        world.server.script(
+            Text(f"{body}\n{verdict_line('streamed')}", tokens=tokens, tokens_per_second=rate)
+        )
+        node = await spawn_claude(sup, "talker", "Talk for a while, then give a verdict.")
+        view = sup.model.nodes[node.id]
+        # While Claude streams, its stream events give the row a live rate.
+        await until(
+            lambda: view.streaming is not None and view.streaming.tokens >= 150,
+            START_LIMIT,
+            "the streaming segment to pass 150 tokens",
+        )
+        seg = view.streaming
+        assert seg is not None
+        live = seg.tokens / (seg.end - seg.start)
+        print(f"claude: live {live:.1f} tok/s at {seg.tokens} deltas (server {rate:g})")
+        assert abs(live - rate) <= 0.15 * rate, f"live rate {live:.1f} vs server {rate:g}"
+        done = await settle(sup, node.id)
+        assert done.status is NodeStatus.SETTLED, (done.status, done.error)
+        assert view.streaming is None  # the file's exact figures took over
+        request = world.server.requests()[-1]
+        assert request.state == "completed" and request.output_tokens == tokens
+        link = Path(done.session_file or "")
+        talker_file = claude_file(world, done)
+        assert talker_file != path  # one session per node
+        p = read_session(link)
+        figures = (f"claude: file {p.tokens.output} tokens, {p.tok_s:.2f} tok/s over "
+                   f"{p.generation_ms:.0f} ms (server {tokens} at {rate:g} tok/s = "
+                   f"{tokens / rate * 1000:.0f} ms)")  # fmt: skip
+        print(figures)
+        assert p.tokens.output == tokens and p.turns == 1, figures
+        assert abs(p.tok_s - rate) <= 0.05 * rate, figures
+        code, out, err = await legion(world, "inspect", "--json", str(link), limit=30)
+        assert code == 0, err
+        report = json.loads(out)
+        assert report["format"] == "claude"
+        assert report["tokens"]["output"] == tokens
+        assert abs(report["tok_s"] - rate) <= 0.05 * rate, report
+        assert (report["verdict"]["ok"], report["verdict"]["reason"]) == (True, "streamed")
+        row = sup.status(ROOT_ID, "talker")["nodes"][0]
+        assert row["tokens_out"] == tokens and abs(row["tok_s"] - rate) <= 0.05 * rate, row
+
+
+# ----- (d) steer mid-turn, (c) abort mid-turn, steer when idle ----------------------------
+async def test_steer_mid_turn_reaches_the_model_and_abort_interrupts_within_a_second(
+    world: ClaudeLegion,
+) -> None:
+    mid = "STEER-MID: also mention bananas"
+    world.server.script(
+        Reply([Text("Running it.", tokens=2),
+               ToolCall("Bash", {"command": "sleep 2; printf done > slow.txt",
+                                 "description": "the slow command"}, id="toolu_slow")]),
+        Text(f"Done, and bananas.\n{verdict_line('mentioned bananas')}"),
+        Hang(before=Text("Thinking about it for a long while", tokens=6)),
+        Text(f"Still here.\n{verdict_line('still here')}"),
+    )  # fmt: skip
+    async with agent_host(world.project) as sup:
+        node = await spawn_claude(sup, "steered", "Run the slow command.")
+        # The tool_use line is in Claude's file while the command runs.
+        await until(
+            lambda: [t.name for t in sup.progress(node.id).in_flight] == ["Bash"],
+            START_LIMIT,
+            "Claude inside its Bash call",
+        )
+        outcome, receipt = await sup.steer(ROOT_ID, "steered", mid)
+        assert outcome == "queued", receipt
+        assert len(world.server.requests()) == 1  # nothing reached the model yet
+        done = await settle(sup, node.id)
+        assert done.status is NodeStatus.SETTLED, (done.status, done.error)
+        assert done.verdict is not None and "mentioned bananas" in done.verdict
+        assert (world.project / "slow.txt").read_text() == "done"
+        rs = world.server.requests()
+        # Within the same turn: the request after the tool result carried the steer, and
+        # no third request (a turn of its own) was made for it.
+        assert len(rs) == 2, [r.last_user_text() for r in rs]
+        assert mid in json.dumps(rs[1].messages) and mid not in json.dumps(rs[0].messages)
+        assert mid in sup.progress(node.id).recent_user_texts  # the file says it too
+
+        # Idle: a steer is a new turn; then abort it mid-stream.
+        outcome, receipt = await sup.steer(ROOT_ID, "steered", "Now think for a long while.")
+        assert outcome == "accepted", receipt
+        await asyncio.to_thread(world.server.wait_for_hang, timeout=TURN_LIMIT)
+        await until(lambda: sup.node(node.id).status is NodeStatus.RUNNING, 10, "running")
+        began = time.monotonic()
+        outcome, receipt = await sup.abort(ROOT_ID, "steered")
+        took = time.monotonic() - began
+        print(f"claude: abort → {outcome} in {took * 1000:.0f} ms: {receipt}")
+        assert outcome == "interrupted", receipt
+        assert took <= ABORT_WITHIN, f"abort took {took:.3f} s"
+        assert "queued messages kept" not in receipt  # nothing was queued
+        await asyncio.to_thread(
+            world.server.wait_for, lambda rs: rs[2].state == "disconnected", 5, "stream closed"
+        )
+        # Aborted is not done: the node keeps its context, live, and idle.
+        await until(
+            lambda: sup.progress(node.id).last_stop_reason == "aborted",
+            10,
+            "the interrupt in Claude's file",
+        )
+        await until(lambda: sup.status(ROOT_ID, "steered")["nodes"][0]["idle"] is True, 5,
+                    "the row to say idle")  # fmt: skip
+        assert sup.node(node.id).status is NodeStatus.RUNNING
+        assert events_of(sup, node.id).count(EventType.NODE_SETTLED) == 1
+        # The session lives on and takes the next prompt.
+        outcome, receipt = await sup.steer(ROOT_ID, "steered", "Are you still there?")
+        assert outcome == "accepted", receipt
+        await until(
+            lambda: "still here" in (sup.node(node.id).verdict or ""), TURN_LIMIT, "settled again"
+        )
+        assert sup.node(node.id).status is NodeStatus.SETTLED
+        rs = world.server.requests()
+        assert len(rs) == 4 and world.server.unscripted() == []
+        assert "Are you still there?" in rs[3].last_user_text()
+        assert "[Request interrupted by user]" in json.dumps(rs[3].messages)
+
+
+# ----- (e) stop leaves nothing, (f) resume appends to the same file -----------------------
+async def test_stop_leaves_no_process_and_resume_appends_to_the_same_file(
+    world: ClaudeLegion,
+) -> None:
+    task = "TASK-c1a7: write one.txt, then wait for more."
+    world.server.script(
+        ToolCall("Bash", {"command": "sleep 20; printf late > late.txt", "description": "sleep"},
+                 id="toolu_sleep"),
+        ToolCall("Bash", {"command": "printf one > one.txt", "description": "one"}),
+        Hang(before=Text("Waiting", tokens=2)),
+        Text(f"Done.\n{verdict_line('resumed and done')}"),
+    )
+    async with agent_host(world.project) as sup:
+        # (e) a node inside a long Bash call: stop ends Claude and the command.
+        sleeper = await spawn_claude(sup, "sleeper", "Sleep.")
+        await until(lambda: [t.name for t in sup.progress(sleeper.id).in_flight] == ["Bash"],
+                    START_LIMIT, "Claude inside its Bash call")  # fmt: skip
+        pid = sup.node(sleeper.id).pid
+        assert pid is not None
+
+        def names() -> set[str]:
+            found = set()
+            for p in by_env("LEGION_NODE_ID", sleeper.id):
+                with contextlib.suppress(psutil.Error):
+                    found.add(psutil.Process(p).name())
+            return found
+
+        await until(lambda: "sleep" in names(), 10, "the Bash tool's `sleep` to run")
+        began = time.monotonic()
+        assert await sup.stop(ROOT_ID, "sleeper") == "Stopped sleeper."
+        print(f"claude: stop in {(time.monotonic() - began) * 1000:.0f} ms")
+        assert by_env("LEGION_NODE_ID", sleeper.id) == []
+        assert not psutil.pid_exists(pid) or psutil.Process(pid).status() == "zombie"
+        assert sup.node(sleeper.id).status is NodeStatus.RETIRED
+
+        # (f) stopped mid-turn, resumed: the same file grows, the task is not sent again.
+        node = await spawn_claude(sup, "resumed", task)
+        await asyncio.to_thread(world.server.wait_for_hang, timeout=START_LIMIT)
+        path = claude_file(world, sup.node(node.id))
+        assert await sup.stop(ROOT_ID, "resumed") == "Stopped resumed."
+        before = path.read_bytes()
+        assert b"TASK-c1a7" in before
+        receipt = await sup.resume(ROOT_ID, "resumed")
+        assert receipt.startswith("Resumed resumed on its session file"), receipt
+        # Requests: the sleeper's one, then this node's Bash, its Hang, and the resumed one.
+        rs = await asyncio.to_thread(world.server.wait_for_requests, 4, timeout=START_LIMIT)
+        assert RESUME_PROMPT in rs[3].last_user_text()
+        assert json.dumps(rs[3].messages).count("TASK-c1a7") == 1  # restored, not resent
+        done = await settle(sup, node.id)
+        assert done.status is NodeStatus.SETTLED, (done.status, done.error)
+        assert done.verdict is not None and "resumed and done" in done.verdict
+        assert claude_file(world, done) == path  # the same file, no second session
+        assert sorted(path.parent.glob("*.jsonl")) == sorted(
+            {path, claude_file(world, sup.node(sleeper.id))}
+        )
+        after = path.read_bytes()
+        assert after.startswith(before) and len(after) > len(before)
+        assert after.count(RESUME_PROMPT.encode()) >= 1
+        p = read_session(path)
+        assert p.verdict is not None and p.verdict.reason == "resumed and done"
+        assert (world.project / "one.txt").read_text() == "one"
+        assert world.server.unscripted() == []
+
+
+# ----- (h) an API error fails the node with the API's message -----------------------------
+async def test_api_error_fails_the_node_with_the_apis_message(world: ClaudeLegion) -> None:
+    world.server.script(*[Status(400, "scripted: bad request LEGION-400")] * API_RETRIES)
+    write_card(world.project, "broken", tools=("bash",), kind="claude",
+               command=("claude", "--no-such-flag"))  # fmt: skip
+    async with agent_host(world.project) as sup:
+        node = await spawn_claude(sup, "failing", "Say something.")
+        done = await settle(sup, node.id)
+        assert done.status is NodeStatus.FAILED, (done.status, done.error)
+        assert done.error is not None
+        assert "API Error: 400" in done.error and "LEGION-400" in done.error, done.error
+        print(f"claude: API error → failed: {done.error}")
+        rs = world.server.requests()
+        assert rs and all(r.state == "error-reply" for r in rs), [r.state for r in rs]
+        p = read_session(done.session_file or "")
+        assert p.last_stop_reason == "error" and "LEGION-400" in p.last_text
+        assert not p.empty_generation and p.tokens.output == 0
+        # The process lived on (a failed turn, not a crash) until the node was failed.
+        assert sup.node(node.id).pid is not None
+
+        # A launch Claude refuses fails the node with Claude's own words, nothing left.
+        (broken,) = await sup.spawn(ROOT_ID, [ChildRequest("broken", "Anything.", name="b")])
+        assert broken.status is NodeStatus.FAILED, broken
+        assert broken.error is not None and "--no-such-flag" in broken.error, broken.error
+        print(f"claude: refused launch → {broken.error}")
+        assert by_env("LEGION_NODE_ID", broken.id) == []
+        assert len(world.server.requests()) == len(rs)  # it never reached the model
+
+
+# ----- the flags a card gives are left alone ----------------------------------------------
+def test_claude_argv_adds_only_what_the_card_did_not_give(tmp_path: Path) -> None:
+    from legion_tui.supervisor.backend import LaunchSpec
+    from legion_tui.supervisor.backends.claude_handle import claude_argv
+
+    def spec(command: list[str] | None, **kw: object) -> LaunchSpec:
+        return LaunchSpec(
+            node_id="n1", run_id="r1", name="w", role="worker", kind="claude", task="t",
+            session_file=tmp_path / "n1.jsonl", run_dir=tmp_path, cwd=tmp_path,
+            socket_path=tmp_path / "s.sock", command=command, **kw,  # type: ignore[arg-type]
+        )  # fmt: skip
+
+    argv = claude_argv(spec(None, system_prompt="-- card body", tools=("bash", "find", "Read")),
+                       "sid-1", resume=False)  # fmt: skip
+    assert argv == [
+        "claude", "-p", "--input-format", "stream-json", "--output-format", "stream-json",
+        "--verbose", "--include-partial-messages", "--replay-user-messages",
+        "--session-id", "sid-1", "--append-system-prompt=-- card body",
+        "--allowedTools=Bash,Glob,Read",
+    ]  # fmt: skip
+    argv = claude_argv(
+        spec(["claude", "--print", "--allowedTools", "Bash(git *)", "--model", "m",
+              "--dangerously-skip-permissions"], tools=("bash",)),
+        "sid-2", resume=True,
+    )  # fmt: skip
+    assert argv[:7] == ["claude", "--print", "--allowedTools", "Bash(git *)", "--model", "m",
+                        "--dangerously-skip-permissions"]  # fmt: skip
+    assert "-p" not in argv and argv.count("--allowedTools") == 1
+    assert argv[-2:] == ["--resume", "sid-2"]
+    assert not [a for a in argv[7:] if "dangerously" in a or "bypass" in a]
