@@ -377,6 +377,28 @@ def test_sidechain_usage_counts_but_stays_off_the_active_path() -> None:
     assert p.in_flight == [] and p.verdict is not None and p.verdict.reason == "main"
 
 
+def test_a_subagents_own_file_reads_as_an_ordinary_conversation() -> None:
+    """2.1.328 writes a subagent to `<session>/subagents/agent-<id>.jsonl`, every line a
+    sidechain (seen with the real binary): read alone, that file is the conversation."""
+    sub = [
+        _line("user", "s0", None, 0, isSidechain=True,
+              message={"role": "user", "content": "Say hi from the subagent."}),
+        _request("r1", 1),
+        _assistant("s1", "s0", 2, "m1", _tool_use("c1"), request="r1", isSidechain=True),
+    ]  # fmt: skip
+    p = fold_objs(sub)
+    assert [t.id for t in p.in_flight] == ["c1"] and p.last_stop_reason == "toolUse"
+    assert list(p.recent_user_texts) == ["Say hi from the subagent."]
+    final = {"type": "text", "text": '{"ok": true, "reason": "sub"}'}
+    p = fold_objs([
+        *sub,
+        _line("user", "s2", "s1", 3, isSidechain=True, message=_results("c1")),
+        _assistant("s3", "s2", 4, "m2", final, stop="end_turn", output=4, isSidechain=True),
+    ])  # fmt: skip
+    assert p.verdict is not None and p.verdict.reason == "sub" and p.in_flight == []
+    assert p.tokens.output == 14 and p.turns == 2
+
+
 @given(
     obj=st.dictionaries(
         st.sampled_from(

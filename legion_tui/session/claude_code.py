@@ -27,14 +27,19 @@ notes/agent-clis.md §1.8. What the lines are, and what each becomes:
   atis-latch, anything unknown) never touch the path: a queue operation shows as an
   `OtherEntry` without id (the transcript says what was queued), the rest are no entry.
 
-Subagents (`isSidechain: true`; not exercised by the notes, so handled defensively):
-their calls were paid for, so their usage and generation count, but they are not the
-conversation the node is in. The fold applies an id-less entry to the active path, so a
-sidechain call becomes an `AssistantEntry` that cannot move it: no id, no text, no tool
+Subagents (`isSidechain: true`): Claude Code 2.1.328 writes a subagent's conversation
+to a file of its own, `<session-id>/subagents/agent-<id>.jsonl`, every line a sidechain
+(tried with the scripted server: the main file had none). So a file whose first
+conversation line is a sidechain IS a subagent's transcript and is read as an ordinary
+one. Sidechain lines inside a main file (older versions) are handled defensively: their
+calls were paid for, so their usage and generation count, but they are not the
+conversation the node is in. The fold applies an id-less entry to the active path, so
+such a call becomes an `AssistantEntry` that cannot move it: no id, no text, no tool
 calls, and the stop reason the main chain last gave (mirrored here; "error" is given as
-None so a main-chain API error does not turn into an empty generation). Sidechain user
+None so a main-chain API error does not turn into an empty generation). Their user
 lines and attachments are id-less `OtherEntry`s (a `UserEntry` would close the main
-chain's open Task call).
+chain's open Task call). The node's own figures come from its main file only: a
+subagent's usage, in its own file, is not in them.
 
 Cost: Claude writes `cost-state` with a cumulative `totalCostUSD` once, when the process
 ends (one line after four turns in the fixture). There is no later call to carry it and
@@ -120,6 +125,8 @@ class ClaudeLines:
         # What the main chain last said about the turn, as the fold's path will hold it
         # (the stop reason of its last call, or "aborted" after an interrupt).
         self._main_stop: str | None = None
+        # Told by the first line with a uuid: a subagent's own file is all sidechain.
+        self._subagent_file: bool | None = None
 
     def entries(self, obj: dict[str, Any]) -> Sequence[Entry]:
         try:
@@ -150,6 +157,9 @@ class ClaudeLines:
             # so the path (last text, recent user texts) survives the compaction.
             parent = _str(obj.get("logicalParentUuid"))
         sidechain = obj.get("isSidechain") is True
+        if self._subagent_file is None:
+            self._subagent_file = sidechain
+        sidechain = sidechain and not self._subagent_file
         if kind == "assistant":
             return self._assistant(obj, uuid, parent, at_ms, sidechain)
         if kind == "user":
