@@ -37,6 +37,8 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any, Protocol
 
+from legion_tui.regular_files import read_regular_text
+
 __all__ = [
     "AGENT_KEYS",
     "DEFAULT_SETTINGS",
@@ -277,7 +279,7 @@ def load_settings(project_dir: Path) -> SettingsResult:
     path = project_dir / SETTINGS_FILE
     display = str(SETTINGS_FILE)
     try:
-        text = path.read_text(encoding="utf-8")
+        text = read_regular_text(path)
     except FileNotFoundError:
         return SettingsResult(DEFAULT_SETTINGS)
     except (OSError, UnicodeDecodeError) as err:

@@ -80,7 +80,7 @@ def test_a_bad_agent_setting_is_a_problem_with_its_line(tmp_path: Path) -> None:
     out = result.stdout
     assert (
         ".legion/settings.toml:2: setting 'agent.default': expected one of auto, sim, pi, "
-        "exec, got 'pie'" in out
+        "claude, codex, exec, got 'pie'" in out
     )
     assert ".legion/settings.toml:3: setting 'agent.models': unknown key" in out
     assert out.rstrip().endswith("2 problems, 0 warnings")

@@ -18,7 +18,8 @@ from pathlib import Path
 import pytest
 from supervisor_helpers import cli_env, hosted, spawn_one, until
 
-from legion_tui.session.reader import NotARegularFile, SessionReader
+from legion_tui.regular_files import NotARegularFile
+from legion_tui.session.reader import SessionReader
 from legion_tui.session.transcript import TranscriptPager
 from legion_tui.supervisor.core import ROOT_ID
 
@@ -92,3 +93,40 @@ async def test_an_agent_that_makes_its_session_a_fifo_does_not_freeze_the_host(
         after = await asyncio.wait_for(spawn_one(sup, name="after"), BOUND)
         await until(lambda: sup.model.nodes[after.id].progress.entries > 0, BOUND * 3)
         assert sup.status(ROOT_ID, "evil")["nodes"][0]["unreadable"] == "not a regular file"
+
+
+@pytest.mark.parametrize("where", [".legion/agents/x.md", ".legion/settings.toml"])
+def test_a_fifo_for_a_card_or_the_settings_is_a_problem_not_a_hang(
+    tmp_path: Path, where: str
+) -> None:
+    """`doctor`, `run` and `tui` read the cards and settings first: a FIFO there hung
+    each of them at start (issue 14 item 20)."""
+    fifo = tmp_path / where
+    fifo.parent.mkdir(parents=True, exist_ok=True)
+    os.mkfifo(fifo)
+    done = subprocess.run(
+        [sys.executable, "-m", "legion_tui.cli", "doctor"],
+        cwd=tmp_path,
+        env=cli_env(),
+        capture_output=True,
+        timeout=BOUND * 3,
+    )
+    out = done.stdout.decode() + done.stderr.decode()
+    assert done.returncode == 1, out
+    assert "cannot read: not a regular file" in out, out
+
+
+def test_phases_from_a_fifo_is_a_clear_error(tmp_path: Path) -> None:
+    fifo = tmp_path / "machine.yml"
+    os.mkfifo(fifo)
+    done = subprocess.run(
+        [sys.executable, "-m", "legion_tui.cli", "run", "centurion", "--kind", "sim",
+         "--task", "t", "--phases", str(fifo)],
+        cwd=tmp_path,
+        env=cli_env(),
+        capture_output=True,
+        timeout=BOUND * 3,
+    )
+    err = done.stderr.decode()
+    assert done.returncode == 1, err
+    assert "cannot read: [Errno 22] not a regular file" in err, err

@@ -33,6 +33,7 @@ from legion_tui.phases import locate
 from legion_tui.phases.load import validate_machine
 from legion_tui.phases.locate import line_of, load_with_nodes
 from legion_tui.phases.machine import Machine
+from legion_tui.regular_files import read_regular_text
 
 __all__ = [
     "CARD_FIELDS",
@@ -485,7 +486,7 @@ def load_cards(project_dir: Path) -> CardSet:
     for file in files:
         display = _display(file, project_dir)
         try:
-            text = file.read_text(encoding="utf-8")
+            text = read_regular_text(file)
         except UnicodeDecodeError:
             found = [CardProblem(display, None, None, "not UTF-8 text", "save the file as UTF-8")]
             card, name = None, file.stem

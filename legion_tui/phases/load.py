@@ -29,6 +29,7 @@ from legion_tui import receipts
 from legion_tui.phases.conditions import CONDITIONS, DEFAULT_MAX_REWORK, Condition, is_condition
 from legion_tui.phases.locate import line_of, load_with_nodes
 from legion_tui.phases.machine import TERMINALS, Edge, Machine, PhaseSpec
+from legion_tui.regular_files import read_regular_text
 
 __all__ = [
     "MachineError",
@@ -308,7 +309,7 @@ def load_machine_file(path: str | Path) -> Machine:
     file = Path(path)
     source = str(path)
     try:
-        text = file.read_text(encoding="utf-8")
+        text = read_regular_text(file)
     except (OSError, UnicodeDecodeError) as err:
         raise MachineError([PhaseProblem("file", f"cannot read: {err}")], source) from err
     node: yaml.Node | None = None

@@ -31,18 +31,12 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
+from legion_tui.regular_files import NotARegularFile, open_regular
 from legion_tui.session.fold import SessionFold
 from legion_tui.session.formats import Translator, detect, translator
 from legion_tui.session.progress import SessionProgress
 
-__all__ = [
-    "FINGERPRINT_BYTES",
-    "MAX_LINE_BYTES",
-    "NotARegularFile",
-    "SessionReader",
-    "open_regular",
-    "read_session",
-]
+__all__ = ["FINGERPRINT_BYTES", "MAX_LINE_BYTES", "SessionReader", "read_session"]
 
 MAX_LINE_BYTES = 8 * 1024 * 1024
 FINGERPRINT_BYTES = 256
@@ -52,24 +46,6 @@ CHUNK_BYTES = 256 * 1024
 MAX_BYTES_PER_POLL = 512 * 1024
 
 StatKey = tuple[int, int, int, int]  # dev, ino, size, mtime_ns
-
-
-class NotARegularFile(OSError):
-    """A FIFO, socket or device where a session file should be: never opened blocking
-    (a FIFO's open waits for a writer — on the event loop, the whole supervisor)."""
-
-    def __init__(self, path: str) -> None:
-        super().__init__(errno.EINVAL, "not a regular file", path)
-
-
-def open_regular(path: str) -> int:
-    """An fd on `path` for reading, only if it is a regular file (else NotARegularFile);
-    O_NONBLOCK, so a FIFO put at the path after any earlier stat cannot block the open."""
-    fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC | os.O_NONBLOCK)
-    if not stat.S_ISREG(os.fstat(fd).st_mode):
-        os.close(fd)
-        raise NotARegularFile(path)
-    return fd
 
 
 def _unreadable_code(exc: OSError, had_file: bool) -> str:

@@ -22,6 +22,7 @@ from typing import Any
 
 import numpy as np
 
+from legion_tui.regular_files import open_regular
 from legion_tui.session.entries import (
     AssistantEntry,
     Entry,
@@ -31,7 +32,7 @@ from legion_tui.session.entries import (
     UserEntry,
 )
 from legion_tui.session.formats import Format, detect, translator
-from legion_tui.session.reader import MAX_LINE_BYTES, open_regular
+from legion_tui.session.reader import MAX_LINE_BYTES
 
 __all__ = ["TranscriptItem", "TranscriptPager"]
 
