@@ -38,6 +38,7 @@ from supervisor_helpers import GIT_ENV, LEGION
 
 from legion_tui.model import EventType, Node, NodeStatus
 from legion_tui.session.reader import read_session
+from legion_tui.supervisor.backends.claude_handle import NOTIFICATION_TURN_BOUND
 from legion_tui.supervisor.backends.rpc_handle import RESUME_PROMPT
 from legion_tui.supervisor.core import ROOT_ID, ChildRequest, Supervisor
 
@@ -221,7 +222,9 @@ async def test_steer_mid_turn_reaches_the_model_and_abort_interrupts_within_a_se
     mid = "STEER-MID: also mention bananas"
     world.server.script(
         Reply([Text("Running it.", tokens=2),
-               ToolCall("Bash", {"command": "sleep 2; printf done > slow.txt",
+               # 4 s: long enough for Claude to report it as a (foreground) task, whose
+               # notification must not read as a background one's (no turn follows it).
+               ToolCall("Bash", {"command": "sleep 4; printf done > slow.txt",
                                  "description": "the slow command"}, id="toolu_slow")]),
         Text(f"Done, and bananas.\n{verdict_line('mentioned bananas')}"),
         Hang(before=Text("Thinking about it for a long while", tokens=6)),
@@ -239,6 +242,11 @@ async def test_steer_mid_turn_reaches_the_model_and_abort_interrupts_within_a_se
         assert outcome == "queued", receipt
         assert len(world.server.requests()) == 1  # nothing reached the model yet
         done = await settle(sup, node.id)
+        answered = world.server.requests()[1].finished_at
+        assert answered is not None
+        lag = time.monotonic() - answered
+        print(f"claude: settled {lag * 1000:.0f} ms after the last answer")
+        assert lag < NOTIFICATION_TURN_BOUND / 2, f"settled {lag:.1f} s after the answer"
         assert done.status is NodeStatus.SETTLED, (done.status, done.error)
         assert done.verdict is not None and "mentioned bananas" in done.verdict
         assert (world.project / "slow.txt").read_text() == "done"
@@ -349,6 +357,38 @@ async def test_stop_leaves_no_process_and_resume_appends_to_the_same_file(
         assert p.verdict is not None and p.verdict.reason == "resumed and done"
         assert (world.project / "one.txt").read_text() == "one"
         assert world.server.unscripted() == []
+
+
+# ----- a background subagent: the node settles on Claude's own follow-up turn -------------
+async def test_a_background_subagent_keeps_the_node_busy_until_its_notification_turn(
+    world: ClaudeLegion,
+) -> None:
+    """2.1.328 runs a Task subagent in the background: the launching turn ends (a `result`)
+    while it works, and Claude answers its completion with a turn of its own. Settling on
+    the first `result` would take "Waiting" for the answer."""
+    waiting = "Waiting for the subagent."  # both the main turn's and the subagent's reply:
+    # their two requests race for the script, so the same item answers either
+    world.server.script(
+        ToolCall("Task", {"description": "sub job", "prompt": "Say hi.",
+                          "subagent_type": "general-purpose"}, id="toolu_task"),
+        Text(waiting),
+        Text(waiting),
+        Text(f"The subagent said hi.\n{verdict_line('subagent done')}"),
+    )  # fmt: skip
+    async with agent_host(world.project) as sup:
+        node = await spawn_claude(sup, "delegator", "Have a subagent say hi.")
+        done = await settle(sup, node.id)
+        assert done.status is NodeStatus.SETTLED, (done.status, done.error)
+        assert done.verdict is not None and "subagent done" in done.verdict, done.verdict
+        assert events_of(sup, node.id).count(EventType.NODE_SETTLED) == 1
+        rs = world.server.requests()
+        assert len(rs) == 4 and world.server.unscripted() == []
+        assert "task-notification" in json.dumps(rs[3].messages)
+        # The subagent's own transcript is a file of its own (not the node's figures).
+        path = claude_file(world, done)
+        (sub,) = (path.parent / path.stem / "subagents").glob("agent-*.jsonl")
+        sub_progress = read_session(sub)
+        assert sub_progress.last_text == waiting and sub_progress.turns == 1
 
 
 # ----- (h) an API error fails the node with the API's message -----------------------------

@@ -20,6 +20,15 @@ notes/agent-clis.md §1.3–1.9. One process per node, in the node's cwd:
   non-alphanumeric char → "-">/<session id>.jsonl` (the child's env decides); it appears
   with the first prompt and the run's `sessions/<nodeId>.jsonl` links to it.
 - Claude has no way to drop queued lines; an interrupt keeps them (they run next).
+- A subagent (the Task tool) runs in the background in 2.1.328: the turn that launched
+  it ends with a `result` while it works, and when it completes Claude starts a turn of
+  its own (a task notification) — also when the notification came before the launching
+  turn's `result` (measured). So a running background subagent keeps the agent busy, and
+  so does a notification, until the turn after it starts (bounded:
+  `NOTIFICATION_TURN_BOUND`; a notification Claude folds into a running turn at a tool
+  boundary gets no turn of its own, and costs that bound). An interrupt kills background
+  subagents (their notification then says "stopped", and no turn follows). Background
+  Bash commands do not keep it busy (a dev server may run for ever).
 """
 
 from __future__ import annotations
@@ -33,7 +42,7 @@ import os
 import re
 import time
 import uuid
-from collections import deque
+from collections import OrderedDict, deque
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -79,6 +88,12 @@ CLAUDE_TOOL_NAMES: dict[str, str] = {
 }
 # A `result` that ends an interrupted turn: not a failure of the turn.
 ABORTED_REASONS = frozenset({"aborted_streaming", "aborted_tools"})
+# A background task's end that Claude answers with a turn of its own (a killed one's
+# "stopped" is not answered). Measured: the turn's init follows within ~50 ms; the bound
+# only keeps a notification Claude never answers from holding the node busy for ever.
+NOTIFIED_STATUSES = frozenset({"completed", "failed"})
+NOTIFICATION_TURN_BOUND = 10.0
+_BACKGROUND_KEPT = 256  # background task ids remembered (their notifications may come late)
 
 _SLUG = re.compile(r"[^A-Za-z0-9]")
 _DELTAS = {"text_delta": "text_delta", "thinking_delta": "thinking_delta"}
@@ -216,6 +231,11 @@ class ClaudeHandle(ProcessChildHandle):
         # starts a turn; False: sent into a busy agent — queued).
         self._turn_open = False
         self._unechoed: deque[bool] = deque()
+        self._subagents: set[str] = set()  # background subagent task ids now running
+        # Background task ids seen (a foreground Bash notifies too, and gets no turn).
+        self._background: OrderedDict[str, None] = OrderedDict()
+        self._notified: asyncio.TimerHandle | None = None  # a notification turn is due
+        self._notice_in_turn = False  # a notification came while this turn was open
         self._results = 0
         self._last_result: dict[str, Any] | None = None
         self._turn_error: str | None = None
@@ -299,7 +319,12 @@ class ClaudeHandle(ProcessChildHandle):
     def turn_running(self) -> bool:
         if self.child is None or self._closed or self.exited is not None:
             return False
-        return self._turn_open or bool(self._unechoed)
+        return (
+            self._turn_open
+            or bool(self._unechoed)
+            or bool(self._subagents)
+            or self._notified is not None
+        )
 
     async def idle(self) -> None:
         if self.child is None:
@@ -349,8 +374,9 @@ class ClaudeHandle(ProcessChildHandle):
             self._write(json.dumps(request, separators=(",", ":")).encode() + b"\n")
 
         async def settled() -> None:
-            # The interrupted turn's own `result` (terminal_reason aborted_*), or the end.
-            while self._results == results_before and not self._closed:
+            # The interrupted turn's own `result` (terminal_reason aborted_*); or, with
+            # only background subagents running (no turn, no result to come), idle.
+            while self._results == results_before and self.turn_running():
                 await self._changed.wait()
 
         try:
@@ -455,6 +481,9 @@ class ClaudeHandle(ProcessChildHandle):
         self._closed = True
         self._turn_open = False
         self._unechoed.clear()
+        self._subagents.clear()
+        self._cancel_notified()
+        self._notice_in_turn = False
         for fut in self._controls.values():
             if not fut.done():
                 fut.set_exception(RpcError("control", "the agent closed its output"))
@@ -486,6 +515,8 @@ class ClaudeHandle(ProcessChildHandle):
                 self._stream(obj.get("event"))
         elif kind == "system" and obj.get("subtype") == "init":
             self._turn_open = True
+            self._cancel_notified()  # the turn a notification was due to start
+            self._notice_in_turn = False
             self._turn_error = None  # a new turn: the last one's failure is history
             self._init.set()
             session_id = obj.get("session_id")
@@ -498,16 +529,60 @@ class ClaudeHandle(ProcessChildHandle):
             self._update_idle()
         elif kind == "result":
             self._turn_open = False
+            if self._notice_in_turn:
+                self._notice_in_turn = False
+                self._expect_notification_turn()
             self._results += 1
             self._last_result = obj
             self._turn_error = _turn_error(obj)
             self._update_idle()
+        elif kind == "system" and obj.get("subtype") == "background_tasks_changed":
+            tasks = obj.get("tasks")
+            listed = [t for t in (tasks if isinstance(tasks, list) else []) if isinstance(t, dict)]
+            for task in listed:
+                self._remember_background(task.get("task_id"))
+            self._subagents = {
+                str(t.get("task_id")) for t in listed if t.get("task_type") == "local_agent"
+            }
+            self._update_idle()
+        elif kind == "system" and obj.get("subtype") == "task_started":
+            if obj.get("is_backgrounded") is True:
+                self._remember_background(obj.get("task_id"))
+        elif kind == "system" and obj.get("subtype") == "task_notification":
+            background = obj.get("task_id") in self._background
+            if background and obj.get("status") in NOTIFIED_STATUSES:
+                if self._turn_open:
+                    self._notice_in_turn = True  # its turn comes after this one's result
+                else:
+                    self._expect_notification_turn()
+                self._update_idle()
         elif kind == "control_response":
             response = obj.get("response")
             request_id = response.get("request_id") if isinstance(response, dict) else None
             fut = self._controls.get(request_id) if isinstance(request_id, str) else None
             if fut is not None and not fut.done() and isinstance(response, dict):
                 fut.set_result(response)
+
+    def _remember_background(self, task_id: Any) -> None:
+        if isinstance(task_id, str):
+            self._background[task_id] = None
+            while len(self._background) > _BACKGROUND_KEPT:
+                self._background.popitem(last=False)
+
+    def _expect_notification_turn(self) -> None:
+        self._cancel_notified()
+        loop = asyncio.get_running_loop()
+        self._notified = loop.call_later(NOTIFICATION_TURN_BOUND, self._notified_late)
+
+    def _cancel_notified(self) -> None:
+        if self._notified is not None:
+            self._notified.cancel()
+            self._notified = None
+
+    def _notified_late(self) -> None:
+        log.warning("claude (%s) did not answer a task notification with a turn", self.node_id)
+        self._notified = None
+        self._update_idle()
 
     def _stream(self, event: Any) -> None:
         """A stream event in pi's shape for `StreamingMessage` (one delta ≈ one token;
