@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from legion_tui.commands import Command
+from legion_tui.commands.arg_types import child_name, seconds, session_name
 
 Handler = Callable[[argparse.Namespace, Any], Awaitable[int]]
 
@@ -29,6 +30,7 @@ def add_client_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--session",
         metavar="NAME",
+        type=session_name,
         help="act on the live run of this session (default: $LEGION_SOCKET, else the newest)",
     )
 
@@ -86,7 +88,7 @@ def phases_payload(path: str) -> dict[str, Any]:
 def _spawn_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("role", help="role card name (worker, scout, centurion, …)")
     p.add_argument("--task", required=True, help="what the agent should do")
-    p.add_argument("--name", help="the child's name (default: <role>-N)")
+    p.add_argument("--name", type=child_name, help="the child's name (default: <role>-N)")
     p.add_argument("--phases", metavar="FILE", help="declared phase machine (root → centurion)")
     from legion_tui.commands.run import add_kind_option
 
@@ -121,7 +123,9 @@ def _spawned_line(n: dict[str, Any]) -> str:
 # ----- wait ----------------------------------------------------------------------------
 def _wait_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("names", nargs="*", help="children to wait for (default: all of yours)")
-    p.add_argument("--timeout", type=float, metavar="S", help="stop WAITING after S seconds")
+    p.add_argument(
+        "--timeout", type=seconds, metavar="S", help="stop WAITING after S seconds"
+    )
     add_client_options(p)
 
 

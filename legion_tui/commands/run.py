@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from legion_tui.commands import Command
+from legion_tui.commands.arg_types import child_name, session_name
 
 if TYPE_CHECKING:
     from legion_tui.supervisor.core import Supervisor
@@ -80,11 +81,14 @@ def _stamp() -> str:
 def _run_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("role", help="role card of the top agent (worker, scout, centurion, …)")
     p.add_argument("--task", required=True, help="what the top agent should do")
-    p.add_argument("--name", help="the top agent's name (default: <role>-N)")
+    p.add_argument("--name", type=child_name, help="the top agent's name (default: <role>-N)")
     p.add_argument("--phases", metavar="FILE", help="declared phase machine (centurion only)")
     add_kind_option(p)
     p.add_argument(
-        "--session", metavar="NAME", help="session name (default: a new `run-<time>` session)"
+        "--session",
+        metavar="NAME",
+        type=session_name,
+        help="session name (default: a new `run-<time>` session)",
     )
     p.add_argument("--seed", type=int, default=0, help="seed for simulated agents")
     p.add_argument("--speed", type=float, default=1.0, help="time scale for simulated agents")
@@ -328,7 +332,9 @@ def _demo(args: argparse.Namespace) -> int:
 
 # ----- legion tui ------------------------------------------------------------------------
 def _tui_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--session", default="main", metavar="NAME", help="session name (main)")
+    p.add_argument(
+        "--session", default="main", metavar="NAME", type=session_name, help="session name (main)"
+    )
     p.add_argument("--theme", default=None, help="legion-dark, legion-light, legion-ansi")
 
 

@@ -321,6 +321,9 @@ def load_machine_file(path: str | Path) -> Machine:
     except json.JSONDecodeError as err:
         problem = PhaseProblem("file", f"not valid JSON: {err.msg}", err.lineno)
         raise MachineError([problem], source) from err
+    except RecursionError as err:  # `[[[[…` 100 000 deep: no machine nests like that
+        problem = PhaseProblem("file", "nested too deeply to be a phase machine")
+        raise MachineError([problem], source) from err
     except yaml.YAMLError as err:
         mark = getattr(err, "problem_mark", None)
         line = mark.line + 1 if mark is not None else None
