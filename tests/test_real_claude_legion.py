@@ -295,6 +295,31 @@ async def test_steer_mid_turn_reaches_the_model_and_abort_interrupts_within_a_se
         assert "[Request interrupted by user]" in json.dumps(rs[3].messages)
 
 
+async def test_abort_keeps_a_queued_steer_which_runs_next_and_the_node_settles_on_it(
+    world: ClaudeLegion,
+) -> None:
+    """Claude cannot drop queued lines: the receipt says they are kept, and the kept steer
+    (never echoed before the interrupt) runs as the next turn — not idle in between."""
+    world.server.script(
+        Hang(before=Text("Thinking about it for a long while", tokens=6)),
+        Text(f"Queued steer answered.\n{verdict_line('queued steer answered')}"),
+    )
+    async with agent_host(world.project) as sup:
+        node = await spawn_claude(sup, "kept", "Think for a long while.")
+        await asyncio.to_thread(world.server.wait_for_hang, timeout=START_LIMIT)
+        outcome, receipt = await sup.steer(ROOT_ID, "kept", "STEER-KEPT: then answer this")
+        assert outcome == "queued", receipt
+        outcome, receipt = await sup.abort(ROOT_ID, "kept")
+        assert outcome == "interrupted", receipt
+        assert receipt.endswith("queued messages kept: this agent cannot clear its queue")
+        done = await settle(sup, node.id)
+        assert done.status is NodeStatus.SETTLED, (done.status, done.error)
+        assert done.verdict is not None and "queued steer answered" in done.verdict
+        rs = world.server.requests()
+        assert len(rs) == 2 and "STEER-KEPT" in rs[1].last_user_text()
+        assert events_of(sup, node.id).count(EventType.NODE_SETTLED) == 1
+
+
 # ----- (e) stop leaves nothing, (f) resume appends to the same file -----------------------
 async def test_stop_leaves_no_process_and_resume_appends_to_the_same_file(
     world: ClaudeLegion,

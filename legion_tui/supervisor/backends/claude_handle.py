@@ -236,13 +236,12 @@ class ClaudeHandle(ProcessChildHandle):
         self._background: OrderedDict[str, None] = OrderedDict()
         self._notified: asyncio.TimerHandle | None = None  # a notification turn is due
         self._notice_in_turn = False  # a notification came while this turn was open
-        self._results = 0
-        self._last_result: dict[str, Any] | None = None
+        self._results = 0  # `result` lines seen (an abort waits for the next one)
         self._turn_error: str | None = None
         self._closed = False  # stdout reached EOF: the agent is gone
         self._idle = asyncio.Event()
         self._idle.set()
-        self._changed = asyncio.Event()  # pulsed on every result / init / EOF
+        self._changed = asyncio.Event()  # pulsed on every move of the turn state
         self._init = asyncio.Event()  # Claude showed life (its first system/init)
         self._controls: dict[str, asyncio.Future[dict[str, Any]]] = {}
         self._tasks: set[asyncio.Task[Any]] = set()
@@ -533,7 +532,6 @@ class ClaudeHandle(ProcessChildHandle):
                 self._notice_in_turn = False
                 self._expect_notification_turn()
             self._results += 1
-            self._last_result = obj
             self._turn_error = _turn_error(obj)
             self._update_idle()
         elif kind == "system" and obj.get("subtype") == "background_tasks_changed":
