@@ -46,6 +46,7 @@ from legion_tui.supervisor.backend import (
 )
 from legion_tui.supervisor.continuity import Continuity
 from legion_tui.supervisor.naming import ROOT_ID, Names
+from legion_tui.supervisor.orphans import OrphanReaper
 from legion_tui.supervisor.queries import Queries, verdict_of
 from legion_tui.supervisor.record import Record
 from legion_tui.supervisor.roster import Roster
@@ -132,6 +133,7 @@ class Supervisor:
         self.names = Names(self.model)
         self.record = Record(self.model, self.names)  # the one write path
         self.roster = Roster()  # who runs now: handles, monitors, turn events, marks
+        self.orphans = OrphanReaper()
         self.stops = Stops(
             self.model,
             self.names,
@@ -260,6 +262,7 @@ class Supervisor:
             self._echo, operator=_phase_timeouts_for(self.project_dir), clock=self.clock
         )
         self._clock_task = asyncio.create_task(self._run_phase_clock(), name="phase-clock")
+        self.orphans.start()  # the agents' double-forked helpers re-parent to us
         if self._serve:
             from legion_tui.supervisor.server import SupervisorServer
 
@@ -288,6 +291,7 @@ class Supervisor:
                 steps.append(functools.partial(asyncio.gather, task, return_exceptions=True))
         if self.ledger is not None:
             steps.append(self.ledger.close)
+        steps.append(self.orphans.close)
         for step in steps:
             try:
                 await asyncio.wait_for(step(), 5.0)
@@ -331,6 +335,7 @@ class Supervisor:
         if self.ledger is not None:
             await self.ledger.flush()
             await self.ledger.close()
+        await self.orphans.close()  # after the agents' stop: their last orphans too
         self.run = runs.touch_run(self.run)  # updatedAt: when this session last paused
         self.record.notify()
 

@@ -31,6 +31,7 @@ import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+from legion_tui.supervisor import orphans
 from legion_tui.supervisor.client import ENV_NODE_ID, ENV_RUN_DIR, ENV_RUN_ID, ENV_SOCKET
 
 __all__ = [
@@ -265,6 +266,7 @@ class ChildProcess:
             self._exit.set_result(exit_code_of(info.si_code, info.si_status))
 
     def _on_reaped(self, _done: asyncio.Future[None]) -> None:
+        orphans.forget(self.pid)
         if not self._exit.done():
             code = self.proc.returncode
             self._exit.set_result(code if code is not None else -signal.SIGKILL)
@@ -362,17 +364,19 @@ async def _spawn(
 ) -> ChildProcess:
     enable_subreaper()
     loop = asyncio.get_running_loop()
-    # asyncio.create_subprocess_exec, with a protocol that says when the watcher reaped.
-    transport, protocol = await loop.subprocess_exec(
-        lambda: _ExitReportingProtocol(PIPE_LIMIT, loop),
-        *death_signal_prefix(),
-        *argv,
-        stdin=stdin,
-        stdout=stdout,
-        stderr=stderr,
-        cwd=str(cwd),
-        env=dict(env),
-        start_new_session=True,
-    )
+    with orphans.spawning() as register:
+        # asyncio.create_subprocess_exec, with a protocol that says when the watcher reaped.
+        transport, protocol = await loop.subprocess_exec(
+            lambda: _ExitReportingProtocol(PIPE_LIMIT, loop),
+            *death_signal_prefix(),
+            *argv,
+            stdin=stdin,
+            stdout=stdout,
+            stderr=stderr,
+            cwd=str(cwd),
+            env=dict(env),
+            start_new_session=True,
+        )
+        register(transport.get_pid())
     proc = asyncio.subprocess.Process(transport, protocol, loop)
     return ChildProcess(proc, protocol, log_path)

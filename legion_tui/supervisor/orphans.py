@@ -1,0 +1,133 @@
+"""Reap every orphan the host adopts (issue 14 item 9).
+
+The host is a child subreaper (`process.enable_subreaper`), so an agent's double-forked
+helpers (`nohup x &`, git's detached gc, a shell's `( cmd & )`) re-parent to it when their
+parent exits. asyncio reaps only the children it started; without this, every such
+helper that ends stays a zombie of the host for the run's life (200 of 200 in a test) —
+until the pid space runs out.
+
+Which zombies are ours to reap, without stealing an exit status asyncio waits for:
+- asyncio's children are either `spawn_child`'s (registered here by pid while they run)
+  or helper commands in the host's own session (`pi --version`, git);
+- an adopted orphan is neither: it comes from an agent's tree, and every agent runs in
+  its own session, so its sid is not the host's — and it is not registered.
+So a zombie child of the host, unregistered, outside the host's session, is reaped by
+pid (never `waitpid(-1)`). The scan reads the host's `/proc/self/task/*/children` and the
+zombies' `stat`: a few syscalls per child, on SIGCHLD (coalesced) and every few seconds.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import signal
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+__all__ = ["OrphanReaper", "forget", "reap_orphans", "spawning"]
+
+SWEEP_EVERY = 5.0  # a SIGCHLD can be lost in a storm (signals coalesce); the sweep is not
+RETRY_AFTER = 0.02
+
+_spawned: set[int] = set()
+# Spawns between fork and `register`: a child that exits in that window looks like an
+# orphan (not registered yet, its own session) — no scan runs until they are registered.
+_spawning = 0
+
+
+@contextlib.contextmanager
+def spawning() -> Iterator[Callable[[int], None]]:
+    """Around one spawn: hands out `register` for the pid, and holds scans off meanwhile."""
+    global _spawning
+    _spawning += 1
+    try:
+        yield _spawned.add
+    finally:
+        _spawning -= 1
+
+
+def forget(pid: int) -> None:
+    """asyncio reaped `pid` (a registered child): the pid may be reused by anyone."""
+    _spawned.discard(pid)
+
+
+def _children() -> set[int]:
+    out: set[int] = set()
+    for task in Path("/proc/self/task").iterdir():
+        with contextlib.suppress(OSError, ValueError):
+            out.update(int(pid) for pid in (task / "children").read_text().split())
+    return out
+
+
+def _zombie_session(pid: int) -> int | None:
+    """The session id of `pid` if it is a zombie; None otherwise (or gone)."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as stat:
+            data = stat.read()
+    except OSError:
+        return None
+    fields = data[data.rfind(b")") + 2 :].split()
+    # After the name: state, ppid, pgrp, session, …
+    if len(fields) < 4 or fields[0] != b"Z":
+        return None
+    try:
+        return int(fields[3])
+    except ValueError:
+        return None
+
+
+def reap_orphans() -> list[int] | None:
+    """Reap the adopted orphans that have exited; the pids reaped (None: a spawn is in
+    progress, try again in a moment)."""
+    if _spawning:
+        return None
+    own_session = os.getsid(0)
+    reaped: list[int] = []
+    for pid in _children() - _spawned:
+        session = _zombie_session(pid)
+        if session is None or session == own_session:
+            continue  # running, or asyncio's own helper (in the host's session)
+        with contextlib.suppress(ChildProcessError, OSError):
+            got, _status = os.waitpid(pid, os.WNOHANG)
+            if got == pid:
+                reaped.append(pid)
+    return reaped
+
+
+class OrphanReaper:
+    """Reaps on SIGCHLD (coalesced: one scan per burst) and every `SWEEP_EVERY` s."""
+
+    def __init__(self) -> None:
+        self.reaped = 0
+        self._wake = asyncio.Event()
+        self._task: asyncio.Task[None] | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+
+    def start(self) -> None:
+        loop = self._loop = asyncio.get_running_loop()
+        with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
+            loop.add_signal_handler(signal.SIGCHLD, self._wake.set)
+        self._task = loop.create_task(self._run(), name="orphan-reaper")
+
+    async def close(self) -> None:
+        if self._loop is not None:
+            with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
+                self._loop.remove_signal_handler(signal.SIGCHLD)
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+            self._task = None
+        self.reaped += len(reap_orphans() or ())
+
+    async def _run(self) -> None:
+        while True:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._wake.wait(), SWEEP_EVERY)
+            self._wake.clear()
+            reaped = reap_orphans()
+            while reaped is None:  # a spawn is between fork and register: a moment
+                await asyncio.sleep(RETRY_AFTER)
+                reaped = reap_orphans()
+            self.reaped += len(reaped)
