@@ -56,6 +56,7 @@ from legion_tui.supervisor.backends.common import (
     child_env,
     log_path,
     log_tail,
+    point_session_link,
     require_executable,
     resolve_argv,
 )
@@ -154,23 +155,6 @@ def claude_session_file(env: dict[str, str], cwd: Path, session_id: str) -> Path
     # Claude names the folder after its working directory as the kernel reports it.
     slug = _SLUG.sub("-", os.path.realpath(cwd))
     return Path(config) / "projects" / slug / f"{session_id}.jsonl"
-
-
-def _point_link(link: Path, target: Path) -> None:
-    """`sessions/<nodeId>.jsonl` → Claude's own file (SPEC §2: one file per node).
-
-    A real file there is never replaced; a link to another file (a launch that never
-    wrote, a dangling one) is pointed at this one."""
-    if link == target or (link.exists() and not link.is_symlink()):
-        return
-    if link.is_symlink():
-        if os.readlink(link) == str(target):
-            return
-        with contextlib.suppress(OSError):
-            link.unlink()
-    with contextlib.suppress(OSError):
-        link.parent.mkdir(parents=True, exist_ok=True)
-        os.symlink(target, link)
 
 
 def _resume_id(link: Path) -> str | None:
@@ -311,7 +295,7 @@ class ClaudeHandle(ProcessChildHandle):
             return
         self.session_id = session_id
         self.session_file = claude_session_file(env, self.spec.cwd, session_id)
-        _point_link(self.spec.session_file, self.session_file)
+        point_session_link(self.spec.session_file, self.session_file)
 
     # -- state -------------------------------------------------------------------------
 

@@ -50,6 +50,7 @@ from legion_tui.supervisor.backends.common import (
     child_env,
     log_path,
     log_tail,
+    point_session_link,
     require_executable,
     resolve_argv,
 )
@@ -143,23 +144,6 @@ def _log_words(spec: LaunchSpec, *, max_lines: int = 6) -> str:
     lines = log_tail(spec, max_lines=64).split(" ⏎ ")
     kept = [ln for ln in lines if ln and ln != "Stack backtrace:" and not _FRAME.match(ln)]
     return " ⏎ ".join(kept[-max_lines:])
-
-
-def _point_link(link: Path, target: Path) -> None:
-    """`sessions/<nodeId>.jsonl` → the rollout (SPEC §2: one file per node in the run).
-
-    A real file there is never replaced; a link to another file (a launch that never got
-    its first turn) is pointed at this one."""
-    if link == target or (link.exists() and not link.is_symlink()):
-        return
-    if link.is_symlink():
-        if os.readlink(link) == str(target):
-            return
-        with contextlib.suppress(OSError):
-            link.unlink()
-    with contextlib.suppress(OSError):
-        link.parent.mkdir(parents=True, exist_ok=True)
-        os.symlink(target, link)
 
 
 def _text(text: str) -> list[dict[str, Any]]:
@@ -271,7 +255,7 @@ class CodexHandle(ProcessChildHandle):
             target = found[-1] if found else None
         if target is not None:
             self.session_file = target
-            _point_link(self.spec.session_file, target)
+            point_session_link(self.spec.session_file, target)
 
     def turn_running(self) -> bool:
         return (

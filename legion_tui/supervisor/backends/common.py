@@ -34,6 +34,7 @@ __all__ = [
     "log_path",
     "log_tail",
     "normalize_bound",
+    "point_session_link",
     "require_executable",
     "resolve_argv",
 ]
@@ -76,6 +77,25 @@ def log_tail(spec: LaunchSpec, *, max_lines: int = 6, max_bytes: int = 4096) -> 
         return ""
     lines = [ln.strip() for ln in data.decode(errors="replace").splitlines() if ln.strip()]
     return " ⏎ ".join(lines[-max_lines:])
+
+
+def point_session_link(link: Path, target: Path) -> None:
+    """`sessions/<nodeId>.jsonl` (the run's one file per node, SPEC §2) → the file the
+    agent really writes (pi's in its session dir, Claude Code's under its config dir,
+    Codex's rollout). A real file there is never replaced; a link to another file — a
+    launch that never wrote (pi 0.73 stopped before its first answer names a new file
+    on its restart), a dangling one — is pointed at this one, or the node would read
+    "not found" and lose the verdict the agent writes."""
+    if link == target or (link.exists() and not link.is_symlink()):
+        return
+    if link.is_symlink():
+        if os.readlink(link) == str(target):
+            return
+        with contextlib.suppress(OSError):
+            link.unlink()
+    with contextlib.suppress(OSError):
+        link.parent.mkdir(parents=True, exist_ok=True)
+        os.symlink(target, link)
 
 
 def inbox_path(spec: LaunchSpec) -> Path:

@@ -9,7 +9,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-import os
 import sys
 import time
 from pathlib import Path
@@ -31,6 +30,7 @@ from legion_tui.supervisor.backends.common import (
     find_program,
     log_path,
     log_tail,
+    point_session_link,
     require_executable,
     resolve_argv,
 )
@@ -202,22 +202,7 @@ class RpcHandle(ProcessChildHandle):
         if not isinstance(found, str) or not found:
             return
         self.session_file = Path(found)
-        # Keep the run's one-file-per-node layout (SPEC §2): sessions/<nodeId>.jsonl
-        # points at the file pi chose (it may not exist until pi's first write).
-        link = self.spec.session_file
-        if link == self.session_file or (link.exists() and not link.is_symlink()):
-            return  # pi writes there itself, or a real file is there: never replace one
-        if link.is_symlink():
-            if os.readlink(link) == str(self.session_file):
-                return
-            # A link to a file that never came (pi 0.73 stopped before its first answer
-            # names a new file on its restart): point it at this launch's file, or the
-            # node would read "not found" and lose the verdict pi writes.
-            with contextlib.suppress(OSError):
-                link.unlink()
-        with contextlib.suppress(OSError):
-            link.parent.mkdir(parents=True, exist_ok=True)
-            os.symlink(self.session_file, link)
+        point_session_link(self.spec.session_file, self.session_file)
 
     def turn_running(self) -> bool:
         return self.rpc is not None and self.rpc.streaming and self.exited is None
