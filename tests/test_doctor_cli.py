@@ -11,6 +11,10 @@ from pathlib import Path
 
 import pytest
 from agent_bins import PI_LINES, pi_path
+from claude_env import claude_env, claude_world
+from codex_env import KEY_VAR, codex_env
+from codex_env import MODEL as CODEX_MODEL
+from codex_env import PROVIDER as CODEX_PROVIDER
 from pi_env import MODEL, PROVIDER, pi_env
 from process_helpers import put_fake_pi_on_path
 
@@ -254,3 +258,60 @@ def test_a_real_pi_that_cannot_start_fails_doctor_in_its_own_words(
     assert 'Unknown provider "nosuch"' in out
     version = "0.73.1" if line == "0.73" else "1.6.0"
     assert f"pi for scout: {pi_path(line)} (pi {version}) starts; model scripted/{MODEL}" in out
+
+
+def _agent_card(project: Path, name: str, kind: str, command: str) -> None:
+    write(
+        project,
+        f".legion/agents/{name}.md",
+        f"---\nname: {name}\ndescription: d\nkind: {kind}\nrole: worker\n"
+        f"command: {command}\n---\nbody\n",
+    )
+
+
+def _doctor_in(project: Path, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [LEGION, "doctor"], cwd=project, capture_output=True, text=True, timeout=180, env=env
+    )
+
+
+def test_doctor_dry_starts_the_real_claude_code(tmp_path: Path) -> None:
+    """Claude Code in stream-json mode answers `initialize` (version, models, account)
+    without a session or a model call: a command with a key passes with its model; one
+    with no key and no login is a problem before any spawn."""
+    world = claude_world(tmp_path)
+    env = claude_env(world, "http://127.0.0.1:9")  # never contacted
+    project = tmp_path / "project"
+    _agent_card(project, "worker", "claude", "[claude, --model, scripted-model]")
+    result = _doctor_in(project, env)
+    assert result.returncode == 0, result.stdout + result.stderr
+    exe = world.install.bin_dir / "claude"
+    assert (
+        f"claude for worker: {exe} (Claude Code 2.1.328) starts; model scripted-model"
+        in result.stdout
+    ), result.stdout
+    assert not (world.config_dir / "projects").exists()  # no session was written
+    keyless = {k: v for k, v in env.items() if k != "ANTHROPIC_API_KEY"}
+    result = _doctor_in(project, keyless)
+    assert result.returncode == 1, result.stdout
+    assert "has no API key and no login: every turn would fail" in result.stdout
+
+
+def test_doctor_dry_starts_the_real_codex(tmp_path: Path) -> None:
+    """`codex app-server` answers `initialize` and `config/read` (the effective model and
+    provider seen from the project): a provider whose key variable is unset is a problem."""
+    codex = codex_env("http://127.0.0.1:9/v1", tmp_path / "codex")  # never contacted
+    project = tmp_path / "project"
+    _agent_card(project, "worker", "codex", "[codex]")
+    result = _doctor_in(project, codex.env)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert (
+        # The bundled auto cards resolve to the first agent on PATH, Codex: one command.
+        f"codex for centurion, scout, worker: {codex.exe} (Codex 0.169.0) starts; model "
+        f"{CODEX_PROVIDER}/{CODEX_MODEL}" in result.stdout
+    ), result.stdout
+    assert codex.rollouts() == []  # no thread was started
+    keyless = {k: v for k, v in codex.env.items() if k != KEY_VAR}
+    result = _doctor_in(project, keyless)
+    assert result.returncode == 1, result.stdout
+    assert f"reads its key from ${KEY_VAR}, which is not set" in result.stdout

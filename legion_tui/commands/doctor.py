@@ -2,9 +2,11 @@
 
 Checks, in order: role cards (every problem, with file:line), `.legion/settings.toml`,
 which agent the `kind: auto` cards resolve to (none: a problem; the simulated agent: a
-warning, so a pretend setup never passes as "no problems"), each pi/exec card's command
-on PATH, a dry start of each distinct pi command (its version, and that it answers
-`get_state` with a model — else pi's own words), every run's `run.json` and ledger, and every run's
+warning, so a pretend setup never passes as "no problems"), each card's command on PATH, a
+dry start of each distinct pi, Claude Code and Codex command (its version, and that it
+answers its protocol's handshake with a model it can call — else the agent's own words;
+no session is written and no model is called: `backends.dry_starts`), every run's
+`run.json` and ledger, and every run's
 supervisor socket (a socket file nobody listens on is a warning: a crashed host leaves
 one behind, and the next `legion tui` replaces it). Exit 1 when any problem was found,
 0 otherwise — warnings alone do not fail.
@@ -27,6 +29,18 @@ if TYPE_CHECKING:  # cards pull in yaml; keep `legion --help` light
     from legion_tui.supervisor.backends.pi_cli import PiVersion, StartProbe
 
 Severity = Literal["problem", "warning"]
+
+# The agents a dry start can check, and what doctor calls them.
+AGENT_NAMES = {"pi": "pi", "claude": "Claude Code", "codex": "Codex"}
+DRY_STARTED = frozenset(AGENT_NAMES)
+FIXES = {
+    "pi": "fix the card's command: (or [agent] in .legion/settings.toml) so pi starts; "
+    "try it by hand with --mode rpc",
+    "claude": "fix the card's command: (or [agent] in .legion/settings.toml) so Claude Code "
+    "starts: an API key (ANTHROPIC_API_KEY) or `claude` /login",
+    "codex": "fix the card's command: (or [agent] in .legion/settings.toml) or "
+    "$CODEX_HOME/config.toml so Codex starts with a provider it has a key for",
+}
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,8 +73,12 @@ class Report:
     project: Path
     findings: list[Finding] = field(default_factory=list)
     passed: list[str] = field(default_factory=list)  # one line per clean check
-    # pi command (argv template) → the cards that run it: each is dry-started once.
-    pi_commands: dict[tuple[str, ...], list[str]] = field(default_factory=dict)
+    # (pi | claude | codex, argv template) → the cards that run it: each dry-started once.
+    agent_commands: dict[tuple[str, tuple[str, ...]], list[str]] = field(default_factory=dict)
+
+    def probe(self, kind: str, command: tuple[str, ...], names: Iterable[str]) -> None:
+        if kind in DRY_STARTED:
+            self.agent_commands.setdefault((kind, command or (kind,)), []).extend(names)
 
     @property
     def problems(self) -> list[Finding]:
@@ -143,8 +161,7 @@ def check_auto(report: Report, cards: CardSet) -> None:
     found = find_program(program, cwd=report.project, path=None) or program
     via = "[agent] in .legion/settings.toml" if launch.via == "settings" else "found on PATH"
     report.passed.append(f"{what} → {launch.kind} ({found}), {via}")
-    if launch.kind == "pi":
-        report.pi_commands.setdefault(launch.command or ("pi",), []).extend(names)
+    report.probe(launch.kind, launch.command, names)
 
 
 def check_commands(report: Report, cards: CardSet) -> None:
@@ -154,7 +171,7 @@ def check_commands(report: Report, cards: CardSet) -> None:
     for card in cards:
         if card.kind in ("sim", "auto"):
             continue
-        program = card.command[0] if card.command else "pi"
+        program = card.command[0] if card.command else card.kind
         found = find_program(program, cwd=report.project, path=None)
         if found is None:
             where = card.source or card.name
@@ -170,21 +187,25 @@ def check_commands(report: Report, cards: CardSet) -> None:
             )
         else:
             report.passed.append(f"card '{card.name}': {program} → {found}")
-            if card.kind == "pi":
-                report.pi_commands.setdefault(card.command or ("pi",), []).append(card.name)
-    check_pi_starts(report)
+            report.probe(card.kind, card.command, [card.name])
+    check_agent_starts(report)
 
 
-def check_pi_starts(report: Report) -> None:
-    """Each distinct pi command the cards run: its version and a dry start (RPC mode, no
-    session, `get_state`) — the launch's own first step, so an unknown provider or a pi
-    with no model fails here, in pi's words, not at the first spawn."""
+def check_agent_starts(report: Report) -> None:
+    """Each distinct pi, Claude Code and Codex command the cards run: its version and a
+    dry start — the launch's own first step, so an unknown provider, a missing key or a
+    broken install fails here, in the agent's words, not at the first spawn."""
     import asyncio
 
     from legion_tui.supervisor.backends.common import fill_placeholders, find_program
+    from legion_tui.supervisor.backends.dry_starts import claude_dry_start, codex_dry_start
     from legion_tui.supervisor.backends.pi_cli import dry_start, pi_version
 
-    async def probe(command: tuple[str, ...]) -> tuple[str, PiVersion | None, StartProbe]:
+    starts = {"pi": dry_start, "claude": claude_dry_start, "codex": codex_dry_start}
+
+    async def probe(
+        kind: str, command: tuple[str, ...]
+    ) -> tuple[str, PiVersion | None, StartProbe]:
         argv = fill_placeholders(
             command,
             task="legion doctor",
@@ -194,34 +215,35 @@ def check_pi_starts(report: Report) -> None:
         )
         program = find_program(argv[0], cwd=report.project, path=None) or argv[0]
         env = dict(os.environ)
+        start = starts[kind]
         version, started = await asyncio.gather(
-            pi_version(program, env), dry_start([program, *argv[1:]], env, str(report.project))
+            pi_version(program, env), start([program, *argv[1:]], env, str(report.project))
         )
         return program, version, started
 
     async def probe_all() -> list[tuple[str, PiVersion | None, StartProbe]]:
-        return list(await asyncio.gather(*(probe(c) for c in report.pi_commands)))
+        return list(await asyncio.gather(*(probe(k, c) for k, c in report.agent_commands)))
 
-    if not report.pi_commands:
+    if not report.agent_commands:
         return
-    for (command, names), (program, version, started) in zip(
-        report.pi_commands.items(), asyncio.run(probe_all()), strict=True
+    for ((kind, command), names), (program, version, started) in zip(
+        report.agent_commands.items(), asyncio.run(probe_all()), strict=True
     ):
-        where = f"pi for {', '.join(names)}"
+        agent = AGENT_NAMES[kind]
+        where = f"{kind} for {', '.join(names)}"
         shown = " ".join(command)
-        text = version.text if version is not None else "version unknown"
+        text = f"{agent} {version.text if version is not None else 'version unknown'}"
         error, model = started.error, started.model
         for warning in started.warnings:
-            report.findings.append(Finding("agents", "warning", where, f"pi said: {warning}"))
+            report.findings.append(Finding("agents", "warning", where, f"{kind} said: {warning}"))
         if error is not None:
             report.findings.append(
                 Finding(
                     "agents",
                     "problem",
                     where,
-                    f"`{shown}` (pi {text}) cannot start: {error}",
-                    "fix the card's command: (or [agent] in .legion/settings.toml) so pi "
-                    "starts; try it by hand with --mode rpc",
+                    f"`{shown}` ({text}) cannot start: {error}",
+                    FIXES[kind],
                 )
             )
         elif model is None or model.startswith("unknown/"):
@@ -230,14 +252,14 @@ def check_pi_starts(report: Report) -> None:
                     "agents",
                     "problem",
                     where,
-                    f"`{shown}` (pi {text}) starts but has no model to use: no provider is "
+                    f"`{shown}` ({text}) starts but has no model to use: no provider is "
                     "configured and pi found no API key",
                     "log in with pi (/login), set an API key, or name --provider/--model "
                     "([agent] provider/model in .legion/settings.toml)",
                 )
             )
         else:
-            report.passed.append(f"{where}: {program} (pi {text}) starts; model {model}")
+            report.passed.append(f"{where}: {program} ({text}) starts; model {model}")
 
 
 def check_settings(report: Report) -> None:

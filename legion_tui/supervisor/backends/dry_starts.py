@@ -1,0 +1,181 @@
+"""Dry starts of Claude Code and Codex for `legion doctor` (pi's is `pi_cli.dry_start`).
+
+The launch's own first step, stopped before any work: the binary starts in the mode
+legion drives it in, answers its protocol's handshake, and says which model it would use
+and whether it has what it needs to call it — with no session written and no model
+called (a doctor run must cost nothing):
+
+- Claude Code: `claude -p --input-format stream-json …` answers the `initialize`
+  control request with its version, models and account (`apiKeySource`/`tokenSource`
+  "none": no key and no login — every turn would fail);
+- Codex: `codex app-server` answers `initialize`, then `config/read` gives the effective
+  `model` and `model_provider` as seen from the project; a provider whose `env_key`
+  variable is unset would fail every turn ("Missing environment variable").
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+from collections.abc import Mapping
+from typing import Any
+
+from legion_tui.supervisor.backends.codex_rpc import JsonRpcClient, JsonRpcError
+from legion_tui.supervisor.backends.pi_cli import VERSION_BOUND, StartProbe
+
+__all__ = ["claude_dry_start", "codex_dry_start"]
+
+_REQUEST_ID = "legion-doctor"
+_CLAUDE_FLAGS = ("--input-format", "stream-json", "--output-format", "stream-json")
+
+
+def _words(stderr: bytes) -> str:
+    said = [ln.strip() for ln in stderr.decode(errors="replace").splitlines() if ln.strip()]
+    return " ⏎ ".join(said)[-600:]
+
+
+async def _spawn(argv: list[str], env: Mapping[str, str], cwd: str) -> asyncio.subprocess.Process:
+    return await asyncio.create_subprocess_exec(
+        *argv,
+        stdin=asyncio.subprocess.PIPE,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+        env=dict(env),
+        cwd=cwd,
+        start_new_session=True,
+    )
+
+
+async def _end(proc: asyncio.subprocess.Process) -> None:
+    """Close its stdin (both CLIs exit on EOF); kill it if it does not go in 5 s."""
+    if proc.stdin is not None:
+        proc.stdin.close()
+    try:
+        await asyncio.wait_for(proc.wait(), 5.0)
+    except TimeoutError:
+        with contextlib.suppress(ProcessLookupError):
+            proc.kill()
+        await proc.wait()
+
+
+def _failure(why: str, proc: asyncio.subprocess.Process, stderr: bytes) -> StartProbe:
+    code = f" (exit status {proc.returncode})" if proc.returncode else ""
+    words = _words(stderr)
+    return StartProbe(f"{why}{code}" + (f": {words}" if words else ""), None, ())
+
+
+def _flag(argv: list[str], *names: str) -> str | None:
+    for i, arg in enumerate(argv):
+        for name in names:
+            if arg == name and i + 1 < len(argv):
+                return argv[i + 1]
+            if arg.startswith(name + "="):
+                return arg.split("=", 1)[1]
+    return None
+
+
+async def claude_dry_start(
+    argv: list[str], env: Mapping[str, str], cwd: str, *, bound: float = VERSION_BOUND
+) -> StartProbe:
+    """`argv` (a claude command) in stream-json mode, asked `initialize` only."""
+    full = [*argv]
+    if "-p" not in full and "--print" not in full:
+        full.append("-p")
+    if "--input-format" not in full:
+        full += list(_CLAUDE_FLAGS)
+    full += ["--verbose", "--no-session-persistence"]
+    proc = await _spawn(full, env, cwd)
+    assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
+    request = {"type": "control_request", "request_id": _REQUEST_ID,
+               "request": {"subtype": "initialize"}}  # fmt: skip
+    proc.stdin.write(json.dumps(request).encode() + b"\n")
+    errors = asyncio.ensure_future(proc.stderr.read())
+    answer: dict[str, Any] | None = None
+    why: str | None = None
+    try:
+        answer = await asyncio.wait_for(_control_response(proc.stdout), bound)
+        if answer is None:
+            why = "exited before it answered"
+    except TimeoutError:
+        why = f"no answer to initialize within {bound:g} s"
+    finally:
+        await _end(proc)
+    stderr = await errors
+    if why is not None or answer is None:
+        return _failure(why or "no answer", proc, stderr)
+    model = _flag(argv, "--model") or _default_model(answer)
+    account = answer.get("account")
+    if isinstance(account, dict) and {account.get("apiKeySource"), account.get("tokenSource")} <= {
+        "none",
+        None,
+    }:
+        return StartProbe(
+            "starts, but has no API key and no login: every turn would fail", model, ()
+        )
+    return StartProbe(None, model, ())
+
+
+async def _control_response(stdout: asyncio.StreamReader) -> dict[str, Any] | None:
+    while line := await stdout.readline():
+        with contextlib.suppress(ValueError):
+            obj = json.loads(line)
+            response = obj.get("response") if isinstance(obj, dict) else None
+            if isinstance(response, dict) and response.get("request_id") == _REQUEST_ID:
+                inner = response.get("response")
+                return inner if isinstance(inner, dict) else {}
+    return None
+
+
+def _default_model(answer: dict[str, Any]) -> str | None:
+    for model in answer.get("models") or ():
+        if isinstance(model, dict) and model.get("value") == "default":
+            resolved = model.get("resolvedModel")
+            return resolved if isinstance(resolved, str) else None
+    return None
+
+
+async def codex_dry_start(
+    argv: list[str], env: Mapping[str, str], cwd: str, *, bound: float = VERSION_BOUND
+) -> StartProbe:
+    """`argv` (a codex command) as `codex app-server`, asked `initialize` and
+    `config/read` only (no thread is started, so no rollout is written)."""
+    full = [*argv] if "app-server" in argv else [*argv, "app-server"]
+    proc = await _spawn(full, env, cwd)
+    assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
+    errors = asyncio.ensure_future(proc.stderr.read())
+    client = JsonRpcClient(proc.stdin, proc.stdout)
+    config: dict[str, Any] | None = None
+    why: str | None = None
+    try:
+        info = {"name": "legion-doctor", "title": "legion doctor", "version": "0"}
+        await client.request("initialize", {"clientInfo": info}, bound=bound)
+        client.notify("initialized")
+        answer = await client.request("config/read", {"cwd": cwd}, bound=bound)
+        found = answer.get("config")
+        config = found if isinstance(found, dict) else {}
+    except TimeoutError:
+        why = f"no answer within {bound:g} s"
+    except JsonRpcError as err:
+        why = err.message
+    finally:
+        await client.close()
+        await _end(proc)
+    stderr = await errors
+    if why is not None or config is None:
+        return _failure(why or "no answer", proc, stderr)
+    model = config.get("model") if isinstance(config.get("model"), str) else None
+    provider = config.get("model_provider")
+    provider = provider if isinstance(provider, str) else "openai"
+    shown = f"{provider}/{model}" if model else provider
+    providers = config.get("model_providers")
+    declared = providers.get(provider) if isinstance(providers, dict) else None
+    key = declared.get("env_key") if isinstance(declared, dict) else None
+    if isinstance(key, str) and key and not env.get(key):
+        return StartProbe(
+            f"starts, but its provider {provider!r} reads its key from ${key}, which is not "
+            "set: every turn would fail",
+            shown,
+            (),
+        )
+    return StartProbe(None, shown, ())
