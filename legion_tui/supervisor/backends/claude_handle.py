@@ -54,8 +54,10 @@ from legion_tui.supervisor.backends.common import (
     ProcessChildHandle,
     bounded_abort,
     child_env,
+    has_option,
     log_path,
     log_tail,
+    option_value,
     point_session_link,
     require_executable,
     resolve_argv,
@@ -106,42 +108,27 @@ def claude_tools(tools: Sequence[str]) -> list[str]:
     return [CLAUDE_TOOL_NAMES.get(name, name) for name in tools]
 
 
-def _option(argv: Sequence[str], *names: str) -> str | None:
-    """The value the card's argv gives one of `names` (`--x v` or `--x=v`), if any."""
-    for index, arg in enumerate(argv):
-        for name in names:
-            if arg == name and index + 1 < len(argv):
-                return argv[index + 1]
-            if arg.startswith(name + "="):
-                return arg[len(name) + 1 :]
-    return None
-
-
-def _has(argv: Sequence[str], *names: str) -> bool:
-    return any(arg in names or arg.startswith(tuple(n + "=" for n in names)) for arg in argv)
-
-
 def claude_argv(spec: LaunchSpec, session_id: str, *, resume: bool) -> list[str]:
     """The card's command (or `claude`) plus the flags it did not give (module doc).
 
     Never adds a permission bypass: tools run only as the card's `tools` allow them.
     """
     argv = resolve_argv(spec.command or ["claude"], spec)
-    if not _has(argv, "-p", "--print"):
+    if not has_option(argv, "-p", "--print"):
         argv.append("-p")
-    if not _has(argv, "--input-format"):
+    if not has_option(argv, "--input-format"):
         argv += ["--input-format", "stream-json"]
-    if not _has(argv, "--output-format"):
+    if not has_option(argv, "--output-format"):
         argv += ["--output-format", "stream-json"]
     for flag in ("--verbose", "--include-partial-messages", "--replay-user-messages"):
         if flag not in argv:
             argv.append(flag)
-    if not _has(argv, "--session-id", "--resume", "-r", "--continue", "-c"):
+    if not has_option(argv, "--session-id", "--resume", "-r", "--continue", "-c"):
         argv += ["--resume", session_id] if resume else ["--session-id", session_id]
-    if spec.system_prompt and not _has(argv, "--system-prompt", "--append-system-prompt"):
+    if spec.system_prompt and not has_option(argv, "--system-prompt", "--append-system-prompt"):
         # One `--opt=value` word: a card body starting with "-" must not read as a flag.
         argv.append(f"--append-system-prompt={spec.system_prompt}")
-    if spec.tools and not _has(argv, "--allowedTools", "--allowed-tools"):
+    if spec.tools and not has_option(argv, "--allowedTools", "--allowed-tools"):
         # One comma-separated word: the option takes a variadic list.
         argv.append(f"--allowedTools={','.join(claude_tools(spec.tools))}")
     return argv
@@ -240,7 +227,7 @@ class ClaudeHandle(ProcessChildHandle):
         session_id = resume_id or str(uuid.uuid4())
         argv = claude_argv(spec, session_id, resume=resume_id is not None)
         # A card that names the session itself (--session-id / --resume) decides it.
-        session_id = _option(argv, "--session-id", "--resume", "-r") or session_id
+        session_id = option_value(argv, "--session-id", "--resume", "-r") or session_id
         require_executable(argv, env, spec.cwd)
         try:
             self.child = await spawn_child(

@@ -30,10 +30,12 @@ __all__ = [
     "child_env",
     "fill_placeholders",
     "find_program",
+    "has_option",
     "inbox_path",
     "log_path",
     "log_tail",
     "normalize_bound",
+    "option_value",
     "point_session_link",
     "require_executable",
     "resolve_argv",
@@ -77,6 +79,22 @@ def log_tail(spec: LaunchSpec, *, max_lines: int = 6, max_bytes: int = 4096) -> 
         return ""
     lines = [ln.strip() for ln in data.decode(errors="replace").splitlines() if ln.strip()]
     return " ⏎ ".join(lines[-max_lines:])
+
+
+def option_value(argv: Sequence[str], *names: str) -> str | None:
+    """The value a card's argv gives one of `names` (`--x v` or `--x=v`), if any."""
+    for index, arg in enumerate(argv):
+        for name in names:
+            if arg == name and index + 1 < len(argv):
+                return argv[index + 1]
+            if arg.startswith(name + "="):
+                return arg[len(name) + 1 :]
+    return None
+
+
+def has_option(argv: Sequence[str], *names: str) -> bool:
+    """Whether a card's argv already gives one of `names` (alone or as `--x=v`)."""
+    return any(arg in names or arg.startswith(tuple(n + "=" for n in names)) for arg in argv)
 
 
 def point_session_link(link: Path, target: Path) -> None:

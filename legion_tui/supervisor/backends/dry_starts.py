@@ -22,6 +22,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from legion_tui.supervisor.backends.codex_rpc import JsonRpcClient, JsonRpcError
+from legion_tui.supervisor.backends.common import has_option, option_value
 from legion_tui.supervisor.backends.pi_cli import VERSION_BOUND, StartProbe
 
 __all__ = ["claude_dry_start", "codex_dry_start"]
@@ -65,24 +66,14 @@ def _failure(why: str, proc: asyncio.subprocess.Process, stderr: bytes) -> Start
     return StartProbe(f"{why}{code}" + (f": {words}" if words else ""), None, ())
 
 
-def _flag(argv: list[str], *names: str) -> str | None:
-    for i, arg in enumerate(argv):
-        for name in names:
-            if arg == name and i + 1 < len(argv):
-                return argv[i + 1]
-            if arg.startswith(name + "="):
-                return arg.split("=", 1)[1]
-    return None
-
-
 async def claude_dry_start(
     argv: list[str], env: Mapping[str, str], cwd: str, *, bound: float = VERSION_BOUND
 ) -> StartProbe:
     """`argv` (a claude command) in stream-json mode, asked `initialize` only."""
     full = [*argv]
-    if "-p" not in full and "--print" not in full:
+    if not has_option(full, "-p", "--print"):
         full.append("-p")
-    if "--input-format" not in full:
+    if not has_option(full, "--input-format"):
         full += list(_CLAUDE_FLAGS)
     full += ["--verbose", "--no-session-persistence"]
     proc = await _spawn(full, env, cwd)
@@ -104,7 +95,7 @@ async def claude_dry_start(
     stderr = await errors
     if why is not None or answer is None:
         return _failure(why or "no answer", proc, stderr)
-    model = _flag(argv, "--model") or _default_model(answer)
+    model = option_value(argv, "--model") or _default_model(answer)
     account = answer.get("account")
     if isinstance(account, dict) and {account.get("apiKeySource"), account.get("tokenSource")} <= {
         "none",
