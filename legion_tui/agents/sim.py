@@ -301,6 +301,9 @@ class SimAgent:
         self._settled.set()
         self.finished = asyncio.Event()  # set when the agent exits on its own (fail)
         self.exit_code: int | None = None
+        # Why the agent died, when it did of an error (its session file unwritable: EACCES,
+        # a full disk): a dead agent is a failed node with that reason, not a quiet settle.
+        self.crash: str | None = None
         self.writer = SessionWriter(cfg.session_file, self.rng, self.clock, cfg.cwd)
         self._opened = False
         self._context = self.rng.randint(3000, 9000)  # system prompt + tools, cached
@@ -452,6 +455,9 @@ class SimAgent:
             aborted = True
             self._write_aborted()
             raise
+        except Exception as err:
+            self.crash = f"{type(err).__name__}: {err}"
+            self.exit_code = 1
         finally:
             self._emit({"type": "agent_end", "messages": []})
             self._emit({"type": "agent_settled", "aborted": aborted})

@@ -569,7 +569,9 @@ class Supervisor:
                     if code == 0:
                         await self._settle(node_id, progress)
                     else:
-                        await self._fail(node_id, f"exited with status {code}", progress)
+                        why = f"exited with status {code}"
+                        await self._fail(node_id, f"{why}: {turn_error}" if turn_error else why,
+                                         progress)
                     return
                 if progress.last_stop_reason != "aborted":
                     await self._settle(node_id, progress)

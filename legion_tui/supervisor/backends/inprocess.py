@@ -92,7 +92,8 @@ class InProcessHandle:
         return STEER_OUTCOMES[self.agent.steer(text)]
 
     def turn_error(self) -> str | None:
-        return None  # the sim writes its failures into its session file
+        # The sim writes its own failures into its session file; a crash it cannot write.
+        return self.agent.crash
 
     async def deliver(self, envelope: str) -> None:
         self.agent.follow_up(envelope)
