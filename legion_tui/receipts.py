@@ -69,6 +69,14 @@ def aborted(name: str, dropped: int | None = 0) -> str:
     return text
 
 
+def aborted_command(name: str, status: int) -> str:
+    """An exec command has no turn: the interrupt ended it, and nothing was kept."""
+    return (
+        f"Interrupted {name}: the command exited (status {status}) — an exec command keeps "
+        f"no context; resume {name} starts it again on its task."
+    )
+
+
 def nothing_to_abort(name: str) -> str:
     return f"Nothing to abort: {name} is not running a turn."
 

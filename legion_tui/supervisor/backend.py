@@ -59,6 +59,9 @@ class AbortResult:
     # Queued steering messages dropped first; None when the agent cannot clear its queue
     # (pi before 0.84.4 has no `clear_queue`): the messages are kept and the receipt says so.
     dropped: int | None
+    # The agent ended because of the abort (an exec command has no turn to end: SIGINT
+    # ends the command): its exit status — no context was kept, whatever "abort" promises.
+    exited: int | None = None
 
 
 @dataclass(frozen=True)

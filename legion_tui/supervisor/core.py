@@ -668,6 +668,8 @@ class Supervisor:
             EventType.NODE_ABORTED,
             {"name": target.name, "outcome": result.outcome, "dropped": result.dropped},
         )
+        if result.outcome == "interrupted" and result.exited is not None:
+            return result.outcome, receipts.aborted_command(target.name, result.exited)
         if result.outcome == "interrupted":
             return result.outcome, receipts.aborted(target.name, result.dropped)
         if result.outcome == "no-turn":

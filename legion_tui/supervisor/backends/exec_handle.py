@@ -92,7 +92,9 @@ class ExecHandle(ProcessChildHandle):
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(child.pgid, signal.SIGINT)
         code = await child.wait(normalize_bound(bound))
-        return AbortResult("timeout" if code is None else "interrupted", 0)
+        if code is None:
+            return AbortResult("timeout", 0)  # it caught the SIGINT (an interactive CLI)
+        return AbortResult("interrupted", 0, exited=code)
 
     def _append(self, text: str) -> None:
         data = text if text.endswith("\n") else text + "\n"
