@@ -82,7 +82,7 @@ async def test_refusals_exit_1_and_usage_errors_exit_2(tmp_path: Path) -> None:
         code, _out, err = await run_cli(
             "spawn", "worker", "--task", "x", "--name", "Bad!", cwd=tmp_path
         )
-        assert code == 1 and "invalid name" in err
+        assert code == 2 and "invalid name" in err  # a usage error, before any request
         code, out, _ = await run_cli("abort", "nobody", "--json", cwd=tmp_path)
         assert code == 1 and json.loads(out)["error"]["code"] == "NOT_FOUND"
         code, _out, _err = await run_cli("wait", "w", "--timeout", "0.2", cwd=tmp_path)

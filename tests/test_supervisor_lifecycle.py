@@ -140,7 +140,9 @@ async def test_model_subscribers_hear_status_changes(tmp_path: Path) -> None:
         assert sup.model.counts() == {"live": 1, "settled": 0, "failed": 0, "retired": 1}
 
 
-async def test_a_launch_that_fails_marks_the_node_failed_and_says_why(tmp_path: Path) -> None:
+async def test_a_program_that_is_not_there_is_refused_and_leaves_no_row(tmp_path: Path) -> None:
+    """Refused before anything exists (issue 14 item 24), not a node that lives only to
+    fail its launch and then sits in the tree and the budget."""
     agents = tmp_path / ".legion" / "agents"
     agents.mkdir(parents=True)
     (agents / "ghost.md").write_text(
@@ -149,10 +151,11 @@ async def test_a_launch_that_fails_marks_the_node_failed_and_says_why(tmp_path: 
         encoding="utf-8",
     )
     async with hosted(tmp_path) as sup:
-        g = await spawn_one(sup, "ghost", name="g")
-        node = sup.node(g.id)
-        assert node.status is NodeStatus.FAILED
-        assert node.error is not None and node.error.startswith("launch failed:")
-        assert "no-such-program-xyz" in node.error
-        failed = [e for e in sup.model.nodes[g.id].events if e.type is EventType.NODE_FAILED]
-        assert failed[0].data["reason"] == "launch-failed"
+        with pytest.raises(OpError) as refused:
+            await spawn_one(sup, "ghost", name="g")
+        assert refused.value.code == "NOT_FOUND"
+        assert refused.value.message == (
+            "'ghost' (kind exec) runs 'no-such-program-xyz', which is not on PATH (nor a "
+            "file from the project): nothing was spawned"
+        )
+        assert list(sup.model.nodes) == [ROOT_ID]

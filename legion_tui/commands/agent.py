@@ -18,7 +18,13 @@ from pathlib import Path
 from typing import Any
 
 from legion_tui.commands import Command
-from legion_tui.commands.arg_types import child_name, seconds, session_name
+from legion_tui.commands.arg_types import (
+    add_task_options,
+    child_name,
+    seconds,
+    session_name,
+    task_of,
+)
 
 Handler = Callable[[argparse.Namespace, Any], Awaitable[int]]
 
@@ -87,7 +93,7 @@ def phases_payload(path: str) -> dict[str, Any]:
 
 def _spawn_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("role", help="role card name (worker, scout, centurion, …)")
-    p.add_argument("--task", required=True, help="what the agent should do")
+    add_task_options(p, "what the agent should do")
     p.add_argument("--name", type=child_name, help="the child's name (default: <role>-N)")
     p.add_argument("--phases", metavar="FILE", help="declared phase machine (root → centurion)")
     from legion_tui.commands.run import add_kind_option
@@ -97,7 +103,13 @@ def _spawn_args(p: argparse.ArgumentParser) -> None:
 
 
 async def _spawn(args: argparse.Namespace, client: Any) -> int:
-    child: dict[str, Any] = {"role": args.role, "task": args.task}
+    from legion_tui.supervisor.client import LegionRequestError
+
+    try:
+        task = task_of(args)
+    except ValueError as err:
+        raise LegionRequestError("BAD_REQUEST", str(err)) from err
+    child: dict[str, Any] = {"role": args.role, "task": task}
     if args.name:
         child["name"] = args.name
     if args.phases:

@@ -7,7 +7,7 @@ from __future__ import annotations
 import argparse
 import math
 
-__all__ = ["child_name", "seconds", "session_name"]
+__all__ = ["add_task_options", "child_name", "seconds", "session_name", "task_of"]
 
 
 def session_name(text: str) -> str:
@@ -20,10 +20,44 @@ def session_name(text: str) -> str:
 
 
 def child_name(text: str) -> str:
-    """A node name as given; empty is not "pick one for me" (omit --name for that)."""
+    """A node name (`naming.NAME_RE`); empty is not "pick one for me" (omit --name)."""
+    from legion_tui.supervisor.naming import NAME_RE
+
     if not text.strip():
         raise argparse.ArgumentTypeError("a name cannot be empty (omit --name to get <role>-N)")
+    if not NAME_RE.fullmatch(text):
+        raise argparse.ArgumentTypeError(
+            f"invalid name {text!r}: use 1-64 of [a-z0-9._-], starting with a letter or digit"
+        )
     return text
+
+
+def add_task_options(parser: argparse.ArgumentParser, what: str) -> None:
+    """`--task TEXT` or `--task-file FILE` (one of them): a long task cannot pass argv
+    (one word holds at most 128 KiB), a file can — up to the same 128 KiB an agent takes."""
+    group = parser.add_mutually_exclusive_group(required=True)
+    group.add_argument("--task", help=what)
+    group.add_argument("--task-file", metavar="FILE", help="read the task from FILE")
+
+
+def task_of(args: argparse.Namespace) -> str:
+    """The task text (`--task`, or the file `--task-file` names), checked as a spawn checks
+    it; a problem raises ValueError with the message to print."""
+    from legion_tui.ops import OpError
+    from legion_tui.regular_files import read_regular_text
+    from legion_tui.supervisor.admission import check_task
+
+    task: str = args.task if args.task is not None else ""
+    if args.task_file is not None:
+        try:
+            task = read_regular_text(args.task_file)
+        except (OSError, UnicodeDecodeError) as err:
+            raise ValueError(f"cannot read the task file {args.task_file}: {err}") from err
+    try:
+        check_task(task)
+    except OpError as err:
+        raise ValueError(err.message) from err
+    return task
 
 
 def seconds(text: str) -> float:

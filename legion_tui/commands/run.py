@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from legion_tui.commands import Command
-from legion_tui.commands.arg_types import child_name, session_name
+from legion_tui.commands.arg_types import add_task_options, child_name, session_name, task_of
 
 if TYPE_CHECKING:
     from legion_tui.supervisor.core import Supervisor
@@ -80,7 +80,7 @@ def _stamp() -> str:
 # ----- legion run ------------------------------------------------------------------------
 def _run_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("role", help="role card of the top agent (worker, scout, centurion, …)")
-    p.add_argument("--task", required=True, help="what the top agent should do")
+    add_task_options(p, "what the top agent should do")
     p.add_argument("--name", type=child_name, help="the top agent's name (default: <role>-N)")
     p.add_argument("--phases", metavar="FILE", help="declared phase machine (centurion only)")
     add_kind_option(p)
@@ -164,9 +164,18 @@ def no_agent_refusal(
 
 
 async def _run_headless(args: argparse.Namespace) -> int:
+    from legion_tui.agents.cards import CardError, load_cards
     from legion_tui.ops import OpError
     from legion_tui.supervisor.core import ROOT_ID, ChildRequest, Supervisor
 
+    # Everything that can refuse is asked before the host exists: a refused run leaves no
+    # session, no run folder and no ledger behind.
+    try:
+        task = task_of(args)
+        load_cards(Path.cwd()).get(args.role)
+    except (ValueError, CardError) as err:
+        print(f"legion run: {err}", file=sys.stderr)
+        return 1
     refusal = no_agent_refusal(Path.cwd(), [args.role], args.kind)
     if refusal is not None:
         print(f"legion run: {refusal}", file=sys.stderr)
@@ -183,7 +192,7 @@ async def _run_headless(args: argparse.Namespace) -> int:
     sup = Supervisor(
         Path.cwd(),
         session=args.session or f"run-{_stamp()}",
-        task=args.task,
+        task=task,
         seed=args.seed,
         speed=args.speed,
     )
@@ -195,9 +204,7 @@ async def _run_headless(args: argparse.Namespace) -> int:
             nodes = await sup.spawn(
                 ROOT_ID,
                 [
-                    ChildRequest(
-                        args.role, args.task, name=args.name, phases=phases, kind=args.kind
-                    )
+                    ChildRequest(args.role, task, name=args.name, phases=phases, kind=args.kind)
                 ],
             )
         except OpError as err:
@@ -207,8 +214,8 @@ async def _run_headless(args: argparse.Namespace) -> int:
         settled = asyncio.create_task(sup.wait_idle_tree([top]))
         stop = asyncio.create_task(interrupted.wait())
         await asyncio.wait({settled, stop}, return_when=asyncio.FIRST_COMPLETED)
-        for task in (settled, stop):
-            task.cancel()
+        for waiter in (settled, stop):
+            waiter.cancel()
         doc = sup.status(ROOT_ID)
         if args.json:
             print(json.dumps(doc, ensure_ascii=False))

@@ -85,6 +85,26 @@ class ChildRequest:
         )
 
 
+MAX_TASK_BYTES = 128 * 1024  # an argv word has at most 128 KiB on Linux (MAX_ARG_STRLEN)
+
+
+def check_task(task: str) -> None:
+    """A task every agent can be given: no NUL (no argv, no C string can carry one) and
+    at most 128 KiB of UTF-8 (what one argv word may hold). Refused before any row."""
+    if "\0" in task:
+        raise OpError("BAD_REQUEST", "the task contains a NUL character; nothing was spawned")
+    try:
+        size = len(task.encode("utf-8"))
+    except UnicodeEncodeError as err:
+        raise OpError("BAD_REQUEST", f"the task is not valid text ({err.reason})") from err
+    if size > MAX_TASK_BYTES:
+        raise OpError(
+            "BAD_REQUEST",
+            f"the task is {size} bytes, over {MAX_TASK_BYTES} (128 KiB): put the details "
+            "in a file in the repository and point the task at it; nothing was spawned",
+        )
+
+
 @dataclass(slots=True)
 class Plan:
     """A validated child: everything decided before anything exists."""
@@ -135,6 +155,8 @@ class Admission:
 
     async def plan(self, caller: Node, requests: Sequence[ChildRequest]) -> list[Plan]:
         is_root = caller.id == ROOT_ID
+        for req in requests:
+            check_task(req.task)
         from legion_tui.agents.cards import CardError
         from legion_tui.phases import DeclarationRefused, check_centurion_dispatch
 
@@ -238,6 +260,8 @@ class Admission:
             )
         except NoAgent as err:
             raise OpError("NO_AGENT", str(err)) from err
+        if launch.kind != "sim":
+            self._check_program(card, launch)
         if launch.kind == "exec" and not launch.command:
             # Refused here, before a row exists: a launch would only fail (and a node left
             # `starting` would hold a budget slot for ever).
@@ -247,6 +271,23 @@ class Admission:
                 "`command: [...]` (or choose another --kind); nothing was spawned",
             )
         return launch
+
+    def _check_program(self, card: RoleCard, launch: Launch) -> None:
+        """A command whose program is not there is refused now, before a row exists —
+        not a node that exists only to fail its launch."""
+        from legion_tui.supervisor.backends.common import find_program
+
+        if not launch.command and launch.kind not in ("pi", "claude", "codex"):
+            return  # exec without a command: refused below with its own reason
+        program = launch.command[0] if launch.command else launch.kind
+        if "{" in program:
+            return  # filled at launch (a placeholder names it): the launch will tell
+        if find_program(program, cwd=self._project_dir, path=None) is None:
+            raise OpError(
+                "NOT_FOUND",
+                f"'{card.name}' (kind {launch.kind}) runs {program!r}, which is not on PATH "
+                "(nor a file from the project): nothing was spawned",
+            )
 
     def command_of(self, card_name: str, kind: Kind) -> list[str]:
         """The command a resumed node relaunches with: its card's, or for an `auto` card
