@@ -32,9 +32,15 @@ from legion_tui.session.entries import (
 from legion_tui.session.progress import RateSegment, SessionProgress
 from legion_tui.session.verdict import extract_verdict
 
-__all__ = ["ABORTED", "RECENT_USER_TEXTS", "SessionFold"]
+__all__ = ["ABORTED", "MAX_OPEN_TOOLS", "MAX_PATH_RECORDS", "RECENT_USER_TEXTS", "SessionFold"]
 
 RECENT_USER_TEXTS = 20
+# Memory is bounded by what is shown, whatever the file's size (a 500 000-entry session
+# held every entry and every unanswered tool call: 500 MB, and an O(n²) in-flight list):
+# the newest tool calls in flight (the stack the row and overlay show), and the newest
+# entries by id (a branch switch further back starts its path where the records end).
+MAX_OPEN_TOOLS = 64
+MAX_PATH_RECORDS = 10_000
 ABORTED = "aborted"  # pi's stopReason of an interrupted turn (the supervisor keeps it live)
 
 PathEntry = AssistantEntry | UserEntry | ToolResultEntry | OtherEntry
@@ -55,6 +61,8 @@ class _PathState:
             started_at = (entry.at_ms or 0.0) / 1000.0
             for call in entry.tool_calls:
                 self.open_tools[call.id] = InFlightTool(call.id, call.name, started_at)
+            while len(self.open_tools) > MAX_OPEN_TOOLS:
+                del self.open_tools[next(iter(self.open_tools))]  # the oldest goes
             if entry.text.strip():
                 self.last_text = entry.text
             self.last_stop_reason = entry.stop_reason
@@ -210,6 +218,8 @@ class SessionFold:
             self._path.apply(entry)
             return
         self._by_id[entry.id] = _slim(entry)
+        if len(self._by_id) > MAX_PATH_RECORDS:
+            del self._by_id[next(iter(self._by_id))]  # dicts keep insertion order: the oldest
         if entry.parent_id != self._leaf:
             self._rebuild_path(entry)
         else:
