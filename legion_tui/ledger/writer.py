@@ -15,6 +15,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
+import logging
+import os
 import sqlite3
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -28,6 +30,8 @@ from legion_tui.ledger.rows import USAGE_UPSERT_SQL, usage_params
 from legion_tui.model import Usage
 
 Apply = Callable[[sqlite3.Connection], Any]
+
+log = logging.getLogger(__name__)
 
 MAX_BATCH = 1000
 IDLE_CHECKPOINT_SECONDS = 1.0
@@ -70,6 +74,10 @@ class BatchWriter:
         self._task: asyncio.Task[None] | None = None
         self._closing = False
         self._failure: str | None = None  # why the writer stopped, if it died
+        # (dev, ino) of the -wal and -shm files this connection writes through: a WAL
+        # deleted or replaced under the host takes every commit since the last
+        # checkpoint with it (after a kill -9, 3 of 8 nodes and their events were lost).
+        self._wal_identity: tuple[tuple[int, int] | None, ...] | None = None
 
     # ----- lifecycle -----------------------------------------------------------------
     async def start(self, *, create: bool) -> list[int]:
@@ -80,6 +88,7 @@ class BatchWriter:
             applied = await loop.run_in_executor(
                 self._executor, lambda: migrate(self._require_conn(), create=create)
             )
+            self._wal_identity = self._wal_files()
         except LedgerError as exc:
             await self._close_conn()
             raise LedgerError(f"{self.path}: {exc}") from None
@@ -193,7 +202,53 @@ class BatchWriter:
             raise LedgerError(f"{self.path}: ledger is closed")
         return self._conn
 
+    def _wal_files(self) -> tuple[tuple[int, int] | None, ...]:
+        found: list[tuple[int, int] | None] = []
+        for suffix in ("-wal", "-shm"):
+            try:
+                st = os.stat(f"{self.path}{suffix}")
+            except OSError:
+                found.append(None)
+            else:
+                found.append((st.st_dev, st.st_ino))
+        return tuple(found)
+
+    def _check_wal(self) -> None:
+        """Never write through a WAL that is no longer the file at its path: the commits
+        would land in a file nobody will read again (a `kill -9` loses them).
+
+        Deleted (both files gone): what was committed is checkpointed into the ledger
+        through the fds this connection still holds, and writing goes on through a new
+        connection and a new WAL — said loudly. Replaced by other files: writes stop (a
+        foreign WAL must not be applied to the ledger); the close checkpoints ours."""
+        if self._wal_identity is None or None in self._wal_identity:
+            return  # not in WAL mode yet (or never was): nothing to compare
+        now = self._wal_files()
+        if now == (None, None):
+            conn = self._require_conn()
+            conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+            conn.close()
+            self._conn = connect(self.path)
+            self._wal_identity = self._wal_files()
+            log.critical(
+                "%s: the ledger's WAL files were deleted while this host was writing: what "
+                "was committed is saved in the ledger, and writing goes on with a new WAL",
+                self.path,
+            )
+            return
+        if now != self._wal_identity:
+            gone = [s for s, a, b in zip(("-wal", "-shm"), self._wal_identity, now, strict=True)
+                    if a != b]  # fmt: skip
+            message = (
+                f"{self.path}: the ledger's {' and '.join(self.path.name + g for g in gone)} "
+                "was deleted or replaced while this host was writing: writes stop here (they "
+                "would be lost); what was committed is checkpointed into the ledger"
+            )
+            log.critical(message)
+            raise LedgerError(message)
+
     def _write_batch(self, jobs: list[_Job], usage: dict[str, Usage]) -> list[_Outcome]:
+        self._check_wal()  # first: it may replace the connection
         conn = self._require_conn()
         outcomes: list[_Outcome] = []
         try:
@@ -214,6 +269,8 @@ class BatchWriter:
             error = LedgerError(f"{self.path}: write failed ({exc})")
             error.__cause__ = exc
             return [(False, error)] * len(jobs)
+        if self._wal_identity is None or None in self._wal_identity:
+            self._wal_identity = self._wal_files()  # the first commit made them
         self.stats.transactions += 1
         self.stats.jobs += len(jobs)
         self.stats.usage_rows += len(usage)
