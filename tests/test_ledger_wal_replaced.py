@@ -27,6 +27,11 @@ def _counts(path: Path) -> tuple[int, int]:
     return nodes, events
 
 
+def _replace_with_junk(path: Path) -> None:
+    path.unlink()
+    path.write_bytes(b"\0" * 64)  # someone else's file at the path
+
+
 async def test_a_deleted_wal_is_saved_and_writing_goes_on_in_a_new_one(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -60,8 +65,7 @@ async def test_a_replaced_wal_stops_writes_and_is_never_applied(
     try:
         await ledger.insert_nodes([make_node("n0")])
         for suffix in ("-wal", "-shm"):
-            os.unlink(f"{path}{suffix}")
-            Path(f"{path}{suffix}").write_bytes(b"\0" * 64)  # someone else's files
+            _replace_with_junk(Path(f"{path}{suffix}"))
         with caplog.at_level(logging.CRITICAL), pytest.raises(LedgerError) as refused:
             await ledger.insert_nodes([make_node("late")])
         assert "was deleted or replaced while this host was writing" in str(refused.value)
