@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import functools
 import json
 import logging
@@ -588,7 +589,32 @@ class Supervisor:
         except Exception as err:  # a broken handle must not leave the node live forever
             log.exception("monitor of %s failed", node_id)
             if node_id not in self.roster.stopping and not self._closed:
-                await self._fail(node_id, f"supervision error: {err}", SessionProgress())
+                await self._fail_loudly(node_id, f"supervision error: {err}")
+
+    async def _fail_loudly(self, node_id: str, reason: str) -> None:
+        """Fail the node; when even that write fails (the ledger's disk is full), the
+        node must not read `running · working …` for ever: the live model says failed,
+        with why it is not recorded, and the log says it at CRITICAL."""
+        try:
+            await self._fail(node_id, reason, SessionProgress())
+        except Exception as write_err:
+            node = self.node(node_id)
+            log.critical(
+                "%s ended (%s) but the ledger refused to record it (%s): shown failed, "
+                "the ledger still says %s",
+                node.path,
+                reason,
+                write_err,
+                node.status.value,
+            )
+            self.model.upsert(
+                dataclasses.replace(
+                    node,
+                    status=NodeStatus.FAILED,
+                    error=f"{reason} — not recorded in the ledger: {write_err}",
+                )
+            )
+            self.record.notify()
 
     def _mail_handle(self, node_id: str) -> _TurnWatchingDelivery | None:
         """The postman's way to a node's agent: a letter handed to an idle agent starts a
