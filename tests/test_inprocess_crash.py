@@ -8,7 +8,6 @@ import os
 from pathlib import Path
 
 import pytest
-
 from supervisor_helpers import FAST, hosted, settled, spawn_one, until
 
 from legion_tui.ledger import LedgerError
