@@ -36,7 +36,7 @@ from real_pi_helpers import (
 )
 from supervisor_helpers import GIT_ENV, LEGION
 
-from legion_tui.model import EventType, Node, NodeStatus
+from legion_tui.model import EventType, MailState, Node, NodeStatus
 from legion_tui.session.reader import read_session
 from legion_tui.supervisor.backends.claude_handle import NOTIFICATION_TURN_BOUND
 from legion_tui.supervisor.backends.rpc_handle import RESUME_PROMPT
@@ -475,3 +475,34 @@ def test_claude_argv_adds_only_what_the_card_did_not_give(tmp_path: Path) -> Non
     assert "-p" not in argv and argv.count("--allowedTools") == 1
     assert argv[-2:] == ["--resume", "sid-2"]
     assert not [a for a in argv[7:] if "dangerously" in a or "bypass" in a]
+
+
+# ----- mail: a letter to a working Claude reaches it and DELIVERED ---------------------------
+async def test_a_letter_to_a_working_claude_is_delivered_and_answered(world: ClaudeLegion) -> None:
+    """Mail goes to Claude as a user line on its stdin; the postman sees the envelope in
+    Claude's own session file (a user text) and moves the letter to DELIVERED."""
+    # A letter bounces from an ended node: it is sent while the worker's tool runs. The
+    # agent takes it inside the turn or as the next one: both answers say they read it.
+    read = Text(f"Got the letter.\n{verdict_line('read the letter')}", tokens=5)
+    wait = ToolCall("Bash", {"command": "sleep 2", "description": "wait"}, tokens=4)
+    world.server.script(wait, read, read)
+    async with agent_host(world.project) as sup:
+        node = await spawn_claude(sup, "reader", "Wait two seconds, then read your mail.")
+        view = sup.model.nodes[node.id]
+        await until(lambda: bool(view.progress.in_flight), TURN_LIMIT, "the running tool")
+        sent = await sup.mail.send(ROOT_ID, "reader", "fixture ready", "tests/data/x.json")
+        assert sent["state"] == "accepted", sent  # handed to the running agent
+
+        async def delivered() -> bool:
+            (letter,) = await sup.ledger.get_messages(node.id)
+            return letter.delivered is MailState.DELIVERED
+
+        deadline = time.monotonic() + TURN_LIMIT
+        while not await delivered():
+            assert time.monotonic() < deadline, "the letter never reached DELIVERED"
+            await asyncio.sleep(0.05)
+        done = await settle(sup, node.id)
+        assert done.status is NodeStatus.SETTLED, (done.status, done.error)
+        assert json.loads(done.verdict or "{}")["reason"] == "read the letter"
+        last = world.server.requests()[-1]
+        assert "fixture ready" in json.dumps(last.messages)  # the letter reached the model

@@ -39,7 +39,7 @@ from real_pi_helpers import (
 )
 from supervisor_helpers import GIT_ENV, run_cli
 
-from legion_tui.model import EventType, Node, NodeStatus
+from legion_tui.model import EventType, MailState, Node, NodeStatus
 from legion_tui.session.reader import read_session
 from legion_tui.supervisor.backends.rpc_handle import RESUME_PROMPT
 from legion_tui.supervisor.core import ROOT_ID, ChildRequest, Supervisor
@@ -382,3 +382,32 @@ async def test_a_launch_codex_refuses_fails_with_its_own_words_and_leaves_nothin
         assert "nowhere" in failed.error, failed.error
         assert by_env("LEGION_NODE_ID", node.id) == []
     assert world.server.requests() == []
+
+
+# ----- mail: a letter to a working Codex reaches it and DELIVERED ----------------------------
+async def test_a_letter_to_a_working_codex_is_delivered_and_answered(world: CodexWorld) -> None:
+    """Mail goes to Codex as a turn's input; the postman sees the envelope in the rollout
+    (a user message) and moves the letter to DELIVERED."""
+    # A letter bounces from an ended node: it is sent while the worker's tool runs. The
+    # agent takes it inside the turn or as the next one: both answers say they read it.
+    read = Text(f"Got the letter.\n{verdict_line('read the letter')}", tokens=5)
+    world.server.script(ToolCall("exec_command", {"cmd": "sleep 2"}, tokens=4), read, read)
+    async with agent_host(world.project) as sup:
+        node = await spawn_codex(sup, "reader", "Wait two seconds, then read your mail.")
+        view = sup.model.nodes[node.id]
+        await until(lambda: bool(view.progress.in_flight), TURN_LIMIT, "the running tool")
+        sent = await sup.mail.send(ROOT_ID, "reader", "fixture ready", "tests/data/x.json")
+        assert sent["state"] == "accepted", sent  # handed to the running agent
+
+        async def delivered() -> bool:
+            (letter,) = await sup.ledger.get_messages(node.id)
+            return letter.delivered is MailState.DELIVERED
+
+        deadline = time.monotonic() + TURN_LIMIT
+        while not await delivered():
+            assert time.monotonic() < deadline, "the letter never reached DELIVERED"
+            await asyncio.sleep(0.05)
+        done = await settle(sup, node.id)
+        assert done.status is NodeStatus.SETTLED, (done.status, done.error)
+        assert json.loads(done.verdict or "{}")["reason"] == "read the letter"
+        assert any("fixture ready" in text for text in user_texts(world.server.requests()[-1]))
