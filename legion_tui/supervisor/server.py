@@ -6,6 +6,14 @@ request is answered in order on its connection; connections are served concurren
 long `wait` on one does not hold up another). Malformed JSON, an unknown op or a missing
 field gets an error reply and the connection keeps being served.
 
+Under load and from hostile clients (`intake` holds the limits): at most
+`max_connections` from outside the host at once — one more is answered `BUSY` and
+closed, or an idle one is closed to make room; a connection idle for `idle_seconds`
+is told `IDLE_CLOSED` and closed (a request being answered, a `wait`, is not idle); a
+line too long, too deep, with too many values, or beyond the shared byte budget is
+answered with an error line. BUSY and IDLE_CLOSED say the request was not read: the
+client sends it again. Refusals and failed accepts are logged once, then counted.
+
 `OPS` is the dispatch table: later ops (`mail`, `phase`) plug in by adding one entry.
 """
 
@@ -13,16 +21,31 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import errno
 import json
 import logging
 import os
+import resource
+import socket
+import time
+from collections import deque
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from legion_tui.ops import OpError
-from legion_tui.supervisor.client import MAX_LINE, ROOT_CALLER
+from legion_tui.supervisor import intake
+from legion_tui.supervisor.client import ROOT_CALLER
 from legion_tui.supervisor.identity import Peer, caller_of, peer_of
+from legion_tui.supervisor.intake import (
+    ByteBudget,
+    Line,
+    RequestFramer,
+    SocketLimits,
+    connection_cap,
+    parse_request,
+)
 
 if TYPE_CHECKING:
     from legion_tui.supervisor.core import Supervisor
@@ -174,24 +197,119 @@ def _error(req_id: Any, code: str, message: str) -> dict[str, Any]:
     return {"id": req_id, "ok": False, "error": {"code": code, "message": message}}
 
 
+def _encode(reply: dict[str, Any]) -> bytes:
+    """One reply line. A lone surrogate (a request may carry `\\ud800` in its id) cannot be
+    UTF-8: escaped then; a result that is not JSON (a bug) is an INTERNAL error line."""
+    try:
+        text = json.dumps(reply, ensure_ascii=False)
+    except (TypeError, ValueError) as err:
+        log.exception("unencodable reply")
+        text = json.dumps(_error(None, "INTERNAL", f"unencodable reply: {err}"))
+    try:
+        return text.encode() + b"\n"
+    except UnicodeEncodeError:
+        return json.dumps(reply).encode() + b"\n"
+
+
+class _Throttled:
+    """A log line for the first of a kind of trouble, then at most one per `interval`
+    with the count since: a client that retries a refusal a thousand times a second, or
+    an accept that keeps failing, must not fill the log (it did: hundreds of MB)."""
+
+    def __init__(self, interval: float = 60.0) -> None:
+        self.interval = interval
+        self._last: dict[str, float] = {}
+        self._since: dict[str, int] = {}
+
+    def warn(self, kind: str, message: str) -> None:
+        now = time.monotonic()
+        last = self._last.get(kind)
+        if last is not None and now - last < self.interval:
+            self._since[kind] = self._since.get(kind, 0) + 1
+            return
+        self._last[kind] = now
+        more = self._since.pop(kind, 0)
+        said = f" ({more} more since the last report)" if more else ""
+        log.warning("socket: %s%s; logged at most once a minute", message, said)
+
+
+class _Idle(Exception):
+    """The connection waited too long for a request (or was closed to make room)."""
+
+
+@dataclass(eq=False, slots=True)
+class _Connection:
+    sock: socket.socket
+    peer: Peer
+    outside: bool  # not the host's own process: counted against the cap
+    idle_since: float
+    busy: bool = False  # a request is being answered: never idle, never evicted
+    waiting: asyncio.Timeout | None = None  # the idle timer while waiting for a request
+    evicted: bool = False
+
+    def evict(self) -> bool:
+        """Close it as soon as its task runs (it is waiting for a request)."""
+        if self.busy or self.waiting is None or self.waiting.expired():
+            return False
+        self.evicted = True
+        self.waiting.reschedule(asyncio.get_running_loop().time())
+        return True
+
+
+CHUNK = 64 * 1024  # one read from a connection
+_OUT_OF_RESOURCES = frozenset({errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOMEM})
+_CLIENT_LEFT = frozenset({errno.ECONNABORTED, errno.EPROTO, errno.EPERM, errno.EINTR})
+NOTICE_SECONDS = 1.0  # to hand an IDLE_CLOSED notice to a client before closing anyway
+
+
 class SupervisorServer:
-    def __init__(self, supervisor: Supervisor) -> None:
+    """Serves the socket: its own accept loop (raw sockets, so that nothing is buffered or
+    retried behind its back), one task per connection, at most `max_connections` from
+    outside the host, idle ones closed, every request bounded (`intake`)."""
+
+    def __init__(self, supervisor: Supervisor, limits: SocketLimits | None = None) -> None:
         self.supervisor = supervisor
-        self._server: asyncio.AbstractServer | None = None
+        self.limits = limits
+        self._listener: socket.socket | None = None
+        self._accepting: asyncio.Task[None] | None = None
         self._path: Path | None = None
         self._link: Path | None = None
-        self._connections: set[asyncio.Task[None]] = set()
+        self._connections: dict[_Connection, asyncio.Task[None]] = {}
+        self._closed_one = asyncio.Event()
+        self._budget = ByteBudget(0)
+        self._throttled = _Throttled()
+        self.max_connections = 0
         self.requests = 0
         self.errors = 0
 
+    @property
+    def connections(self) -> int:
+        """Connections open now (the host's own included)."""
+        return len(self._connections)
+
     async def start(self, path: Path, *, link: Path | None = None) -> None:
+        # The limits in force when serving starts (tests set intake.DEFAULT_LIMITS first).
+        limits = self.limits = self.limits or intake.DEFAULT_LIMITS
+        soft = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+        nofile = soft if soft != resource.RLIM_INFINITY else 1 << 20
+        self.max_connections = limits.max_connections or connection_cap(nofile)
+        self._budget = ByteBudget(limits.total_bytes)
         # A socket file left by a host that died is stale: the caller has already checked
         # that no live owner answers on it (runs.open_session), so it is safe to replace.
         with contextlib.suppress(FileNotFoundError):
             os.unlink(path)
-        self._server = await asyncio.start_unix_server(self._serve, path=path, limit=MAX_LINE)
-        os.chmod(path, 0o600)
+        listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            listener.bind(os.fspath(path))
+            os.chmod(path, 0o600)  # before listen: nobody can connect to it until then
+            listener.listen(limits.backlog)
+            listener.setblocking(False)
+        except BaseException:
+            listener.close()
+            raise
+        self._listener = listener
         self._path = path
+        self._accepting = asyncio.create_task(self._accept_loop(), name="socket-accept")
         if link is not None and link != path:
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(link)
@@ -199,47 +317,193 @@ class SupervisorServer:
             self._link = link
 
     async def close(self) -> None:
-        if self._server is not None:
-            self._server.close()
-            for task in list(self._connections):
+        if self._accepting is not None:
+            self._accepting.cancel()
+            await asyncio.gather(self._accepting, return_exceptions=True)
+            self._accepting = None
+        if self._listener is not None:
+            self._listener.close()
+            self._listener = None
+            tasks = list(self._connections.values())
+            for task in tasks:
                 task.cancel()
-            await asyncio.gather(*self._connections, return_exceptions=True)
-            with contextlib.suppress(Exception):
-                await asyncio.wait_for(self._server.wait_closed(), 2.0)
-            self._server = None
+            await asyncio.gather(*tasks, return_exceptions=True)
         for p in (self._link, self._path):
             if p is not None:
                 with contextlib.suppress(FileNotFoundError):
                     os.unlink(p)
 
-    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        task = asyncio.current_task()
-        assert task is not None
-        self._connections.add(task)
-        peer = peer_of(writer.get_extra_info("socket"), self.supervisor.run.run_id)
+    # -- accepting ---------------------------------------------------------------------
+
+    async def _accept_loop(self) -> None:
+        assert self._listener is not None
+        loop = asyncio.get_running_loop()
+        while True:
+            try:
+                sock, _addr = await loop.sock_accept(self._listener)
+            except OSError as err:
+                if err.errno in _CLIENT_LEFT:
+                    continue  # that client left before it was accepted
+                if err.errno not in _OUT_OF_RESOURCES:
+                    log.error("socket: the listener failed, no more connections: %s", err)
+                    return
+                # Out of fds or memory: the connection stays queued in the kernel. Shed an
+                # idle connection, wait for one to close (bounded: the fds may be held by
+                # something else), and never log each failure.
+                self._throttled.warn("accept", f"cannot accept a connection: {err}")
+                self._make_room(loop.time())
+                self._closed_one.clear()
+                with contextlib.suppress(TimeoutError):
+                    async with asyncio.timeout(0.5):
+                        await self._closed_one.wait()
+                continue
+            try:
+                self._admit(sock, loop.time())
+            except Exception as err:  # a bug here must not end the accept loop
+                self._throttled.warn("admit", f"admitting a connection failed: {err!r}")
+                sock.close()
+
+    def _admit(self, sock: socket.socket, now: float) -> None:
+        sock.setblocking(False)
+        peer = peer_of(sock, self.supervisor.run.run_id)
+        # The host's own in-process agents reach it over the socket too: never refused.
+        outside = peer.pid != os.getpid()
+        if outside and not self._has_room(now):
+            self._refuse(sock)
+            return
+        conn = _Connection(sock, peer, outside, idle_since=now)
+        self._connections[conn] = asyncio.create_task(self._serve(conn), name="socket-conn")
+
+    def _has_room(self, now: float) -> bool:
+        served = sum(1 for c in self._connections if c.outside and not c.evicted)
+        return served < self.max_connections or self._make_room(now)
+
+    def _make_room(self, now: float) -> bool:
+        """Close the connection idle the longest (if idle long enough): a new client is
+        served rather than refused while idle ones hold every place."""
+        assert self.limits is not None
+        idle = [
+            c
+            for c in self._connections
+            if c.outside
+            and not c.busy
+            and not c.evicted
+            and now - c.idle_since >= self.limits.evictable_after
+        ]
+        return any(c.evict() for c in sorted(idle, key=lambda c: c.idle_since))
+
+    def _refuse(self, sock: socket.socket) -> None:
+        """Answer BUSY (the client may try again) and close: one non-blocking send of a
+        short line, no task, no fd kept."""
+        message = (
+            f"the supervisor is serving its limit of {self.max_connections} connections; "
+            "this one was not read — try again"
+        )
+        with contextlib.suppress(OSError):
+            sock.send(_encode(_error(None, "BUSY", message)))
+        sock.close()
+        self._throttled.warn(
+            "refused",
+            f"refused a connection: already serving {self.max_connections} (the limit)",
+        )
+
+    # -- serving one connection --------------------------------------------------------
+
+    async def _serve(self, conn: _Connection) -> None:
+        assert self.limits is not None
+        limits = self.limits
+        framer = RequestFramer(limits, self._budget)
+        pending: deque[Line | OpError] = deque()
         try:
             while True:
                 try:
-                    line = await reader.readuntil(b"\n")
-                except asyncio.IncompleteReadError as err:
-                    if not err.partial.strip():
-                        return
-                    line = err.partial  # a last request without its newline
-                except asyncio.LimitOverrunError:
-                    # Too long to be a request: answer, then skip to the next newline.
-                    await self._reply(writer, _error(None, "TOO_LONG", "request line too long"))
-                    if not await self._skip_line(reader):
-                        return
-                    continue
-                reply = await self.handle_line(line, peer)
-                await self._reply(writer, reply)
-        except (ConnectionError, asyncio.CancelledError):
-            pass
+                    item = await self._next_request(conn, framer, pending)
+                except _Idle:
+                    # A client that does not read may not hold the fd for a reply's bound.
+                    await self._send(conn, self._idle_notice(conn), NOTICE_SECONDS)
+                    return
+                if item is None:
+                    return
+                conn.busy = True
+                held = 0
+                try:
+                    if isinstance(item, OpError):
+                        self.requests += 1
+                        self.errors += 1
+                        reply = _error(None, item.code, item.message)
+                    else:
+                        reply, held = await self._answer(item, conn.peer)
+                    await self._send(conn, reply)
+                finally:
+                    self._budget.give(held)
+                conn.busy = False
+                conn.idle_since = asyncio.get_running_loop().time()
+        except (OSError, TimeoutError, asyncio.CancelledError):
+            pass  # the client went away, does not read its replies, or the host closes
         finally:
-            self._connections.discard(task)
-            writer.close()
-            with contextlib.suppress(Exception):
-                await writer.wait_closed()
+            framer.release()
+            for item in pending:  # read but never answered: the client went away
+                if isinstance(item, Line):
+                    self._budget.give(item.charged)
+            self._connections.pop(conn, None)
+            conn.sock.close()
+            self._closed_one.set()
+
+    async def _next_request(
+        self, conn: _Connection, framer: RequestFramer, pending: deque[Line | OpError]
+    ) -> Line | OpError | None:
+        """The next line (or refusal) from the client; None at its EOF; _Idle when none
+        came within the idle timeout."""
+        assert self.limits is not None
+        loop = asyncio.get_running_loop()
+        if not pending:
+            try:
+                async with asyncio.timeout_at(conn.idle_since + self.limits.idle_seconds) as t:
+                    conn.waiting = t
+                    while not pending:
+                        chunk = await loop.sock_recv(conn.sock, CHUNK)
+                        if not chunk:
+                            return framer.finish()  # a last request without its newline
+                        pending.extend(framer.feed(chunk))
+            except TimeoutError as err:
+                raise _Idle from err
+            finally:
+                conn.waiting = None
+        return pending.popleft()
+
+    def _idle_notice(self, conn: _Connection) -> dict[str, Any]:
+        assert self.limits is not None
+        if conn.evicted:
+            why = (
+                f"closed to make room: idle while the supervisor served its limit of "
+                f"{self.max_connections} connections"
+            )
+        else:
+            why = f"closed after {self.limits.idle_seconds:g} s without a request"
+        return _error(None, "IDLE_CLOSED", f"{why}; nothing was read — connect again")
+
+    async def _send(
+        self, conn: _Connection, reply: dict[str, Any], bound: float | None = None
+    ) -> None:
+        assert self.limits is not None
+        async with asyncio.timeout(self.limits.send_seconds if bound is None else bound):
+            await asyncio.get_running_loop().sock_sendall(conn.sock, _encode(reply))
+
+    async def _answer(self, line: Line, peer: Peer) -> tuple[dict[str, Any], int]:
+        """The reply to one complete line, and what its request holds of the budget
+        (given back once the reply is sent)."""
+        assert self.limits is not None
+        try:
+            req, held = parse_request(line, self.limits, self._budget)
+        except OpError as err:
+            self.requests += 1
+            self.errors += 1
+            return _error(None, err.code, err.message), 0
+        try:
+            return await self.dispatch(req, peer), held
+        except BaseException:
+            self._budget.give(held)
+            raise
 
     def _identify(self, peer: Peer, claimed: str) -> str:
         """The node the kernel says the peer is (identity.caller_of)."""
@@ -248,30 +512,9 @@ class SupervisorServer:
         names = {node_id: view.node.name for node_id, view in sup.model.nodes.items()}
         return caller_of(peer, claimed, agents, names)
 
-    @staticmethod
-    async def _skip_line(reader: asyncio.StreamReader) -> bool:
-        while True:
-            try:
-                await reader.readuntil(b"\n")
-                return True
-            except asyncio.LimitOverrunError as err:
-                await reader.readexactly(err.consumed)
-            except asyncio.IncompleteReadError:
-                return False
-
-    @staticmethod
-    async def _reply(writer: asyncio.StreamWriter, reply: dict[str, Any]) -> None:
-        writer.write(json.dumps(reply, ensure_ascii=False).encode() + b"\n")
-        await writer.drain()
-
-    async def handle_line(self, line: bytes, peer: Peer) -> dict[str, Any]:
-        """Parse, check and dispatch one request from `peer`; never raises."""
+    async def dispatch(self, req: Any, peer: Peer) -> dict[str, Any]:
+        """Check and run one parsed request from `peer`; never raises."""
         self.requests += 1
-        try:
-            req = json.loads(line)
-        except (ValueError, UnicodeDecodeError) as err:
-            self.errors += 1
-            return _error(None, "BAD_JSON", f"malformed JSON: {err}")
         if not isinstance(req, dict):
             self.errors += 1
             return _error(None, "BAD_REQUEST", "a request must be a JSON object")
