@@ -14,6 +14,10 @@ Which zombies are ours to reap, without stealing an exit status asyncio waits fo
 So a zombie child of the host, unregistered, outside the host's session, is reaped by
 pid (never `waitpid(-1)`). The scan reads the host's `/proc/self/task/*/children` and the
 zombies' `stat`: a few syscalls per child, on SIGCHLD (coalesced) and every few seconds.
+
+The same loop keeps the record of what the host inherits where no cgroup tracks the
+agents (`containment.Containment.record`, every `RECORD_EVERY` s then): the pids a stop
+or the watchdog must end although they shed every marker (issue 14 items 10, 11).
 """
 
 from __future__ import annotations
@@ -23,11 +27,14 @@ import contextlib
 import os
 import signal
 from collections.abc import Callable, Iterator
-from pathlib import Path
+
+from legion_tui.supervisor import containment
+from legion_tui.supervisor.procfs import children_of, stat_of
 
 __all__ = ["OrphanReaper", "forget", "reap_orphans", "spawning"]
 
 SWEEP_EVERY = 5.0  # a SIGCHLD can be lost in a storm (signals coalesce); the sweep is not
+RECORD_EVERY = containment.RECORD_EVERY
 RETRY_AFTER = 0.02
 
 _spawned: set[int] = set()
@@ -52,29 +59,10 @@ def forget(pid: int) -> None:
     _spawned.discard(pid)
 
 
-def _children() -> set[int]:
-    out: set[int] = set()
-    for task in Path("/proc/self/task").iterdir():
-        with contextlib.suppress(OSError, ValueError):
-            out.update(int(pid) for pid in (task / "children").read_text().split())
-    return out
-
-
 def _zombie_session(pid: int) -> int | None:
     """The session id of `pid` if it is a zombie; None otherwise (or gone)."""
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as stat:
-            data = stat.read()
-    except OSError:
-        return None
-    fields = data[data.rfind(b")") + 2 :].split()
-    # After the name: state, ppid, pgrp, session, …
-    if len(fields) < 4 or fields[0] != b"Z":
-        return None
-    try:
-        return int(fields[3])
-    except ValueError:
-        return None
+    stat = stat_of(pid)
+    return stat.session if stat is not None and stat.state == "Z" else None
 
 
 def reap_orphans() -> list[int] | None:
@@ -84,7 +72,7 @@ def reap_orphans() -> list[int] | None:
         return None
     own_session = os.getsid(0)
     reaped: list[int] = []
-    for pid in _children() - _spawned:
+    for pid in children_of(os.getpid()) - _spawned:
         session = _zombie_session(pid)
         if session is None or session == own_session:
             continue  # running, or asyncio's own helper (in the host's session)
@@ -123,9 +111,13 @@ class OrphanReaper:
 
     async def _run(self) -> None:
         while True:
+            box = containment.current()
+            every = RECORD_EVERY if box is not None and box.needs_record() else SWEEP_EVERY
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._wake.wait(), SWEEP_EVERY)
+                await asyncio.wait_for(self._wake.wait(), every)
             self._wake.clear()
+            if box is not None:
+                box.record()
             reaped = reap_orphans()
             while reaped is None:  # a spawn is between fork and register: a moment
                 await asyncio.sleep(RETRY_AFTER)

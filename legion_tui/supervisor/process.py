@@ -17,6 +17,10 @@ Why it looks like this (see notes/runtime-facts.md "Processes"):
 - The supervisor is a child subreaper so that orphans of its agents re-parent to it
   (not to a PID 1 that may never reap); the sweep reaps the pids it killed, by pid —
   never `waitpid(-1)`, which would steal asyncio's exit statuses.
+- A child with a run marker is an agent (or a team's verify command): it joins a cgroup
+  of its own before its command runs, where the machine allows one, and the host's
+  watchdog is running before it starts (`containment.py`) — what it starts can shed the
+  marker, its group and its session, not that; and outlives the host only by 2 s.
 """
 
 from __future__ import annotations
@@ -31,7 +35,7 @@ import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from legion_tui.supervisor import orphans
+from legion_tui.supervisor import containment, orphans
 from legion_tui.supervisor.client import ENV_NODE_ID, ENV_RUN_DIR, ENV_RUN_ID, ENV_SOCKET
 
 __all__ = [
@@ -267,6 +271,9 @@ class ChildProcess:
 
     def _on_reaped(self, _done: asyncio.Future[None]) -> None:
         orphans.forget(self.pid)
+        box = containment.current()
+        if box is not None:
+            box.reaped(self.pid)
         if not self._exit.done():
             code = self.proc.returncode
             self._exit.set_result(code if code is not None else -signal.SIGKILL)
@@ -364,11 +371,14 @@ async def _spawn(
 ) -> ChildProcess:
     enable_subreaper()
     loop = asyncio.get_running_loop()
-    with orphans.spawning() as register:
+    # The group is joined after the parent-death launcher (first: the host may die at any
+    # moment) and before the command: nothing the command starts is ever outside it.
+    with containment.launching(env) as (join, started), orphans.spawning() as register:
         # asyncio.create_subprocess_exec, with a protocol that says when the watcher reaped.
         transport, protocol = await loop.subprocess_exec(
             lambda: _ExitReportingProtocol(PIPE_LIMIT, loop),
             *death_signal_prefix(),
+            *join,
             *argv,
             stdin=stdin,
             stdout=stdout,
@@ -378,5 +388,6 @@ async def _spawn(
             start_new_session=True,
         )
         register(transport.get_pid())
+        started(transport.get_pid())
     proc = asyncio.subprocess.Process(transport, protocol, loop)
     return ChildProcess(proc, protocol, log_path)

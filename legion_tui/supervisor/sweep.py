@@ -1,13 +1,20 @@
-"""The stop sweep (SPEC §6.2): nothing carrying the run marker survives a stop.
+"""The stop sweep (SPEC §6.2): nothing of a stopped agent survives a stop, or it is named.
 
 Order matters (notes/runtime-facts.md "Processes"):
-1. snapshot the process tree BEFORE the first signal — once the root is dead its orphans
-   cannot be found through `children()` any more;
+1. snapshot BEFORE the first signal — once the root is dead its orphans cannot be found
+   through `children()` any more: its tree, the members of its cgroup, its session, what
+   the host recorded under it, and every process whose `/proc/<pid>/environ` carries
+   `LEGION_RUN_ID=<run>` with a `LEGION_NODE_ID` of the stopped subtree;
 2. SIGTERM to the process group, then wait (bounded) for the group's members to exit;
-3. SIGKILL to the group, to every snapshotted descendant and to every process whose
-   `/proc/<pid>/environ` carries `LEGION_RUN_ID=<run>` and a `LEGION_NODE_ID` of the
-   stopped subtree — the only way to catch a double-forked `setsid` daemon;
+3. SIGKILL to the group, to the cgroup (`cgroup.kill`: forks racing the kill included), to
+   every snapshotted process, and to whatever step 1 finds again now;
 4. reap what is ours, wait (bounded) for the deaths, and report survivors.
+
+What can be proved (issue 14 item 11): the env marker, the tree, the group and the
+session can all be shed (`env -u`, a double fork, `setsid`); the cgroup cannot
+(`containment.py`). With a cgroup, an empty group at the end proves nothing is left;
+without one, a process the host inherited and cannot attribute to any node may be the
+stopped agent's, so it is named among the survivors rather than silently left.
 
 A force stop is the same sweep without SIGTERM and grace.
 """
@@ -22,9 +29,11 @@ from collections.abc import Collection, Iterable
 
 import psutil
 
+from legion_tui.supervisor import cgroups, containment
 from legion_tui.supervisor.backend import SweepReport
 from legion_tui.supervisor.client import ENV_NODE_ID, ENV_RUN_ID
 from legion_tui.supervisor.process import reap, wait_pid_exit
+from legion_tui.supervisor.procfs import environ_of, pids, stat_of
 
 __all__ = ["KILL_SETTLE", "marked_pids", "sweep"]
 
@@ -34,26 +43,26 @@ KILL_SETTLE = 2.0
 _GONE = (ProcessLookupError, psutil.NoSuchProcess, PermissionError, psutil.AccessDenied)
 
 
-def marked_pids(run_id: str, node_ids: Collection[str]) -> list[int]:
-    """Pids whose environment carries this run's marker with one of `node_ids`."""
+def marked_pids(
+    run_id: str, node_ids: Collection[str], sessions: Collection[int] = ()
+) -> list[int]:
+    """Pids whose environment carries this run's marker with one of `node_ids`, or that
+    are in one of `sessions` (the sessions the stopped agents were given)."""
     want_run = f"{ENV_RUN_ID}={run_id}".encode()
     want_nodes = {f"{ENV_NODE_ID}={n}".encode() for n in node_ids}
     me = os.getpid()
     found: list[int] = []
-    try:
-        entries = os.listdir("/proc")
-    except OSError:
-        return found  # no procfs: the group signal is all we have
-    for entry in entries:
-        if not entry.isdigit() or int(entry) == me:
+    for pid in pids():  # no procfs: the group signal is all we have
+        if pid == me:
             continue
-        try:
-            with open(f"/proc/{entry}/environ", "rb") as fh:
-                env = fh.read().split(b"\0")
-        except OSError:
-            continue  # gone, a zombie, or not ours to read
-        if want_run in env and not want_nodes.isdisjoint(env):
-            found.append(int(entry))
+        if sessions:
+            stat = stat_of(pid)
+            if stat is not None and stat.session in sessions and not stat.dead:
+                found.append(pid)
+                continue
+        env = environ_of(pid)  # None: gone, a zombie, or not ours to read
+        if env is not None and want_run in env and not want_nodes.isdisjoint(env):
+            found.append(pid)
     return found
 
 
@@ -65,7 +74,72 @@ def _alive(proc: psutil.Process) -> bool:
         return False
 
 
-def _snapshot(root_pid: int | None, run_id: str, node_ids: Collection[str]) -> list[psutil.Process]:
+class _Scope:
+    """Where a stopped agent's processes are: its marker, its session, its cgroup, what
+    the host recorded under it (`containment`)."""
+
+    def __init__(self, run_id: str, node_ids: Collection[str]) -> None:
+        self.run_id = run_id
+        self.node_ids = node_ids
+        self.box = containment.current()
+        self.keys = {(run_id, node) for node in node_ids}
+        box = self.box
+        self.groups = box.groups(self.keys) if box is not None else []
+        # Spawned by this host and not in a cgroup: nothing can prove it left nothing.
+        self.unproven = box is not None and any(
+            box.spawned(k) and not box.contained(k) for k in self.keys
+        )
+
+    def find(self) -> set[int]:
+        """Every process of the stopped agents that can be found now."""
+        box = self.box
+        sessions: set[int] = set()
+        recorded: list[int] = []
+        if box is not None:
+            box.record()  # what the host inherited since its last walk
+            sessions = box.sessions_of(self.keys)
+            recorded = box.recorded(self.keys)
+        found = set(marked_pids(self.run_id, self.node_ids, sessions))
+        found.update(recorded)
+        for group in self.groups:
+            found.update(cgroups.members(group))
+        found.discard(os.getpid())
+        return found
+
+    def kill_groups(self) -> None:
+        for group in self.groups:
+            cgroups.kill(group)
+
+    def populated(self) -> bool:
+        return any(cgroups.populated(group) for group in self.groups)
+
+    def unattributed(self) -> list[int]:
+        """Without a cgroup: the live processes the host inherited and cannot tell apart
+        from the stopped agent's — named, never silently left (and never killed: they
+        may as well be another agent's)."""
+        if not self.unproven or self.box is None:
+            return []
+        self.box.record()
+        return self.box.recorded([None])
+
+    def release(self) -> None:
+        if self.box is not None:
+            self.box.release(self.keys)
+
+
+def _processes(found: Iterable[int], known: dict[int, psutil.Process]) -> list[psutil.Process]:
+    """psutil handles of the pids not in `known` yet (added to it)."""
+    new: list[psutil.Process] = []
+    for pid in found:
+        if pid in known:
+            continue
+        with contextlib.suppress(*_GONE):
+            known[pid] = proc = psutil.Process(pid)
+            new.append(proc)
+    return new
+
+
+def _snapshot(root_pid: int | None, scope: _Scope) -> dict[int, psutil.Process]:
     procs: dict[int, psutil.Process] = {}
     if root_pid is not None:
         with contextlib.suppress(*_GONE):
@@ -73,10 +147,8 @@ def _snapshot(root_pid: int | None, run_id: str, node_ids: Collection[str]) -> l
             procs[root.pid] = root
             for child in root.children(recursive=True):
                 procs[child.pid] = child
-    for pid in marked_pids(run_id, node_ids):
-        with contextlib.suppress(*_GONE):
-            procs.setdefault(pid, psutil.Process(pid))
-    return list(procs.values())
+    _processes(scope.find(), procs)
+    return procs
 
 
 def _signal_group(pgid: int | None, sig: signal.Signals) -> bool:
@@ -126,12 +198,17 @@ async def sweep(
     grace: float = 5.0,
     root_exit: asyncio.Future[int] | None = None,
 ) -> SweepReport:
-    """Stop the process tree of `root_pid` and everything marked with `node_ids`.
+    """Stop the process tree of `root_pid` and everything of `node_ids`.
 
-    Resolves only after the sweep; `survivors` lists what is still alive (should be []).
-    `root_exit`, when given, is the root's own exit future (its reaper is asyncio's).
+    Resolves only after the sweep; `survivors` lists what is still alive (should be [])
+    and, where no cgroup proves the agents left nothing, what the host inherited and
+    cannot attribute. `root_exit`, when given, is the root's own exit future (its reaper
+    is asyncio's).
     """
-    snapshot = _snapshot(root_pid, run_id, node_ids)
+    loop = asyncio.get_running_loop()
+    scope = _Scope(run_id, node_ids)
+    known = _snapshot(root_pid, scope)
+    snapshot = list(known.values())
     signalled: set[int] = set()
     # Membership before any signal: a member that dies at once can no longer be asked.
     group = [p for p in snapshot if _in_group(p, pgid)]
@@ -142,23 +219,34 @@ async def sweep(
     # SIGKILL everything, even if the group looks gone: a member may have left it.
     if _signal_group(pgid, signal.SIGKILL):
         signalled.update(p.pid for p in group)
+    scope.kill_groups()
     signalled.update(_kill(snapshot, signal.SIGKILL))
-    late = [
-        psutil.Process(pid)
-        for pid in marked_pids(run_id, node_ids)
-        if pid not in {p.pid for p in snapshot} and _exists(pid)
-    ]
+    late = _processes((p for p in scope.find() if _exists(p)), known)
     signalled.update(_kill(late, signal.SIGKILL))
-    targets = snapshot + late
-    await _wait_gone(targets, KILL_SETTLE)
+    deadline = loop.time() + KILL_SETTLE
+    await _wait_gone(list(known.values()), KILL_SETTLE)
+    # Until the groups are empty: what they still hold is killed again and waited for.
+    while scope.populated() and loop.time() < deadline:
+        scope.kill_groups()
+        signalled.update(p.pid for p in _processes(scope.find(), known))
+        left = [p for p in known.values() if _alive(p)]
+        if left:
+            await _wait_gone(left, deadline - loop.time())
+        else:
+            await asyncio.sleep(0.01)  # its last member is between its kill and its exit
     if root_exit is not None:
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(asyncio.shield(root_exit), KILL_SETTLE)
+    targets = list(known.values())
     # Orphans re-parented to us (we are a subreaper) are ours to reap; the root is not:
     # asyncio's watcher reaps it.
     reap([p.pid for p in targets if p.pid != root_pid and _is_our_zombie(p.pid)])
-    survivors = sorted(p.pid for p in targets if _alive(p))
-    return SweepReport(signalled=sorted(signalled), survivors=survivors)
+    survivors = {p.pid for p in targets if _alive(p)}
+    for cgroup in scope.groups:
+        survivors.update(cgroups.members(cgroup))
+    survivors.update(scope.unattributed())
+    scope.release()
+    return SweepReport(signalled=sorted(signalled), survivors=sorted(survivors))
 
 
 def _exists(pid: int) -> bool:
