@@ -377,6 +377,46 @@ async def test_40_mb_lines_from_30_clients_do_not_lift_the_hosts_memory(tmp_path
         assert (await status_of(host.socket))["run_id"]
 
 
+async def test_requests_held_by_long_waits_are_charged_to_the_budget(tmp_path: Path) -> None:
+    """30 `wait`s each carrying 6 MiB: a wait keeps its request while it waits, so only
+    as many as the shared budget holds are taken; the others are answered BUSY at once."""
+    limits = intake.DEFAULT_LIMITS
+    pad = 6 * MiB
+    most_held = limits.total_bytes // (pad - limits.free_bytes)
+    async with hosting(tmp_path) as host:
+        assert (await status_of(host.socket))["run_id"]
+        before = host.memory("VmRSS")
+        loop = asyncio.get_running_loop()
+        line = json.dumps(
+            {"id": 1, "op": "wait", "from": "root", "names": ["stuck"], "timeout": 600,
+             "pad": "p" * pad}
+        ).encode() + b"\n"  # fmt: skip
+        socks = [connect_raw(host.socket, wait=5) for _ in range(30)]
+        busy: list[socket.socket] = []
+
+        async def ask(sock: socket.socket) -> None:
+            await loop.sock_sendall(sock, line)
+            if code_of(await read_line(sock, 120)) == "BUSY":
+                busy.append(sock)
+
+        asking = [asyncio.create_task(ask(s)) for s in socks if s is not None]
+        try:
+            await until(lambda: len(busy) >= 30 - most_held, 60, "the refusals")
+            growth = host.memory("VmHWM") - before
+            print(f"\n{30 - len(busy)} waits held, {len(busy)} refused BUSY; host RSS "
+                  f"{before / MiB:.0f} MiB, peak +{growth / MiB:.0f} MiB")  # fmt: skip
+            assert growth < 96 * MiB
+            # Small requests are never refused for the big ones.
+            assert (await status_of(host.socket))["run_id"]
+        finally:
+            for task in asking:
+                task.cancel()
+            await asyncio.gather(*asking, return_exceptions=True)
+            for sock in socks:
+                if sock is not None:
+                    sock.close()
+
+
 def nested(depth: int) -> str:
     return "[" * depth + "]" * depth
 

@@ -425,17 +425,16 @@ class SupervisorServer:
                 if item is None:
                     return
                 conn.busy = True
-                held = 0
+                req, held = self._parse(item)
+                # The raw line is no longer needed: only the parsed request (what `held`
+                # charged) stays while its op runs — a wait may run for hours.
+                del item
                 try:
-                    if isinstance(item, OpError):
-                        self.requests += 1
-                        self.errors += 1
-                        reply = _error(None, item.code, item.message)
-                    else:
-                        reply, held = await self._answer(item, conn.peer)
+                    reply = req if held < 0 else await self.dispatch(req, conn.peer)
                     await self._send(conn, reply)
                 finally:
-                    self._budget.give(held)
+                    self._budget.give(max(held, 0))
+                del req
                 conn.busy = False
                 conn.idle_since = asyncio.get_running_loop().time()
         except (OSError, TimeoutError, asyncio.CancelledError):
@@ -489,21 +488,18 @@ class SupervisorServer:
         async with asyncio.timeout(self.limits.send_seconds if bound is None else bound):
             await asyncio.get_running_loop().sock_sendall(conn.sock, _encode(reply))
 
-    async def _answer(self, line: Line, peer: Peer) -> tuple[dict[str, Any], int]:
-        """The reply to one complete line, and what its request holds of the budget
-        (given back once the reply is sent)."""
+    def _parse(self, item: Line | OpError) -> tuple[Any, int]:
+        """(the request, what it holds of the budget) — or (its error reply, -1) for a
+        line that was refused or does not parse."""
         assert self.limits is not None
         try:
-            req, held = parse_request(line, self.limits, self._budget)
+            if isinstance(item, OpError):
+                raise item
+            return parse_request(item, self.limits, self._budget)
         except OpError as err:
             self.requests += 1
             self.errors += 1
-            return _error(None, err.code, err.message), 0
-        try:
-            return await self.dispatch(req, peer), held
-        except BaseException:
-            self._budget.give(held)
-            raise
+            return _error(None, err.code, err.message), -1
 
     def _identify(self, peer: Peer, claimed: str) -> str:
         """The node the kernel says the peer is (identity.caller_of)."""
