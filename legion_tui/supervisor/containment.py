@@ -32,7 +32,6 @@ import contextlib
 import hashlib
 import os
 import re
-import subprocess
 import sys
 from collections.abc import Callable, Collection, Iterator, Mapping
 from dataclasses import dataclass
@@ -89,36 +88,51 @@ class _Seen:
 
 
 class _Watchdog:
-    """The host's end of the watchdog: its pid, and the pipe to its stdin."""
+    """The host's end of the watchdog: its pid, and the pipe to its stdin.
+
+    Started with posix_spawn, not Popen: a Popen object would warn, at the host's exit,
+    that its child still runs — which is the point. It closes the descriptors it
+    inherits by mistake itself."""
 
     def __init__(self, group: Path | None) -> None:
         read, self._write = os.pipe()  # neither end is inherited by anything else
+        argv = [
+            sys.executable,
+            "-P",  # never import from the project's folder
+            "-m",
+            "legion_tui.supervisor.watchdog",
+            str(os.getpid()),
+            str(group) if group is not None else "-",
+        ]
         try:
-            self.proc = subprocess.Popen(
-                [
-                    sys.executable,
-                    "-P",  # never import from the project's folder
-                    "-m",
-                    "legion_tui.supervisor.watchdog",
-                    str(os.getpid()),
-                    str(group) if group is not None else "-",
+            self.pid = os.posix_spawn(
+                sys.executable,
+                argv,
+                os.environ,
+                file_actions=[
+                    (os.POSIX_SPAWN_DUP2, read, 0),
+                    (os.POSIX_SPAWN_OPEN, 1, os.devnull, os.O_WRONLY, 0),
+                    (os.POSIX_SPAWN_DUP2, 1, 2),
                 ],
-                stdin=read,
-                stdout=subprocess.DEVNULL,
-                stderr=subprocess.DEVNULL,
-                cwd="/",  # holds no project folder busy
-                start_new_session=True,
+                setsid=True,  # a terminal's hang-up or ^C reaches the host, not this
             )
         except BaseException:
             os.close(self._write)
             raise
         finally:
             os.close(read)
+        stat = stat_of(self.pid)
+        self._starttime = stat.starttime if stat is not None else None
         os.set_blocking(self._write, False)
         self._backlog = b""
 
     def alive(self) -> bool:
-        return self._write >= 0 and self.proc.poll() is None
+        stat = stat_of(self.pid)
+        if stat is not None and stat.starttime == self._starttime and not stat.dead:
+            return self._write >= 0
+        with contextlib.suppress(OSError):
+            os.waitpid(self.pid, os.WNOHANG)  # ours, not asyncio's: reaped by pid
+        return False
 
     def send(self, line: str) -> None:
         """Queue one line; written now if the pipe takes it (never blocks the loop)."""
@@ -237,7 +251,7 @@ class Containment:
         if self._launching or not self.needs_record():
             return  # a child between fork and `started` would be taken for an orphan
         me, own_session = os.getpid(), os.getsid(0)
-        watchdog = self._watchdog.proc.pid if self._watchdog is not None else None
+        watchdog = self._watchdog.pid if self._watchdog is not None else None
         found: dict[int, tuple[Key | None, ProcStat]] = {}
         stack: list[tuple[int, Key | None]] = []
         for pid in children_of(me):

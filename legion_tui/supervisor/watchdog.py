@@ -134,9 +134,22 @@ def _end_group(group: Path, deadline: float) -> None:
         time.sleep(PASS_PAUSE)
 
 
+def _close_inherited() -> None:
+    """Hold nothing of the host's but the pipe: an fd it let leak (a pipe another process
+    waits on to close) must not live on here; and no folder is kept busy."""
+    with contextlib.suppress(OSError):
+        for entry in os.listdir("/proc/self/fd"):
+            if entry.isdigit() and int(entry) > 2:
+                with contextlib.suppress(OSError):
+                    os.close(int(entry))
+    with contextlib.suppress(OSError):
+        os.chdir("/")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """`watchdog HOST_PID CGROUP_DIR|-`: wait for the host's end, then end its leftovers."""
     args = list(sys.argv[1:] if argv is None else argv)
+    _close_inherited()
     host = int(args[0])
     group = Path(args[1]) if len(args) > 1 and args[1] != "-" else None
     for sig in (signal.SIGINT, signal.SIGHUP, signal.SIGPIPE):
