@@ -203,6 +203,15 @@ def stop_survivors(name: str, pids: list[int]) -> str:
     return f"Stopping {name} left {len(pids)} process(es) alive: pid {listed} — not stopped."
 
 
+def stop_not_recorded(name: str, error: str) -> str:
+    """A stop that happened but that the ledger refused to record (a full disk)."""
+    return (
+        f"{name} is stopped but not recorded yet: the ledger refused the write ({error}); "
+        "the host retries it, and until it lands `legion status` from elsewhere reads "
+        f"{name} as running."
+    )
+
+
 _STEER_TEXT = {
     "queued": "queued for {name}'s next turn boundary",
     "accepted": "accepted by {name} (it was idle: a turn started)",

@@ -216,6 +216,7 @@ async def _run_headless(args: argparse.Namespace) -> int:
         await asyncio.wait({settled, stop}, return_when=asyncio.FIRST_COMPLETED)
         for waiter in (settled, stop):
             waiter.cancel()
+        await sup.stops.idle()  # a `stop all` that ended the run has stopped everyone
         doc = sup.status(ROOT_ID)
         if args.json:
             print(json.dumps(doc, ensure_ascii=False))

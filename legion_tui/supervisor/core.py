@@ -307,6 +307,9 @@ class Supervisor:
             self._closed = True
             return
         self._closed = True
+        # A stop under way finishes first (a `stop all` ends the run whose exit this is:
+        # its members must end stopped, not paused); then what the ledger owes is written.
+        await self.stops.close()
         # A postman or phase clock that died of an error must not keep the children
         # from being paused: its error is logged, and the pause goes on.
         if self.mail is not None:  # no hand-over to an agent that is being paused
