@@ -8,11 +8,14 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
+import pytest
 from supervisor_helpers import cli_env
 
 from legion_tui.supervisor import runs
+from legion_tui.supervisor.core import StartFailed, Supervisor
 
 LIMIT = 30.0  # a hang is the bug; a clear refusal takes about a second
 
@@ -33,7 +36,23 @@ def test_a_task_that_is_not_utf8_is_a_clear_refusal_not_a_hang(tmp_path: Path) -
     done = _legion(tmp_path, "run", "worker", "--kind", "sim", "--task", task, "--speed", "50")
     err = done.stderr.decode(errors="replace")
     assert done.returncode == 1, err
-    assert "the host could not start" in err and "Traceback" not in err, err
+    assert err == "legion run: the task is not valid text (surrogates not allowed)\n", err
+    assert not (tmp_path / ".legion").exists()  # refused before the host existed
+
+
+async def test_a_start_that_fails_after_the_ledger_opened_closes_what_it_began(
+    tmp_path: Path,
+) -> None:
+    """The host itself, asked to start with a root task SQLite cannot store: StartFailed,
+    and nothing of it keeps running (before: the ledger's writer thread kept the process
+    alive for ever after the traceback)."""
+    threads = set(threading.enumerate())
+    sup = Supervisor(tmp_path, session="s", task=os.fsdecode(b"bad \xff task"))
+    with pytest.raises(StartFailed, match="UnicodeEncodeError"):
+        await sup.start()
+    assert sup.ledger is not None
+    left = [t for t in threading.enumerate() if t not in threads and t.is_alive()]
+    assert left == [], left
 
 
 def test_a_ledger_with_corrupt_pages_is_a_clear_refusal_not_a_hang(tmp_path: Path) -> None:
