@@ -471,6 +471,21 @@ async def test_deep_or_huge_requests_get_an_error_line(
             sock.close()
 
 
+async def test_a_reply_that_cannot_be_utf8_is_still_sent(tmp_path: Path) -> None:
+    """A request id with a lone surrogate (`\\ud800`, valid JSON) is echoed escaped: the
+    reply could not be encoded as UTF-8, and the connection died without one."""
+    async with hosted(tmp_path) as sup:
+        sock = connect_raw(str(sup.socket_path))
+        assert sock is not None
+        loop = asyncio.get_running_loop()
+        try:
+            await loop.sock_sendall(sock, b'{"id": "\\ud800", "op": "nope", "from": "root"}\n')
+            reply = json.loads(await read_line(sock))
+            assert reply["id"] == "\ud800" and code_of(json.dumps(reply).encode()) == "UNKNOWN_OP"
+        finally:
+            sock.close()
+
+
 def legion_verb(socket_path: str, *args: str) -> tuple[int, str, float]:
     """`legion ARGS` from inside a legion whose socket is `socket_path`: (exit, stderr, s)."""
     env = cli_env() | {"LEGION_SOCKET": socket_path}

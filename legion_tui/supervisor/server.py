@@ -282,11 +282,6 @@ class SupervisorServer:
         self.requests = 0
         self.errors = 0
 
-    @property
-    def connections(self) -> int:
-        """Connections open now (the host's own included)."""
-        return len(self._connections)
-
     async def start(self, path: Path, *, link: Path | None = None) -> None:
         # The limits in force when serving starts (tests set intake.DEFAULT_LIMITS first).
         limits = self.limits = self.limits or intake.DEFAULT_LIMITS
