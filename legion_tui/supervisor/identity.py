@@ -29,6 +29,7 @@ from dataclasses import dataclass
 
 from legion_tui.ops import OpError
 from legion_tui.supervisor.client import ENV_RUN_ID
+from legion_tui.supervisor.procfs import environ_of, stat_of
 
 __all__ = ["MAX_ANCESTRY", "Peer", "caller_of", "peer_of"]
 
@@ -46,26 +47,12 @@ class Peer:
     marked: bool
 
 
-def _parent(pid: int) -> int | None:
-    """The parent pid from /proc/<pid>/stat (the field after the parenthesised name,
-    which may itself hold spaces and parentheses)."""
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as stat:
-            data = stat.read()
-    except OSError:
-        return None
-    fields = data[data.rfind(b")") + 2 :].split()
-    try:
-        return int(fields[1])
-    except (IndexError, ValueError):
-        return None
-
-
 def _ancestors(pid: int) -> tuple[int, ...]:
     out: list[int] = []
     current = pid
     for _ in range(MAX_ANCESTRY):
-        parent = _parent(current)
+        stat = stat_of(current)
+        parent = stat.ppid if stat is not None else None
         if parent is None or parent <= 0 or parent in out:
             break
         out.append(parent)
@@ -76,16 +63,10 @@ def _ancestors(pid: int) -> tuple[int, ...]:
 
 
 def _carries_marker(pid: int, run_id: str) -> bool:
-    """Whether the process's environment names this run (unreadable: assume it does —
-    refusing a stranger is safer than trusting an agent)."""
-    try:
-        with open(f"/proc/{pid}/environ", "rb") as environ:
-            data = environ.read()
-    except FileNotFoundError:
-        return True  # gone already: nothing to answer anyway
-    except OSError:
-        return True
-    return f"{ENV_RUN_ID}={run_id}".encode() in data.split(b"\0")
+    """Whether the process's environment names this run (unreadable or gone: assume it
+    does — refusing a stranger is safer than trusting an agent)."""
+    environ = environ_of(pid)
+    return environ is None or f"{ENV_RUN_ID}={run_id}".encode() in environ
 
 
 def peer_of(sock: socket.socket | None, run_id: str) -> Peer:
