@@ -125,6 +125,9 @@ class Supervisor:
         self.speed = speed
         self._serve = serve
         self._watch = watch
+        # Held for the host's life: the session's run is ours alone from before it is
+        # looked up (two hosts opening it at once: one gets SessionBusy, nothing else).
+        self.host_lock = runs.claim_session(self.project_dir, session)
         self.run, self.reopened = runs.open_session(self.project_dir, session, task=task)
         settings_budgets, settings_grace = _settings_for(self.project_dir)
         self.budgets = budgets or settings_budgets
@@ -298,6 +301,7 @@ class Supervisor:
                 await asyncio.wait_for(step(), 5.0)
             except Exception:
                 log.exception("closing after a failed start")
+        self.host_lock.release()
 
     async def close(self) -> None:
         """Exit is a pause (SPEC §6.6): live nodes become `retired` with reason
@@ -305,6 +309,7 @@ class Supervisor:
         dies mid-drain is never read as settled — then every agent is stopped."""
         if self._closed or not self._started:
             self._closed = True
+            self.host_lock.release()
             return
         self._closed = True
         # A stop under way finishes first (a `stop all` ends the run whose exit this is:
@@ -341,6 +346,7 @@ class Supervisor:
             await self.ledger.close()
         await self.orphans.close()  # after the agents' stop: their last orphans too
         self.run = runs.touch_run(self.run)  # updatedAt: when this session last paused
+        self.host_lock.release()  # last: the run is ours until everything above is done
         self.record.notify()
 
     async def __aenter__(self) -> Supervisor:
