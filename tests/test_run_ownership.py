@@ -15,8 +15,10 @@ import textwrap
 from pathlib import Path
 
 import psutil
-from supervisor_helpers import ask_for_sim, run_cli, until
+from supervisor_helpers import ask_for_sim, hosted, run_cli, settled, spawn_one, until
 
+from legion_tui.supervisor import runs
+from legion_tui.supervisor.core import ROOT_ID, ChildRequest
 from legion_tui.supervisor.runs import find_session_run, socket_refusal
 
 # A host of session "s" in its own process. It waits for `go` (so that two of them open
@@ -155,3 +157,92 @@ async def test_two_hosts_opening_one_session_at_once_make_one_owner(tmp_path: Pa
                 if h.returncode is None:
                     h.send_signal(signal.SIGKILL)
             await _end(*hosts)
+
+
+# An exec agent that does its own work in the user's repository (a file there, with the
+# umask it was given), writes a session line of its own in the run, and waits for a steer
+# (typed into its terminal and appended to its inbox).
+_WRITER = (
+    "---\nname: writer\ndescription: Writes files.\nkind: exec\nrole: worker\n"
+    'command: ["sh", "-c", "umask > {cwd}/work.txt; '
+    "echo '{{}}' > $LEGION_SESSION_FILE; echo ready; read -r a; echo got $a\"]\n"
+    "---\nWrite.\n"
+)
+
+
+def _open_to_others(root: Path, *, folders_only: bool = False) -> list[str]:
+    """Everything under `root` (itself included) that group or others may read, write or
+    enter, as 'mode path'."""
+    found = []
+    for path in [root, *root.rglob("*")]:
+        st = path.lstat()
+        if folders_only and not path.is_dir():
+            continue
+        if not path.is_symlink() and st.st_mode & 0o077:
+            found.append(f"{st.st_mode & 0o777:o} {path.relative_to(root.parent)}")
+    return found
+
+
+def _has_acls(where: Path) -> bool:
+    """Whether this file system takes a default ACL (the files an agent makes itself are
+    private only then; without, the 0700 folders above them keep others out)."""
+    probe = where / "acl-probe"
+    probe.mkdir()
+    try:
+        os.setxattr(probe, "system.posix_acl_default", runs.OWNER_ONLY_ACL)
+    except OSError:
+        return False
+    finally:
+        probe.rmdir()
+    return True
+
+
+async def test_run_data_is_private_and_agents_keep_their_umask(tmp_path: Path) -> None:
+    """Item 19: under `.legion/runs/` (0700) nothing is open to group or others — the
+    ledger and its -wal/-shm, run.json, session files (the host's and an agent's own),
+    terminal logs, the inbox, outputs — while the agent's own file in the user's
+    repository keeps the mode its (unchanged) umask gives it."""
+    agents = tmp_path / ".legion" / "agents"
+    agents.mkdir(parents=True)
+    (agents / "writer.md").write_text(_WRITER, encoding="utf-8")
+    old = os.umask(0o022)  # a common user umask: files 0644, folders 0755
+    try:
+        async with hosted(tmp_path) as sup:
+            sim = await spawn_one(sup, name="sim", sim={"quick": True})
+            (x,) = await sup.spawn(ROOT_ID, [ChildRequest("writer", "t", name="x")])
+            view = sup.model.nodes[x.id]
+            await until(lambda: view.terminal_line == "ready", 30, "the agent's files")
+            await sup.steer(ROOT_ID, "x", "go")  # its terminal, and its inbox
+            await settled(sup, x.id, 30)
+            await settled(sup, sim.id, 30)
+            await sup.collect(ROOT_ID, "sim")  # outputs/sim.output.md
+            await sup.ledger.flush()
+            runs_dir = tmp_path / ".legion" / "runs"
+            made = {p.relative_to(sup.run.dir).as_posix() for p in sup.run.dir.rglob("*")}
+            for expected in ("legion.db", "legion.db-wal", "legion.db-shm", "run.json",
+                             f"sessions/{sim.id}.jsonl", f"sessions/{x.id}.jsonl",
+                             f"terminal/{x.id}.log", f"inbox/{x.id}.md",
+                             "outputs/sim.output.md"):  # fmt: skip
+                assert expected in made, sorted(made)
+            folders_only = not _has_acls(tmp_path)
+            open_ = _open_to_others(runs_dir, folders_only=folders_only)
+            assert not open_, f"{len(open_)} open to others:\n" + "\n".join(open_)
+        assert not _open_to_others(runs_dir, folders_only=folders_only)  # after the pause
+    finally:
+        os.umask(old)
+    work = tmp_path / "work.txt"
+    assert work.read_text().strip() == "0022"  # the agent's umask was left alone
+    assert work.stat().st_mode & 0o777 == 0o644  # its work keeps its modes
+
+
+async def test_a_run_made_before_the_rule_reopens_private(tmp_path: Path) -> None:
+    async with hosted(tmp_path, "old") as sup:
+        await spawn_one(sup, name="w", sim={"quick": True})
+        run_dir = sup.run.dir
+    for path in [run_dir.parent, *run_dir.parent.rglob("*")]:  # as an older legion left it
+        if not path.is_symlink():
+            path.chmod(0o755 if path.is_dir() else 0o644)
+    assert _open_to_others(run_dir.parent)
+    async with hosted(tmp_path, "old") as again:
+        assert again.run.dir == run_dir
+        assert not _open_to_others(run_dir.parent)

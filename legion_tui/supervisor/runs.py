@@ -22,6 +22,7 @@ import re
 import secrets
 import socket
 import stat
+import struct
 import tempfile
 import time
 import weakref
@@ -40,6 +41,7 @@ from legion_tui.supervisor.client import (
 
 __all__ = [
     "DEFAULT_SESSION",
+    "OWNER_ONLY_ACL",
     "HostLock",
     "RunInfo",
     "SessionBusy",
@@ -52,6 +54,7 @@ __all__ = [
     "find_session_run",
     "legion_dir",
     "list_runs",
+    "make_private",
     "newest_run",
     "open_session",
     "owner_alive",
@@ -67,6 +70,19 @@ __all__ = [
 DEFAULT_SESSION = "main"
 SESSION_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
 RUN_SUBDIRS = ("sessions", "terminal", "outputs")
+# Run data is its user's alone (an agent's terminal, a task text): `runs/` and every
+# folder in it 0700, files 0600.
+PRIVATE_DIR = 0o700
+# A default ACL of owner-only entries (the POSIX ACL xattr, version 2: user::rwx,
+# group::---, other::---): a file or folder created inside gets no group/other bits
+# whatever its creator's umask — the host's, or an agent writing its own session file —
+# and folders made inside inherit it. The umask itself is never touched, so an agent's
+# work in the user's repository keeps the modes it always had.
+_ACL_UNDEFINED_ID = 0xFFFFFFFF
+OWNER_ONLY_ACL = struct.pack("<I", 2) + b"".join(
+    struct.pack("<HHI", tag, perm, _ACL_UNDEFINED_ID)
+    for tag, perm in ((0x01, 0o7), (0x04, 0), (0x20, 0))  # USER_OBJ, GROUP_OBJ, OTHER
+)
 # AF_UNIX paths are limited to 108 bytes (107 + NUL) on Linux; keep a margin.
 MAX_SOCKET_PATH = 100
 
@@ -166,6 +182,31 @@ def _write_run(info: RunInfo) -> None:
     _atomic_write(info.dir / "run.json", json.dumps(info.to_json(), indent=2) + "\n")
 
 
+def _private_dir(path: Path) -> None:
+    """Make an existing folder of ours 0700, with the owner-only default ACL where the
+    file system has ACLs (elsewhere the 0700 folders above the files still keep others
+    out)."""
+    # Followed if a link: `runs/` linked to another disk is the folder to close.
+    os.chmod(path, PRIVATE_DIR)
+    with contextlib.suppress(OSError, AttributeError):  # no ACLs here, or no xattrs at all
+        os.setxattr(path, "system.posix_acl_default", OWNER_ONLY_ACL)
+
+
+def make_private(run_dir: Path) -> None:
+    """`runs/` and everything in one run made its user's alone: folders as `_private_dir`,
+    files without group/other bits. A run made before this rule reopens private."""
+    _private_dir(run_dir.parent)
+    for folder, dirs, files in os.walk(run_dir):  # never follows a link out of the run
+        _private_dir(Path(folder))
+        for name in dirs + files:
+            path = os.path.join(folder, name)
+            # Gone meanwhile, or a link by now (never followed: NotImplementedError).
+            with contextlib.suppress(OSError, NotImplementedError):
+                st = os.lstat(path)
+                if not stat.S_ISLNK(st.st_mode) and st.st_mode & 0o077:
+                    os.chmod(path, stat.S_IMODE(st.st_mode) & ~0o077, follow_symlinks=False)
+
+
 def _pointer(project_dir: Path, session_name: str) -> Path:
     return legion_dir(project_dir) / "sessions" / f"{session_name}.run"
 
@@ -241,8 +282,11 @@ def create_run(
     runs = legion_dir(project_dir) / "runs"
     run_id = new_run_id(now)
     run_dir = runs / run_id
+    runs.mkdir(mode=PRIVATE_DIR, parents=True, exist_ok=True)
+    run_dir.mkdir(mode=PRIVATE_DIR)
+    make_private(run_dir)  # before anything is written in it: all of it inherits that
     for sub in RUN_SUBDIRS:
-        (run_dir / sub).mkdir(parents=True, exist_ok=True)
+        (run_dir / sub).mkdir(mode=PRIVATE_DIR)
     info = RunInfo(
         run_id=run_id,
         session_name=session_name,
@@ -381,6 +425,7 @@ def open_session(
         raise SessionBusy(
             f"session {session_name!r} (run {found.run_id}) is hosted by pid {found.owner_pid}"
         )
+    make_private(found.dir)
     return found, True
 
 
