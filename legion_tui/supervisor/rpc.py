@@ -29,7 +29,7 @@ from typing import Any, Protocol
 
 from legion_tui.model import InFlightTool
 
-__all__ = ["CommandSink", "LineSplitter", "RpcClient", "RpcError", "split_lines"]
+__all__ = ["CommandSink", "LineSplitter", "RpcClient", "RpcError", "pump_lines", "split_lines"]
 
 log = logging.getLogger(__name__)
 
@@ -107,6 +107,31 @@ class LineSplitter:
             self._pieces, self._size, self._dropping = [], 0, True
             return
         self._pieces.append(piece)
+
+
+READ_CHUNK = 65536
+
+
+async def pump_lines(
+    stdout: asyncio.StreamReader,
+    splitter: LineSplitter,
+    dispatch: Callable[[bytes], None],
+    dropped: Callable[[int], None],
+) -> None:
+    """Hand every whole, non-blank line of `stdout` to `dispatch` (and the count of lines
+    dropped for their length to `dropped`) until EOF or a broken pipe.
+
+    The one read loop of the three JSON-lines clients — pi's RPC here, Claude Code's
+    stream-json, Codex's app-server: it must outlive any output, so `dispatch` handles
+    each line alone and never raises."""
+    with contextlib.suppress(ConnectionError, OSError):
+        while chunk := await stdout.read(READ_CHUNK):
+            too_long = splitter.too_long
+            for line in splitter.feed(chunk):
+                if line.strip():
+                    dispatch(line)
+            if splitter.too_long != too_long:
+                dropped(splitter.too_long - too_long)
 
 
 class RpcClient:
@@ -203,19 +228,12 @@ class RpcClient:
 
     # -- reading -----------------------------------------------------------------------
 
+    def _dropped(self, count: int) -> None:
+        self.skipped_lines += count
+
     async def _read_loop(self) -> None:
         try:
-            while True:
-                chunk = await self._stdout.read(65536)
-                if not chunk:
-                    break
-                too_long = self._lines.too_long
-                for line in self._lines.feed(chunk):
-                    if line.strip():
-                        self._dispatch(line)
-                self.skipped_lines += self._lines.too_long - too_long
-        except (ConnectionError, OSError):
-            pass
+            await pump_lines(self._stdout, self._lines, self._dispatch, self._dropped)
         finally:
             self.closed.set()
             self.streaming = False

@@ -64,7 +64,13 @@ from legion_tui.supervisor.backends.common import (
 )
 from legion_tui.supervisor.backends.rpc_handle import RESUME_PROMPT, START_BOUND
 from legion_tui.supervisor.process import ChildProcess, spawn_child
-from legion_tui.supervisor.rpc import MAX_LINE_BYTES, WRITE_BOUND, LineSplitter, RpcError
+from legion_tui.supervisor.rpc import (
+    MAX_LINE_BYTES,
+    WRITE_BOUND,
+    LineSplitter,
+    RpcError,
+    pump_lines,
+)
 
 __all__ = [
     "ABORTED_REASONS",
@@ -429,19 +435,12 @@ class ClaudeHandle(ProcessChildHandle):
 
     # -- reading -----------------------------------------------------------------------
 
+    def _dropped(self, count: int) -> None:
+        self.skipped_lines += count
+
     async def _read_loop(self, stdout: asyncio.StreamReader) -> None:
         try:
-            while True:
-                chunk = await stdout.read(65536)
-                if not chunk:
-                    break
-                too_long = self._lines.too_long
-                for line in self._lines.feed(chunk):
-                    if line.strip():
-                        self._dispatch(line)
-                self.skipped_lines += self._lines.too_long - too_long
-        except (ConnectionError, OSError):
-            pass
+            await pump_lines(stdout, self._lines, self._dispatch, self._dropped)
         finally:
             self._on_eof()
 

@@ -28,7 +28,13 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
-from legion_tui.supervisor.rpc import MAX_LINE_BYTES, WRITE_BOUND, CommandSink, LineSplitter
+from legion_tui.supervisor.rpc import (
+    MAX_LINE_BYTES,
+    WRITE_BOUND,
+    CommandSink,
+    LineSplitter,
+    pump_lines,
+)
 
 __all__ = ["JsonRpcClient", "JsonRpcError", "NotificationHook"]
 
@@ -153,19 +159,12 @@ class JsonRpcClient:
 
     # -- reading -----------------------------------------------------------------------
 
+    def _dropped(self, count: int) -> None:
+        self.skipped_lines += count
+
     async def _read_loop(self) -> None:
         try:
-            while True:
-                chunk = await self._stdout.read(65536)
-                if not chunk:
-                    break
-                too_long = self._lines.too_long
-                for line in self._lines.feed(chunk):
-                    if line.strip():
-                        self._dispatch(line)
-                self.skipped_lines += self._lines.too_long - too_long
-        except (ConnectionError, OSError):
-            pass
+            await pump_lines(self._stdout, self._lines, self._dispatch, self._dropped)
         finally:
             self.closed.set()
             self._fail_pending("the agent closed its output")
