@@ -26,7 +26,8 @@ from legion_tui.commands import Command
 
 if TYPE_CHECKING:  # cards pull in yaml; keep `legion --help` light
     from legion_tui.agents.cards import CardSet
-    from legion_tui.supervisor.backends.pi_cli import PiVersion, StartProbe
+    from legion_tui.supervisor.backends.dry_starts import StartProbe
+    from legion_tui.supervisor.backends.pi_cli import PiVersion
 
 Severity = Literal["problem", "warning"]
 
@@ -198,10 +199,14 @@ def check_agent_starts(report: Report) -> None:
     import asyncio
 
     from legion_tui.supervisor.backends.common import fill_placeholders, find_program
-    from legion_tui.supervisor.backends.dry_starts import claude_dry_start, codex_dry_start
-    from legion_tui.supervisor.backends.pi_cli import dry_start, pi_version
+    from legion_tui.supervisor.backends.dry_starts import (
+        claude_dry_start,
+        codex_dry_start,
+        pi_dry_start,
+    )
+    from legion_tui.supervisor.backends.pi_cli import pi_version
 
-    starts = {"pi": dry_start, "claude": claude_dry_start, "codex": codex_dry_start}
+    starts = {"pi": pi_dry_start, "claude": claude_dry_start, "codex": codex_dry_start}
 
     async def probe(
         kind: str, command: tuple[str, ...]

@@ -1,9 +1,13 @@
-"""Dry starts of Claude Code and Codex for `legion doctor` (pi's is `pi_cli.dry_start`).
+"""Dry starts of pi, Claude Code and Codex for `legion doctor`.
 
 The launch's own first step, stopped before any work: the binary starts in the mode
 legion drives it in, answers its protocol's handshake, and says which model it would use
 and whether it has what it needs to call it — with no session written and no model
-called (a doctor run must cost nothing):
+called (a doctor run must cost nothing). An unknown provider, a missing key file or a
+broken install shows here, in the agent's own words (its stderr), not at the first spawn:
+
+- pi: `pi --mode rpc --no-session` answers `get_state` (its `provider/model`; its stderr
+  `Warning:` lines, e.g. a model id it guessed, are passed on);
 
 - Claude Code: `claude -p --input-format stream-json …` answers the `initialize`
   control request with its version, models and account (`apiKeySource`/`tokenSource`
@@ -19,21 +23,34 @@ import asyncio
 import contextlib
 import json
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from legion_tui.supervisor.backends.codex_rpc import JsonRpcClient, JsonRpcError
 from legion_tui.supervisor.backends.common import has_option, option_value
-from legion_tui.supervisor.backends.pi_cli import VERSION_BOUND, StartProbe
+from legion_tui.supervisor.backends.pi_cli import VERSION_BOUND
 
-__all__ = ["claude_dry_start", "codex_dry_start"]
+__all__ = ["StartProbe", "claude_dry_start", "codex_dry_start", "pi_dry_start"]
+
+
+@dataclass(frozen=True, slots=True)
+class StartProbe:
+    """What a dry start showed."""
+
+    error: str | None  # why it cannot run (its own words); None: it answered, and can
+    model: str | None  # `provider/model` (or the model) it would use; None: it has none
+    warnings: tuple[str, ...]  # its stderr `Warning:` lines
 
 _REQUEST_ID = "legion-doctor"
 _CLAUDE_FLAGS = ("--input-format", "stream-json", "--output-format", "stream-json")
 
 
+def _said(stderr: bytes) -> list[str]:
+    return [ln.strip() for ln in stderr.decode(errors="replace").splitlines() if ln.strip()]
+
+
 def _words(stderr: bytes) -> str:
-    said = [ln.strip() for ln in stderr.decode(errors="replace").splitlines() if ln.strip()]
-    return " ⏎ ".join(said)[-600:]
+    return " ⏎ ".join(_said(stderr))[-600:]
 
 
 async def _spawn(argv: list[str], env: Mapping[str, str], cwd: str) -> asyncio.subprocess.Process:
@@ -60,10 +77,56 @@ async def _end(proc: asyncio.subprocess.Process) -> None:
         await proc.wait()
 
 
-def _failure(why: str, proc: asyncio.subprocess.Process, stderr: bytes) -> StartProbe:
+def _failure(
+    why: str, proc: asyncio.subprocess.Process, stderr: bytes, warnings: tuple[str, ...] = ()
+) -> StartProbe:
     code = f" (exit status {proc.returncode})" if proc.returncode else ""
     words = _words(stderr)
-    return StartProbe(f"{why}{code}" + (f": {words}" if words else ""), None, ())
+    return StartProbe(f"{why}{code}" + (f": {words}" if words else ""), None, warnings)
+
+
+async def pi_dry_start(
+    argv: list[str], env: Mapping[str, str], cwd: str, *, bound: float = VERSION_BOUND
+) -> StartProbe:
+    """`argv` (a pi command) in RPC mode with no session, asked `get_state` only."""
+    full = [*argv]
+    if "--mode" not in full:
+        full += ["--mode", "rpc"]
+    if "--no-session" not in full:
+        full.append("--no-session")
+    proc = await _spawn(full, env, cwd)
+    assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
+    proc.stdin.write(b'{"id":1,"type":"get_state"}\n')
+    errors = asyncio.ensure_future(proc.stderr.read())
+    state: dict[str, object] | None = None
+    why: str | None = None
+    try:
+        state = await asyncio.wait_for(_get_state(proc.stdout), bound)
+        if state is None:
+            why = "exited before it answered"
+    except TimeoutError:
+        why = f"no answer to get_state within {bound:g} s"
+    finally:
+        await _end(proc)
+    stderr = await errors
+    warnings = tuple(ln for ln in _said(stderr) if ln.lower().startswith("warning"))
+    if why is not None:
+        return _failure(why, proc, stderr, warnings)
+    model = state.get("model") if state is not None else None
+    name = f"{model.get('provider')}/{model.get('id')}" if isinstance(model, dict) else None
+    return StartProbe(None, name, warnings)
+
+
+async def _get_state(stdout: asyncio.StreamReader) -> dict[str, object] | None:
+    """The get_state reply's data; None when the output ends first or it failed."""
+    while line := await stdout.readline():
+        with contextlib.suppress(ValueError):
+            reply = json.loads(line)
+            if isinstance(reply, dict) and reply.get("command") == "get_state":
+                data = reply.get("data")
+                ok = reply.get("success") and isinstance(data, dict)
+                return data if ok and isinstance(data, dict) else None
+    return None
 
 
 async def claude_dry_start(

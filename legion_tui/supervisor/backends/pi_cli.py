@@ -13,13 +13,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import os
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-__all__ = ["VERSION_BOUND", "PiVersion", "StartProbe", "dry_start", "parse_version", "pi_version"]
+__all__ = ["VERSION_BOUND", "PiVersion", "parse_version", "pi_version"]
 
 VERSION_BOUND = 30.0  # a Node start on a loaded 2-core machine, with room to spare
 _VERSION = re.compile(r"\b(\d+)\.(\d+)\.(\d+)\b")
@@ -93,79 +92,3 @@ async def pi_version(program: str, env: Mapping[str, str]) -> PiVersion | None:
     found = parse_version(out.decode(errors="replace") + "\n" + err.decode(errors="replace"))
     _cache[key] = found
     return found
-
-
-@dataclass(frozen=True, slots=True)
-class StartProbe:
-    """What a dry start of pi showed."""
-
-    error: str | None  # why it did not answer (its own words); None: it answered
-    model: str | None  # `provider/model` pi would use; None: it has none
-    warnings: tuple[str, ...]  # its stderr `Warning:` lines (e.g. a model id it guessed)
-
-
-async def dry_start(
-    argv: list[str], env: Mapping[str, str], cwd: str, *, bound: float = VERSION_BOUND
-) -> StartProbe:
-    """Start `argv` (a pi command) in RPC mode with no session and ask it `get_state`.
-
-    This is the launch's own first step, so an unknown provider, a missing key file or a
-    broken install shows here, in pi's words (its stderr), instead of at the first spawn.
-    """
-    full = [*argv]
-    if "--mode" not in full:
-        full += ["--mode", "rpc"]
-    if "--no-session" not in full:
-        full.append("--no-session")
-    proc = await asyncio.create_subprocess_exec(
-        *full,
-        stdin=asyncio.subprocess.PIPE,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
-        env=dict(env),
-        cwd=cwd,
-        start_new_session=True,
-    )
-    assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
-    proc.stdin.write(b'{"id":1,"type":"get_state"}\n')
-    errors = asyncio.ensure_future(proc.stderr.read())
-    state: dict[str, object] | None = None
-    why: str | None = None
-    try:
-        state = await asyncio.wait_for(_get_state(proc.stdout), bound)
-        if state is None:
-            why = "exited before it answered"
-    except TimeoutError:
-        why = f"no answer to get_state within {bound:g} s"
-    finally:
-        proc.stdin.close()
-        try:
-            await asyncio.wait_for(proc.wait(), 5.0)
-        except TimeoutError:
-            with contextlib.suppress(ProcessLookupError):
-                proc.kill()
-            await proc.wait()
-    said = [ln.strip() for ln in (await errors).decode(errors="replace").splitlines()]
-    said = [ln for ln in said if ln]
-    warnings = tuple(ln for ln in said if ln.lower().startswith("warning"))
-    if why is not None:
-        code = f" (exit status {proc.returncode})" if proc.returncode else ""
-        words = " ⏎ ".join(said)[-600:]
-        return StartProbe(f"{why}{code}" + (f": {words}" if words else ""), None, warnings)
-    model = state.get("model") if state is not None else None
-    name = None
-    if isinstance(model, dict):
-        name = f"{model.get('provider')}/{model.get('id')}"
-    return StartProbe(None, name, warnings)
-
-
-async def _get_state(stdout: asyncio.StreamReader) -> dict[str, object] | None:
-    """The get_state reply's data; None when the output ends first or it failed."""
-    while line := await stdout.readline():
-        with contextlib.suppress(ValueError):
-            reply = json.loads(line)
-            if isinstance(reply, dict) and reply.get("command") == "get_state":
-                data = reply.get("data")
-                ok = reply.get("success") and isinstance(data, dict)
-                return data if ok and isinstance(data, dict) else None
-    return None
