@@ -28,6 +28,7 @@ from textual.widgets import Static
 from legion_tui import receipts
 from legion_tui.ops import Operations, OpError
 from legion_tui.state import Clock, LegionModel, NodeView
+from legion_tui.terminal import SIGNAL_GRACE_S, LegionDriver
 from legion_tui.themes import DEFAULT_THEME, THEME_ORDER, textual_themes
 from legion_tui.widgets.confirm import ConfirmBar, ConfirmRequest
 from legion_tui.widgets.detail import DetailScreen
@@ -142,7 +143,9 @@ class LegionApp(App[None]):
         on_start: Callable[[LegionApp], Awaitable[None]] | None = None,
         gc_tuning: bool = False,
     ) -> None:
-        super().__init__()
+        # Our driver: a terminal that closes, stalls or sends SIGCONT never blocks the loop
+        # the supervisor shares (legion_tui.terminal). Tests' headless runs are unchanged.
+        super().__init__(driver_class=LegionDriver)
         self.gc_tuning = gc_tuning
         self.model = model
         self.ops = ops
@@ -246,6 +249,8 @@ class LegionApp(App[None]):
 
     def _second_tick(self) -> None:
         """Once a second: elapsed times and tool-call clocks move even when no file does."""
+        if isinstance(self._driver, LegionDriver):
+            self._driver.check_terminal()  # a hangup no signal told us about ends the app
         if self.paused:
             return
         self.railway.tick()
@@ -502,6 +507,13 @@ class LegionApp(App[None]):
         if not self.paused:
             self._apply_pending()
 
+    def host_signalled(self) -> None:
+        """A host signal (SIGTERM/SIGHUP/SIGINT) arrived: from now on the exit waits at
+        most SIGNAL_GRACE_S for a terminal that does not drain. Called inside the signal
+        handler itself (no lock, no loop): the loop may be what waits on the terminal."""
+        if isinstance(self._driver, LegionDriver):
+            self._driver.abandon_after(SIGNAL_GRACE_S)
+
     def action_help(self) -> None:
         self.push_screen(HelpScreen())
 
@@ -524,8 +536,14 @@ async def run_dashboard_async(
     theme: str = DEFAULT_THEME,
     run_dir: Path | None = None,
     on_start: Callable[[LegionApp], Awaitable[None]] | None = None,
-) -> None:
+    app_ready: Callable[[LegionApp], None] | None = None,
+) -> int:
     """Run the dashboard until the user quits, inside the running event loop (the
-    supervisor shares the loop), with the GC tuned for frame time."""
+    supervisor shares the loop), with the GC tuned for frame time. `app_ready` gets the
+    app before it runs (the host routes its signals to it). Returns the app's return
+    code: 1 when the dashboard died of an error (Textual has printed it by then)."""
     app = make_app(model, ops, theme=theme, run_dir=run_dir, on_start=on_start, gc_tuning=True)
+    if app_ready is not None:
+        app_ready(app)
     await app.run_async()
+    return app.return_code or 0

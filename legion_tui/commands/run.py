@@ -19,6 +19,7 @@ import sys
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
+from types import FrameType
 from typing import TYPE_CHECKING, Any
 
 from legion_tui.commands import Command
@@ -30,15 +31,29 @@ if TYPE_CHECKING:
 HOST_SIGNALS = (signal.SIGTERM, signal.SIGHUP, signal.SIGINT)
 
 
-def _install_signals(on_signal: Callable[[], None]) -> Callable[[], None]:
-    """Route SIGTERM/SIGHUP/SIGINT to `on_signal`; returns the undo."""
+def _install_signals(
+    on_signal: Callable[[], None], at_once: Callable[[], None] | None = None
+) -> Callable[[], None]:
+    """Route SIGTERM/SIGHUP/SIGINT to `on_signal`, run on the loop; returns the undo.
+
+    Plain `signal.signal` handlers rather than `loop.add_signal_handler`: asyncio's run
+    only once the loop is back in its selector, and a loop blocked elsewhere (on a
+    terminal that stopped reading) never got there — SIGTERM looked ignored. Python runs
+    these in the main thread even while it waits on a lock; `at_once` runs right there,
+    for what must not wait for the loop (the dashboard's bound on that wait)."""
     loop = asyncio.get_running_loop()
-    for sig in HOST_SIGNALS:
-        loop.add_signal_handler(sig, on_signal)
+
+    def handler(_signum: int, _frame: FrameType | None) -> None:
+        if at_once is not None:
+            at_once()
+        with contextlib.suppress(RuntimeError):  # the loop has closed: the host is ending
+            loop.call_soon_threadsafe(on_signal)
+
+    previous = {sig: signal.signal(sig, handler) for sig in HOST_SIGNALS}
 
     def undo() -> None:
-        for sig in HOST_SIGNALS:
-            loop.remove_signal_handler(sig)
+        for sig, old in previous.items():
+            signal.signal(sig, signal.SIG_DFL if old is None else old)
 
     return undo
 
@@ -305,25 +320,53 @@ async def _host_dashboard(sup: Supervisor, theme: str, demo_nodes: int | None, s
     from legion_tui.supervisor.core import RootOperations
 
     await sup.start()
-    undo: Callable[[], None] = lambda: None  # noqa: E731
     demos: list[Demo] = []
+    app: LegionApp | None = None
+    signalled = False
 
-    async def on_start(app: LegionApp) -> None:
-        nonlocal undo
-        undo = _install_signals(app.exit)
+    # The handlers are in place from here to the end of the pause: a signal before the
+    # dashboard runs ends it before it takes the terminal, one during the pause (a
+    # second SIGTERM, the terminal's SIGHUP) no longer cuts the pause short.
+    def on_signal() -> None:
+        nonlocal signalled
+        signalled = True
+        if app is not None:
+            app.exit()
+
+    def at_once() -> None:
+        if app is not None:
+            app.host_signalled()
+
+    def app_ready(made: LegionApp) -> None:
+        nonlocal app
+        app = made
+        if signalled:
+            made.exit()
+
+    async def on_start(_app: LegionApp) -> None:
         if demo_nodes is not None:
             from legion_tui.demo import start_demo
 
             demos.append(await start_demo(sup, demo_nodes, seed, sup.speed))
 
+    undo = _install_signals(on_signal, at_once)
     try:
-        await run_dashboard_async(
-            sup.model, RootOperations(sup), theme=theme, run_dir=sup.run.dir, on_start=on_start
+        code = await run_dashboard_async(
+            sup.model,
+            RootOperations(sup),
+            theme=theme,
+            run_dir=sup.run.dir,
+            on_start=on_start,
+            app_ready=app_ready,
         )
     finally:
-        undo()
-        await close_host(sup, [functools.partial(stop_demo, demo) for demo in demos])
-    return 0
+        try:
+            await close_host(sup, [functools.partial(stop_demo, demo) for demo in demos])
+        finally:
+            undo()
+    # A dashboard that died of an error (Textual printed it) is a failed run, even though
+    # its agents were paused like on any exit.
+    return 1 if code else 0
 
 
 def _demo(args: argparse.Namespace) -> int:
