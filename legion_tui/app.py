@@ -86,6 +86,9 @@ class MainScreen(Screen[None]):
     def __init__(self, app: LegionApp) -> None:
         super().__init__(id="main")
         self.legion = app
+        self.confirm_bar = ConfirmBar(theme=app.theme_name, floor=app.floor, id="confirm")
+        self.steer_line = SteerLine(id="steer")
+        self.filter_line = FilterLine(id="filter")
 
     def compose(self) -> ComposeResult:
         legion = self.legion
@@ -103,13 +106,19 @@ class MainScreen(Screen[None]):
         )
         # The prompt lines sit in the normal flow under the body (the body is 1fr), and
         # only the footer is docked: docked siblings would overlap each other.
-        yield ConfirmBar(theme=legion.theme_name, floor=legion.floor, id="confirm")
-        yield SteerLine(id="steer")
-        yield FilterLine(id="filter")
+        yield self.confirm_bar
+        yield self.steer_line
+        yield self.filter_line
         yield legion.key_hints
 
     def on_mount(self) -> None:
         self.legion.main_mounted()
+
+    def on_screen_suspend(self) -> None:
+        # An overlay, the help or the palette now covers the stop/quit prompt: a prompt
+        # out of sight is cancelled, never left for a later key to answer (fast keys had
+        # left one open under the overlay, locked to an agent chosen long before).
+        self.confirm_bar.cancel()
 
     def on_resize(self, event: events.Resize) -> None:
         self.legion.apply_layout(event.size.width, event.size.height)
@@ -306,8 +315,21 @@ class LegionApp(App[None]):
             return self.model.nodes.get(self.screen.node_id)
         return self.railway.selected_view
 
-    def _confirm_bar(self) -> ConfirmBar:
-        return self.screen.query_one(ConfirmBar)
+    def _prompts(self) -> tuple[ConfirmBar, SteerLine] | None:
+        """The confirm bar and steer line of the screen on top, or None while it cannot
+        ask: an overlay pushed this instant and not composed yet, one closing, help. A
+        key meant for such a screen is dropped, never answered somewhere out of sight."""
+        screen = self.screen
+        if isinstance(screen, DetailScreen):
+            return screen.prompts()
+        if screen is self.main_screen and screen.is_mounted:
+            return screen.confirm_bar, screen.steer_line
+        return None
+
+    def _ask(self, request: ConfirmRequest) -> None:
+        prompts = self._prompts()
+        if prompts is not None:
+            prompts[0].ask(request)
 
     # ----- stop / abort / steer / resume --------------------------------------------
     def _say(
@@ -335,7 +357,7 @@ class LegionApp(App[None]):
         if not node.live:
             self._say(receipts.already_ended(node.name, node.status.value))
             return
-        self._confirm_bar().ask(
+        self._ask(
             ConfirmRequest(
                 "force-stop" if force else "stop",
                 node.id,  # locked now: later re-sorts cannot redirect the answer
@@ -383,8 +405,9 @@ class LegionApp(App[None]):
 
     def action_steer_node(self) -> None:
         view = self._target()
-        if view is not None:
-            self.screen.query_one(SteerLine).ask(view.node.id, view.node.name)
+        prompts = self._prompts()
+        if view is not None and prompts is not None:
+            prompts[1].ask(view.node.id, view.node.name)
 
     @on(SteerLine.SteerSubmitted)
     def _steer_submitted(self, event: SteerLine.SteerSubmitted) -> None:
@@ -451,6 +474,13 @@ class LegionApp(App[None]):
 
     @on(RailwayTree.OpenRequested)
     def _open_detail(self, event: RailwayTree.OpenRequested) -> None:
+        # Only onto the main screen, and one overlay at a time. The request is a message:
+        # fast Enter/o keys all reached the tree before the first push landed and each
+        # pushed another overlay (a stack of identical overlays Esc seemed unable to
+        # close), and one landing after `?` opened over the help. The screen on top now
+        # is not the one the key was pressed on: the request is stale.
+        if self.screen is not self.main_screen:
+            return
         self.push_screen(
             DetailScreen(
                 self.model,
@@ -467,7 +497,8 @@ class LegionApp(App[None]):
         self.railway.select(event.node_id)
 
     def action_filter(self) -> None:
-        self.screen.query_one(FilterLine).ask(self.railway.filter_text)
+        if self.screen is self.main_screen:  # `/` is a main-screen key
+            self.main_screen.filter_line.ask(self.railway.filter_text)
 
     @on(FilterLine.FilterChanged)
     def _filter_changed(self, event: FilterLine.FilterChanged) -> None:
@@ -519,7 +550,7 @@ class LegionApp(App[None]):
 
     def action_quit_legion(self) -> None:
         if self.model.counts()["live"] > 0:
-            self._confirm_bar().ask(ConfirmRequest("quit", None, receipts.QUIT_CONFIRM))
+            self._ask(ConfirmRequest("quit", None, receipts.QUIT_CONFIRM))
         else:
             self.exit()
 

@@ -27,6 +27,7 @@ import fcntl
 import os
 import platform
 import pty
+import random
 import re
 import select
 import signal
@@ -36,21 +37,201 @@ import subprocess
 import termios
 import time
 from collections import Counter
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import AsyncIterator, Callable, Iterator
+from contextlib import asynccontextmanager, contextmanager
 from pathlib import Path
 
 import pyte
 import pytest
-from supervisor_helpers import LEGION, cli_env
+from supervisor_helpers import LEGION, cli_env, hosted, stuck_worker, use_git_identity
+from textual import events
+from textual.pilot import Pilot
+from textual.widgets import Static
 
+from legion_tui.app import LegionApp, ModelChanged, make_app
+from legion_tui.demo import demo_budgets, start_demo, stop_demo
+from legion_tui.supervisor.core import RootOperations, Supervisor
 from legion_tui.supervisor.runs import find_session_run
+from legion_tui.widgets.confirm import ConfirmBar
+from legion_tui.widgets.detail import DetailScreen
+from legion_tui.widgets.help import HelpScreen
 
 W, H = 120, 40
 EXIT_BOUND_S = 15.0  # a host that pauses its agents and exits; before: never (SIGKILL)
 REACT_S = 30.0  # a key's effect on screen, the backlog of a burst included
 LIVE = {"running", "starting", "blocked"}
 STUCK_NAME = "held"
+
+
+# ----- the dashboard through the pilot, over a real streaming legion -----------------
+@asynccontextmanager
+async def demo_dashboard(
+    project: Path, monkeypatch: pytest.MonkeyPatch
+) -> AsyncIterator[tuple[Supervisor, LegionApp, Pilot[None]]]:
+    """The demo legion (20 sim agents streaming, one of them an OS process) hosted in
+    this loop, and the dashboard over its model and its real RootOperations, running."""
+    use_git_identity(monkeypatch)
+    async with hosted(project, speed=5.0, budgets=demo_budgets(20)) as sup:
+        demo = await start_demo(sup, 20, 7, 5.0)
+        await stuck_worker(sup, STUCK_NAME)  # live for the whole test: prompts target it
+        try:
+            app = make_app(sup.model, RootOperations(sup), timers=False, run_dir=sup.run.dir)
+            async with app.run_test(size=(W, H), notifications=True) as pilot:
+                yield sup, app, pilot
+        finally:
+            await stop_demo(demo)
+
+
+async def settle(pilot, app: LegionApp, predicate: Callable[[], bool], what: str) -> None:  # type: ignore[no-untyped-def]
+    deadline = time.monotonic() + 20
+    while not predicate():
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        await pilot.pause()
+
+
+def overlays(app: LegionApp) -> list[DetailScreen]:
+    return [s for s in app.screen_stack if isinstance(s, DetailScreen)]
+
+
+def streaming_node(sup: Supervisor) -> str:
+    """A demo agent that streams now (it may settle a moment later)."""
+    return next(
+        v.node.id
+        for v in sup.model.nodes.values()
+        if v.node.live and v.node.parent_id and v.node.name != STUCK_NAME
+    )
+
+
+def held_node(sup: Supervisor) -> str:
+    """The worker stuck in one long tool call: live until the test ends."""
+    view = sup.model.by_path(f"root/{STUCK_NAME}")
+    assert view is not None
+    return view.node.id
+
+
+def detail_for(app: LegionApp, node_id: str) -> DetailScreen:
+    return DetailScreen(
+        app.model, node_id, clock=app.clock, theme=app.theme_name, floor=True, run_dir=app.run_dir
+    )
+
+
+async def test_an_update_before_the_overlay_is_composed_is_dropped(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    async with demo_dashboard(tmp_path, monkeypatch) as (sup, app, pilot):
+        node = streaming_node(sup)
+        screen = detail_for(app, node)
+        app.push_screen(screen)
+        # The feed's next change, in the same instant: the overlay is on top but not
+        # composed (before: NoMatches '#detail-head', the dashboard died).
+        screen.model_changed(frozenset({node}))
+        app.action_stop_node()  # a key for it too: dropped, not a crash
+        app.action_steer_node()
+        await settle(pilot, app, lambda: screen.showing, "the overlay to show")
+        assert not screen.confirm_bar.asking
+        # ... and the updates after it reach it
+        name = sup.model.nodes[node].node.name
+        head = screen.query_one("#detail-head", Static)
+        assert str(head.content).startswith(f"{name} · ")
+
+
+async def test_an_update_after_the_overlay_closed_is_dropped(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    async with demo_dashboard(tmp_path, monkeypatch) as (sup, app, pilot):
+        app.railway.select(streaming_node(sup))
+        await pilot.press("o")
+        (screen,) = overlays(app)
+        await pilot.press("escape")
+        await settle(pilot, app, lambda: not screen.is_attached, "the overlay's removal")
+        # A straggler of the feed addressed to the overlay that is gone (before:
+        # NoMatches '#detail-head' on a screen no longer composed).
+        screen.model_changed(frozenset({screen.node_id}))
+        assert app.screen is app.main_screen
+
+
+async def test_fast_open_requests_open_one_overlay_and_only_on_the_main_screen(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    async with demo_dashboard(tmp_path, monkeypatch) as (sup, app, pilot):
+        app.railway.select(streaming_node(sup))
+        for _ in range(5):  # five Enter/o in flight before the first push lands
+            app.railway.action_open()
+        await settle(pilot, app, lambda: bool(overlays(app)), "an overlay")
+        await pilot.pause()
+        assert len(overlays(app)) == 1  # before: 5, one over the other
+        await pilot.press("escape")
+        assert app.screen is app.main_screen
+        # A request still in flight when `?` opened the help: not over the help.
+        app.railway.action_open()
+        app.action_help()
+        await pilot.pause()
+        assert [type(s) for s in app.screen_stack][1:] == [HelpScreen]
+
+
+async def test_a_prompt_the_overlay_covers_is_cancelled(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    async with demo_dashboard(tmp_path, monkeypatch) as (sup, app, pilot):
+        node = held_node(sup)
+        app.railway.select(node)
+        app.railway.action_open()  # o, then x before the overlay landed
+        app.action_stop_node()
+        bar = app.main_screen.query_one(ConfirmBar)
+        assert bar.asking and bar.request is not None and bar.request.node_id == node
+        cancelled = "Cancelled — nothing stopped."
+        await settle(pilot, app, lambda: cancelled in [n.message for n in app._notifications],
+                     "the covered prompt's cancel")  # fmt: skip
+        assert not bar.asking and isinstance(app.screen, DetailScreen)
+        await pilot.press("escape", "y")  # the y that once answered it long after
+        assert sup.node(node).live
+
+
+async def test_a_prompt_never_keeps_the_keys(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The freeze of item 26, seen in a real terminal after 500 keys: the main screen's
+    confirm bar held focus with no question, and swallowed every key after. Focus
+    moves a moment after a prompt asks, so a fast q could still reach its binding
+    through the tree and ask again over the open question — the bar then recorded
+    itself as the widget to give focus back to."""
+    async with demo_dashboard(tmp_path, monkeypatch) as (sup, app, pilot):
+        bar = app.main_screen.query_one(ConfirmBar)
+        app.railway.select(held_node(sup))
+        await pilot.press("x")
+        assert bar.asking and bar.has_focus
+        app.action_quit_legion()  # that q: it answers the open question (any key: no)
+        assert not bar.asking  # before: the quit question replaced the stop one
+        await pilot.pause()
+        assert not bar.has_focus and app.railway.has_focus
+        # The end state the race left, made directly: a bar with focus and no question
+        # lets keys through (before: swallowed, q and Esc and every other one).
+        bar.focus()
+        await pilot.pause()
+        assert bar.has_focus and not bar.asking
+        await pilot.press("q")
+        assert bar.asking and bar.request is not None and bar.request.kind == "quit"
+
+
+async def test_opening_and_closing_fast_while_agents_stream(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    async with demo_dashboard(tmp_path, monkeypatch) as (sup, app, pilot):
+        app.railway.select(streaming_node(sup))
+        changes = sup.model.version
+        for i in range(150):  # keys as the driver posts them: no wait in between
+            app.post_message(events.Key("o", "o"))
+            app.post_message(events.Key("escape", None))
+            if i % 10 == 0:
+                app.post_message(ModelChanged())
+        await settle(pilot, app, lambda: sup.model.version > changes + 50, "streaming")
+        await pilot.pause()
+        assert len(overlays(app)) <= 1 and app._exception is None
+        if overlays(app):  # the last o's request landed after the last Esc
+            await pilot.press("escape")
+        assert app.screen is app.main_screen
+        await pilot.press("q")  # still the dashboard's own keys: the quit prompt
+        assert app.main_screen.query_one(ConfirmBar).asking
 
 
 # ----- the real `legion demo` in a real terminal --------------------------------------
@@ -205,8 +386,9 @@ def test_a_hangup_as_the_quit_prompt_is_drawn_pauses_and_exits(tmp_path: Path, r
     """The issue's own reproduction: `legion demo` in tmux, q, and the terminal goes
     (tmux's server killed, the pane's pty with it) while the prompt is being drawn.
     Before: 3 of 6 such runs hung until SIGKILL, agents never paused."""
-    sock = f"legion-hostile-{os.getpid()}-{run}"
-    env = terminal_env()
+    sock = f"legion-hostile-{run}"
+    env = terminal_env() | {"TMUX_TMPDIR": str(tmp_path)}  # its socket: ours, and gone after
+    env.pop("TMUX", None)  # run from inside tmux, the test still starts its own server
 
     def tmux(*args: str) -> str:
         done = subprocess.run(["tmux", "-L", sock, "-f", os.devnull, *args], env=env,
@@ -350,6 +532,46 @@ def quit_through_the_keys(term: Terminal) -> None:
     tail = bytes(term.output[last:])
     # alternate screen left, mouse reporting off, cursor shown again
     assert b"\x1b[?1049l" in tail and b"\x1b[?1000l" in tail and b"\x1b[?25h" in tail
+
+
+def test_opening_and_closing_the_overlay_fast_in_a_real_terminal(tmp_path: Path) -> None:
+    """o o (a double press), and q the moment the overlay shows, 30 times while the
+    agents stream: one overlay each time, and q closes it. Before: each o pushed an
+    overlay of its own and q closed only the top one (3 of 3 runs); the feed's update
+    reaching an overlay pushed but not composed yet killed the dashboard — NoMatches
+    '#detail-head' — with the demo still saying 0 (the pilot tests above pin both)."""
+
+    def overlay() -> bool:
+        return "Transcript  Activity" in term.text()
+
+    with terminal(demo_argv(), tmp_path) as term:
+        dashboard_up(term)
+        for _ in range(30):
+            term.press("oo")
+            term.until(lambda: term.exited() or overlay(), REACT_S, "overlay")
+            term.press("q")
+            term.until(lambda: term.exited() or not overlay(), REACT_S, "overlay's close")
+            assert not term.exited(), f"the dashboard died:\n{term.text()}"
+        quit_through_the_keys(term)
+    assert_paused(tmp_path)
+
+
+KEYS = "jkoqxhlwtgp?+-a\roo"  # every key that acts but y (it would confirm a stop)
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_500_fast_keys_leave_a_dashboard_that_reacts_and_exits_cleanly(
+    tmp_path: Path, seed: int
+) -> None:
+    """Before: 2 of 5 runs stopped reacting while still painting (overlays stacked under
+    one another, a stop prompt open beneath them) or died, and the terminal stayed in
+    the alternate screen with mouse reporting on."""
+    keys = "".join(random.Random(seed).choice(KEYS) for _ in range(500))
+    with terminal(demo_argv(), tmp_path) as term:
+        dashboard_up(term)
+        term.press(keys, pace=0.002)
+        quit_through_the_keys(term)
+    assert_paused(tmp_path)
 
 
 def test_a_stray_sigcont_does_not_restart_the_terminal_mode(tmp_path: Path) -> None:

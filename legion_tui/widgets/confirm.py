@@ -53,11 +53,25 @@ class ConfirmBar(PaintedLine, can_focus=True):
         return self.request is not None
 
     def ask(self, request: ConfirmRequest) -> None:
+        if self.request is not None:
+            # Focus reaches the bar a moment after `ask` (Textual defers it), so a fast
+            # next key can still hit a binding and ask again: that key is the answer to
+            # the open question — any key but y: no.
+            self._answer(False)
+            return
         self.request = request
-        self._return_focus = self.screen.focused
+        focused = self.screen.focused
+        if focused is not self:  # still here from the last answer: keep its way back
+            self._return_focus = focused
         self.add_class("-asking")
         self.refresh()
         self.focus()
+
+    def cancel(self) -> None:
+        """Answer "no" to a question still open (nothing happens when none is): the
+        screen went under another one, and a prompt the user cannot see must never be
+        answered by a key pressed long after, somewhere else."""
+        self._answer(False)
 
     def _answer(self, confirmed: bool) -> None:
         request = self.request
@@ -65,12 +79,23 @@ class ConfirmBar(PaintedLine, can_focus=True):
             return
         self.request = None
         self.remove_class("-asking")
-        if self._return_focus is not None and self._return_focus.is_attached:
-            self._return_focus.focus()
-        self._return_focus = None
-        self.post_message(self.Answered(request, confirmed))
+        back = self._return_focus
+        # Never left focused while not asking: with focus it took every key (500 fast
+        # keys once left a bar holding it, and the dashboard ignored all keys after).
+        if back is not None and back is not self and back.is_attached:
+            back.focus()
+        else:
+            self.blur()
+        answered = self.Answered(request, confirmed)
+        # Sent as the bar's own, whoever's handler runs now: Textual stops a message at
+        # its sender, and one made while the screen handles its ScreenSuspend (cancel)
+        # stopped there and never reached the app.
+        answered.set_sender(self)
+        self.post_message(answered)
 
     def on_key(self, event: events.Key) -> None:
+        if self.request is None:
+            return  # no question (focus has not moved back yet): not ours to swallow
         # Swallow the key whatever it is: it answers the question and nothing else.
         event.stop()
         event.prevent_default()

@@ -72,6 +72,11 @@ class DetailScreen(ModalScreen[None]):
         self.floor = floor
         self.run_dir = run_dir
         self._shown: dict[str, str | Text] = {}  # what each Static shows now
+        # Mounted and not closing: only then do updates and keys reach its widgets.
+        self.showing = False
+        self._dismissed = False
+        self.steer_line = SteerLine(id="detail-steer")
+        self.confirm_bar = ConfirmBar(theme=theme, floor=floor, id="detail-confirm")
 
     def _session_path(self) -> Path | None:
         raw = self.model.nodes[self.node_id].node.session_file
@@ -91,58 +96,92 @@ class DetailScreen(ModalScreen[None]):
 
     def compose(self) -> ComposeResult:
         view = self.model.nodes[self.node_id]
+        # Held, not queried: an update can never look for a widget that is not there.
+        self._texts = {
+            "head": Static(header_line(view), id="detail-head", markup=False),
+            "skipped": Static(skipped_line(view), id="detail-skipped", markup=False),
+            "activity": Static(id="activity", classes="detail-text", markup=False),
+            "mail": Static(id="mail", classes="detail-text", markup=False),
+            "events": Static(id="events", classes="detail-text", markup=False),
+        }
+        self._transcript_view = TranscriptView(
+            self._session_path(), theme=self.theme_name, id="transcript"
+        )
+        log = self._terminal_path()
+        self._terminal_view = (
+            None if log is None else TerminalView(log, theme=self.theme_name, id="terminal")
+        )
         with Vertical(id="detail-frame"):
-            yield Static(header_line(view), id="detail-head", markup=False)
-            yield Static(skipped_line(view), id="detail-skipped", markup=False)
+            yield self._texts["head"]
+            yield self._texts["skipped"]
             with TabbedContent(id="detail-tabs"):
                 with TabPane("Transcript", id="tab-transcript"):
-                    yield TranscriptView(
-                        self._session_path(), theme=self.theme_name, id="transcript"
-                    )
+                    yield self._transcript_view
                 with TabPane("Activity", id="tab-activity"), VerticalScroll():
-                    yield Static(id="activity", classes="detail-text", markup=False)
+                    yield self._texts["activity"]
                 with TabPane("Mail", id="tab-mail"), VerticalScroll():
-                    yield Static(id="mail", classes="detail-text", markup=False)
+                    yield self._texts["mail"]
                 with TabPane("Events", id="tab-events"), VerticalScroll():
-                    yield Static(id="events", classes="detail-text", markup=False)
-                terminal = self._terminal_path()
-                if terminal is not None:
+                    yield self._texts["events"]
+                if self._terminal_view is not None:
                     with TabPane("Terminal", id="tab-terminal"):
-                        yield TerminalView(terminal, theme=self.theme_name, id="terminal")
-            yield SteerLine(id="detail-steer")
-            yield ConfirmBar(theme=self.theme_name, floor=self.floor, id="detail-confirm")
+                        yield self._terminal_view
+            yield self.steer_line
+            yield self.confirm_bar
 
     def on_mount(self) -> None:
+        if self._dismissed:
+            return  # closed before it was ever shown (Esc right after o)
+        self.showing = True
         self.model_changed(frozenset({self.node_id}))
-        self.query_one(TranscriptView).focus()
+        self._transcript_view.focus()
+
+    def on_unmount(self) -> None:
+        self.showing = False
+
+    def on_screen_suspend(self) -> None:
+        # Something opened over the overlay (the palette): its stop prompt is out of sight.
+        self.confirm_bar.cancel()
+
+    def prompts(self) -> tuple[ConfirmBar, SteerLine] | None:
+        """The overlay's confirm bar and steer line, or None while it cannot ask: a key
+        that reaches it before it is composed (or while it closes) is dropped."""
+        return (self.confirm_bar, self.steer_line) if self.showing else None
 
     def model_changed(self, dirty: frozenset[str]) -> None:
-        if self.node_id not in dirty:
+        # The app's feed can reach the overlay in the instant between its push and its
+        # compose, and between its close and its removal: those updates are dropped (the
+        # next one after mount repaints everything anyway).
+        if not self.showing or self.node_id not in dirty:
             return
         view = self.model.nodes[self.node_id]
         now = self.clock()
-        self._show("#detail-head", header_line(view))
-        self._show("#detail-skipped", skipped_line(view))
+        self._show("head", header_line(view))
+        self._show("skipped", skipped_line(view))
         activity = Text("\n".join(activity_lines(view, now)))
         stall = stall_line(view, now)
         if stall is not None:
             # the stall marker in the warning colour, as in the tree
             activity.highlight_words([stall], style=paint_for(self.theme_name).warning)
-        self._show("#activity", activity)
-        self._show("#mail", "\n".join(mail_lines(view)))
-        self._show("#events", "\n".join(event_lines(view)))
+        self._show("activity", activity)
+        self._show("mail", "\n".join(mail_lines(view)))
+        self._show("events", "\n".join(event_lines(view)))
         # The tabs that show files follow them: a changed node may have written more.
-        self.query_one(TranscriptView).refresh_tail()
-        for terminal in self.query(TerminalView):
-            terminal.refresh_log()
+        self._transcript_view.refresh_tail()
+        if self._terminal_view is not None:
+            self._terminal_view.refresh_log()
 
-    def _show(self, selector: str, content: str | Text) -> None:
+    def _show(self, name: str, content: str | Text) -> None:
         """Update a Static only when what it shows changed: every update is a layout
         pass, and a streaming node changes many times a second."""
-        if self._shown.get(selector) == content:
+        if self._shown.get(name) == content:
             return
-        self._shown[selector] = content
-        self.query_one(selector, Static).update(content)
+        self._shown[name] = content
+        self._texts[name].update(content)
 
     def action_close(self) -> None:
+        if self._dismissed:
+            return  # a second Esc in the same instant: the first one closes it
+        self._dismissed = True
+        self.showing = False
         self.dismiss(None)

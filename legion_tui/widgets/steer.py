@@ -28,16 +28,22 @@ class _BottomLine(Input):
     def open(self, placeholder: str, value: str = "") -> None:
         self.placeholder = placeholder
         self.value = value
-        self._return_focus = self.screen.focused
+        focused = self.screen.focused
+        if focused is not self:  # opened again before it took focus: keep the way back
+            self._return_focus = focused
         self.add_class("-open")
         self.focus()
 
     def finish(self) -> None:
         """Hide the line and give focus back to whoever had it (the tree, the overlay)."""
         self.remove_class("-open")
-        if self._return_focus is not None and self._return_focus.is_attached:
-            self._return_focus.focus()
+        back = self._return_focus
         self._return_focus = None
+        # A hidden line must not keep focus: it would take every key typed after.
+        if back is not None and back is not self and back.is_attached:
+            back.focus()
+        else:
+            self.blur()
 
     def action_close(self) -> None:
         self.finish()
