@@ -242,7 +242,9 @@ class LegionApp(App[None]):
 
     def _apply_pending(self) -> None:
         self._apply_timer = None
-        if self.paused or not self._pending:
+        # Not while the app shuts down: its screens are being removed (with the pilot the
+        # loop still runs then, and a streaming legion's update met an empty screen stack).
+        if self.paused or not self._pending or not self.is_running:
             return
         dirty = frozenset(self._pending)
         self._pending.clear()
@@ -260,7 +262,7 @@ class LegionApp(App[None]):
         """Once a second: elapsed times and tool-call clocks move even when no file does."""
         if isinstance(self._driver, LegionDriver):
             self._driver.check_terminal()  # a hangup no signal told us about ends the app
-        if self.paused:
+        if self.paused or not self.is_running:
             return
         self.railway.tick()
         self.header.model_changed()
