@@ -88,7 +88,7 @@ async def test_an_agent_cannot_act_as_root_its_sibling_or_from_outside_its_tree(
 
 def test_the_kernel_decides_and_a_claim_only_narrows() -> None:
     agents = {100: "n-a", 200: "n-b"}
-    names = {"n-a": "a", "n-b": "b", ROOT_ID: "root"}
+    names = {"n-a": "a", "n-b": "b", ROOT_ID: "root"}.__getitem__
     inside_a = Peer(pid=150, ancestors=(100, 1), marked=True)
     assert caller_of(inside_a, "n-a", agents, names) == "n-a"
     nested = Peer(pid=250, ancestors=(200, 100, 1), marked=True)  # b runs under a

@@ -24,7 +24,7 @@ import contextlib
 import os
 import socket
 import struct
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from legion_tui.ops import OpError
@@ -83,10 +83,12 @@ def peer_of(sock: socket.socket | None, run_id: str) -> Peer:
     return Peer(pid, _ancestors(pid), _carries_marker(pid, run_id))
 
 
-def caller_of(peer: Peer, claimed: str, agents: Mapping[int, str], names: Mapping[str, str]) -> str:
+def caller_of(
+    peer: Peer, claimed: str, agents: Mapping[int, str], name_of: Callable[[str], str]
+) -> str:
     """The node a request from `peer` acts as, given the node it `claimed` (`from`).
 
-    `agents`: pid → node id of every live agent process; `names`: node id → name (for
+    `agents`: pid → node id of every live agent process; `name_of`: node id → name (for
     the refusal). Raises OpError FORBIDDEN for a claim the kernel contradicts.
     """
     if peer.pid is None:
@@ -97,11 +99,11 @@ def caller_of(peer: Peer, claimed: str, agents: Mapping[int, str], names: Mappin
             continue
         if claimed == node:
             return node
-        who = names.get(node, node)
+        who = name_of(node)
         raise OpError(
             "FORBIDDEN",
             f"this request comes from {who}'s process (pid {peer.pid}): it acts as {who} "
-            f"only, not as {names.get(claimed, claimed)!s}",
+            f"only, not as {name_of(claimed)}",
         )
     if peer.marked:
         raise OpError(

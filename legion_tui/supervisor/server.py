@@ -500,8 +500,12 @@ class SupervisorServer:
         """The node the kernel says the peer is (identity.caller_of)."""
         sup = self.supervisor
         agents = {h.pid: node_id for node_id, h in sup.roster.handles().items() if h.pid}
-        names = {node_id: view.node.name for node_id, view in sup.model.nodes.items()}
-        return caller_of(peer, claimed, agents, names)
+
+        def name_of(node_id: str) -> str:  # only a refusal names anyone
+            view = sup.model.nodes.get(node_id)
+            return view.node.name if view is not None else node_id
+
+        return caller_of(peer, claimed, agents, name_of)
 
     async def dispatch(self, req: Any, peer: Peer) -> dict[str, Any]:
         """Check and run one parsed request from `peer`; never raises."""
