@@ -41,6 +41,7 @@ __all__ = [
     "is_git_repo",
     "prepare_worktree",
     "remove_worktree",
+    "run_tool",
     "worktrees_dir",
 ]
 
@@ -110,7 +111,7 @@ def _git_env(isolated: bool = False) -> dict[str, str]:
     return env
 
 
-async def _run(
+async def run_tool(
     argv: list[str], cwd: Path, bound: float = GIT_TIMEOUT, *, isolated: bool = False
 ) -> tuple[int, str, str]:
     """Run a short-lived tool and return (code, stdout, stderr); the wait is bounded."""
@@ -138,7 +139,7 @@ async def _run(
 
 
 async def _git(cwd: Path, *args: str, bound: float = GIT_TIMEOUT, isolated: bool = False) -> str:
-    code, out, err = await _run(["git", *args], cwd, bound, isolated=isolated)
+    code, out, err = await run_tool(["git", *args], cwd, bound, isolated=isolated)
     if code != 0:
         raise WorktreeError(f"git {' '.join(args)}: {err.strip() or f'exit {code}'}")
     return out.strip()
@@ -148,7 +149,7 @@ async def is_git_repo(path: Path) -> bool:
     """True inside a git working tree (bare repositories and plain folders: False)."""
     if shutil.which("git") is None:
         return False
-    code, out, _ = await _run(["git", "rev-parse", "--is-inside-work-tree"], Path(path))
+    code, out, _ = await run_tool(["git", "rev-parse", "--is-inside-work-tree"], Path(path))
     return code == 0 and out.strip() == "true"
 
 
@@ -211,10 +212,10 @@ async def _remote_link(worktree: Path, branch: str) -> str | None:
     open PR/MR, or output that is not an http(s) URL — all mean None (upstream REV-29:
     the branch and sha are the delivery; a link is a convenience, never invented).
     """
-    code, remotes, _ = await _run(["git", "remote"], worktree)
+    code, remotes, _ = await run_tool(["git", "remote"], worktree)
     if code != 0 or not remotes.split():
         return None
-    code, url, _ = await _run(["git", "remote", "get-url", remotes.split()[0]], worktree)
+    code, url, _ = await run_tool(["git", "remote", "get-url", remotes.split()[0]], worktree)
     prefer_glab = code == 0 and "gitlab" in url.lower()
     tools = ["glab", "gh"] if prefer_glab else ["gh", "glab"]
     for tool in tools:
@@ -224,7 +225,7 @@ async def _remote_link(worktree: Path, branch: str) -> str | None:
             argv = ["gh", "pr", "view", branch, "--json", "url", "--jq", ".url"]
         else:
             argv = ["glab", "mr", "view", branch, "--output", "json"]
-        code, out, _ = await _run(argv, worktree, LINK_TIMEOUT)
+        code, out, _ = await run_tool(argv, worktree, LINK_TIMEOUT)
         if code != 0:
             continue
         link = _link_from(tool, out)
@@ -310,9 +311,9 @@ async def commit_paths(
         args.append(f"--author={author}")
     last = ""
     for attempt in range(COMMIT_ATTEMPTS):
-        code, _out, err = await _run(["git", "add", "--", *paths], worktree, isolated=True)
+        code, _out, err = await run_tool(["git", "add", "--", *paths], worktree, isolated=True)
         if code == 0:
-            code, _out, err = await _run(["git", *args, "--", *paths], worktree, isolated=True)
+            code, _out, err = await run_tool(["git", *args, "--", *paths], worktree, isolated=True)
         if code == 0:
             return await _git(worktree, "rev-parse", "HEAD", isolated=True)
         last = err.strip()
