@@ -171,6 +171,7 @@ class LegionApp(App[None]):
         self._galaxy_full = False
         self._interrupted: set[str] = set()  # ids the banner names
         self._banner_text: str | None = None  # None: not drawn yet
+        self._queued_steers: dict[str, list[str]] = {}  # steer texts sent and queued
         for textual_theme in textual_themes():
             self.register_theme(textual_theme)
         if theme not in THEME_ORDER:  # a typo in --theme or settings must not crash
@@ -356,16 +357,23 @@ class LegionApp(App[None]):
         if view is None:
             return
         node = view.node
+        if node.role == "root":  # the session itself: a stop would only be refused
+            self._say(receipts.root_not_stoppable(node.name))
+            return
         if not node.live:
             self._say(receipts.already_ended(node.name, node.status.value))
             return
-        self._ask(
-            ConfirmRequest(
-                "force-stop" if force else "stop",
-                node.id,  # locked now: later re-sorts cannot redirect the answer
-                receipts.stop_confirm(node.name, node.role, node.pid, force=force),
-            )
+        members = [v.node for v, _depth in self.model.walk(node.id)]
+        prompt = receipts.stop_confirm(
+            node.name,
+            node.role,
+            node.pid,
+            force=force,
+            members=len(members),
+            live=sum(1 for m in members if m.live),
         )
+        # The id is locked now: later re-sorts cannot redirect the answer.
+        self._ask(ConfirmRequest("force-stop" if force else "stop", node.id, prompt))
 
     @on(ConfirmBar.Answered)
     def _confirm_answered(self, event: ConfirmBar.Answered) -> None:
@@ -384,10 +392,15 @@ class LegionApp(App[None]):
             status = view.node.status.value if view is not None else "gone"
             self._say(receipts.already_ended(name, status), severity="warning")
             return
+        if request.kind == "abort":
+            self._queued_steers.pop(view.node.id, None)  # the abort drops them
+            self.run_worker(self._run_op(self.ops.abort(view.node.id)), group="ops")
+            return
         force = request.kind == "force-stop"
         self.run_worker(self._run_op(self.ops.stop(view.node.id, force=force)), group="ops")
 
-    async def _run_op(self, call: Awaitable[str]) -> None:
+    async def _run_op(self, call: Awaitable[str]) -> str | None:
+        """Run an operation and show its receipt (or its failure); returns the receipt."""
         try:
             receipt = await call
         except OpError as error:
@@ -396,6 +409,8 @@ class LegionApp(App[None]):
             self._say(f"{type(error).__name__}: {error}", severity="error", timeout=10)
         else:
             self._say(receipt)
+            return receipt
+        return None
 
     def action_abort_node(self) -> None:
         view = self._target()
@@ -403,7 +418,21 @@ class LegionApp(App[None]):
             self.palette_abort(view.node.id)
 
     def palette_abort(self, node_id: str) -> None:
-        self.run_worker(self._run_op(self.ops.abort(node_id)), group="ops")
+        view = self.model.nodes.get(node_id)
+        if view is None:
+            return
+        node = view.node
+        if node.role == "root":
+            self._say(receipts.root_not_stoppable(node.name))
+            return
+        if not node.live:
+            self._say(receipts.already_ended(node.name, node.status.value))
+            return
+        # The steering this dashboard queued that the agent's session has not shown yet:
+        # the abort drops it, so the prompt names it.
+        delivered = set(view.progress.recent_user_texts)
+        queued = [t for t in self._queued_steers.get(node.id, []) if t not in delivered]
+        self._ask(ConfirmRequest("abort", node.id, receipts.abort_confirm(node.name, queued)))
 
     def action_steer_node(self) -> None:
         view = self._target()
@@ -413,7 +442,13 @@ class LegionApp(App[None]):
 
     @on(SteerLine.SteerSubmitted)
     def _steer_submitted(self, event: SteerLine.SteerSubmitted) -> None:
-        self.run_worker(self._run_op(self.ops.steer(event.node_id, event.text)), group="ops")
+        self.run_worker(self._steer(event.node_id, event.text), group="ops")
+
+    async def _steer(self, node_id: str, text: str) -> None:
+        view = self.model.nodes.get(node_id)
+        receipt = await self._run_op(self.ops.steer(node_id, text))
+        if view is not None and receipt == receipts.steered(view.node.name, "queued"):
+            self._queued_steers.setdefault(node_id, []).append(text)
 
     def action_resume_node(self) -> None:
         view = self._target()
@@ -440,6 +475,9 @@ class LegionApp(App[None]):
             found = self.resolve(command.target)
             if isinstance(found, str):
                 self._say(found, severity="error")
+                return
+            if found.node.role == "root":
+                self._say(receipts.root_not_stoppable(found.node.name), severity="warning")
                 return
             targets = [found.node.id]
         for node_id in targets:
@@ -555,6 +593,15 @@ class LegionApp(App[None]):
             self._ask(ConfirmRequest("quit", None, receipts.QUIT_CONFIRM))
         else:
             self.exit()
+
+    async def action_quit(self) -> None:
+        """Textual's own quit — Ctrl+Q and the palette's `Quit` — asks as `q` does: it
+        ends the legion too."""
+        self.action_quit_legion()
+
+    def action_help_quit(self) -> None:
+        """Ctrl+C: Textual's toast would name Ctrl+Q; ours names `q`, which asks first."""
+        self._say(receipts.CTRL_C_HINT, title="Do you want to quit?")
 
 
 # The factory tests and the CLI build the dashboard through (a canned model, a fixed

@@ -88,10 +88,33 @@ def abort_timeout(name: str, seconds: float = ABORT_BOUND_SECONDS) -> str:
     )
 
 
-def stop_confirm(name: str, role: str, pid: int | None, force: bool = False) -> str:
+def stop_confirm(
+    name: str, role: str, pid: int | None, force: bool = False, *, members: int = 0, live: int = 0
+) -> str:
+    """The stop prompt names everything the stop ends: a lead's stop retires its whole
+    subtree, so its members (and how many of them still run) are named too."""
     verb = "Force stop" if force else "Stop"
     pid_text = f"pid {pid}" if pid is not None else "in-process"
-    return f"{verb} {name} ({role}, {pid_text})? y confirms · any other key cancels"
+    below = ""
+    if members:
+        noun = "member" if members == 1 else "members"
+        below = f" and its {members} {noun}, {live} live"
+    return f"{verb} {name} ({role}, {pid_text}){below}? y confirms · any other key cancels"
+
+
+def abort_confirm(name: str, queued: list[str]) -> str:
+    """`a` asks first: an abort ends the turn under way and drops the steering queued for
+    the next one — named when this dashboard queued some that has not arrived yet."""
+    if queued:
+        shown = "; ".join(f'"{text}"' for text in queued[-2:])
+        extra = f" (+{len(queued) - 2} more)" if len(queued) > 2 else ""
+        drops = f"drops your queued steering {shown}{extra}"
+    else:
+        drops = "drops any steering queued for its next turn"
+    return (
+        f"Abort {name}'s current turn? Keeps its context, {drops}. "
+        "y confirms · any other key cancels"
+    )
 
 
 # ----- team machinery: mail, worktrees, verification, phase timeouts ------------------
@@ -245,6 +268,15 @@ QUIT_CONFIRM = (
     "Quit? Live agents will be paused (resumable with r next time). "
     "y confirms · any other key cancels"
 )
+
+
+# Ctrl+C does not quit (Textual's convention); it names the key that asks first.
+CTRL_C_HINT = "Ctrl+C does not quit here: press q (it asks first while agents are live)."
+
+
+def root_not_stoppable(name: str) -> str:
+    """The root is this session itself: nothing offers to stop it (it would be refused)."""
+    return f"{name} is this session — q quits it (live agents are paused, resumable with r)."
 
 
 def already_ended(name: str, status: str) -> str:

@@ -156,7 +156,7 @@ async def test_overlay_header_follows_the_model_and_keys_act_inside(tmp_path: Pa
         await pilot.pause()
         await pilot.pause()
         assert "7 skipped lines" in str(detail.query_one("#detail-skipped", Static).render())
-        await pilot.press("a")
+        await pilot.press("a", "y")  # abort asks first
         await app.workers.wait_for_complete()
         await pilot.press("s", *"stop editing", "enter")
         await app.workers.wait_for_complete()

@@ -203,7 +203,7 @@ async def test_abort_steer_and_resume_act_on_the_selected_node() -> None:
     app, ops = build(canned_model(interrupted=True))
     async with app.run_test(size=SIZE, notifications=True) as pilot:
         app.railway.select("n3")
-        await pilot.press("a")
+        await pilot.press("a", "y")  # abort asks first
         await app.workers.wait_for_complete()
         await pilot.press("s")
         app.railway.select("n2")  # the steer line is locked to n3 already

@@ -16,7 +16,7 @@ KEYS: tuple[tuple[str, str], ...] = (
     ("Enter / o", "detail overlay (Esc or q closes)"),
     ("x then y", "stop the selected agent (any other key cancels)"),
     ("X then y", "force stop (no grace period)"),
-    ("a", "abort the current turn (context kept)"),
+    ("a then y", "abort the current turn (context kept; queued steering is dropped)"),
     ("s", "steer: text for the next turn"),
     ("r", "resume an interrupted agent"),
     ("/", "filter the tree"),

@@ -73,6 +73,8 @@ class LegionCommands(Provider):
         entries: list[tuple[str, Callable[[], None], str]] = []
         for view in host.model.nodes.values():
             node = view.node
+            if node.role == "root":
+                continue  # the session itself: stop and abort of it are refused, never offered
             if node.live:
                 entries.append((f"Stop {node.name}", partial(host.palette_stop, node.id, False),
                                 f"{node.path} · asks y to confirm"))
@@ -80,7 +82,7 @@ class LegionCommands(Provider):
                                 partial(host.palette_stop, node.id, True),
                                 f"{node.path} · no grace period · asks y to confirm"))
                 entries.append((f"Abort {node.name}", partial(host.palette_abort, node.id),
-                                f"{node.path} · interrupt the current turn, keep context"))
+                                f"{node.path} · interrupt the current turn, keep context · asks y"))
             if view.interrupted:
                 entries.append((f"Resume {node.name}", partial(host.palette_resume, node.id),
                                 f"{node.path} · interrupted by the last shutdown"))
