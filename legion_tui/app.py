@@ -36,7 +36,9 @@ from legion_tui.widgets.galaxy import GalaxyView
 from legion_tui.widgets.header import HeaderBar
 from legion_tui.widgets.help import HelpScreen
 from legion_tui.widgets.keys import KeyHints, agent_bindings
+from legion_tui.widgets.landing import LANDING_KINDS, Landing
 from legion_tui.widgets.layout import layout_classes
+from legion_tui.widgets.new_agent import EMPTY_HINT, NewAgentScreen
 from legion_tui.widgets.palette import LegionCommands, SlashStop
 from legion_tui.widgets.rate_chart import RateChart
 from legion_tui.widgets.steer import FilterLine, SteerLine
@@ -130,6 +132,8 @@ class LegionApp(App[None]):
     COMMANDS: ClassVar = App.COMMANDS | {LegionCommands}
     BINDINGS: ClassVar[list[BindingType]] = [
         *agent_bindings(),
+        Binding("n", "new_agent", "New agent"),
+        Binding("L", "land_node", "Land", show=False),
         Binding("slash", "filter", "Filter"),
         Binding("w", "chart_window", "Window", show=False),
         Binding("g", "galaxy_full", "Galaxy"),
@@ -185,6 +189,15 @@ class LegionApp(App[None]):
         self.chart = RateChart(model, id="chart")
         self.key_hints = KeyHints(theme=theme, floor=floor, id="keys")
         self.main_screen = MainScreen(self)
+        self.landing = Landing(
+            model,
+            ops,
+            say=lambda text, error: self._say(
+                text, severity="error" if error else "information", timeout=15 if error else None
+            ),
+            ask=self._ask,
+            run=lambda call: self.run_worker(call, group="land"),
+        )
         if not floor:
             self.add_class("-no-floor")
         self._unsubscribe = model.subscribe(self._on_model_signal)
@@ -283,26 +296,29 @@ class LegionApp(App[None]):
             self.galaxy.tick()
 
     def _update_banner(self, dirty: frozenset[str] | None = None) -> None:
-        """The interrupted-nodes banner. Only nodes in `dirty` can have changed it (None:
-        look at all), and the Static is touched only when its text changes: an update
-        is a layout pass of the whole screen, which must not happen 30 times a second."""
+        """The interrupted-nodes banner, or the empty-state hint while only root exists.
+        Only nodes in `dirty` can have changed it (None: look at all), and the Static is
+        touched only when its text changes: an update is a layout pass of the whole
+        screen, which must not happen 30 times a second."""
         if not self.main_screen.is_attached:
             return
         nodes = self.model.nodes
-        if dirty is not None and not any(
+        empty = len(nodes) == 1  # a fresh session: root and nothing started yet
+        if dirty is not None and (self._banner_text == EMPTY_HINT) == empty and not any(
             (nid in self._interrupted) != (nid in nodes and nodes[nid].interrupted)
             for nid in dirty
         ):
             return
         self._interrupted = {nid for nid, v in nodes.items() if v.interrupted}
         names = [nodes[nid].node.name for nid in nodes if nid in self._interrupted]
-        text = receipts.interrupted_banner(names) if names else ""
+        text = receipts.interrupted_banner(names) if names else EMPTY_HINT if empty else ""
         if text == self._banner_text:
             return
         self._banner_text = text
         banner = self.main_screen.query_one("#banner", Static)
         banner.update(text)
-        banner.set_class(bool(names), "-shown")
+        banner.set_class(bool(text), "-shown")
+        banner.set_class(text == EMPTY_HINT, "-hint")
 
     # ----- layout ------------------------------------------------------------------
     def apply_layout(self, width: int, height: int) -> None:
@@ -378,6 +394,9 @@ class LegionApp(App[None]):
     @on(ConfirmBar.Answered)
     def _confirm_answered(self, event: ConfirmBar.Answered) -> None:
         request = event.request
+        if request.kind in LANDING_KINDS:
+            self.landing.answered(request, event.confirmed)
+            return
         if not event.confirmed:
             if request.kind != "quit":
                 self._say("Cancelled — nothing stopped.")
@@ -529,8 +548,47 @@ class LegionApp(App[None]):
                 theme=self.theme_name,
                 floor=self.floor,
                 run_dir=self.run_dir,
+                workspace=self.ops.workspace(event.node_id),
             )
         )
+
+    # ----- land / new agent ----------------------------------------------------------
+    def action_land_node(self) -> None:
+        view = self._target()
+        if view is not None:
+            self.landing.start(view.node.id)
+
+    def action_new_agent(self) -> None:
+        if self.screen is not self.main_screen:
+            return  # `n` is a main-screen key (the palette's entry closes it first)
+        view = self.railway.selected_view
+        root = self.model.root_id
+        lead = view is not None and view.node.role == "centurion" and view.node.live
+        parent = view.node.id if lead and view is not None else root
+        if parent is not None:
+            self.run_worker(self._open_new_agent(parent), group="new-agent")
+
+    palette_new_agent = action_new_agent
+
+    async def _open_new_agent(self, parent_id: str) -> None:
+        try:
+            cards = await self.ops.role_cards()  # as on disk now: edits need no restart
+        except Exception as error:  # a failure to act is reported, never swallowed
+            self._say(f"cannot read the role cards: {error}", severity="error", timeout=10)
+            return
+        if self.screen is not self.main_screen or parent_id not in self.model.nodes:
+            return
+        form = NewAgentScreen(
+            cards,
+            parent_id=parent_id,
+            parent_path=self.model.nodes[parent_id].node.path,
+            spawn=self.ops.spawn,
+        )
+        self.push_screen(form, callback=self._new_agent_done)
+
+    def _new_agent_done(self, receipt: str | None) -> None:
+        if receipt is not None:
+            self._say(receipt)
 
     @on(GalaxyView.StarClicked)
     def _star_clicked(self, event: GalaxyView.StarClicked) -> None:

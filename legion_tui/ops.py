@@ -4,7 +4,13 @@ user sees (legion_tui.receipts) or raises OpError with a message worth showing."
 
 from __future__ import annotations
 
-from typing import Protocol
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Protocol
+
+if TYPE_CHECKING:
+    from legion_tui.agents.cards import CardSet
+    from legion_tui.supervisor.admission import ChildRequest
+    from legion_tui.supervisor.worktree import Worktree
 
 
 class OpError(Exception):
@@ -16,6 +22,16 @@ class OpError(Exception):
         self.message = message
 
 
+@dataclass(frozen=True, slots=True)
+class Workspace:
+    """The git worktree a node works in, and the node that holds it: the node itself
+    (an agent the user started, a lead) or its lead (a team member). Only the holder's
+    branch is landed."""
+
+    owner_id: str
+    tree: Worktree
+
+
 class Operations(Protocol):
     async def stop(self, node_id: str, *, force: bool = False) -> str: ...
 
@@ -24,3 +40,16 @@ class Operations(Protocol):
     async def steer(self, node_id: str, text: str) -> str: ...
 
     async def resume(self, node_id: str) -> str: ...
+
+    async def spawn(self, parent_id: str, request: ChildRequest) -> str:
+        """Start one child under `parent_id` (root or a lead) as `legion spawn` does; the
+        receipt names it, or OpError with the same refusal the CLI prints."""
+        ...
+
+    async def role_cards(self) -> CardSet:
+        """The role cards as they are on disk now (`.legion/agents/` re-read)."""
+        ...
+
+    def workspace(self, node_id: str) -> Workspace | None:
+        """The worktree `node_id` works in; None when it works in the project itself."""
+        ...

@@ -34,9 +34,11 @@ from legion_tui.model import (
     Usage,
     Verdict,
 )
-from legion_tui.ops import OpError
+from legion_tui.agents.cards import CardSet, load_cards
+from legion_tui.ops import OpError, Workspace
 from legion_tui.session.progress import RateSegment, SessionProgress
 from legion_tui.state import LegionModel
+from legion_tui.supervisor.admission import ChildRequest
 
 if TYPE_CHECKING:
     from legion_tui.app import LegionApp
@@ -391,6 +393,7 @@ class FakeOps:
     model: LegionModel
     calls: list[tuple[str, str, dict[str, object]]] = field(default_factory=list)
     fail_with: OpError | None = None
+    workspaces: dict[str, Workspace] = field(default_factory=dict)  # node id → its worktree
 
     def _live_subtree(self, node_id: str) -> list[str]:
         ids = [v.node.id for v, _ in self.model.walk(node_id)]
@@ -427,6 +430,18 @@ class FakeOps:
         view = self.model.nodes[node_id]
         self.model.upsert(replace(view.node, status=NodeStatus.RUNNING))
         return receipts.resumed(view.node.name, view.node.session_file)
+
+    async def spawn(self, parent_id: str, request: ChildRequest) -> str:
+        self.calls.append(("spawn", parent_id, {"request": request}))
+        if self.fail_with is not None:
+            raise self.fail_with
+        return f"Spawned {request.name or request.role}"
+
+    async def role_cards(self) -> CardSet:
+        return load_cards(Path("/nonexistent"))  # the bundled cards only
+
+    def workspace(self, node_id: str) -> Workspace | None:
+        return self.workspaces.get(node_id)
 
 
 # ----- the real ANSI a terminal would receive -------------------------------------------

@@ -7,10 +7,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from land_helpers import agent_work, make_repo
 from supervisor_helpers import git, use_git_identity
 
 from legion_tui.land import LandRefused, merge, plan_land, push, remote_of, review
-from legion_tui.supervisor.worktree import Worktree, create_worktree
 
 
 @pytest.fixture(autouse=True)
@@ -20,24 +20,7 @@ def _git_identity(monkeypatch: pytest.MonkeyPatch) -> None:
 
 @pytest.fixture
 def repo(tmp_path: Path) -> Path:
-    path = tmp_path / "project"
-    path.mkdir()
-    git(path, "init", "-q", "-b", "main")
-    (path / ".gitignore").write_text(".legion/\n")
-    (path / "app.py").write_text("PAGE_SIZE = 10\n\ndef items():\n    return []\n")
-    git(path, "add", ".")
-    git(path, "commit", "-q", "-m", "first")
-    return path
-
-
-async def _agent_work(repo: Path) -> Worktree:
-    """A worktree holding one commit, an uncommitted edit and a new untracked file."""
-    tree = await create_worktree(repo, "worker-1", nonce="abc123")
-    (tree.path / "app.py").write_text("PAGE_SIZE = 50\n\ndef items():\n    return []\n")
-    git(tree.path, "commit", "-qam", "raise the page size")
-    (tree.path / "app.py").write_text("PAGE_SIZE = 50\n\ndef items():\n    return [1]\n")
-    (tree.path / "notes.txt").write_text("todo: paginate\n")
-    return tree
+    return make_repo(tmp_path / "project")
 
 
 def _state(path: Path) -> tuple[str, str, str]:
@@ -49,7 +32,7 @@ def _state(path: Path) -> tuple[str, str, str]:
 
 
 async def test_review_shows_committed_and_uncommitted_changes(repo: Path) -> None:
-    tree = await _agent_work(repo)
+    tree = await agent_work(repo)
     before = _state(repo)
     seen = await review(tree)
     assert seen.branch == "legion/worker-1-abc123" and seen.base_sha == tree.base_sha
@@ -67,7 +50,7 @@ async def test_review_shows_committed_and_uncommitted_changes(repo: Path) -> Non
 
 
 async def test_land_merges_the_branch_into_the_checkouts_branch(repo: Path) -> None:
-    tree = await _agent_work(repo)
+    tree = await agent_work(repo)
     plan = await plan_land(tree)
     assert (plan.checkout, plan.branch, plan.base) == (repo, tree.branch, "main")
     assert plan.files == ("app.py",) and plan.commits == 1 and plan.uncommitted
@@ -84,7 +67,7 @@ async def test_land_merges_the_branch_into_the_checkouts_branch(repo: Path) -> N
 async def test_a_conflict_is_refused_in_gits_words_and_the_checkout_is_as_it_was(
     repo: Path,
 ) -> None:
-    tree = await _agent_work(repo)
+    tree = await agent_work(repo)
     plan = await plan_land(tree)
     (repo / "app.py").write_text("PAGE_SIZE = 25\n\ndef items():\n    return []\n")
     git(repo, "commit", "-qam", "mine: 25")
@@ -100,7 +83,7 @@ async def test_a_conflict_is_refused_in_gits_words_and_the_checkout_is_as_it_was
 async def test_a_checkout_with_uncommitted_changes_is_refused_before_the_confirm(
     repo: Path,
 ) -> None:
-    tree = await _agent_work(repo)
+    tree = await agent_work(repo)
     (repo / "app.py").write_text("mine, not committed\n")
     with pytest.raises(LandRefused, match="uncommitted changes"):
         await plan_land(tree)
@@ -108,7 +91,7 @@ async def test_a_checkout_with_uncommitted_changes_is_refused_before_the_confirm
 
 
 async def test_a_branch_switched_since_the_confirm_is_not_merged(repo: Path) -> None:
-    tree = await _agent_work(repo)
+    tree = await agent_work(repo)
     plan = await plan_land(tree)
     git(repo, "switch", "-q", "-c", "other")
     before = _state(repo)
@@ -122,7 +105,7 @@ async def test_push_reaches_a_local_bare_remote(repo: Path, tmp_path: Path) -> N
     git(tmp_path, "init", "-q", "--bare", str(remote))
     git(repo, "remote", "add", "origin", str(remote))
     git(repo, "push", "-q", "-u", "origin", "main")
-    tree = await _agent_work(repo)
+    tree = await agent_work(repo)
     plan = await plan_land(tree)
     await merge(tree, plan)
     assert await remote_of(plan) == ("origin", "main")
@@ -131,5 +114,5 @@ async def test_push_reaches_a_local_bare_remote(repo: Path, tmp_path: Path) -> N
 
 
 async def test_no_remote_means_no_push_offered(repo: Path) -> None:
-    tree = await _agent_work(repo)
+    tree = await agent_work(repo)
     assert await remote_of(await plan_land(tree)) is None

@@ -145,6 +145,14 @@ class Admission:
         self.cards = CardSet({})  # the project's and the bundled role cards, once loaded
         self.card_of: dict[str, str] = {}  # node id → role card name
 
+    def reload_cards(self) -> CardSet:
+        """Read the role cards again (bundled + `.legion/agents/`): a card added or edited
+        while the host runs counts from the next spawn on, without a restart."""
+        from legion_tui.agents.cards import load_cards
+
+        self.cards = load_cards(self._project_dir)
+        return self.cards
+
     def card_name(self, node: Node) -> str:
         return self.card_of.get(node.id, node.role)
 
@@ -157,6 +165,7 @@ class Admission:
         is_root = caller.id == ROOT_ID
         for req in requests:
             check_task(req.task)
+        self.reload_cards()  # as they are on disk now: edited cards need no restart
         from legion_tui.agents.cards import CardError
         from legion_tui.phases import DeclarationRefused, check_centurion_dispatch
 

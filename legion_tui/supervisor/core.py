@@ -55,8 +55,10 @@ from legion_tui.supervisor.stops import Stops
 from legion_tui.supervisor.teams import Teams
 
 if TYPE_CHECKING:
+    from legion_tui.agents.cards import CardSet
     from legion_tui.ledger import Ledger
     from legion_tui.mail.service import MailService
+    from legion_tui.ops import Workspace
     from legion_tui.supervisor.worktree import Worktree
 
 __all__ = [
@@ -892,6 +894,37 @@ class RootOperations:
 
     async def resume(self, node_id: str) -> str:
         return await self.supervisor.resume(ROOT_ID, node_id)
+
+    async def spawn(self, parent_id: str, request: ChildRequest) -> str:
+        """The dashboard's new agent: the socket's `spawn` op for one child, the caller
+        being its parent (root, or the lead it joins). A phases file is read here, from
+        the project, with its own lines in a refusal — as `legion spawn --phases` does."""
+        if isinstance(request.phases, str):
+            from legion_tui.phases import MachineError, load_machine_file
+
+            path = self.supervisor.project_dir / request.phases
+            try:
+                machine = load_machine_file(str(path)).to_dict()
+            except MachineError as err:
+                raise OpError("PHASES", str(err)) from err
+            request = dataclasses.replace(request, phases=machine)
+        (node,) = await self.supervisor.spawn(parent_id, [request])
+        if node.status is NodeStatus.FAILED:
+            raise OpError("START_FAILED", f"Failed to start {node.path}: {node.error}")
+        said = f"Spawned {node.path} ({node.id})" + (" — simulated" if node.simulated else "")
+        warning = self.supervisor.launch_warning(node.id)
+        return said + (f"\nwarning: {warning}" if warning else "")
+
+    async def role_cards(self) -> CardSet:
+        return self.supervisor.admission.reload_cards()
+
+    def workspace(self, node_id: str) -> Workspace | None:
+        from legion_tui.ops import Workspace
+
+        teams = self.supervisor.teams
+        holder = teams.holder_of(node_id)
+        tree = teams.worktree_of(node_id)
+        return None if holder is None or tree is None else Workspace(holder, tree)
 
 
 def _settings_for(project_dir: Path) -> tuple[Budgets, float]:

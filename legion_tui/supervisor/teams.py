@@ -157,11 +157,16 @@ class Teams:
     def worktree_of(self, node_id: str) -> Worktree | None:
         """The worktree a node works in: its own (a centurion's) or its nearest
         ancestor's; None when the team works in the project itself."""
+        holder = self.holder_of(node_id)
+        return None if holder is None else self._worktrees[holder]
+
+    def holder_of(self, node_id: str) -> str | None:
+        """The node whose worktree `node_id` works in: itself or its nearest ancestor
+        holding one; None when it works in the project itself."""
         view = self._model.nodes.get(node_id)
         while view is not None:
-            tree = self._worktrees.get(view.node.id)
-            if tree is not None:
-                return tree
+            if view.node.id in self._worktrees:
+                return view.node.id
             view = self._model.nodes.get(view.node.parent_id or "")
         return None
 

@@ -18,6 +18,8 @@ from textual.containers import Vertical, VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Static, TabbedContent, TabPane
 
+from legion_tui.land import Review, review
+from legion_tui.ops import Workspace
 from legion_tui.state import Clock, LegionModel
 from legion_tui.widgets.confirm import ConfirmBar
 from legion_tui.widgets.detail_text import (
@@ -28,6 +30,7 @@ from legion_tui.widgets.detail_text import (
     skipped_line,
     stall_line,
 )
+from legion_tui.widgets.diff_view import DiffView, branch_note
 from legion_tui.widgets.keys import agent_bindings
 from legion_tui.widgets.paint import paint_for
 from legion_tui.widgets.steer import SteerLine
@@ -51,6 +54,7 @@ class DetailScreen(ModalScreen[None]):
 
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("escape,q", "close", "Close"),
+        Binding("L", "app.land_node", "Land"),
         *agent_bindings("app."),  # they act on this overlay's agent (App._target)
     ]
 
@@ -63,6 +67,7 @@ class DetailScreen(ModalScreen[None]):
         theme: str,
         floor: bool,
         run_dir: Path | None,
+        workspace: Workspace | None = None,
     ) -> None:
         super().__init__()
         self.model = model
@@ -77,6 +82,8 @@ class DetailScreen(ModalScreen[None]):
         self._dismissed = False
         self.steer_line = SteerLine(id="detail-steer")
         self.confirm_bar = ConfirmBar(theme=theme, floor=floor, id="detail-confirm")
+        self.workspace = workspace  # its git worktree: a Diff tab, its branch in the header
+        self._branch = ""  # ` · branch @ sha` once the worktree has been read
 
     def _session_path(self) -> Path | None:
         raw = self.model.nodes[self.node_id].node.session_file
@@ -111,6 +118,16 @@ class DetailScreen(ModalScreen[None]):
         self._terminal_view = (
             None if log is None else TerminalView(log, theme=self.theme_name, id="terminal")
         )
+        self._diff_view = None
+        if self.workspace is not None:
+            tree = self.workspace.tree
+            self._diff_view = DiffView(
+                lambda: review(tree),
+                theme=self.theme_name,
+                owner=self.workspace.owner_id == self.node_id,
+                id="diff",
+            )
+            self._diff_view.on_review = self._reviewed
         with Vertical(id="detail-frame"):
             yield self._texts["head"]
             yield self._texts["skipped"]
@@ -126,6 +143,9 @@ class DetailScreen(ModalScreen[None]):
                 if self._terminal_view is not None:
                     with TabPane("Terminal", id="tab-terminal"):
                         yield self._terminal_view
+                if self._diff_view is not None:
+                    with TabPane("Diff", id="tab-diff"):
+                        yield self._diff_view
             yield self.steer_line
             yield self.confirm_bar
 
@@ -135,6 +155,18 @@ class DetailScreen(ModalScreen[None]):
         self.showing = True
         self.model_changed(frozenset({self.node_id}))
         self._transcript_view.focus()
+        if self._diff_view is not None:
+            self._diff_view.reload()  # the branch and head for the header
+
+    def on_tabbed_content_tab_activated(self, event: TabbedContent.TabActivated) -> None:
+        # The worktree changes as its agent works: the tab reads it again when shown.
+        if self._diff_view is not None and event.pane.id == "tab-diff":
+            self._diff_view.reload()
+
+    def _reviewed(self, seen: Review) -> None:
+        self._branch = " · " + branch_note(seen)
+        if self.showing:
+            self._show("head", header_line(self.model.nodes[self.node_id]) + self._branch)
 
     def on_unmount(self) -> None:
         self.showing = False
@@ -156,7 +188,7 @@ class DetailScreen(ModalScreen[None]):
             return
         view = self.model.nodes[self.node_id]
         now = self.clock()
-        self._show("head", header_line(view))
+        self._show("head", header_line(view) + self._branch)
         self._show("skipped", skipped_line(view))
         activity = Text("\n".join(activity_lines(view, now)))
         stall = stall_line(view, now)

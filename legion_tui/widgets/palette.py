@@ -63,6 +63,8 @@ class PaletteHost(Protocol):
 
     def palette_slash_stop(self, command: SlashStop) -> None: ...
 
+    def palette_new_agent(self) -> None: ...
+
 
 class LegionCommands(Provider):
     def _host(self) -> PaletteHost:
@@ -70,7 +72,9 @@ class LegionCommands(Provider):
 
     def _entries(self) -> list[tuple[str, Callable[[], None], str]]:
         host = self._host()
-        entries: list[tuple[str, Callable[[], None], str]] = []
+        entries: list[tuple[str, Callable[[], None], str]] = [
+            ("New agent…", host.palette_new_agent, "n · role card, agent, task; under a lead")
+        ]
         for view in host.model.nodes.values():
             node = view.node
             if node.role == "root":
