@@ -2,6 +2,9 @@
 
 A command module exposes `COMMANDS: dict[str, Command]`; modules import their heavy
 dependencies (Textual, numpy, the supervisor) inside `run`, so `legion status` stays fast.
+`legion VERB ...` imports VERB's module alone and builds VERB's parser alone (agents call
+the control verbs in loops: their start-up is most of their wall time, SPEC §8); `legion`
+with no known verb builds them all, for the help and the usage errors.
 """
 
 from __future__ import annotations
@@ -13,39 +16,52 @@ from collections.abc import Sequence
 
 from legion_tui.commands import Command
 
+# Where each command lives, in the help's order (tests/test_import_fences.py holds this
+# table to the modules' own COMMANDS).
+_AGENT = "legion_tui.commands.agent"
+_RUN = "legion_tui.commands.run"
+_TEAM = "legion_tui.commands.team"
+COMMAND_HOMES: dict[str, str] = {
+    "inspect": "legion_tui.commands.inspect",
+    "doctor": "legion_tui.commands.doctor",
+    **dict.fromkeys(
+        ("spawn", "wait", "collect", "stop", "abort", "steer", "resume", "status", "tree"),
+        _AGENT,
+    ),
+    **dict.fromkeys(("run", "demo", "tui"), _RUN),
+    **dict.fromkeys(("mail", "phase"), _TEAM),
+}
 # One module per command group; each adds its own subcommands.
-COMMAND_MODULES: tuple[str, ...] = (
-    "legion_tui.commands.inspect",
-    "legion_tui.commands.doctor",
-    "legion_tui.commands.agent",
-    "legion_tui.commands.run",
-    "legion_tui.commands.team",
-)
+COMMAND_MODULES: tuple[str, ...] = tuple(dict.fromkeys(COMMAND_HOMES.values()))
 
 
 class _Parser(argparse.ArgumentParser):
     """argparse exits 2 on usage errors already; keep that, but print the help hint."""
 
 
-def build_parser() -> tuple[argparse.ArgumentParser, dict[str, Command]]:
+def build_parser(
+    verb: str | None = None,
+) -> tuple[argparse.ArgumentParser, dict[str, Command]]:
+    """The parser of every command, or of `verb` alone when it names one."""
+    wanted = (verb,) if verb in COMMAND_HOMES else tuple(COMMAND_HOMES)
     parser = _Parser(
         prog="legion",
         description="Run and watch a tree of AI coding agents from a terminal.",
     )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     commands: dict[str, Command] = {}
-    for module_name in COMMAND_MODULES:
-        module = importlib.import_module(module_name)
-        for name, command in module.COMMANDS.items():
-            command.add_arguments(
-                sub.add_parser(name, help=command.help, description=command.help)
-            )
-            commands[name] = command
+    for name in wanted:
+        command = importlib.import_module(COMMAND_HOMES[name]).COMMANDS[name]
+        command.add_arguments(
+            sub.add_parser(name, help=command.help, description=command.help)
+        )
+        commands[name] = command
     return parser, commands
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser, commands = build_parser()
+    argv = sys.argv[1:] if argv is None else list(argv)
+    parser, commands = build_parser(argv[0] if argv else None)
     args = parser.parse_args(argv)
     if args.command is None:
         parser.print_help()

@@ -4,10 +4,15 @@ imports only what is below it. A fresh interpreter imports one module and the te
 
 from __future__ import annotations
 
+import asyncio
+import importlib
+import json
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
+from supervisor_helpers import cli_env, hosted
 
 # module → packages it must never pull in (by any chain of imports)
 FENCES = {
@@ -20,6 +25,8 @@ FENCES = {
     "legion_tui.state": ("legion_tui.supervisor", "legion_tui.ledger", "textual"),
     # A control verb is a socket request: no UI, no numpy, no SQLite driver thread.
     "legion_tui.commands.agent": ("textual", "numpy", "aiosqlite", "legion_tui.widgets"),
+    # The verbs' client: one blocking request needs no event loop (SPEC §8's verb budget).
+    "legion_tui.supervisor.client": ("asyncio", "textual", "numpy", "aiosqlite", "psutil"),
     # The ledger is the only SQL, and speaks to nothing above it.
     "legion_tui.ledger": ("legion_tui.supervisor", "textual", "legion_tui.widgets"),
 }
@@ -38,3 +45,88 @@ def test_a_layer_imports_nothing_above_it(module: str) -> None:
     loaded = set(done.stdout.split())
     crossed = [f for f in forbidden if f in loaded or any(m.startswith(f + ".") for m in loaded)]
     assert crossed == [], f"{module} pulls in {crossed}"
+
+
+# ----- the control verbs (SPEC §8: a verb's wall time ≤ 2.5× a bare interpreter's) ------
+# Agents call the verbs in loops; most of a verb's time is its interpreter's start-up, so
+# each runs here for real — its own process, against a real host — and reports every
+# module it had loaded by its exit. None of these, by any chain of imports:
+VERB_FORBIDDEN = ("textual", "numpy", "aiosqlite", "psutil", "asyncio", "legion_tui.widgets")
+# A user's shell finds the live run in ./.legion first (`supervisor.runs`, which checks
+# the host's pid with psutil): the UI, numpy, the ledger's driver and asyncio stay out.
+SHELL_FORBIDDEN = ("textual", "numpy", "aiosqlite", "asyncio", "legion_tui.widgets")
+# `legion mail` checks the text with the ledger's own rules first, and importing
+# `legion_tui.ledger.errors` runs the ledger package's __init__ (the writer, aiosqlite):
+# only the UI and numpy are fenced for it until that package imports lazily.
+MAIL_FORBIDDEN = ("textual", "numpy", "legion_tui.widgets")
+
+PROBE = """
+import json, sys
+from legion_tui.cli import main
+try:
+    code = main(sys.argv[2:])
+finally:
+    with open(sys.argv[1], "w") as out:
+        json.dump(sorted(sys.modules), out)
+sys.exit(code)
+"""
+
+
+async def _verb_modules(
+    argv: list[str], cwd: Path, env: dict[str, str], tmp: Path
+) -> tuple[int, str, set[str]]:
+    listing = tmp / f"modules-{len(list(tmp.glob('modules-*')))}.json"
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, "-c", PROBE, str(listing), *argv, cwd=cwd, env=env,
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT,
+    )  # fmt: skip
+    out, _ = await asyncio.wait_for(proc.communicate(), 60)
+    assert proc.returncode is not None
+    return proc.returncode, out.decode(), set(json.loads(listing.read_text()))
+
+
+def _crossed(loaded: set[str], forbidden: tuple[str, ...]) -> list[str]:
+    return [f for f in forbidden if f in loaded or any(m.startswith(f + ".") for m in loaded)]
+
+
+async def test_the_control_verbs_import_only_what_a_socket_request_needs(
+    tmp_path: Path,
+) -> None:
+    project = tmp_path / "project"
+    project.mkdir()
+    async with hosted(project) as sup:
+        agent_env = cli_env() | {"LEGION_SOCKET": str(sup.socket_path), "LEGION_NODE_ID": "root"}
+        spawn = ["spawn", "worker", "--kind", "sim", "--name", "c1", "--task", "t"]
+        mail = ["mail", "--to", "c1", "--subject", "s", "--body", "b"]
+        verbs: list[tuple[list[str], dict[str, str], tuple[str, ...]]] = [
+            (spawn, agent_env, VERB_FORBIDDEN),
+            (["wait", "c1", "--timeout", "30"], agent_env, VERB_FORBIDDEN),
+            (["collect", "c1"], agent_env, VERB_FORBIDDEN),
+            (["status"], agent_env, VERB_FORBIDDEN),
+            (["status", "c1", "--json"], agent_env, VERB_FORBIDDEN),
+            (["tree"], agent_env, VERB_FORBIDDEN),
+            (["tree", "--json"], agent_env, VERB_FORBIDDEN),
+            (mail, agent_env, MAIL_FORBIDDEN),
+            (["stop", "c1"], agent_env, VERB_FORBIDDEN),
+            (["status"], cli_env(), SHELL_FORBIDDEN),
+            (["tree"], cli_env(), SHELL_FORBIDDEN),
+        ]
+        for argv, env, forbidden in verbs:
+            code, out, loaded = await _verb_modules(argv, project, env, tmp_path)
+            # mail to a child that has settled is stored and bounces: exit 1 is its answer
+            assert code == (1 if argv[0] == "mail" else 0), (argv, out)
+            assert _crossed(loaded, forbidden) == [], f"legion {' '.join(argv)}: {out}"
+
+
+def test_each_command_is_found_where_the_front_door_looks_for_it() -> None:
+    """`legion VERB` imports only the module `cli.COMMAND_HOMES` names for VERB: the table
+    and the modules' own COMMANDS must agree, or a command would vanish from its verb."""
+    from legion_tui.cli import COMMAND_HOMES, COMMAND_MODULES
+
+    found = {
+        name: module
+        for module in COMMAND_MODULES
+        for name in importlib.import_module(module).COMMANDS
+    }
+    assert found == COMMAND_HOMES
+    assert list(found) == list(COMMAND_HOMES)  # the help lists them in the table's order

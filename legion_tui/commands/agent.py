@@ -9,16 +9,17 @@ default, `--json` for machines. Exit codes: 0 ok, 1 refused or failed, 2 usage.
 from __future__ import annotations
 
 import argparse
-import asyncio
 import json
+import os
 import sys
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from legion_tui.commands import Command
 from legion_tui.commands.arg_types import (
+    add_kind_option,
     add_task_options,
     child_name,
     seconds,
@@ -26,7 +27,12 @@ from legion_tui.commands.arg_types import (
     task_of,
 )
 
-Handler = Callable[[argparse.Namespace, Any], Awaitable[int]]
+if TYPE_CHECKING:
+    from legion_tui.supervisor.client import BlockingClient
+
+# A verb is one blocking request (`BlockingClient`): no event loop to start, no asyncio
+# to import — the verbs' wall time is held to 2.5× a bare interpreter's (SPEC §8).
+Handler = Callable[[argparse.Namespace, "BlockingClient"], int]
 
 
 # add_client_options, emit, fail and run_client are the client side every socket verb
@@ -63,19 +69,27 @@ def run_client(verb: str, handler: Handler) -> Callable[[argparse.Namespace], in
 
     def run(args: argparse.Namespace) -> int:
         from legion_tui.supervisor.client import LegionRequestError
-        from legion_tui.supervisor.runs import client_for
-
-        async def go() -> int:
-            client = client_for(session_name=args.session)
-            async with client:
-                return await handler(args, client)
 
         try:
-            return asyncio.run(go())
+            with verb_client(args.session) as client:
+                return handler(args, client)
         except LegionRequestError as err:
             return fail(verb, err.code, err.message, args.json)
 
     return run
+
+
+def verb_client(session: str | None) -> BlockingClient:
+    """The blocking client of `runs.client_for`'s choice: the env's socket inside a
+    legion, else the live run of ./.legion. The env's case is decided here too, so an
+    agent's verb never imports `runs` (psutil, tempfile, secrets: a third of its time)."""
+    from legion_tui.supervisor.client import ENV_SOCKET, BlockingClient
+
+    if os.environ.get(ENV_SOCKET) and session is None:
+        return BlockingClient.from_env()
+    from legion_tui.supervisor.runs import client_for
+
+    return BlockingClient.like(client_for(session_name=session))
 
 
 # ----- spawn ---------------------------------------------------------------------------
@@ -96,13 +110,11 @@ def _spawn_args(p: argparse.ArgumentParser) -> None:
     add_task_options(p, "what the agent should do")
     p.add_argument("--name", type=child_name, help="the child's name (default: <role>-N)")
     p.add_argument("--phases", metavar="FILE", help="declared phase machine (root → centurion)")
-    from legion_tui.commands.run import add_kind_option
-
     add_kind_option(p)
     add_client_options(p)
 
 
-async def _spawn(args: argparse.Namespace, client: Any) -> int:
+def _spawn(args: argparse.Namespace, client: BlockingClient) -> int:
     from legion_tui.supervisor.client import LegionRequestError
 
     try:
@@ -116,7 +128,7 @@ async def _spawn(args: argparse.Namespace, client: Any) -> int:
         child["phases"] = phases_payload(args.phases)
     if args.kind:
         child["kind"] = args.kind
-    result = await client.request("spawn", children=[child])
+    result = client.request("spawn", children=[child])
     # The kind each child resolved to is said when it is the simulated agent: a user who
     # spawned `worker` must not take a pretend run for a real one.
     lines = [_spawned_line(n) for n in result["nodes"]]
@@ -153,8 +165,8 @@ def _node_line(n: dict[str, Any]) -> str:
     return f"{n['path']}: {n['status']}{tail}"
 
 
-async def _wait(args: argparse.Namespace, client: Any) -> int:
-    result = await client.request("wait", names=args.names or None, timeout=args.timeout)
+def _wait(args: argparse.Namespace, client: BlockingClient) -> int:
+    result = client.request("wait", names=args.names or None, timeout=args.timeout)
     if result["state"] == "mail":  # mail for you ended the wait early: read it first
         emit(args, result, result["text"])
         return 0
@@ -174,8 +186,8 @@ def _name_args(help_text: str) -> Callable[[argparse.ArgumentParser], None]:
     return add
 
 
-async def _collect(args: argparse.Namespace, client: Any) -> int:
-    result = await client.request("collect", name=args.name)
+def _collect(args: argparse.Namespace, client: BlockingClient) -> int:
+    result = client.request("collect", name=args.name)
     verdict = result.get("verdict")
     lines = [f"── {result['path']} ({result['status']}) ──", result["text"].rstrip()]
     if isinstance(verdict, dict):
@@ -203,8 +215,8 @@ def _receipt_verb(verb: str, *fields: str) -> Callable[[argparse.Namespace], int
     the verb only carries them to the terminal.
     """
 
-    async def handler(args: argparse.Namespace, client: Any) -> int:
-        result = await client.request(verb, **{f: getattr(args, f) for f in fields})
+    def handler(args: argparse.Namespace, client: BlockingClient) -> int:
+        result = client.request(verb, **{f: getattr(args, f) for f in fields})
         emit(args, result, result["receipt"])
         return 0
 
@@ -255,20 +267,17 @@ def _offline_doc(session: str | None) -> dict[str, Any] | None:
 def _status_or_tree(verb: str) -> Callable[[argparse.Namespace], int]:
     def run(args: argparse.Namespace) -> int:
         from legion_tui.supervisor.client import LegionRequestError
-        from legion_tui.supervisor.runs import client_for
-        from legion_tui.supervisor.status import render_status, tree_rows_from_doc
 
         name = getattr(args, "name", None)
 
-        async def live() -> dict[str, Any]:
-            async with client_for(session_name=args.session) as client:
+        def live() -> dict[str, Any]:
+            with verb_client(args.session) as client:
                 if verb == "tree" and not args.json:
-                    return {"text": (await client.request("tree"))["text"]}
-                doc: dict[str, Any] = await client.request("status", name=name)
-                return doc
+                    return {"text": client.request("tree")["text"]}
+                return client.request("status", name=name)
 
         try:
-            doc = asyncio.run(live())
+            doc = live()
         except LegionRequestError as err:
             if err.code not in ("NO_SUPERVISOR", "NO_SOCKET", "DISCONNECTED"):
                 return fail(verb, err.code, err.message, args.json)
@@ -287,10 +296,10 @@ def _status_or_tree(verb: str) -> Callable[[argparse.Namespace], int]:
             print(doc["text"])
         elif args.json:
             print(json.dumps(doc, ensure_ascii=False))
-        elif verb == "tree":
-            print(tree_rows_from_doc(doc))
-        else:
-            print(render_status(doc))
+        else:  # the model's words and glyphs: imported only to print them
+            from legion_tui.supervisor.status import render_status, tree_rows_from_doc
+
+            print(tree_rows_from_doc(doc) if verb == "tree" else render_status(doc))
         return 0
 
     return run

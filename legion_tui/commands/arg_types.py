@@ -7,7 +7,14 @@ from __future__ import annotations
 import argparse
 import math
 
-__all__ = ["add_task_options", "child_name", "seconds", "session_name", "task_of"]
+__all__ = [
+    "add_kind_option",
+    "add_task_options",
+    "child_name",
+    "seconds",
+    "session_name",
+    "task_of",
+]
 
 
 def session_name(text: str) -> str:
@@ -38,6 +45,19 @@ def add_task_options(parser: argparse.ArgumentParser, what: str) -> None:
     group = parser.add_mutually_exclusive_group(required=True)
     group.add_argument("--task", help=what)
     group.add_argument("--task-file", metavar="FILE", help="read the task from FILE")
+
+
+def add_kind_option(p: argparse.ArgumentParser) -> None:
+    """`--kind` for the launching verbs (`legion run`, `legion spawn`)."""
+    from legion_tui.model import CARD_KINDS
+
+    p.add_argument(
+        "--kind",
+        choices=CARD_KINDS,
+        help="run the card as this kind for this launch (sim: the simulated agent, which "
+        "does no real work; auto: the agent [agent] in .legion/settings.toml names, else "
+        "the first installed)",
+    )
 
 
 def task_of(args: argparse.Namespace) -> str:

@@ -11,11 +11,14 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from legion_tui.commands import Command
 from legion_tui.commands.agent import add_client_options, emit, fail, run_client
 from legion_tui.model import MailKind, Urgency
+
+if TYPE_CHECKING:
+    from legion_tui.supervisor.client import BlockingClient
 
 __all__ = ["COMMANDS"]
 
@@ -61,8 +64,8 @@ def _mail(args: argparse.Namespace) -> int:
     return run_client("mail", _send_mail)(args)
 
 
-async def _send_mail(args: argparse.Namespace, client: Any) -> int:
-    result = await client.request(
+def _send_mail(args: argparse.Namespace, client: BlockingClient) -> int:
+    result = client.request(
         "mail",
         to=args.to,
         subject=args.subject,
@@ -118,7 +121,7 @@ def _phase(args: argparse.Namespace) -> int:
     return run_client("phase", _move_phase)(args)
 
 
-async def _move_phase(args: argparse.Namespace, client: Any) -> int:
+def _move_phase(args: argparse.Namespace, client: BlockingClient) -> int:
     fields: dict[str, Any] = {"to": args.to}
     for key in ("note", "evidence", "reason"):
         value = getattr(args, key)
@@ -127,7 +130,7 @@ async def _move_phase(args: argparse.Namespace, client: Any) -> int:
     supersedes = _split_names(args.supersedes)
     if supersedes:
         fields["supersedes"] = supersedes
-    result = await client.request("phase", **fields)
+    result = client.request("phase", **fields)
     text = result.get("receipt")
     if not text:
         before = result.get("from")

@@ -13,6 +13,12 @@ stopped, the model says retired, the receipt says it is not recorded yet, and th
 is retried until it lands (at the latest as the host closes, before the pause decides who
 was interrupted). The host never closes under a stop: `close()` lets the stops under way
 finish first and refuses new ones.
+
+A member that had already ended (✓ settled, ✗ failed) keeps its own ending when its
+parent is stopped: its agent — which idles after its final answer, waiting for a letter —
+is stopped all the same, but "retired" would overwrite what it did with what its parent's
+stop did (a failure vanished from the header's ✗ count). Only a stop that names the node
+itself retires an ended node (SPEC §6.3: "Retired 1 already-settled child").
 """
 
 from __future__ import annotations
@@ -83,6 +89,10 @@ class _Owed:
     fields: dict[str, Any]
     phase_event: dict[str, Any] | None  # the team's `phase_change` to aborted, if unwritten
     error: str | None = None  # the ledger's refusal, once one happened
+    # The status written: retired, or the ending an ended member keeps (then no
+    # `node_retired`: its `node_settled`/`node_failed` stays its last word — the results
+    # a parent collects read it).
+    status: NodeStatus = NodeStatus.RETIRED
 
 
 class Stops:
@@ -267,8 +277,10 @@ class Stops:
         # Both before the first await: nothing relaunches it, nothing else stops its agent.
         self._roster.stopping.add(node.id)
         retire = _Retire(node.id, force, self._roster.detach(node.id))
+        # A member that ended on its own keeps its ending under its parent's stop.
+        keeps = node.status if reason == "parent-stop" and not node.live else None
         task = asyncio.create_task(
-            self._retire(node.id, reason, execution, retire), name=f"retire-{node.path}"
+            self._retire(node.id, reason, execution, retire, keeps), name=f"retire-{node.path}"
         )
         retire.task = task
         self._retiring[node.id] = retire
@@ -298,7 +310,14 @@ class Stops:
         assert retire.task is not None
         return await asyncio.shield(retire.task)
 
-    async def _retire(self, node_id: str, reason: str, execution: str, retire: _Retire) -> Retired:
+    async def _retire(
+        self,
+        node_id: str,
+        reason: str,
+        execution: str,
+        retire: _Retire,
+        keeps: NodeStatus | None = None,
+    ) -> Retired:
         survivors: list[int] = []
         if retire.handle is not None:
             report = await retire.handle.stop(force=retire.force, grace=self._grace())
@@ -330,6 +349,15 @@ class Stops:
             "force": retire.force,
             "survivors": survivors,
         }
+        if keeps is not None:
+            unrecorded = None
+            if fields or phase_event is not None:
+                owed = _Owed(data, fields, phase_event, status=keeps)
+                unrecorded = await self._write(node_id, owed)
+            # Its stop is over: nothing of it runs, and a resume of it is not refused as
+            # "being stopped" (a retired node leaves `stopping` by its resume).
+            self._roster.stopping.discard(node_id)
+            return Retired(survivors, unrecorded)
         unrecorded = await self._write(node_id, _Owed(data, fields, phase_event))
         self._model.mark_interrupted(node_id, False)
         return Retired(survivors, unrecorded)
@@ -344,17 +372,20 @@ class Stops:
             if owed.phase_event is not None:
                 await self._record.event(node_id, EventType.PHASE_CHANGE, owed.phase_event)
                 owed.phase_event = None
-            if compensated and self._names.node(node_id).status is not NodeStatus.RETIRED:
+            kept = owed.status is not NodeStatus.RETIRED
+            if compensated and self._names.node(node_id).status is not owed.status:
                 # Resumed since: its row is newer than this retire; only the history is owed.
-                await self._record.event(node_id, EventType.NODE_RETIRED, owed.data)
+                if not kept:
+                    await self._record.event(node_id, EventType.NODE_RETIRED, owed.data)
             else:
                 await self._record.set_status(
                     node_id,
-                    NodeStatus.RETIRED,
-                    EventType.NODE_RETIRED,
+                    owed.status,
+                    None if kept else EventType.NODE_RETIRED,
                     owed.data,
-                    # The model already says retired: the write only catches the ledger up.
-                    refresh=compensated,
+                    # The model already says so (or the status is kept): the write only
+                    # catches the ledger up.
+                    refresh=compensated or kept,
                     **owed.fields,
                 )
         except (LedgerError, OSError) as err:
@@ -367,7 +398,7 @@ class Stops:
                 node = self._names.node(node_id)
                 self._model.upsert(
                     dataclasses.replace(
-                        node, status=NodeStatus.RETIRED, updated_at=self._clock(), **owed.fields
+                        node, status=owed.status, updated_at=self._clock(), **owed.fields
                     )
                 )
                 self._record.notify()
