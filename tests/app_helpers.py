@@ -19,6 +19,7 @@ from textual.app import App
 from textual.drivers.headless_driver import HeadlessDriver
 
 from legion_tui import receipts
+from legion_tui.agents.cards import CardSet, load_cards
 from legion_tui.model import (
     Event,
     EventType,
@@ -34,7 +35,6 @@ from legion_tui.model import (
     Usage,
     Verdict,
 )
-from legion_tui.agents.cards import CardSet, load_cards
 from legion_tui.ops import OpError, Workspace
 from legion_tui.session.progress import RateSegment, SessionProgress
 from legion_tui.state import LegionModel
