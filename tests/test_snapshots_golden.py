@@ -162,6 +162,11 @@ async def stop_prompt_on_worker_0(pilot: Pilot[None], app: LegionApp) -> None:
     await pilot.press("x")
 
 
+async def stop_prompt_on_lead_api(pilot: Pilot[None], app: LegionApp) -> None:
+    app.railway.select("n1")
+    await pilot.press("x")
+
+
 async def open_tab(pilot: Pilot[None], app: LegionApp, node_id: str, tab: str) -> None:
     app.railway.select(node_id)
     await pilot.press("o")
@@ -225,6 +230,14 @@ CASES: list[tuple[str, str, tuple[int, int], str, Steps | None, bool]] = [
         (120, 40),
         "legion-dark",
         stop_prompt_on_worker_0,
+        False,
+    ),
+    (
+        "stop_confirm_lead_120x40",
+        "x pressed on lead-api: the prompt names its subtree",
+        (120, 40),
+        "legion-dark",
+        stop_prompt_on_lead_api,
         False,
     ),
     (
