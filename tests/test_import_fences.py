@@ -51,7 +51,11 @@ def test_a_layer_imports_nothing_above_it(module: str) -> None:
 # Agents call the verbs in loops; most of a verb's time is its interpreter's start-up, so
 # each runs here for real — its own process, against a real host — and reports every
 # module it had loaded by its exit. None of these, by any chain of imports:
-VERB_FORBIDDEN = ("textual", "numpy", "aiosqlite", "psutil", "asyncio", "legion_tui.widgets")
+VERB_FORBIDDEN = (
+    "textual", "numpy", "aiosqlite", "psutil", "asyncio", "legion_tui.widgets",
+    # spawn's admission rules and the role cards are the supervisor's to apply
+    "legion_tui.supervisor.admission", "legion_tui.agents",
+)  # fmt: skip
 # A user's shell finds the live run in ./.legion first (`supervisor.runs`, which checks
 # the host's pid with psutil): the UI, numpy, the ledger's driver and asyncio stay out.
 SHELL_FORBIDDEN = ("textual", "numpy", "aiosqlite", "asyncio", "legion_tui.widgets")
@@ -73,16 +77,16 @@ sys.exit(code)
 
 
 async def _verb_modules(
-    argv: list[str], cwd: Path, env: dict[str, str], tmp: Path
+    argv: list[str], cwd: Path, env: dict[str, str], listing: Path
 ) -> tuple[int, str, set[str]]:
-    listing = tmp / f"modules-{len(list(tmp.glob('modules-*')))}.json"
     proc = await asyncio.create_subprocess_exec(
         sys.executable, "-c", PROBE, str(listing), *argv, cwd=cwd, env=env,
         stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT,
     )  # fmt: skip
     out, _ = await asyncio.wait_for(proc.communicate(), 60)
     assert proc.returncode is not None
-    return proc.returncode, out.decode(), set(json.loads(listing.read_text()))
+    modules = json.loads(await asyncio.to_thread(listing.read_text))
+    return proc.returncode, out.decode(), set(modules)
 
 
 def _crossed(loaded: set[str], forbidden: tuple[str, ...]) -> list[str]:
@@ -111,8 +115,9 @@ async def test_the_control_verbs_import_only_what_a_socket_request_needs(
             (["status"], cli_env(), SHELL_FORBIDDEN),
             (["tree"], cli_env(), SHELL_FORBIDDEN),
         ]
-        for argv, env, forbidden in verbs:
-            code, out, loaded = await _verb_modules(argv, project, env, tmp_path)
+        for i, (argv, env, forbidden) in enumerate(verbs):
+            listing = tmp_path / f"modules-{i}.json"
+            code, out, loaded = await _verb_modules(argv, project, env, listing)
             # mail to a child that has settled is stored and bounces: exit 1 is its answer
             assert code == (1 if argv[0] == "mail" else 0), (argv, out)
             assert _crossed(loaded, forbidden) == [], f"legion {' '.join(argv)}: {out}"

@@ -24,7 +24,7 @@ from legion_tui.commands.arg_types import (
     child_name,
     seconds,
     session_name,
-    task_of,
+    task_text,
 )
 
 if TYPE_CHECKING:
@@ -118,7 +118,7 @@ def _spawn(args: argparse.Namespace, client: BlockingClient) -> int:
     from legion_tui.supervisor.client import LegionRequestError
 
     try:
-        task = task_of(args)
+        task = task_text(args)
     except ValueError as err:
         raise LegionRequestError("BAD_REQUEST", str(err)) from err
     child: dict[str, Any] = {"role": args.role, "task": task}

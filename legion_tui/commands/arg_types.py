@@ -14,6 +14,7 @@ __all__ = [
     "seconds",
     "session_name",
     "task_of",
+    "task_text",
 ]
 
 
@@ -60,19 +61,28 @@ def add_kind_option(p: argparse.ArgumentParser) -> None:
     )
 
 
-def task_of(args: argparse.Namespace) -> str:
-    """The task text (`--task`, or the file `--task-file` names), checked as a spawn checks
-    it; a problem raises ValueError with the message to print."""
-    from legion_tui.ops import OpError
+def task_text(args: argparse.Namespace) -> str:
+    """The task text (`--task`, or the file `--task-file` names); a file that cannot be
+    read raises ValueError with the message to print. Unchecked: `legion spawn` sends it
+    as it is and the supervisor refuses it with `check_task`'s words (importing the
+    admission rules costs a verb more than its whole budget)."""
     from legion_tui.regular_files import read_regular_text
+
+    if args.task_file is None:
+        return str(args.task if args.task is not None else "")
+    try:
+        return read_regular_text(args.task_file)
+    except (OSError, UnicodeDecodeError) as err:
+        raise ValueError(f"cannot read the task file {args.task_file}: {err}") from err
+
+
+def task_of(args: argparse.Namespace) -> str:
+    """`task_text`, checked as a spawn checks it — for `legion run`, which must refuse
+    before its host exists; a problem raises ValueError with the message to print."""
+    from legion_tui.ops import OpError
     from legion_tui.supervisor.admission import check_task
 
-    task: str = args.task if args.task is not None else ""
-    if args.task_file is not None:
-        try:
-            task = read_regular_text(args.task_file)
-        except (OSError, UnicodeDecodeError) as err:
-            raise ValueError(f"cannot read the task file {args.task_file}: {err}") from err
+    task = task_text(args)
     try:
         check_task(task)
     except OpError as err:
