@@ -11,6 +11,10 @@
     [phaseTimeouts]              # advisory, per phase name, in ms; 0 = never warn
     implementing = 5400000
 
+    [worktrees]                  # in a git repository (SPEC §6.7)
+    perAgent = true              # every agent started from root gets its own worktree and
+                                 # branch (a lead's members share its); false: only leads
+
     [agent]                      # what a `kind: auto` card (the bundled ones) runs
     default = "pi"               # auto | sim | pi | claude | codex | exec; absent/auto:
                                  # the first installed (pi, claude, codex)
@@ -96,6 +100,7 @@ class Settings:
     stop_grace_seconds: float = 5.0
     phase_timeouts: Mapping[str, int] = field(default_factory=lambda: MappingProxyType({}))
     agent: AgentSettings = AgentSettings()
+    worktree_per_agent: bool = True  # `[worktrees] perAgent`
 
 
 DEFAULT_SETTINGS = Settings()
@@ -114,7 +119,8 @@ _BUDGETS: dict[str, tuple[str, int]] = {
     "maxChildrenPerNode": ("max_children_per_node", 1),
     "maxActiveNodes": ("max_active_nodes", 1),
 }
-_TOP_KEYS = ("theme", "stopGraceSeconds", "budgets", "phaseTimeouts", "agent")
+_TOP_KEYS = ("theme", "stopGraceSeconds", "budgets", "phaseTimeouts", "agent", "worktrees")
+WORKTREE_KEYS = ("perAgent",)
 AGENT_KEYS = ("default", "command", "model", "provider")
 # The kinds an `[agent] command` can belong to (a sim takes none).
 _COMMAND_KINDS = ("pi", "claude", "codex", "exec")
@@ -196,6 +202,8 @@ def parse_settings(text: str, display: str) -> tuple[Settings, list[SettingsProb
             _phase_timeouts(value, add, values)
         elif key == "agent":
             _agent(value, add, values, where.get(("agent", "default")))
+        elif key == "worktrees":
+            _worktrees(value, add, values)
     return Settings(**values), problems
 
 
@@ -212,6 +220,20 @@ def _budgets(value: object, add: _Add, values: dict[str, Any]) -> None:
             add("budgets", key, f"expected an integer ≥ {minimum}, got {number!r}")
             continue
         values[attribute] = number
+
+
+def _worktrees(value: object, add: _Add, values: dict[str, Any]) -> None:
+    if not isinstance(value, dict):
+        add("", "worktrees", "expected a table: [worktrees]")
+        return
+    for key, item in value.items():
+        if key not in WORKTREE_KEYS:
+            keys = ", ".join(WORKTREE_KEYS)
+            add("worktrees", key, "unknown key", f"[worktrees] keys are: {keys}")
+        elif not isinstance(item, bool):
+            add("worktrees", key, f"expected true or false, got {item!r}")
+        else:
+            values["worktree_per_agent"] = item
 
 
 def _phase_timeouts(value: object, add: _Add, values: dict[str, Any]) -> None:

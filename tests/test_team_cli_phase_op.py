@@ -234,6 +234,10 @@ async def test_a_centurion_runs_in_its_worktree_and_delivers_branch_and_sha(
 async def test_a_worker_asking_for_a_worktree_is_demoted_with_one_warning(
     tmp_path: Path,
 ) -> None:
+    # With `perAgent` on (the default) a worker started from root may have one of its
+    # own (tests/test_isolation.py); off, only a lead holds one.
+    (tmp_path / ".legion").mkdir()
+    (tmp_path / ".legion" / "settings.toml").write_text("[worktrees]\nperAgent = false\n")
     async with hosted(tmp_path) as sup:
         worker = await spawn_one(sup, name="w", worktree=True, sim=dict(STUCK))
         await until(lambda: sup.node(worker.id).live, what="w live")

@@ -198,16 +198,22 @@ class Admission:
         await self.check_budgets(caller, len(requests))
         plans: list[Plan] = []
         now = self._clock()
+        from legion_tui.settings import load_settings
+        from legion_tui.supervisor.worktree import own_worktree
+
+        per_agent = load_settings(self._project_dir).settings.worktree_per_agent
         for req, card, name, (machine_json, start_phase), launch in zip(
             requests, cards, names, machines, launches, strict=True
         ):
             kind = launch.kind
             isolate = card.isolate if req.isolate is None else bool(req.isolate)
             wants_tree = card.worktree if req.worktree is None else bool(req.worktree)
-            # Only a centurion owns a worktree, and only in a git repository; a process
-            # is what gives it its own cwd (SPEC §6.1).
+            # A centurion owns a worktree, and so does an agent started from root on its
+            # own (`own_worktree`), only in a git repository; a process is what gives it
+            # its own cwd (SPEC §6.1).
             repo = self._worktree_repo(kind)
-            if card.role == "centurion" and wants_tree and repo is not None:
+            own = own_worktree(is_root, card.role, req.worktree, per_agent)
+            if ((card.role == "centurion" and wants_tree) or own) and repo is not None:
                 isolate = isolate or (repo / ".git").exists()
             node_id = f"{name}-{secrets.token_hex(3)}"
             probe = LaunchSpec(

@@ -80,13 +80,17 @@ class Teams:
     async def worktree_for_launch(
         self, node: Node, req: ChildRequest | None, *, resume: bool
     ) -> str | None:
-        """Give a centurion its worktree (git repositories only) before it starts; return
-        the one warning a demoted request gets. A resumed centurion finds its old one.
-        Simulated centurions get one only from a sandbox (`worktree_repo`)."""
+        """Give a centurion — and a worker or scout started from root, unless
+        `[worktrees] perAgent = false` — its worktree (git repositories only) before it
+        starts; return the one warning a demoted request gets. A resumed node finds its
+        old one. Simulated agents get one only from a sandbox (`worktree_repo`)."""
+        from legion_tui.settings import load_settings
+        from legion_tui.supervisor.naming import ROOT_ID
         from legion_tui.supervisor.worktree import (
             Worktree,
             WorktreeError,
             demote_worktree,
+            own_worktree,
             prepare_worktree,
         )
 
@@ -106,15 +110,20 @@ class Teams:
         card = self._card_for(node)
         card_tree = card.worktree if card is not None else False
         wants = req.worktree if req is not None and req.worktree is not None else card_tree
+        per_agent = load_settings(self._project_dir).settings.worktree_per_agent
+        asked = req.worktree if req is not None else None
+        own = own_worktree(node.parent_id == ROOT_ID, node.role, asked, per_agent)
         repo = self.worktree_repo(node.kind)
         if repo is None or (node.role == "centurion" and wants is False):
             # No repository to branch from, or a lead dispatched without one on purpose.
-            return demote_worktree(node.role, node.name, wants).warning
+            return demote_worktree(node.role, node.name, wants, own=own).warning
         try:
             # Launches of one batch run together; git's own locks are not made for two
             # `worktree add` at once in one repository.
             async with self._worktree_lock:
-                tree, warning = await prepare_worktree(repo, node.role, node.name, wants)
+                tree, warning = await prepare_worktree(
+                    repo, node.role, node.name, wants, own=own
+                )
         except WorktreeError as err:
             log.warning("no worktree for %s: %s", node.path, err)
             return f"no worktree for {node.name}: {err}"

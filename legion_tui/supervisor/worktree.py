@@ -39,6 +39,7 @@ __all__ = [
     "delivery",
     "demote_worktree",
     "is_git_repo",
+    "own_worktree",
     "prepare_worktree",
     "remove_worktree",
     "run_tool",
@@ -82,13 +83,24 @@ class WorktreeDecision:
     warning: str | None = None
 
 
-def demote_worktree(role: str, name: str, requested: bool | None = None) -> WorktreeDecision:
-    """Only a centurion holds a worktree (upstream REV-17). Anyone else asking for one is
-    demoted to none — not refused, because a refusal would block the launch for a flag
-    the parent may not even control — with exactly one warning in the spawn's answer.
-    A centurion always gets one (when the project is a git repository).
+def own_worktree(from_root: bool, role: str, requested: bool | None, per_agent: bool) -> bool:
+    """Whether a worker or scout gets a worktree of its own: one started from root (by
+    the user, issue 12), so two agents side by side never edit one checkout — unless
+    `[worktrees] perAgent = false` or the spawn asked for none. A team's members (their
+    parent is a lead) work in their lead's worktree, as before."""
+    return per_agent and from_root and role in ("worker", "scout") and requested is not False
+
+
+def demote_worktree(
+    role: str, name: str, requested: bool | None = None, *, own: bool = False
+) -> WorktreeDecision:
+    """A centurion holds a worktree (upstream REV-17), and so does an agent started from
+    root on its own (`own`, see `own_worktree`). Anyone else asking for one is demoted to
+    none — not refused, because a refusal would block the launch for a flag the parent
+    may not even control — with exactly one warning in the spawn's answer. Those two
+    always get one (when the project is a git repository).
     """
-    if role == "centurion":
+    if role == "centurion" or own:
         return WorktreeDecision(use=True)
     if requested:
         return WorktreeDecision(use=False, warning=receipts.worktree_demoted(name, role))
@@ -191,17 +203,23 @@ async def create_worktree(project: Path, name: str, *, nonce: str | None = None)
 
 
 async def prepare_worktree(
-    project: Path, role: str, name: str, requested: bool | None = None
+    project: Path, role: str, name: str, requested: bool | None = None, *, own: bool = False
 ) -> tuple[Worktree | None, str | None]:
     """The launch-time decision in one call: (the worktree, the warning for the spawn's
-    answer). A centurion in a git repository gets a new worktree; a centurion elsewhere
-    works in the project itself (no warning: nothing was asked that could be given);
-    anyone else asking for one is demoted with one warning. Call it only after every
-    refusal check (G1–G4, budgets, names): a refused spawn must leave no worktree.
+    answer). A centurion (or an agent with `own`) in a git repository gets a new
+    worktree; elsewhere it works in the project itself (no warning: nothing was asked
+    that could be given) — as does an `own` agent in a repository with no commit yet,
+    which nobody asked to isolate; anyone else asking for one is demoted with one
+    warning. Call it only after every refusal check (G1–G4, budgets, names): a refused
+    spawn must leave no worktree.
     """
-    decision = demote_worktree(role, name, requested)
+    decision = demote_worktree(role, name, requested, own=own)
     if not decision.use or not await is_git_repo(project):
         return None, decision.warning
+    if own and role != "centurion":
+        code, _out, _err = await run_tool(["git", "rev-parse", "--verify", "-q", "HEAD"], project)
+        if code != 0:
+            return None, None  # nothing to branch from yet, and nobody asked for a branch
     return await create_worktree(project, name), None
 
 
