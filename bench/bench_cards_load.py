@@ -19,6 +19,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import yaml
+from calibration import calibrated
 
 from legion_tui.agents import cards as cards_module
 from legion_tui.agents.cards import load_cards
@@ -125,4 +126,5 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    with calibrated():
+        main()

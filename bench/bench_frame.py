@@ -44,6 +44,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
 from app_helpers import FakeOps, big_model
+from calibration import calibrated
 from textual.widget import Widget
 from textual.widgets import Tree
 
@@ -243,4 +244,5 @@ async def main() -> None:
 
 
 if __name__ == "__main__":
-    asyncio.run(main())
+    with calibrated():
+        asyncio.run(main())

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 import aiosqlite
+from calibration import calibrated
 
 from legion_tui.ledger import LedgerError, connect, immediate, open_ledger
 from legion_tui.ledger.connection import CONNECTION_PRAGMAS
@@ -240,4 +241,5 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    with calibrated():
+        main()

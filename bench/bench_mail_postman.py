@@ -27,6 +27,8 @@ from collections import deque
 from collections.abc import Callable
 from pathlib import Path
 
+from calibration import calibrated
+
 from legion_tui.ledger.ledger import Ledger, open_ledger
 from legion_tui.mail.envelope import format_envelope
 from legion_tui.mail.postman import ModelDirectory, Postman
@@ -213,4 +215,5 @@ async def main() -> None:
 
 
 if __name__ == "__main__":
-    asyncio.run(main())
+    with calibrated():
+        asyncio.run(main())

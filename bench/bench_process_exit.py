@@ -21,6 +21,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from calibration import calibrated
+
 from legion_tui.supervisor.process import marker_env, spawn_child
 from legion_tui.supervisor.sweep import sweep
 
@@ -106,4 +108,5 @@ async def main() -> None:
 
 
 if __name__ == "__main__":
-    asyncio.run(main())
+    with calibrated():
+        asyncio.run(main())

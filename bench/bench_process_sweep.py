@@ -24,6 +24,7 @@ from pathlib import Path
 import psutil
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+from calibration import calibrated
 from process_helpers import TREE_AGENT, marked, until
 
 from legion_tui.supervisor.process import ChildProcess, marker_env, spawn_child
@@ -125,4 +126,5 @@ async def main() -> None:
 
 
 if __name__ == "__main__":
-    asyncio.run(main())
+    with calibrated():
+        asyncio.run(main())

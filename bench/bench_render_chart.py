@@ -18,6 +18,7 @@ import plotext
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_render_galaxy import RUN_S, T0, p95, scenario, timed
+from calibration import calibrated
 
 from legion_tui.model import Node, NodeStatus
 from legion_tui.render import chart as chart_module
@@ -174,4 +175,5 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    with calibrated("numpy"):
+        main()

@@ -15,6 +15,7 @@ from collections.abc import Callable
 
 import drawille
 import numpy as np
+from calibration import calibrated
 
 from legion_tui.model import Node, NodeStatus, Role
 from legion_tui.render.braille import BrailleCanvas
@@ -166,4 +167,5 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    with calibrated("numpy"):
+        sys.exit(main())

@@ -27,6 +27,8 @@ from multiprocessing.synchronize import Event as MpEvent
 from pathlib import Path
 from typing import Any
 
+from calibration import calibrated
+
 from legion_tui.session.progress import SessionProgress
 from legion_tui.session.watcher import SessionWatcher
 
@@ -152,4 +154,5 @@ async def main() -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(asyncio.run(main()))
+    with calibrated():
+        sys.exit(asyncio.run(main()))

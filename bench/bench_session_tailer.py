@@ -23,6 +23,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from calibration import calibrated
+
 from legion_tui.session import reader as reader_module
 from legion_tui.session.reader import SessionReader, read_session
 
@@ -209,4 +211,5 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    with calibrated():
+        sys.exit(main())

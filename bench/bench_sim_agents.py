@@ -23,6 +23,7 @@ from pathlib import Path
 import psutil
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+from calibration import calibrated
 from process_helpers import launch_spec, until
 
 from legion_tui.supervisor.backend import AgentHandle, LaunchSpec, make_handle
@@ -97,4 +98,5 @@ async def main() -> None:
 
 
 if __name__ == "__main__":
-    asyncio.run(main())
+    with calibrated():
+        asyncio.run(main())

@@ -23,6 +23,7 @@ import time
 from pathlib import Path
 
 import psutil
+from calibration import calibrated
 
 LEGION = str(Path(sys.executable).with_name("legion"))
 
@@ -110,4 +111,5 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    with calibrated():
+        main()

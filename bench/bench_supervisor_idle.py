@@ -17,6 +17,7 @@ import time
 from pathlib import Path
 
 import psutil
+from calibration import calibrated
 
 from legion_tui.session.reader import read_session
 from legion_tui.supervisor.core import ROOT_ID, Budgets, ChildRequest, Supervisor
@@ -77,4 +78,5 @@ async def main() -> None:
 
 
 if __name__ == "__main__":
-    asyncio.run(main())
+    with calibrated():
+        asyncio.run(main())

@@ -25,6 +25,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TextIO
 
+from calibration import calibrated
+
 from legion_tui.model import Node, NodeStatus
 from legion_tui.supervisor.core import ROOT_ID, Supervisor
 
@@ -189,4 +191,5 @@ async def main() -> None:
 
 
 if __name__ == "__main__":
-    asyncio.run(main())
+    with calibrated():
+        asyncio.run(main())

@@ -17,6 +17,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from calibration import calibrated
+
 from legion_tui.supervisor.verify import run_verification
 
 RUNS = 30
@@ -82,4 +84,5 @@ async def main() -> None:
 
 
 if __name__ == "__main__":
-    asyncio.run(main())
+    with calibrated():
+        asyncio.run(main())

@@ -7,9 +7,10 @@
 
 and then writes each time figure the bench prints (`name: VALUE ms|us|s ...`) also in
 calibration units: `[x.xxx cal]` is the figure divided by the workload's median, so a
-machine twice as slow prints twice the ms and the same cal. At the end it prints the
-load average again and the workload timed once more: a calibration that drifted by more
-than a few % says the machine's load changed under the bench.
+machine twice as slow prints twice the ms and the same cal. The workloads run at the
+bench's start and again at its end, and the unit is the median of both: the bench's
+lines are printed after the second (a start and an end far apart say the machine's
+load changed under the bench), then the load average at the end.
 
 A bench whose figures are numpy-bound (the galaxy, the chart) asks `unit="numpy"`.
 """
@@ -25,11 +26,11 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Literal, TextIO
+from typing import Literal
 
 Unit = Literal["python", "numpy"]
 
-RUNS = 101  # workload runs per calibration (≈ 0.5 s python, 1 s numpy); the median is the unit
+RUNS = 51  # workload runs at the start and again at the end (≈ 0.2 s python, 0.5 s numpy)
 FIGURE = re.compile(r"^(?P<head>[^:]*: )(?P<value>-?\d+(?:\.\d+)?) (?P<unit>ms|us|s)\b")
 TO_MS = {"ms": 1.0, "us": 1e-3, "s": 1e3}
 
@@ -62,14 +63,14 @@ def numpy_workload() -> float:
     return total
 
 
-def time_ms(work: Callable[[], object], runs: int = RUNS) -> float:
+def samples_ms(work: Callable[[], object], runs: int = RUNS) -> list[float]:
     work()  # warm: imports, caches, allocator
-    samples = []
+    out = []
     for _ in range(runs):
         t0 = time.perf_counter()
         work()
-        samples.append((time.perf_counter() - t0) * 1000.0)
-    return statistics.median(samples)
+        out.append((time.perf_counter() - t0) * 1000.0)
+    return out
 
 
 def cpu_model() -> str:
@@ -100,13 +101,15 @@ def machine_line() -> str:
 
 @dataclass
 class Calibration:
-    python_ms: float
-    numpy_ms: float
+    """The workloads' times: at the bench's start and at its end, pooled for the unit."""
+
+    python: list[float]
+    numpy: list[float]
     unit: Unit
 
     @property
     def unit_ms(self) -> float:
-        return self.python_ms if self.unit == "python" else self.numpy_ms
+        return statistics.median(self.python if self.unit == "python" else self.numpy)
 
     def annotate(self, line: str) -> str:
         """`line` with its time figure also in calibration units (others unchanged)."""
@@ -114,59 +117,49 @@ class Calibration:
         if m is None:
             return line
         ms = float(m["value"]) * TO_MS[m["unit"]]
-        return f"{line} [{ms / self.unit_ms:.3f} cal]"
+        return f"{line} [{ms / self.unit_ms:.3g} cal]"
 
 
-def measure(unit: Unit = "python") -> Calibration:
-    return Calibration(time_ms(python_workload), time_ms(numpy_workload), unit)
+def measure(unit: Unit) -> Calibration:
+    return Calibration(samples_ms(python_workload), samples_ms(numpy_workload), unit)
 
 
-class _Annotating(io.TextIOBase):
-    """stdout, each whole line passed through `Calibration.annotate`."""
+class _Held(io.TextIOBase):
+    """stdout held until the end, when the calibration is known."""
 
-    def __init__(self, out: TextIO, calibration: Calibration) -> None:
-        self.out = out
-        self.calibration = calibration
-        self.partial = ""
+    def __init__(self) -> None:
+        self.text = io.StringIO()
 
     def write(self, text: str) -> int:
-        lines = (self.partial + text).split("\n")
-        self.partial = lines.pop()
-        for line in lines:
-            self.out.write(self.calibration.annotate(line) + "\n")
-        return len(text)
-
-    def flush(self) -> None:
-        self.out.flush()
-
-    def close_line(self) -> None:
-        if self.partial:
-            self.out.write(self.calibration.annotate(self.partial))
-            self.partial = ""
-        self.out.flush()
+        return self.text.write(text)
 
 
 @contextmanager
 def calibrated(unit: Unit = "python") -> Iterator[Calibration]:
-    """Print the machine and the calibration, then run the bench with every time figure
-    also in calibration units; the calibration is timed again at the end."""
-    print(machine_line())
+    """Run the bench between two calibrations; then print the machine, the calibration
+    (start, end, pooled: the unit) and the bench's own lines, each time figure also in
+    calibration units. The lines are held until then (a load that changes during the
+    bench moves both halves of the calibration the figures are divided by)."""
+    print(machine_line(), flush=True)
     cal = measure(unit)
-    print(f"calibration python workload: {cal.python_ms:.3f} ms (median of {RUNS})")
-    print(f"calibration numpy workload: {cal.numpy_ms:.3f} ms (median of {RUNS})")
-    print(f"calibration unit: 1 cal = the {unit} workload's {cal.unit_ms:.3f} ms", flush=True)
+    held = _Held()
     real = sys.stdout
-    annotating = _Annotating(real, cal)
-    sys.stdout = annotating  # type: ignore[assignment]
+    sys.stdout = held  # type: ignore[assignment]
     try:
         yield cal
     finally:
-        annotating.close_line()
         sys.stdout = real
-        again = measure(unit)
-        drift = (again.unit_ms / cal.unit_ms - 1.0) * 100.0
-        print(
-            f"calibration at the end: {again.unit_ms:.3f} ms ({drift:+.1f} %) · "
-            f"load {load_average()}",
-            flush=True,
-        )
+        end = measure(unit)
+        for name, first, last in (("python", cal.python, end.python),
+                                  ("numpy", cal.numpy, end.numpy)):  # fmt: skip
+            print(
+                f"calibration {name} workload: {statistics.median(first + last):.3f} ms "
+                f"(median of {2 * RUNS}: {statistics.median(first):.3f} at the start, "
+                f"{statistics.median(last):.3f} at the end)"
+            )
+        cal.python += end.python
+        cal.numpy += end.numpy
+        print(f"calibration unit: 1 cal = the {unit} workload's {cal.unit_ms:.3f} ms")
+        for line in held.text.getvalue().splitlines():
+            print(cal.annotate(line))
+        print(f"load at the end: {load_average()}", flush=True)
