@@ -20,7 +20,7 @@ from textual.widgets import Static, TabbedContent, TabPane
 
 from legion_tui.land import Review, review
 from legion_tui.ops import Workspace
-from legion_tui.state import Clock, LegionModel
+from legion_tui.state import Clock, LegionModel, NodeView
 from legion_tui.widgets.confirm import ConfirmBar
 from legion_tui.widgets.detail_text import (
     activity_lines,
@@ -105,7 +105,7 @@ class DetailScreen(ModalScreen[None]):
         view = self.model.nodes[self.node_id]
         # Held, not queried: an update can never look for a widget that is not there.
         self._texts = {
-            "head": Static(header_line(view), id="detail-head", markup=False),
+            "head": Static(self._header(view), id="detail-head", markup=False),
             "skipped": Static(skipped_line(view), id="detail-skipped", markup=False),
             "activity": Static(id="activity", classes="detail-text", markup=False),
             "mail": Static(id="mail", classes="detail-text", markup=False),
@@ -166,7 +166,7 @@ class DetailScreen(ModalScreen[None]):
     def _reviewed(self, seen: Review) -> None:
         self._branch = " · " + branch_note(seen)
         if self.showing:
-            self._show("head", header_line(self.model.nodes[self.node_id]) + self._branch)
+            self._show("head", self._header(self.model.nodes[self.node_id]))
 
     def on_unmount(self) -> None:
         self.showing = False
@@ -188,7 +188,7 @@ class DetailScreen(ModalScreen[None]):
             return
         view = self.model.nodes[self.node_id]
         now = self.clock()
-        self._show("head", header_line(view) + self._branch)
+        self._show("head", self._header(view, now))
         self._show("skipped", skipped_line(view))
         activity = Text("\n".join(activity_lines(view, now)))
         stall = stall_line(view, now)
@@ -202,6 +202,12 @@ class DetailScreen(ModalScreen[None]):
         self._transcript_view.refresh_tail()
         if self._terminal_view is not None:
             self._terminal_view.refresh_log()
+
+    def _header(self, view: NodeView, now: float | None = None) -> str:
+        """The head line cut to the frame (75 % of the screen, inside its border)."""
+        width = max(20, self.app.size.width * 3 // 4 - 2) - len(self._branch)
+        at = self.clock() if now is None else now
+        return header_line(view, at, width) + self._branch
 
     def _show(self, name: str, content: str | Text) -> None:
         """Update a Static only when what it shows changed: every update is a layout

@@ -7,6 +7,7 @@ import time
 
 from legion_tui import receipts
 from legion_tui.model import MailState
+from legion_tui.render.rates import node_rate
 from legion_tui.state import NodeView
 from legion_tui.widgets.tree_rows import fmt_tokens, in_flight_context
 
@@ -15,21 +16,42 @@ def clock_text(at: float) -> str:
     return time.strftime("%H:%M:%S", time.localtime(at))
 
 
-def header_line(view: NodeView) -> str:
+# Parts of the overlay header dropped first when the frame is too narrow (an 80×24
+# terminal leaves ≈ 58 columns): the cost and the live rate outlast the token counts.
+HEADER_DROP_ORDER = ("avg", "pid", "tokens", "role")
+
+
+def header_line(view: NodeView, now: float | None = None, width: int | None = None) -> str:
+    """name · role · kind · status · phase · tok/s now · cost · tokens · decode avg · pid.
+
+    `tok/s now` is the figure the tree row, the header and the chart show (render.rates);
+    a stopped agent has none. The session's average decode rate is labelled as such, so
+    it never reads as a second, contradicting "now". Cut to `width` by dropping parts in
+    HEADER_DROP_ORDER."""
     node, progress = view.node, view.progress
+    at = time.time() if now is None else now
+    parts: list[tuple[str, str]] = [("name", node.name), ("role", node.role)]
     # `simulated` in place of the kind: the tokens that follow are pretend.
-    parts = [node.name, node.role, "simulated" if node.simulated else node.kind, node.status.value]
+    parts += [("kind", "simulated" if node.simulated else node.kind), ("status", node.status.value)]
     if node.phase:
-        parts.append(f"phase {node.phase}")
-    parts += [
-        f"{progress.tok_s:.0f} tok/s",
-        f"{fmt_tokens(progress.tokens.output)} out / {fmt_tokens(progress.tokens.input)} in",
-    ]
+        parts.append(("phase", f"phase {node.phase}"))
+    if node.live:
+        parts.append(("now", f"{node_rate(view, at):.0f} tok/s now"))
     if not node.simulated:  # a simulated agent's cost is pretend: no money was spent
-        parts.append(f"${progress.cost:.4f}")
+        parts.append(("cost", f"${progress.cost:.4f}"))
+    tokens = f"{fmt_tokens(progress.tokens.output)} out / {fmt_tokens(progress.tokens.input)} in"
+    parts.append(("tokens", tokens))
+    if progress.tok_s:
+        parts.append(("avg", f"decode avg {progress.tok_s:.0f} tok/s"))
     if node.pid is not None:
-        parts.append(f"pid {node.pid}")
-    return " · ".join(parts)
+        parts.append(("pid", f"pid {node.pid}"))
+    text = " · ".join(t for _k, t in parts)
+    for drop in HEADER_DROP_ORDER:
+        if width is None or len(text) <= width:
+            break
+        parts = [(k, t) for k, t in parts if k != drop]
+        text = " · ".join(t for _k, t in parts)
+    return text
 
 
 def skipped_line(view: NodeView) -> str:

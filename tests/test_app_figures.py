@@ -1,0 +1,81 @@
+"""Figures that agree with each other (issue 13): one "tok/s now" in the row, the overlay
+header, the header and the chart; a stopped agent shows no live rate; the header follows
+the filter as the chart does; elapsed and tool clocks fit the tree."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from app_helpers import NOW, FakeOps, canned_model, fixed_clock, write_run_files
+from textual.widgets import Static
+
+from legion_tui.app import LegionApp, make_app
+from legion_tui.render.rates import node_rate
+from legion_tui.widgets.detail import DetailScreen
+
+SIZE = (120, 40)
+
+
+def build(run_dir: Path | None = None) -> tuple[LegionApp, FakeOps]:
+    model = canned_model()
+    ops = FakeOps(model)
+    return make_app(model, ops, clock=fixed_clock, timers=False, run_dir=run_dir), ops
+
+
+def row_text(app: LegionApp, node_id: str) -> str:
+    return app.railway.render_line(app.railway._index[node_id]).text
+
+
+async def open_detail(pilot, app: LegionApp, node_id: str) -> DetailScreen:  # type: ignore[no-untyped-def]
+    app.railway.select(node_id)
+    await pilot.press("o")
+    await pilot.pause()
+    assert isinstance(app.screen, DetailScreen)
+    return app.screen
+
+
+def head_shown(detail: DetailScreen) -> str:
+    """The head line as the frame shows it: cut at the widget's width."""
+    head = detail.query_one("#detail-head", Static)
+    return str(head.render())[: head.size.width]
+
+
+async def test_the_overlay_says_the_rows_tok_s_now_and_labels_the_average(
+    tmp_path: Path,
+) -> None:
+    app, _ = build(write_run_files(tmp_path))
+    async with app.run_test(size=(160, 40)) as pilot:  # room for every part of the head
+        view = app.model.nodes["n3"]
+        now_rate = f"{node_rate(view, NOW):.0f} tok/s"
+        assert now_rate in row_text(app, "n3")
+        detail = await open_detail(pilot, app, "n3")
+        head = head_shown(detail)
+        assert f"{now_rate} now" in head
+        # The session's decode average is a different figure, and says so.
+        assert f"decode avg {view.progress.tok_s:.0f} tok/s" in head
+        assert head.count("tok/s") == 2
+
+
+async def test_a_stopped_agent_shows_no_live_rate(tmp_path: Path) -> None:
+    app, _ = build(write_run_files(tmp_path))
+    async with app.run_test(size=SIZE, notifications=True) as pilot:
+        detail = await open_detail(pilot, app, "n3")
+        assert "tok/s now" in head_shown(detail)
+        await pilot.press("x", "y")
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        app.model.flush()
+        await pilot.pause()
+        head = head_shown(detail)
+        assert "retired" in head and "tok/s now" not in head
+        assert "decode avg" in head  # what it did stays, labelled
+
+
+async def test_the_overlay_header_keeps_the_cost_at_80x24(tmp_path: Path) -> None:
+    app, _ = build(write_run_files(tmp_path))
+    async with app.run_test(size=(80, 24)) as pilot:
+        detail = await open_detail(pilot, app, "n11")  # scout-1: the one real (pi) agent
+        cost = f"${app.model.nodes['n11'].progress.cost:.4f}"
+        head = head_shown(detail)
+        assert head.startswith("scout-1 · scout · pi · settled")
+        assert cost in head
