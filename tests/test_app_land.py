@@ -66,7 +66,7 @@ async def test_the_diff_tab_shows_committed_and_uncommitted_changes(tmp_path: Pa
         text = [line for line, _tone in view.lines]
         tones = dict(view.lines)
         assert text[0].startswith("legion/worker-1-abc123 @ ")
-        assert "1 commit · 2 files · uncommitted changes" in text[0]
+        assert text[1] == "1 commit · 2 files · uncommitted changes (shown, not landed)"
         assert "  M app.py  +2 -2" in text and "  ? notes.txt  new, not committed" in text
         assert any(t.endswith(" raise the page size") for t in text)
         assert tones["-PAGE_SIZE = 10"] == "fail" and tones["+PAGE_SIZE = 50"] == "ok"

@@ -118,9 +118,11 @@ async def test_cards_written_after_the_start_are_offered_and_checked(tmp_path: P
             (cards / "runner.md").write_text(RUNNER)
             (cards / "broken.md").write_text(BROKEN)
             form = await _open_form(pilot, app)
-            offered = dict((v, str(label)) for label, v in form._options)
-            assert offered["runner"] == "runner — Runs the checks."
-            assert "invalid" in offered["broken"]
+            offered = {value: str(label) for label, value in form._options}
+            assert offered["runner"] == "runner" and offered["broken"] == "broken (invalid)"
+            form.query_one("#card", Select).value = "runner"
+            await pilot.pause()
+            assert str(form.query_one("#card-about", Static).render()) == "Runs the checks."
             _fill(form, card="broken", kind="sim", task="Do it.")
             await pilot.press("ctrl+s")
             await wait_app(pilot, lambda: "CARD" in _error(form), "the card refusal")

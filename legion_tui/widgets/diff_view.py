@@ -53,15 +53,11 @@ def _diff_tone(line: str) -> Tone:
 
 def review_lines(review: Review, *, owner: bool = True) -> Iterator[Line]:
     """The tab's lines: a summary, the commits, the files, the diff."""
-    summary = [
-        branch_note(review),
-        f"base {review.base_sha[:7]}",
-        _plural(len(review.commits), "commit"),
-        _plural(len(review.files), "file"),
-    ]
+    yield f"{branch_note(review)} · cut from {review.base_sha[:7]}", "accent"
+    tally = [_plural(len(review.commits), "commit"), _plural(len(review.files), "file")]
     if review.uncommitted:
-        summary.append("uncommitted changes")
-    yield " · ".join(summary), "accent"
+        tally.append("uncommitted changes (shown, not landed)")
+    yield " · ".join(tally), "text"
     if owner:
         yield "L lands the branch into the checkout it came from (y confirms)", "dim"
     else:
@@ -93,7 +89,7 @@ def review_lines(review: Review, *, owner: bool = True) -> Iterator[Line]:
 
 class DiffView(ScrollView, can_focus=True):
     DEFAULT_CSS = """
-    DiffView { height: 1fr; }
+    DiffView { height: 1fr; overflow-x: hidden; }
     """
 
     def __init__(

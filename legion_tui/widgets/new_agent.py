@@ -14,8 +14,9 @@ from typing import ClassVar
 
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
-from textual.containers import Vertical
+from textual.containers import Horizontal, Vertical
 from textual.screen import ModalScreen
+from textual.widget import Widget
 from textual.widgets import Input, Select, Static, TextArea
 from textual.worker import Worker
 
@@ -26,6 +27,7 @@ from legion_tui.supervisor.admission import ChildRequest
 # What the form offers for the agent: `auto` lets the card and the settings decide.
 AGENT_KINDS: tuple[str, ...] = ("auto", "pi", "claude", "codex", "sim")
 DEFAULT_CARD = "worker"
+PHASES_HINT = "optional · a lead's phases file, from the project"
 EMPTY_HINT = "Nothing started yet — n starts an agent (or Ctrl+P → New agent…)"
 HINT = "Ctrl+S starts it · Enter on the last field starts it · Tab moves · Esc cancels"
 
@@ -34,23 +36,33 @@ Spawn = Callable[[str, ChildRequest], Awaitable[str]]
 
 def card_options(cards: CardSet) -> list[tuple[str, str]]:
     """Every card by name, a broken one said so (choosing it shows why it is refused)."""
-    options = [(f"{c.name} — {c.description}" if c.description else c.name, c.name) for c in cards]
-    options += [(f"{name} — invalid (legion doctor says why)", name) for name in cards.broken]
+    options = [(c.name, c.name) for c in cards]
+    options += [(f"{name} (invalid)", name) for name in cards.broken]
     return sorted(options, key=lambda option: option[1])
+
+
+def card_descriptions(cards: CardSet) -> dict[str, str]:
+    about = {c.name: c.description for c in cards}
+    about.update({name: "invalid: legion doctor says why" for name in cards.broken})
+    return about
 
 
 class NewAgentScreen(ModalScreen[str | None]):
     DEFAULT_CSS = """
     NewAgentScreen { align: center middle; }
     NewAgentScreen #new-agent-frame {
-        width: 76; max-width: 90%; height: auto; max-height: 95%;
+        width: 84; max-width: 95%; height: auto; max-height: 95%;
         border: round $primary; background: $background; padding: 0 1;
     }
-    NewAgentScreen #new-agent-title { color: $primary; text-style: bold; }
-    NewAgentScreen .new-agent-label { color: $text-muted; margin-top: 1; }
-    NewAgentScreen #task { height: 6; }
-    NewAgentScreen #new-agent-error { color: $error; height: auto; margin-top: 1; }
-    NewAgentScreen #new-agent-hint { color: $text-muted; margin-top: 1; }
+    NewAgentScreen #new-agent-title { color: $primary; text-style: bold; margin-bottom: 1; }
+    NewAgentScreen .new-agent-row { height: auto; margin-bottom: 1; }
+    NewAgentScreen .new-agent-label { width: 12; color: $text-muted; }
+    NewAgentScreen .new-agent-field { width: 1fr; }
+    NewAgentScreen #card-row { margin-bottom: 0; }
+    NewAgentScreen #card-about { color: $text-muted; height: 1; margin: 0 0 1 12; }
+    NewAgentScreen #task { height: 5; }
+    NewAgentScreen #new-agent-error { color: $error; height: auto; }
+    NewAgentScreen #new-agent-hint { color: $text-muted; }
     """
 
     BINDINGS: ClassVar[list[BindingType]] = [
@@ -66,30 +78,53 @@ class NewAgentScreen(ModalScreen[str | None]):
         self.parent_path = parent_path
         self._spawn = spawn
         self._options = card_options(cards)
+        self._descriptions = card_descriptions(cards)
         names = [value for _label, value in self._options]
         self._first_card = DEFAULT_CARD if DEFAULT_CARD in names else (names[0] if names else None)
         self.submitting: Worker[None] | None = None  # a spawn under way (one at a time)
 
     def compose(self) -> ComposeResult:
+        fields: list[tuple[str, Widget]] = [
+            (
+                "Role card",
+                Select(
+                    self._options,
+                    id="card",
+                    compact=True,
+                    allow_blank=self._first_card is None,
+                    value=self._first_card if self._first_card is not None else Select.NULL,
+                ),
+            ),
+            ("", Static(self._about(self._first_card), id="card-about", markup=False)),
+            (
+                "Agent",
+                Select([(k, k) for k in AGENT_KINDS], id="kind", compact=True, allow_blank=False),
+            ),
+            ("Task", TextArea(id="task", soft_wrap=True, compact=True)),
+            ("Name", Input(id="name", placeholder="optional · <role>-N", compact=True)),
+            ("Phases", Input(id="phases", placeholder=PHASES_HINT, compact=True)),
+        ]
         with Vertical(id="new-agent-frame"):
             yield Static(f"New agent under {self.parent_path}", id="new-agent-title", markup=False)
-            yield Static("Role card", classes="new-agent-label")
-            yield Select(
-                self._options,
-                id="card",
-                allow_blank=self._first_card is None,
-                value=self._first_card if self._first_card is not None else Select.NULL,
-            )
-            yield Static("Agent", classes="new-agent-label")
-            yield Select([(kind, kind) for kind in AGENT_KINDS], id="kind", allow_blank=False)
-            yield Static("Task", classes="new-agent-label")
-            yield TextArea(id="task", soft_wrap=True, show_line_numbers=False)
-            yield Static("Name (optional)", classes="new-agent-label")
-            yield Input(id="name", placeholder="<role>-N")
-            yield Static("Phases file (optional, a lead's)", classes="new-agent-label")
-            yield Input(id="phases", placeholder=".legion/phases/release.yaml")
+            for label, field in fields:
+                if not label:
+                    yield field
+                    continue
+                field.add_class("new-agent-field")
+                row_id = f"{field.id}-row" if field.id else None
+                with Horizontal(classes="new-agent-row", id=row_id):
+                    yield Static(label, classes="new-agent-label", markup=False)
+                    yield field
             yield Static("", id="new-agent-error", markup=False)
             yield Static(HINT, id="new-agent-hint", markup=False)
+
+    def _about(self, card: object) -> str:
+        """One line on the chosen card: its description (the Select shows its name)."""
+        return self._descriptions.get(card, "") if isinstance(card, str) else ""
+
+    def on_select_changed(self, event: Select.Changed) -> None:
+        if event.select.id == "card":
+            self.query_one("#card-about", Static).update(self._about(event.value))
 
     def on_mount(self) -> None:
         self.query_one("#task", TextArea).focus()

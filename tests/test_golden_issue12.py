@@ -1,0 +1,93 @@
+"""Goldens of issue 12's screens, as test_snapshots_golden.py makes them (the real ANSI
+through pyte, text + a colour map): the Diff tab on a real repository (fixed dates and
+nonce: the same shas every run) and the new-agent form showing a refusal.
+
+Update after LOOKING at the change: `LEGION_UPDATE_GOLDENS=1 pytest tests/test_golden_issue12.py`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+
+import pytest
+from app_helpers import FakeOps, canned_model, capture, fixed_clock, terminal_screen
+from land_helpers import FIXED_DATES, agent_work, make_repo
+from supervisor_helpers import until, use_git_identity
+from test_snapshots_golden import check, panel_mask
+from textual.pilot import Pilot
+from textual.widgets import Input, TabbedContent, TextArea
+
+from legion_tui.app import LegionApp, make_app
+from legion_tui.ops import OpError, Workspace
+from legion_tui.widgets.diff_view import DiffView
+from legion_tui.widgets.new_agent import NewAgentScreen
+
+Steps = Callable[[Pilot[None], LegionApp], Awaitable[None]]
+
+
+@pytest.fixture(autouse=True)
+def _git(monkeypatch: pytest.MonkeyPatch) -> None:
+    use_git_identity(monkeypatch)
+    for key, value in FIXED_DATES.items():
+        monkeypatch.setenv(key, value)
+
+
+async def _shoot(ops: FakeOps, steps: Steps) -> tuple[object, object]:
+    app = make_app(ops.model, ops, clock=fixed_clock, timers=False, theme="legion-dark")
+    capture(app)
+    app.animation_level = "none"
+    async with app.run_test(headless=False, size=(120, 40)) as pilot:
+        await pilot.pause()
+        await steps(pilot, app)
+        await pilot.pause()
+        await pilot.pause()
+        mask = panel_mask(app)
+        for form in app.screen.query("#new-agent-frame"):  # the form covers the panels
+            mask = {xy: c for xy, c in mask.items() if not form.region.contains(*xy)}
+        return terminal_screen(app), mask
+
+
+async def test_golden_diff_tab(tmp_path: Path) -> None:
+    tree = await agent_work(make_repo(tmp_path / "project"))
+    model = canned_model()
+    ops = FakeOps(model, workspaces={"n4": Workspace("n4", tree)})
+
+    async def diff_tab(pilot: Pilot[None], app: LegionApp) -> None:
+        app.railway.select("n4")
+        await pilot.press("o")
+        await until(lambda: bool(app.screen.query("#diff")), what="the Diff tab")
+        view = app.screen.query_one("#diff", DiffView)
+        await until(lambda: view.loads >= 1, what="the first read")
+        app.screen.query_one("#detail-tabs", TabbedContent).active = "tab-diff"
+        await until(lambda: view.loads >= 2, what="the tab's read")
+        await pilot.pause()
+
+    screen, mask = await _shoot(ops, diff_tab)
+    check("detail_diff_120x40", "scout-0's Diff tab: commits, files, the diff", screen, mask)  # type: ignore[arg-type]
+
+
+async def test_golden_new_agent_form_with_a_refusal() -> None:
+    model = canned_model()
+    ops = FakeOps(model)
+    ops.fail_with = OpError(
+        "BAD_NAME", "invalid name 'Pager!': use [a-z0-9][a-z0-9._-]{0,63}; nothing was spawned"
+    )
+
+    async def form(pilot: Pilot[None], app: LegionApp) -> None:
+        app.railway.select("n0")
+        await pilot.press("n")
+        await until(lambda: isinstance(app.screen, NewAgentScreen), what="the form")
+        await pilot.pause()
+        screen = app.screen
+        screen.query_one("#task", TextArea).load_text(
+            "Add pagination to GET /items.\nKeep the old default of 10."
+        )
+        screen.query_one("#name", Input).value = "Pager!"
+        await pilot.press("ctrl+s")
+        await until(lambda: "BAD_NAME" in str(screen.query_one("#new-agent-error").render()),
+                    what="the refusal")
+        await pilot.pause()
+
+    screen, mask = await _shoot(ops, form)
+    check("new_agent_refused_120x40", "n: the new-agent form showing a refusal", screen, mask)  # type: ignore[arg-type]
