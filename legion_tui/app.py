@@ -135,6 +135,7 @@ class LegionApp(App[None]):
         Binding("n", "new_agent", "New agent"),
         Binding("L", "land_node", "Land", show=False),
         Binding("slash", "filter", "Filter"),
+        Binding("escape", "clear_filter", "Clear filter", show=False),
         Binding("w", "chart_window", "Window", show=False),
         Binding("g", "galaxy_full", "Galaxy"),
         Binding("t", "cycle_theme", "Theme", show=False),
@@ -530,6 +531,13 @@ class LegionApp(App[None]):
     @on(RailwayTree.VisibleChanged)
     def _visible_changed(self, _event: RailwayTree.VisibleChanged) -> None:
         self.chart.set_visible(self.railway.visible_ids())
+        self._header_follows_filter()
+
+    def _header_follows_filter(self) -> None:
+        """With a filter on, the header's counts and tok/s cover the rows it shows (as
+        the chart does) and the header names the filter; without one, everything."""
+        text = self.railway.filter_text.strip()
+        self.header.set_filter(text, self.railway.visible_ids() if text else None)
 
     @on(RailwayTree.OpenRequested)
     def _open_detail(self, event: RailwayTree.OpenRequested) -> None:
@@ -601,6 +609,13 @@ class LegionApp(App[None]):
     @on(FilterLine.FilterChanged)
     def _filter_changed(self, event: FilterLine.FilterChanged) -> None:
         self.railway.set_filter(event.text)
+        self._header_follows_filter()
+
+    def action_clear_filter(self) -> None:
+        """Esc on the main screen: the filter kept by Enter goes (the header said so)."""
+        if self.screen is self.main_screen and self.railway.filter_text:
+            self.railway.set_filter("")
+            self._header_follows_filter()
 
     def action_chart_window(self) -> None:
         self.chart.toggle_window()

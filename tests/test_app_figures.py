@@ -79,3 +79,24 @@ async def test_the_overlay_header_keeps_the_cost_at_80x24(tmp_path: Path) -> Non
         head = head_shown(detail)
         assert head.startswith("scout-1 · scout · pi · settled")
         assert cost in head
+
+
+async def test_the_header_follows_the_filter_says_so_and_esc_clears_it() -> None:
+    app, _ = build()
+    async with app.run_test(size=SIZE) as pilot:
+        whole = app.header.render_line(0).text
+        assert "8 live" in whole and "filter" not in whole
+        await pilot.press("slash", *":failed", "enter")
+        await pilot.pause()
+        assert app.railway.filter_text == ":failed"
+        assert not app.main_screen.filter_line.has_class("-open")
+        line = app.header.render_line(0).text
+        # root, lead-api and worker-2 are shown: two live rows, one failed, and their rate.
+        rate = sum(node_rate(app.model.nodes[n], NOW) for n in ("n0", "n1", "n5"))
+        assert "2 live · 0 settled · 1 failed · 0 retired" in line
+        assert f" · {rate:.0f} tok/s" in line
+        assert line.rstrip().endswith("filter: :failed (3 of 12) · esc clears")
+        await pilot.press("escape")
+        await pilot.pause()
+        assert app.railway.filter_text == "" and len(app.railway.rows) == 12
+        assert app.header.render_line(0).text == whole

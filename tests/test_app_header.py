@@ -14,9 +14,11 @@ from legion_tui.widgets.header import header_text, stop_hint
 
 
 def test_stop_hint_is_wide_narrow_or_absent() -> None:
-    assert stop_hint(120, 60, live=3) == "/legion stop [--force] [name|all]"
-    assert stop_hint(99, 40, live=3) == "/legion stop"
-    assert stop_hint(120, 100, live=3) == "/legion stop"  # wide would not fit
+    # Led by the palette's key: "type this in ^p", not a usage line from an error.
+    assert stop_hint(120, 60, live=3) == "^p /legion stop [--force] [name|all]"
+    assert stop_hint(99, 40, live=3) == "^p /legion stop"
+    assert stop_hint(120, 100, live=3) == "^p /legion stop"  # wide would not fit
+    assert stop_hint(46, 31, live=3) == "/legion stop"  # the key goes first
     assert stop_hint(60, 50, live=3) == ""  # nothing fits beside the counts
     assert stop_hint(200, 10, live=0) == ""  # nothing live: no hint
     assert receipts.STOP_HINT_WIDE == "/legion stop [--force] [name|all]"

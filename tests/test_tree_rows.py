@@ -182,3 +182,47 @@ def test_a_team_settled_in_its_failed_phase_reads_as_failed_everywhere() -> None
                       "status": "settled", "phase": "failed", "verdict": None,
                       "error": None, "activity": None}]}  # fmt: skip
     assert tree_rows_from_doc(doc).lstrip().startswith(receipts.STATUS_GLYPHS[NodeStatus.FAILED])
+
+
+def test_an_ended_node_never_reads_longer_than_its_parent_has_existed() -> None:
+    """A replayed history (the demo) made a scout 00:00:32 old under a lead launched five
+    seconds before: the tree's clocks must nest."""
+    model = canned_model()
+    lead = model.nodes["n1"].node
+    view = model.nodes["n4"]  # scout-0, settled under lead-api
+    view.node = replace(view.node, created_at=lead.created_at + 1, updated_at=lead.created_at + 2)
+    view.progress = SessionProgress(
+        rate_series=[RateSegment(lead.created_at - 30, lead.created_at - 25, 300)],
+        last_entry_at=lead.created_at + 2,
+    )
+    assert elapsed_seconds(view, NOW) == 32  # its session alone says so
+    assert elapsed_seconds(view, NOW, lead.created_at) == 2  # but its lead is 2 s older
+
+
+def test_a_tool_clock_never_runs_longer_than_its_agent_has() -> None:
+    """An agent launched 4 s ago with a replayed `bash` call dated 6:51 back is not
+    "in bash for 00:06:51", nor stuck."""
+    model = canned_model()
+    view = model.nodes["n3"]
+    view.node = replace(view.node, created_at=NOW - 4)
+    view.progress.in_flight = [InFlightTool("t", "bash", NOW - 411)]
+    act = activity(view, NOW)
+    assert act.text == "working · bash 00:00:04" and act.tone == "text"
+    assert flatten(model, set(), ":stuck") == []
+
+
+def test_status_filters_pick_agents_by_state_and_combine_with_words() -> None:
+    model = canned_model()
+
+    def picked(needle: str) -> list[str]:
+        return [r.node_id for r in flatten(model, set(), needle)]
+
+    # Matches plus their ancestors (the rail stays whole).
+    assert picked(":failed") == ["n0", "n1", "n5"]
+    assert picked(":waiting") == ["n0", "n6", "n7"]
+    assert picked(":stuck") == ["n0", "n1", "n3"]  # worker-1: 7m31s in bash
+    assert picked(":retired") == ["n0", "n6", "n9"]
+    assert picked(":settled") == ["n0", "n1", "n4", "n11"]
+    assert set(picked(":live")) == {v.node.id for v in model.nodes.values() if v.node.live}
+    assert picked("ui :live") == ["n0", "n6", "n7", "n8", "n10"]
+    assert picked(":FAILED") == picked(":failed")  # typed in any case

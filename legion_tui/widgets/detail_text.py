@@ -9,7 +9,7 @@ from legion_tui import receipts
 from legion_tui.model import MailState
 from legion_tui.render.rates import node_rate
 from legion_tui.state import NodeView
-from legion_tui.widgets.tree_rows import fmt_tokens, in_flight_context
+from legion_tui.widgets.tree_rows import fmt_tokens, in_flight_context, tool_seconds
 
 
 def clock_text(at: float) -> str:
@@ -71,14 +71,15 @@ def activity_lines(view: NodeView, now: float) -> list[str]:
         lines = ["no tool call in flight"]
     else:
         top = progress.in_flight[-1]
-        secs = now - top.started_at
+        secs = tool_seconds(view, top.started_at, now)
         lines = [receipts.working(top.name, secs) + in_flight_context(view)]
         if secs >= receipts.STALL_SECONDS and node.live:
             lines.append(receipts.stall_marker(node.name, top.name, secs))
         lines.append("")
         lines.append("tool stack (innermost last):")
         for tool in progress.in_flight:
-            lines.append(f"  {tool.name:<12} {receipts.fmt_duration(now - tool.started_at)}")
+            secs = tool_seconds(view, tool.started_at, now)
+            lines.append(f"  {tool.name:<12} {receipts.fmt_duration(secs)}")
     if progress.last_text:
         lines += ["", "last text:", *progress.last_text.strip().splitlines()[-12:]]
     return lines
@@ -89,7 +90,7 @@ def stall_line(view: NodeView, now: float) -> str | None:
     stack = view.progress.in_flight
     if not stack or not view.node.live:
         return None
-    secs = now - stack[-1].started_at
+    secs = tool_seconds(view, stack[-1].started_at, now)
     if secs < receipts.STALL_SECONDS:
         return None
     return receipts.stall_marker(view.node.name, stack[-1].name, secs)

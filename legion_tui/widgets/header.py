@@ -17,17 +17,37 @@ from legion_tui.themes import DEFAULT_THEME
 from legion_tui.widgets.lines import PaintedLine, PanelStrip
 
 NARROW_BELOW = 100  # columns: the stop hint shortens below this width
+# The stop hint is a palette command: led by the palette's key, it reads as "type this
+# in ^p", not as a usage line thrown by a failed command.
+PALETTE_KEY = "^p "
+# The header's station glyphs, spelled out (its tooltip, the help screen).
+GLYPH_LEGEND = "● live (◐ starting, ◆ waiting for input) · ○ settled · ✗ failed · ◌ retired"
 
 
 def stop_hint(width: int, used: int, live: int) -> str:
-    """The dim hint while agents are live; shortened on narrow terminals; absent when
-    nothing is live or it would not fit beside the counts."""
+    """The dim hint while agents are live, led by the palette's key; shortened on narrow
+    terminals (the key goes last); absent when nothing is live or nothing fits beside
+    the counts."""
     if live <= 0:
         return ""
-    hint = receipts.STOP_HINT_WIDE if width >= NARROW_BELOW else receipts.STOP_HINT_NARROW
-    if used + len(hint) + 2 > width:
-        hint = receipts.STOP_HINT_NARROW
-    return hint if used + len(hint) + 2 <= width else ""
+    wide = [PALETTE_KEY + receipts.STOP_HINT_WIDE] if width >= NARROW_BELOW else []
+    for hint in (*wide, PALETTE_KEY + receipts.STOP_HINT_NARROW, receipts.STOP_HINT_NARROW):
+        if used + len(hint) + 2 <= width:
+            return hint
+    return ""
+
+
+def filter_note(text: str, shown: int, total: int, width: int, used: int) -> str:
+    """What an active filter shows, in place of the stop hint: the header's counts and
+    rate follow it as the chart does, and this says so (and how to leave it)."""
+    for note in (
+        f"filter: {text} ({shown} of {total}) · esc clears",
+        f"filter: {text} ({shown}/{total})",
+        f"filter ({shown}/{total})",
+    ):
+        if used + len(note) + 2 <= width:
+            return note
+    return ""
 
 
 class HeaderBar(PaintedLine):
@@ -48,9 +68,22 @@ class HeaderBar(PaintedLine):
         self.paused = False
         self._key: tuple[object, ...] | None = None
         self._strip: Strip | None = None
-        self._memo_at: tuple[int, float] = (-1, 0.0)
+        self._memo_at: tuple[int, float, int] = (-1, 0.0, 0)
         self._memo: tuple[dict[str, int], float] = ({}, 0.0)
         self._index = LiveIndex(model)
+        # The tree's filter and the rows it shows: the figures follow them.
+        self.filter_text = ""
+        self._shown: frozenset[str] | None = None
+        self._scope = 0  # bumped on every filter change (memo and strip keys)
+        self.tooltip = GLYPH_LEGEND
+
+    def set_filter(self, text: str, shown: frozenset[str] | None) -> None:
+        """A filter on (`shown`: the rows it leaves) or off (None): counts and tok/s
+        then cover those rows only, like the chart's `now`."""
+        self.filter_text = text if shown is not None else ""
+        self._shown = shown
+        self._scope += 1
+        self.refresh()
 
     def set_paused(self, paused: bool) -> None:
         self.paused = paused
@@ -67,12 +100,30 @@ class HeaderBar(PaintedLine):
         come from a `LiveIndex` (only changed nodes are re-read); memoised on (model
         version, clock): a frame asks twice (key check, paint)."""
         now = self.model.clock()
-        if self._memo_at != (self.model.version, now):
-            rate = 0.0
-            for view in self._index.live():
-                rate += node_rate(view, now)
-            self._memo_at, self._memo = (self.model.version, now), (self._index.counts(), rate)
+        at = (self.model.version, now, self._scope)
+        if self._memo_at != at:
+            if self._shown is not None:
+                self._memo = self._scoped(self._shown, now)
+            else:
+                rate = 0.0
+                for view in self._index.live():
+                    rate += node_rate(view, now)
+                self._memo = (self._index.counts(), rate)
+            self._memo_at = at
         return self._memo
+
+    def _scoped(self, shown: frozenset[str], now: float) -> tuple[dict[str, int], float]:
+        """Counts and Σ tok/s over the rows a filter shows (a filter is a short list)."""
+        counts = {"live": 0, "settled": 0, "failed": 0, "retired": 0}
+        rate = 0.0
+        for nid in shown:
+            view = self.model.nodes.get(nid)
+            if view is None:
+                continue
+            status = view.node.outcome
+            counts["live" if status.live else status.value] += 1
+            rate += node_rate(view, now)
+        return counts, rate
 
     def live_rate(self) -> float:
         return self.summary()[1]
@@ -80,7 +131,7 @@ class HeaderBar(PaintedLine):
     def _make_key(self, width: int) -> tuple[object, ...]:
         counts, rate = self.summary()
         return (width, self.theme_name, self.floor, self.paused, tuple(counts.values()),
-                round(rate))
+                round(rate), self._scope)
 
     def render_line(self, y: int) -> Strip:
         width = self.size.width
@@ -97,10 +148,18 @@ class HeaderBar(PaintedLine):
         if self.paused:
             segs.append(Segment("  PAUSED", paint.warning))
             used += 8
-        hint = stop_hint(width, used, counts["live"])
-        if hint:
-            gap = width - used - len(hint) - 1
-            segs.append(Segment(" " * gap, paint.blank))
+        if self._shown is not None:
+            note = filter_note(
+                self.filter_text, len(self._shown), len(self.model.nodes), width, used
+            )
+            if note:
+                segs.append(Segment(" " * (width - used - len(note) - 1), paint.blank))
+                segs.append(Segment(note + " ", paint.accent))
+        elif hint := stop_hint(width, used, counts["live"]):
+            segs.append(Segment(" " * (width - used - len(hint) - 1), paint.blank))
+            if hint.startswith(PALETTE_KEY):
+                segs.append(Segment(PALETTE_KEY, paint.accent))
+                hint = hint[len(PALETTE_KEY) :]
             segs.append(Segment(hint + " ", paint.dim))
         strip = PanelStrip(Strip(segs).crop(0, width).adjust_cell_length(width, paint.blank), width)
         self._key, self._strip = key, strip

@@ -85,7 +85,11 @@ class FilterLine(_BottomLine):
             self.text = text
 
     def ask(self, current: str) -> None:
-        self.open("filter: name, role or path (Enter keeps, Esc clears)", current)
+        self.open(
+            "filter: name, role or path; :live :waiting :stuck :failed :settled :retired"
+            " (Enter keeps, Esc clears)",
+            current,
+        )
 
     def on_input_changed(self, event: Input.Changed) -> None:
         event.stop()

@@ -169,7 +169,7 @@ class RailwayTree(ScrollView, can_focus=True):
     def rebuild(self) -> None:
         """Re-flatten after a structural change (new node, fold, filter)."""
         old_visible = frozenset(self._index)
-        self.rows = flatten(self.model, self.folded, self.filter_text)
+        self.rows = flatten(self.model, self.folded, self.filter_text, self.clock())
         self._index = {row.node_id: i for i, row in enumerate(self.rows)}
         label_need, phase_need = 8, 0
         for row in self.rows:
@@ -348,7 +348,9 @@ class RailwayTree(ScrollView, can_focus=True):
             phase = (node.phase or "")[: cols.phase - 1].ljust(cols.phase)
             pieces.append((phase, paint.dim if ended else paint.accent))
         if cols.elapsed:
-            elapsed = fmt_duration(elapsed_seconds(view, now))
+            parent = self.model.nodes.get(node.parent_id or "")
+            launched = parent.node.created_at if parent is not None else None
+            elapsed = fmt_duration(elapsed_seconds(view, now, launched))
             pieces.append((elapsed.rjust(cols.elapsed - 1) + " ", text_style))
         if cols.rate:
             rate = fmt_rate(node_rate(view, now)) if node.live else ""

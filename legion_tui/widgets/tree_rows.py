@@ -7,6 +7,7 @@ and tests can pin the rail drawing and the activity text without a screen.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -36,16 +37,44 @@ class TreeRow:
     hidden: int  # descendants hidden by a fold (0 when unfolded or a leaf)
 
 
-def _matches(view: NodeView, needle: str) -> bool:
+def _stuck(view: NodeView, now: float) -> bool:
+    stack = view.progress.in_flight
+    return view.node.live and bool(stack) and tool_seconds(view, stack[-1].started_at, now) >= (
+        receipts.STALL_SECONDS
+    )
+
+
+# `:word` in the filter: agents by state rather than by name (as agent-deck and k9s do).
+STATUS_FILTERS: dict[str, Callable[[NodeView, float], bool]] = {
+    "live": lambda view, _now: view.node.live,
+    "waiting": lambda view, _now: view.node.status is NodeStatus.BLOCKED,
+    "stuck": _stuck,
+    "failed": lambda view, _now: view.node.outcome is NodeStatus.FAILED,
+    "settled": lambda view, _now: view.node.outcome is NodeStatus.SETTLED,
+    "retired": lambda view, _now: view.node.status is NodeStatus.RETIRED,
+}
+
+
+def _matches(view: NodeView, words: list[str], now: float) -> bool:
+    """Every word must match: `:failed` a state (STATUS_FILTERS), any other word a part
+    of the name, role or path — `worker :live` is the live workers."""
     node = view.node
-    return needle in node.name.lower() or needle in node.role or needle in node.path.lower()
+    for word in words:
+        test = STATUS_FILTERS.get(word[1:]) if word.startswith(":") else None
+        if test is not None:
+            if not test(view, now):
+                return False
+        elif not (word in node.name.lower() or word in node.role or word in node.path.lower()):
+            return False
+    return True
 
 
-def _kept_by_filter(model: LegionModel, needle: str) -> set[str]:
+def _kept_by_filter(model: LegionModel, needle: str, now: float) -> set[str]:
     """Ids that match the filter plus every ancestor of a match (so the rail stays whole)."""
     kept: set[str] = set()
+    words = needle.split()
     for view, _depth in model.walk():
-        if _matches(view, needle):
+        if _matches(view, words, now):
             nid: str | None = view.node.id
             while nid is not None and nid not in kept:
                 kept.add(nid)
@@ -58,11 +87,15 @@ def _count_descendants(model: LegionModel, node_id: str) -> int:
     return sum(1 for _ in model.walk(node_id))
 
 
-def flatten(model: LegionModel, folded: set[str], needle: str = "") -> list[TreeRow]:
+def flatten(
+    model: LegionModel, folded: set[str], needle: str = "", now: float | None = None
+) -> list[TreeRow]:
     """Visible rows in launch order. A filter shows matches and their ancestors and
-    ignores folds (a match hidden inside a fold would make the filter look broken)."""
+    ignores folds (a match hidden inside a fold would make the filter look broken).
+    `now` dates the `:stuck` filter (the model's clock when not given)."""
     needle = needle.strip().lower()
-    kept = _kept_by_filter(model, needle) if needle else None
+    at = model.clock() if now is None else now
+    kept = _kept_by_filter(model, needle, at) if needle else None
     rows: list[TreeRow] = []
 
     def visible_children(node_id: str | None) -> list[str]:
@@ -98,22 +131,31 @@ def flatten(model: LegionModel, folded: set[str], needle: str = "") -> list[Tree
 # ----- cell texts ----------------------------------------------------------------------
 
 
-def elapsed_seconds(view: NodeView, now: float) -> float:
+def elapsed_seconds(view: NodeView, now: float, floor_at: float | None = None) -> float:
     """How long the agent has run (live: launch → now) or ran (ended: launch → its last
     ledger update, the settle). An ended agent never reads less than its own session
     shows: one whose session history predates the ledger's launch record — the demo
-    starts mid-flight — settled "at once" by the ledger and read 00:00:00."""
+    starts mid-flight — settled "at once" by the ledger and read 00:00:00. `floor_at`,
+    its parent's launch: it never reads longer than its parent has existed (a replayed
+    history made a scout 00:00:32 old under a root at 00:00:05)."""
     node = view.node
     if not node.created_at:
         return 0.0
-    if node.live:
-        return max(0.0, now - node.created_at)
-    ledger_span = (node.updated_at or now) - node.created_at
+    end = now if node.live else (node.updated_at or now)
+    span = end - node.created_at
     progress = view.progress
-    if progress.rate_series and progress.last_entry_at is not None:
-        session_span = progress.last_entry_at - progress.rate_series[0].start
-        return max(0.0, ledger_span, session_span)
-    return max(0.0, ledger_span)
+    if not node.live and progress.rate_series and progress.last_entry_at is not None:
+        span = max(span, progress.last_entry_at - progress.rate_series[0].start)
+    if floor_at:
+        span = min(span, end - floor_at)
+    return max(0.0, span)
+
+
+def tool_seconds(view: NodeView, started_at: float, now: float) -> float:
+    """How long a tool call has run, never longer than its agent has: an agent started
+    mid-flight (the demo replays a history with past timestamps) read "in bash for
+    06:51" four seconds after its launch, and was already "stuck"."""
+    return max(0.0, now - max(started_at, view.node.created_at))
 
 
 def fmt_tokens(n: int) -> str:
@@ -171,7 +213,7 @@ def activity(view: NodeView, now: float) -> Activity:
         return Activity(f"session unreadable: {progress.read_error}", "fail")
     if node.live and progress.in_flight:
         top = progress.in_flight[-1]
-        secs = max(0.0, now - top.started_at)
+        secs = tool_seconds(view, top.started_at, now)
         text = receipts.working(top.name, secs) + in_flight_context(view)
         if secs >= receipts.STALL_SECONDS:
             stall = receipts.stall_marker(node.name, top.name, secs)
