@@ -4,9 +4,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from supervisor_helpers import git
+from supervisor_helpers import git, until
+from textual.pilot import Pilot
+from textual.widgets import TabbedContent
 
+from legion_tui.app import LegionApp
 from legion_tui.supervisor.worktree import Worktree, create_worktree
+from legion_tui.widgets.diff_view import DiffView
 
 # Fixed dates: the same commits, hence the same shas, on every run (the Diff golden).
 FIXED_DATES = {
@@ -33,3 +37,15 @@ async def agent_work(repo: Path) -> Worktree:
     (tree.path / "app.py").write_text("PAGE_SIZE = 50\n\ndef items():\n    return [1]\n")
     (tree.path / "notes.txt").write_text("todo: paginate\n")
     return tree
+
+
+async def open_diff_tab(pilot: Pilot[None], app: LegionApp, node_id: str) -> DiffView:
+    """`o` on the node, then its Diff tab, once read (on open, and again when shown)."""
+    app.railway.select(node_id)
+    await pilot.press("o")
+    await until(lambda: bool(app.screen.query("#diff")), what="the Diff tab")
+    view = app.screen.query_one("#diff", DiffView)
+    await until(lambda: view.loads >= 1, what="the first read of the worktree")
+    app.screen.query_one("#detail-tabs", TabbedContent).active = "tab-diff"
+    await until(lambda: view.loads >= 2, what="the read the tab's activation starts")
+    return view

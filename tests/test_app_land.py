@@ -8,15 +8,12 @@ from pathlib import Path
 
 import pytest
 from app_helpers import FakeOps, canned_model, fixed_clock
-from land_helpers import agent_work, make_repo
+from land_helpers import agent_work, make_repo, open_diff_tab
 from supervisor_helpers import git, until, use_git_identity
-from textual.pilot import Pilot
-from textual.widgets import TabbedContent
 
 from legion_tui.app import LegionApp, make_app
 from legion_tui.ops import Workspace
 from legion_tui.widgets.confirm import ConfirmBar
-from legion_tui.widgets.diff_view import DiffView
 from legion_tui.widgets.landing import land_prompt
 
 SETTLED = "n4"  # scout-0 in the canned legion: settled, and here it holds the worktree
@@ -40,17 +37,6 @@ async def _app(repo: Path) -> tuple[LegionApp, FakeOps]:
     return make_app(model, ops, clock=fixed_clock, timers=False), ops
 
 
-async def _open_diff(pilot: Pilot[None], app: LegionApp, node_id: str) -> DiffView:
-    app.railway.select(node_id)
-    await pilot.press("o")
-    await until(lambda: bool(app.screen.query("#diff")), what="the Diff tab")
-    view = app.screen.query_one("#diff", DiffView)
-    await until(lambda: view.loads >= 1, what="the first read of the worktree")
-    app.screen.query_one("#detail-tabs", TabbedContent).active = "tab-diff"
-    await until(lambda: view.loads >= 2, what="the read the tab's activation starts")
-    return view
-
-
 def _bar(app: LegionApp) -> ConfirmBar:
     return app.screen.query_one(ConfirmBar)
 
@@ -62,7 +48,7 @@ def _head(repo: Path) -> str:
 async def test_the_diff_tab_shows_committed_and_uncommitted_changes(tmp_path: Path) -> None:
     app, _ops = await _app(make_repo(tmp_path / "project"))
     async with app.run_test(size=(120, 40)) as pilot:
-        view = await _open_diff(pilot, app, SETTLED)
+        view = await open_diff_tab(pilot, app, SETTLED)
         text = [line for line, _tone in view.lines]
         tones = dict(view.lines)
         assert text[0].startswith("legion/worker-1-abc123 @ ")
@@ -87,13 +73,15 @@ async def test_L_lands_after_y_and_pushes_after_a_second_y(tmp_path: Path) -> No
     before = _head(repo)
     app, _ops = await _app(repo)
     async with app.run_test(size=(120, 40)) as pilot:
-        await _open_diff(pilot, app, SETTLED)
+        await open_diff_tab(pilot, app, SETTLED)
         await pilot.press("L")
         await until(lambda: _bar(app).asking, what="the land confirm")
         request = _bar(app).request
         assert request is not None and request.kind == "land" and request.node_id == SETTLED
-        assert request.prompt.startswith("Land legion/worker-1-abc123 → main (1 commit: app.py)")
-        assert "uncommitted changes stay behind" in request.prompt
+        assert request.prompt == (
+            "Land legion/worker-1-abc123 → main (1 commit: app.py)? y confirms · any other "
+            "key cancels · its uncommitted changes stay behind"
+        )
         assert _head(repo) == before  # nothing merged while it asks
         await pilot.press("y")
         await until(lambda: _bar(app).asking, what="the push confirm")
@@ -162,5 +150,5 @@ def test_the_prompt_names_the_files_and_counts_the_rest() -> None:
 
     plan = LandPlan(Path("/p"), "legion/w-1", "main", ("a", "b", "c", "d", "e"), 2, False)
     assert land_prompt(plan) == (
-        "Land legion/w-1 → main (2 commits: a, b, c +2 more)? y confirms · any other key cancels"
+        "Land legion/w-1 → main (2 commits: a, b +3 more)? y confirms · any other key cancels"
     )

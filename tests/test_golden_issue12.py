@@ -12,15 +12,14 @@ from pathlib import Path
 
 import pytest
 from app_helpers import FakeOps, canned_model, capture, fixed_clock, terminal_screen
-from land_helpers import FIXED_DATES, agent_work, make_repo
+from land_helpers import FIXED_DATES, agent_work, make_repo, open_diff_tab
 from supervisor_helpers import until, use_git_identity
 from test_snapshots_golden import check, panel_mask
 from textual.pilot import Pilot
-from textual.widgets import Input, TabbedContent, TextArea
+from textual.widgets import Input, TextArea
 
 from legion_tui.app import LegionApp, make_app
 from legion_tui.ops import OpError, Workspace
-from legion_tui.widgets.diff_view import DiffView
 from legion_tui.widgets.new_agent import NewAgentScreen
 
 Steps = Callable[[Pilot[None], LegionApp], Awaitable[None]]
@@ -54,13 +53,7 @@ async def test_golden_diff_tab(tmp_path: Path) -> None:
     ops = FakeOps(model, workspaces={"n4": Workspace("n4", tree)})
 
     async def diff_tab(pilot: Pilot[None], app: LegionApp) -> None:
-        app.railway.select("n4")
-        await pilot.press("o")
-        await until(lambda: bool(app.screen.query("#diff")), what="the Diff tab")
-        view = app.screen.query_one("#diff", DiffView)
-        await until(lambda: view.loads >= 1, what="the first read")
-        app.screen.query_one("#detail-tabs", TabbedContent).active = "tab-diff"
-        await until(lambda: view.loads >= 2, what="the tab's read")
+        await open_diff_tab(pilot, app, "n4")
         await pilot.pause()
 
     screen, mask = await _shoot(ops, diff_tab)

@@ -18,17 +18,20 @@ from legion_tui.supervisor.worktree import Worktree
 from legion_tui.widgets.confirm import ConfirmRequest
 
 LANDING_KINDS = ("land", "push")
-FILES_NAMED = 3  # in the confirm line; the rest are counted
+FILES_NAMED = 2  # in the confirm line; the rest are counted
 
 
 def land_prompt(plan: LandPlan) -> str:
+    """`Land BRANCH → BASE (N commits: files)? y confirms · …` — the question first, as
+    the stop prompt asks it, so a narrow bar cuts the note, never the `y`."""
     named = ", ".join(plan.files[:FILES_NAMED])
     more = len(plan.files) - FILES_NAMED
     files = named + (f" +{more} more" if more > 0 else "")
     left = " · its uncommitted changes stay behind" if plan.uncommitted else ""
+    commits = f"{plan.commits} commit{'' if plan.commits == 1 else 's'}"
     return (
-        f"Land {plan.branch} → {plan.base} ({plan.commits} commit"
-        f"{'' if plan.commits == 1 else 's'}: {files}){left}? y confirms · any other key cancels"
+        f"Land {plan.branch} → {plan.base} ({commits}: {files})? "
+        f"y confirms · any other key cancels{left}"
     )
 
 

@@ -100,7 +100,7 @@ class NewAgentScreen(ModalScreen[str | None]):
                 "Agent",
                 Select([(k, k) for k in AGENT_KINDS], id="kind", compact=True, allow_blank=False),
             ),
-            ("Task", TextArea(id="task", soft_wrap=True, compact=True)),
+            ("Task", TextArea(id="task", soft_wrap=True, compact=True, tab_behavior="focus")),
             ("Name", Input(id="name", placeholder="optional · <role>-N", compact=True)),
             ("Phases", Input(id="phases", placeholder=PHASES_HINT, compact=True)),
         ]
