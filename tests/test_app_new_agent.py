@@ -8,7 +8,7 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from supervisor_helpers import hosted
+from supervisor_helpers import STUCK, hosted, spawn_one
 from textual.pilot import Pilot
 from textual.widgets import Input, Select, Static, TextArea
 
@@ -145,3 +145,20 @@ async def test_the_palette_offers_new_agent(tmp_path: Path) -> None:
             await pilot.pause(0.3)
             await pilot.press("enter")
             await wait_app(pilot, lambda: isinstance(app.screen, NewAgentScreen), "the form")
+
+
+async def test_the_parent_is_the_selected_lead(tmp_path: Path) -> None:
+    async with hosted(tmp_path) as sup:
+        lead = await spawn_one(sup, "centurion", name="lead", sim=dict(STUCK))
+        app = _app(sup)
+        async with app.run_test(size=(120, 40)) as pilot:
+            await pilot.pause()
+            app.railway.select(lead.id)
+            form = await _open_form(pilot, app)
+            assert form.parent_id == lead.id
+            assert "New agent under root/lead" in str(form.query_one("#new-agent-title").render())
+            _fill(form, card="worker", kind="sim", task="Help the lead.", name="helper")
+            await pilot.press("ctrl+s")
+            await wait_app(pilot, lambda: app.screen is app.main_screen, "the form to close")
+            (helper,) = [v.node for v in sup.model.nodes.values() if v.node.name == "helper"]
+            assert helper.parent_id == lead.id and helper.path == "root/lead/helper"
