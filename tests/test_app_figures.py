@@ -100,3 +100,13 @@ async def test_the_header_follows_the_filter_says_so_and_esc_clears_it() -> None
         await pilot.pause()
         assert app.railway.filter_text == "" and len(app.railway.rows) == 12
         assert app.header.render_line(0).text == whole
+
+
+async def test_at_200x60_the_activity_gets_the_columns_and_a_cut_one_says_so() -> None:
+    app, _ = build()
+    async with app.run_test(size=(200, 60)) as pilot:
+        await pilot.pause()
+        assert app.railway.size.width >= 200 - 64  # the panels stop growing at 64
+        row = row_text(app, "n3")  # worker-1's stall marker is longer than any row
+        assert "stuck 7m in bash — steer cannot rea" in row
+        assert row.rstrip().endswith("…")

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import ClassVar
 
-from rich.cells import set_cell_size
+from rich.cells import cell_len, set_cell_size
 from rich.segment import Segment
 from rich.style import Style
 from textual import events
@@ -365,8 +365,13 @@ class RailwayTree(ScrollView, can_focus=True):
         used = sum(len(text) for text, _ in pieces)
         act = activity(view, now)
         act_style = paint.dim if act.tone == "text" and ended else paint.tone(act.tone)
-        # The activity is free text (an agent's verdict reason): measure it in cells.
-        pieces.append((set_cell_size(" " + act.text, max(0, width - used)), act_style))
+        # The activity is free text (an agent's verdict reason): measure it in cells; a
+        # cut one ends in "…", so a reason cut at `veri` never reads as the whole reason.
+        room = max(0, width - used)
+        text = " " + act.text
+        if cell_len(text) > room > 1:
+            text = set_cell_size(text, room - 1) + "…"
+        pieces.append((set_cell_size(text, room), act_style))
         selected = row.node_id == self.selected_id
         # Neighbouring pieces in the same style become one segment (fewer objects for
         # Textual to crop and filter per line).
