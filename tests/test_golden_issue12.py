@@ -1,6 +1,7 @@
 """Goldens of issue 12's screens, as test_snapshots_golden.py makes them (the real ANSI
 through pyte, text + a colour map): the Diff tab on a real repository (fixed dates and
-nonce: the same shas every run) and the new-agent form showing a refusal.
+nonce: the same shas every run) and the new-agent form showing a refusal — the overlay
+or the form only, the screen behind masked (`~`).
 
 Update after LOOKING at the change: `LEGION_UPDATE_GOLDENS=1 pytest tests/test_golden_issue12.py`.
 """
@@ -14,7 +15,7 @@ import pytest
 from app_helpers import FakeOps, canned_model, capture, fixed_clock, terminal_screen
 from land_helpers import FIXED_DATES, agent_work, make_repo, open_diff_tab
 from supervisor_helpers import until, use_git_identity
-from test_snapshots_golden import check, panel_mask
+from test_snapshots_golden import check
 from textual.pilot import Pilot
 from textual.widgets import Input, TextArea
 
@@ -41,9 +42,16 @@ async def _shoot(ops: FakeOps, steps: Steps) -> tuple[object, object]:
         await steps(pilot, app)
         await pilot.pause()
         await pilot.pause()
-        mask = panel_mask(app)
-        for form in app.screen.query("#new-agent-frame"):  # the form covers the panels
-            mask = {xy: c for xy, c in mask.items() if not form.region.contains(*xy)}
+        # Only the overlay or the form is pinned here: the screen behind it belongs to the
+        # main screen's own goldens (test_snapshots_golden.py) and changes with them.
+        (frame,) = app.screen.query("#detail-frame, #new-agent-frame")
+        width, height = app.size
+        mask = {
+            (x, y): "~"
+            for y in range(height)
+            for x in range(width)
+            if not frame.region.contains(x, y)
+        }
         return terminal_screen(app), mask
 
 
