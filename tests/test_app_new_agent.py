@@ -162,3 +162,20 @@ async def test_the_parent_is_the_selected_lead(tmp_path: Path) -> None:
             await wait_app(pilot, lambda: app.screen is app.main_screen, "the form to close")
             (helper,) = [v.node for v in sup.model.nodes.values() if v.node.name == "helper"]
             assert helper.parent_id == lead.id and helper.path == "root/lead/helper"
+
+
+async def test_a_phases_file_is_read_from_the_project_and_its_problems_shown(
+    tmp_path: Path,
+) -> None:
+    async with hosted(tmp_path) as sup:
+        app = _app(sup)
+        async with app.run_test(size=(120, 40)) as pilot:
+            await pilot.pause()
+            form = await _open_form(pilot, app)
+            _fill(form, card="centurion", kind="sim", task="Lead it.", name="lead")
+            form.query_one("#phases", Input).value = "phases/missing.yaml"
+            form.query_one("#phases", Input).focus()
+            await pilot.press("enter")  # Enter on the last field starts it
+            await wait_app(pilot, lambda: "PHASES" in _error(form), "the phases refusal")
+            assert f"{sup.project_dir}/phases/missing.yaml" in _error(form)
+            assert "cannot read" in _error(form) and _names(sup) == {"root"}
