@@ -8,8 +8,8 @@
 and then writes each time figure the bench prints (`name: VALUE ms|us|s ...`) also in
 calibration units: `[x.xxx cal]` is the figure divided by the workload's median, so a
 machine twice as slow prints twice the ms and the same cal. The workloads run at the
-bench's start and again at its end, and the unit is the median of both: the bench's
-lines are printed after the second (a start and an end far apart say the machine's
+bench's start and again at its end, and the unit is the lower of the two medians: the
+bench's lines are printed after the second (a start and an end far apart say the machine's
 load changed under the bench), then the load average at the end.
 
 A bench whose figures are numpy-bound (the galaxy, the chart) asks `unit="numpy"`.
@@ -101,7 +101,7 @@ def machine_line() -> str:
 
 @dataclass
 class Calibration:
-    """The workloads' times: at the bench's start and at its end, pooled for the unit."""
+    """The workloads' times: at the bench's start, then (appended) at its end."""
 
     python: list[float]
     numpy: list[float]
@@ -109,7 +109,11 @@ class Calibration:
 
     @property
     def unit_ms(self) -> float:
-        return statistics.median(self.python if self.unit == "python" else self.numpy)
+        """The lower of the start's and the end's medians: the machine's speed when the
+        other users of its cores disturbed it least (one burst of load at either end
+        would otherwise move every figure's calibrated value)."""
+        runs = self.python if self.unit == "python" else self.numpy
+        return min(statistics.median(runs[:RUNS]), statistics.median(runs[RUNS:] or runs))
 
     def annotate(self, line: str) -> str:
         """`line` with its time figure also in calibration units (others unchanged)."""
@@ -137,7 +141,7 @@ class _Held(io.TextIOBase):
 @contextmanager
 def calibrated(unit: Unit = "python") -> Iterator[Calibration]:
     """Run the bench between two calibrations; then print the machine, the calibration
-    (start, end, pooled: the unit) and the bench's own lines, each time figure also in
+    (start, end; the lower is the unit) and the bench's own lines, each time figure also in
     calibration units. The lines are held until then (a load that changes during the
     bench moves both halves of the calibration the figures are divided by)."""
     print(machine_line(), flush=True)
@@ -153,13 +157,12 @@ def calibrated(unit: Unit = "python") -> Iterator[Calibration]:
         for name, first, last in (("python", cal.python, end.python),
                                   ("numpy", cal.numpy, end.numpy)):  # fmt: skip
             print(
-                f"calibration {name} workload: {statistics.median(first + last):.3f} ms "
-                f"(median of {2 * RUNS}: {statistics.median(first):.3f} at the start, "
-                f"{statistics.median(last):.3f} at the end)"
+                f"calibration {name} workload: {statistics.median(first):.3f} ms at the "
+                f"start, {statistics.median(last):.3f} ms at the end (medians of {RUNS})"
             )
         cal.python += end.python
         cal.numpy += end.numpy
-        print(f"calibration unit: 1 cal = the {unit} workload's {cal.unit_ms:.3f} ms")
+        print(f"calibration unit: 1 cal = the {unit} workload's {cal.unit_ms:.3f} ms (the lower)")
         for line in held.text.getvalue().splitlines():
             print(cal.annotate(line))
         print(f"load at the end: {load_average()}", flush=True)

@@ -9,6 +9,7 @@ second, and each widget repaints only what those ids touch. Tests build the app 
 from __future__ import annotations
 
 import gc
+import sys
 import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
@@ -699,4 +700,6 @@ async def run_dashboard_async(
     if app_ready is not None:
         app_ready(app)
     await app.run_async()
+    # Back on the user's screen: the session's name and the way back to it.
+    print(receipts.reopen_hint(model.session_name), file=sys.stderr)
     return app.return_code or 0

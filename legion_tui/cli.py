@@ -14,6 +14,7 @@ import importlib
 import sys
 from collections.abc import Sequence
 
+from legion_tui import __version__
 from legion_tui.commands import Command
 
 # Where each command lives, in the help's order (tests/test_import_fences.py holds this
@@ -48,6 +49,7 @@ def build_parser(
         prog="legion",
         description="Run and watch a tree of AI coding agents from a terminal.",
     )
+    parser.add_argument("--version", action="version", version=f"legion {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     commands: dict[str, Command] = {}
     for name in wanted:

@@ -5,19 +5,22 @@ For `legion status` when no supervisor is live: no event loop, no writer, no WAL
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sqlite3
+from collections.abc import Iterator
 from pathlib import Path
 
 from legion_tui.ledger.connection import configure, readonly_uri
 from legion_tui.ledger.errors import LedgerError
 from legion_tui.ledger.recognise import FileState, inspect_file
 from legion_tui.ledger.rows import NODE_COLUMNS, USAGE_COLUMNS, node_from_row, usage_from_row
-from legion_tui.model import Node, Usage
+from legion_tui.model import EventType, Node, Usage
 
 
-def read_snapshot(path: Path) -> tuple[list[Node], dict[str, Usage]]:
-    """Nodes (insertion order) and usage by node id. Raises LedgerError if not a ledger."""
+@contextlib.contextmanager
+def _readonly(path: Path) -> Iterator[sqlite3.Connection]:
+    """A read-only connection to a ledger file; LedgerError if it is not one."""
     path = Path(path)
     state = inspect_file(path)
     if state is not FileState.LEDGER:
@@ -34,6 +37,16 @@ def read_snapshot(path: Path) -> tuple[list[Node], dict[str, Usage]]:
         raise LedgerError(f"{path}: cannot open read-only ({exc})") from exc
     try:
         configure(conn)
+        yield conn
+    except sqlite3.Error as exc:
+        raise LedgerError(f"{path}: read failed ({exc})") from exc
+    finally:
+        conn.close()
+
+
+def read_snapshot(path: Path) -> tuple[list[Node], dict[str, Usage]]:
+    """Nodes (insertion order) and usage by node id. Raises LedgerError if not a ledger."""
+    with _readonly(path) as conn:
         nodes = [
             node_from_row(r)
             for r in conn.execute(f"SELECT {', '.join(NODE_COLUMNS)} FROM nodes ORDER BY rowid")
@@ -46,7 +59,15 @@ def read_snapshot(path: Path) -> tuple[list[Node], dict[str, Usage]]:
             for row in conn.execute(f"SELECT node_id, {', '.join(USAGE_COLUMNS)} FROM usage"):
                 usage[row[0]] = usage_from_row(row[1:])
         return nodes, usage
-    except sqlite3.Error as exc:
-        raise LedgerError(f"{path}: read failed ({exc})") from exc
-    finally:
-        conn.close()
+
+
+def read_retired_reasons(path: Path) -> dict[str, str]:
+    """Node id → the reason of its last `node_retired` (`session-shutdown`: interrupted
+    by the host's exit, resumable), as the reopened dashboard reads them."""
+    with _readonly(path) as conn:
+        rows = conn.execute(
+            "SELECT node_id, json_extract(data, '$.reason') FROM events "
+            "WHERE type = ? ORDER BY id",
+            (EventType.NODE_RETIRED.value,),
+        )
+        return {str(n): str(r) for n, r in rows if n is not None}

@@ -193,7 +193,7 @@ class RateBuckets:
 
     def __init__(self) -> None:
         self._cache: dict[str, _Points] = {}
-        self._joined_key: tuple[tuple[_Points, int], ...] | None = None
+        self._joined_key: tuple[object, ...] | None = None
         self._n_points = 0
         self._alloc_points(1024)
         self._n_buckets = -1
@@ -206,6 +206,17 @@ class RateBuckets:
         self._live: dict[str, NodeView] = {}
         self._members_of: tuple[LegionModel, frozenset[str] | None, int] | None = None
         self.rescans = 0  # full membership walks (tests: a streaming frame needs none)
+        # The members split for `_join`: the live ones (their points move every frame,
+        # joined one by one) and the ended ones, whose points do not move: held as one
+        # array with each point's `reach` beside it, so which of them reach the window
+        # is one comparison however many there are (a frame stays flat in the node
+        # count). `_ended_version` is bumped whenever the ended set or its points change.
+        self._moving: dict[str, _Points] = {}
+        self._ended_version = 0
+        self._ended_built = -1
+        self._ended_data: F64 = np.zeros((4, 0), dtype=np.float64)
+        self._ended_reach: F64 = np.zeros(0, dtype=np.float64)  # per point
+        self._ended_written: tuple[int, int] | None = None  # (version, points) in _joined
 
     def _alloc_points(self, cap: int) -> None:
         self._cap = cap
@@ -218,6 +229,7 @@ class RateBuckets:
         self._flat = np.zeros(cap, dtype=np.intp)
         self._before = np.zeros(cap, dtype=np.bool_)
         self._joined_key = None
+        self._ended_written = None
 
     def _alloc_buckets(self, n: int) -> None:
         self._n_buckets = n
@@ -274,15 +286,22 @@ class RateBuckets:
             if view is None:
                 continue
             if (visible is not None and nid not in visible) or not view.progress.rate_series:
-                self._members.pop(nid, None)
+                if self._members.pop(nid, None) is not None and nid not in self._moving:
+                    self._ended_version += 1
                 self._live.pop(nid, None)
+                self._moving.pop(nid, None)
             elif nid not in self._members or (view.node.live and nid not in self._live):
                 self._rescan(model, visible)
                 return
             else:
-                self._members[nid] = self._node_points(view)
-                if not view.node.live:
+                points = self._node_points(view)
+                self._members[nid] = points
+                if view.node.live:
+                    self._moving[nid] = points
+                else:
                     self._live.pop(nid, None)
+                    self._moving.pop(nid, None)
+                    self._ended_version += 1  # it ended now, or its points changed
 
     def _rescan(self, model: LegionModel, visible: frozenset[str] | None) -> None:
         self.rescans += 1
@@ -292,7 +311,21 @@ class RateBuckets:
             if (visible is None or nid in visible) and view.progress.rate_series
         }
         self._live = {nid: p.view for nid, p in self._members.items() if p.view.node.live}
+        self._moving = {nid: p for nid, p in self._members.items() if p.view.node.live}
+        self._ended_version += 1
         self._members_of = (model, visible, len(model.nodes))
+
+    def _build_ended(self) -> None:
+        """The ended members' points side by side (model order), and each point's reach."""
+        ended = [p for nid, p in self._members.items() if nid not in self._moving]
+        if ended:
+            self._ended_data = np.concatenate([p.data for p in ended], axis=1)
+            self._ended_reach = np.repeat(np.concatenate([p.reach for p in ended]), 2)
+        else:
+            self._ended_data = np.zeros((4, 0), dtype=np.float64)
+            self._ended_reach = np.zeros(0, dtype=np.float64)
+        self._ended_built = self._ended_version
+        self._ended_written = None
 
     def forget(self) -> None:
         """Changes were not read this frame: the next compute re-reads every node."""
@@ -315,20 +348,32 @@ class RateBuckets:
         # billionth of a bucket before t0: a point closer than that may round to u = 0
         # (inside) in `compute`, and must be bucketed as `compute` sees it.
         cut = t0 - 1e-9 / per_s
-        parts = [(pts, pts.from_segment(cut)) for pts in self._members.values() if pts.last >= cut]
+        if self._ended_built != self._ended_version:
+            self._build_ended()
+        # An ended node's segments that reach the cut are exactly those `from_segment`
+        # keeps (its reach is a running max): one mask over all of them. Their number
+        # names the kept set, the cut being the only thing that moves it.
+        keep = self._ended_reach >= cut
+        n_ended = int(np.count_nonzero(keep))
+        parts = [(pts, pts.from_segment(cut)) for pts in self._moving.values() if pts.last >= cut]
         # A node's points object is replaced whenever it changes, so the tuple of
         # (object, first segment) pairs, compared by identity, says whether the joined
         # buffers are current.
-        key = tuple(parts)
+        ended_key = (self._ended_version, n_ended)
+        key = (ended_key, *parts)
         if key == self._joined_key:
             return self._n_points
         datas = [p.data[:, 2 * k :] for p, k in parts]
-        n = sum(int(d.shape[1]) for d in datas)
+        n = n_ended + sum(int(d.shape[1]) for d in datas)
         if n > self._cap:
             self._alloc_points(max(n, 2 * self._cap))
-        if parts:
-            np.concatenate(datas, axis=1, out=self._joined[:, :n])
-            np.copyto(self._band[:n], self._joined[BAND, :n], casting="unsafe")
+        if self._ended_written != ended_key:
+            np.compress(keep, self._ended_data, axis=1, out=self._joined[:, :n_ended])
+            np.copyto(self._band[:n_ended], self._joined[BAND, :n_ended], casting="unsafe")
+            self._ended_written = ended_key
+        if datas:
+            np.concatenate(datas, axis=1, out=self._joined[:, n_ended:n])
+            np.copyto(self._band[n_ended:n], self._joined[BAND, n_ended:n], casting="unsafe")
         self._joined_key = key
         self._n_points = n
         return n

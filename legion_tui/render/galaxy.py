@@ -153,6 +153,8 @@ class GalaxyRenderer:
         self._radius = np.zeros(0, dtype=np.float64)  # orbit radius per star, this size
         self._revs: list[int] = []
         self._live_stars: dict[int, NodeView] = {}
+        self._shade_all = True  # the next shade compares every star's revision
+        self.stars_read = 0  # stars the last frame looked at (tests: flat in the node count)
         self._cap = 0
         self._alloc_star_buffers(16)
         self.star_ids: list[str] = []  # star index → node id, of the last frame
@@ -218,6 +220,7 @@ class GalaxyRenderer:
                 self._alloc_star_buffers(max(n, 2 * self._cap))
             self._revs = [-1] * n  # revision each star was last shaded at
             self._live_stars = {}
+            self._shade_all = True  # new stars: the first shade reads every one
             self._geometry_key = (-1, -1, -1, -1)
         return self._layout
 
@@ -270,8 +273,11 @@ class GalaxyRenderer:
         rows: int,
         styles: Sequence[Style],
         selected: str | None = None,
+        changed: frozenset[str] | None = None,
     ) -> list[list[Segment]]:
-        """Draw one frame and return its rows as segments (every row exactly `cols` wide)."""
+        """Draw one frame and return its rows as segments (every row exactly `cols` wide).
+        `changed`: the ids changed since the previous frame, if the caller knows them (a
+        `ChangeFeed`); None re-reads every star's node."""
         c = self.canvas
         c.resize(cols, rows)
         layout = self._sync_layout(model)
@@ -281,11 +287,13 @@ class GalaxyRenderer:
         self.star_ids = layout.ids
         if n and c.cols and c.rows:
             self._place(layout, now)
-            self._shade(layout, now)
+            self._shade(layout, now, changed)
             self._stamp(n)
             k = layout.index.get(selected) if selected is not None else None
             if k is not None:
                 self._ring_around(k)
+        else:
+            self._shade_all = True  # `changed` went unread: the next shade reads all
         c.encode()
         inks = c.resolve_inks()
         texts = c.row_texts()
@@ -319,17 +327,28 @@ class GalaxyRenderer:
         np.floor(fy[:n], out=cs[:n])
         np.copyto(self.star_y[:n], cs[:n], casting="unsafe")
 
-    def _shade(self, layout: _Layout, now: float) -> None:
+    def _shade(self, layout: _Layout, now: float, changed: frozenset[str] | None) -> None:
         """Per star: stencil size level and key (priority = live tok/s, ink = role or dim).
 
-        Only stars whose node changed since the last frame are re-read; of the rest only
-        the live ones are recomputed (their tok/s moves with the clock). An ended star
-        is a constant dim dot.
+        Only stars whose node changed since the last frame are re-read — found from
+        `changed` when it is known and every star was shaded before, else by comparing
+        every star's revision; of the rest only the live ones are recomputed (their
+        tok/s moves with the clock). An ended star is a constant dim dot.
         """
         views, revs, live = layout.views, self._revs, self._live_stars
         level, key = self._level, self._key
         dim_key = (1 << PRIORITY_SHIFT) | Ink.DIM
-        for k in [k for k, v in enumerate(views) if v.revision != revs[k]]:
+        if changed is None or self._shade_all:
+            stale = [k for k, v in enumerate(views) if v.revision != revs[k]]
+            self._shade_all = False
+            self.stars_read = len(views)
+        else:
+            index = layout.index
+            stale = [k for k in map(index.get, changed) if k is not None]
+            self.stars_read = len(stale)
+        for k in stale:
+            if views[k].revision == revs[k]:
+                continue
             view = views[k]
             revs[k] = view.revision
             if view.node.live:

@@ -220,10 +220,20 @@ def offline_status(
     whose supervisor is gone (read-only: nothing is written). `owner_gone_pid`: the host
     died without pausing its nodes (SIGKILL), so the ledger's `running` is stale — said
     so per node; the next start of that session marks them `node_orphaned`."""
-    from legion_tui.ledger import read_snapshot
+    from legion_tui.ledger.snapshot import read_retired_reasons, read_snapshot
     from legion_tui.session.reader import read_session
+    from legion_tui.supervisor.continuity import INTERRUPT_REASONS
 
     nodes, _usage = read_snapshot(run_dir / "legion.db")
+    # Retired by the host's exit (or found orphaned): interrupted, resumable — the word
+    # the reopened dashboard uses ("interrupted · r resumes"), not a bare "retired".
+    reasons = read_retired_reasons(run_dir / "legion.db")
+    interrupted = {
+        n.id
+        for n in nodes
+        if n.status is NodeStatus.RETIRED and reasons.get(n.id) in INTERRUPT_REASONS
+        and n.role != "root"
+    }
     by_parent: dict[str | None, list[Node]] = {}
     for node in nodes:
         by_parent.setdefault(node.parent_id, []).append(node)
@@ -236,7 +246,7 @@ def offline_status(
             progress = read_session(node.session_file)
         rows.append((node, progress))
         stack.extend(reversed(by_parent.get(node.id, [])))
-    doc = status_document(run_id, session, rows, now, live=False)
+    doc = status_document(run_id, session, rows, now, live=False, interrupted=interrupted)
     if owner_gone_pid is not None:
         for entry in doc["nodes"]:
             if entry["status"] in ("starting", "running", "blocked") and entry["role"] != "root":

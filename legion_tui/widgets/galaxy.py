@@ -19,6 +19,7 @@ from textual.message import Message
 from textual.strip import Strip
 from textual.widget import Widget
 
+from legion_tui.render.feed import ChangeFeed
 from legion_tui.render.galaxy import GalaxyRenderer
 from legion_tui.render.inks import STYLES, Ink
 from legion_tui.state import LegionModel
@@ -150,6 +151,7 @@ class GalaxyView(FrameWidget):
 
     def setup(self) -> None:
         self.renderer = GalaxyRenderer()
+        self._feed = ChangeFeed(self.model)  # which stars' nodes changed between frames
         self.selected: str | None = None
 
     def set_selected(self, node_id: str | None) -> None:
@@ -159,8 +161,9 @@ class GalaxyView(FrameWidget):
 
     def draw(self, cols: int, rows: int, styles: Sequence[Style]) -> list[list[Segment]]:
         return self.renderer.render(
-            self.model, self.model.clock(), cols, rows, styles, selected=self.selected
-        )
+            self.model, self.model.clock(), cols, rows, styles, selected=self.selected,
+            changed=self._feed.take(),
+        )  # fmt: skip
 
     def on_click(self, event: events.Click) -> None:
         offset = event.get_content_offset(self)
