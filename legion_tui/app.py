@@ -568,25 +568,26 @@ class LegionApp(App[None]):
             self.landing.start(view.node.id)
 
     def action_new_agent(self) -> None:
-        if self.screen is not self.main_screen:
-            return  # `n` is a main-screen key (the palette's entry closes it first)
-        view = self.railway.selected_view
+        start = self.screen
+        if start is not self.main_screen and not isinstance(start, DetailScreen):
+            return  # the help, or a form already open
+        view = self._target()  # the overlay's node, else the tree's selection
         root = self.model.root_id
         lead = view is not None and view.node.role == "centurion" and view.node.live
         parent = view.node.id if lead and view is not None else root
         if parent is not None:
-            self.run_worker(self._open_new_agent(parent), group="new-agent")
+            self.run_worker(self._open_new_agent(parent, start), group="new-agent")
 
     palette_new_agent = action_new_agent
 
-    async def _open_new_agent(self, parent_id: str) -> None:
+    async def _open_new_agent(self, parent_id: str, start: Screen[Any]) -> None:
         try:
             cards = await self.ops.role_cards()  # as on disk now: edits need no restart
         except Exception as error:  # a failure to act is reported, never swallowed
             self._say(f"cannot read the role cards: {error}", severity="error", timeout=10)
             return
-        if self.screen is not self.main_screen or parent_id not in self.model.nodes:
-            return
+        if self.screen is not start or parent_id not in self.model.nodes:
+            return  # the user moved on while the cards were read: no form out of nowhere
         form = NewAgentScreen(
             cards,
             parent_id=parent_id,

@@ -55,6 +55,7 @@ class DetailScreen(ModalScreen[None]):
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("escape,q", "close", "Close"),
         Binding("L", "app.land_node", "Land"),
+        Binding("n", "app.new_agent", "New agent"),
         *agent_bindings("app."),  # they act on this overlay's agent (App._target)
     ]
 
