@@ -162,6 +162,12 @@ async def test_the_parent_is_the_selected_lead(tmp_path: Path) -> None:
             await wait_app(pilot, lambda: app.screen is app.main_screen, "the form to close")
             (helper,) = [v.node for v in sup.model.nodes.values() if v.node.name == "helper"]
             assert helper.parent_id == lead.id and helper.path == "root/lead/helper"
+            # Over the lead's overlay too (n there, or the palette's entry).
+            app.railway.select(lead.id)
+            await pilot.press("o")
+            await wait_app(pilot, lambda: app.screen is not app.main_screen, "the overlay")
+            form = await _open_form(pilot, app)
+            assert form.parent_id == lead.id
 
 
 async def test_a_phases_file_is_read_from_the_project_and_its_problems_shown(
@@ -179,18 +185,3 @@ async def test_a_phases_file_is_read_from_the_project_and_its_problems_shown(
             await wait_app(pilot, lambda: "PHASES" in _error(form), "the phases refusal")
             assert f"{sup.project_dir}/phases/missing.yaml" in _error(form)
             assert "cannot read" in _error(form) and _names(sup) == {"root"}
-
-
-async def test_n_over_the_overlay_of_a_lead_starts_a_member(tmp_path: Path) -> None:
-    async with hosted(tmp_path) as sup:
-        lead = await spawn_one(sup, "centurion", name="lead", sim=dict(STUCK))
-        app = _app(sup)
-        async with app.run_test(size=(120, 40)) as pilot:
-            await pilot.pause()
-            app.railway.select(lead.id)
-            await pilot.press("o")
-            await wait_app(pilot, lambda: app.screen is not app.main_screen, "the overlay")
-            form = await _open_form(pilot, app)
-            assert form.parent_id == lead.id
-            await pilot.press("escape")
-            await wait_app(pilot, lambda: app.screen is not form, "the form to close")
