@@ -9,6 +9,7 @@ second, and each widget repaints only what those ids touch. Tests build the app 
 from __future__ import annotations
 
 import gc
+import os
 import sys
 import time
 from collections.abc import Awaitable, Callable
@@ -157,11 +158,17 @@ class LegionApp(App[None]):
         run_dir: Path | None = None,
         on_start: Callable[[LegionApp], Awaitable[None]] | None = None,
         gc_tuning: bool = False,
+        hosts: bool = True,
     ) -> None:
         # Our driver: a terminal that closes, stalls or sends SIGCONT never blocks the loop
         # the supervisor shares (legion_tui.terminal). Tests' headless runs are unchanged.
-        super().__init__(driver_class=LegionDriver)
+        # A driver named in TEXTUAL_DRIVER is Textual's choice as usual: textual-serve
+        # names its WebDriver for the view it runs per browser (`legion serve`).
+        super().__init__(driver_class=None if os.environ.get("TEXTUAL_DRIVER") else LegionDriver)
         self.gc_tuning = gc_tuning
+        # False: a view of a run another process hosts (legion_tui.view); quitting it
+        # pauses nothing, so it asks nothing.
+        self.hosts = hosts
         self.model = model
         self.ops = ops
         self.clock: Clock = clock or model.clock
@@ -664,7 +671,7 @@ class LegionApp(App[None]):
         self.push_screen(HelpScreen())
 
     def action_quit_legion(self) -> None:
-        if self.model.counts()["live"] > 0:
+        if self.hosts and self.model.counts()["live"] > 0:
             self._ask(ConfirmRequest("quit", None, receipts.QUIT_CONFIRM))
         else:
             self.exit()
@@ -692,12 +699,15 @@ async def run_dashboard_async(
     run_dir: Path | None = None,
     on_start: Callable[[LegionApp], Awaitable[None]] | None = None,
     app_ready: Callable[[LegionApp], None] | None = None,
+    hosts: bool = True,
 ) -> int:
     """Run the dashboard until the user quits, inside the running event loop (the
     supervisor shares the loop), with the GC tuned for frame time. `app_ready` gets the
     app before it runs (the host routes its signals to it). Returns the app's return
     code: 1 when the dashboard died of an error (Textual has printed it by then)."""
-    app = make_app(model, ops, theme=theme, run_dir=run_dir, on_start=on_start, gc_tuning=True)
+    app = make_app(
+        model, ops, theme=theme, run_dir=run_dir, on_start=on_start, gc_tuning=True, hosts=hosts
+    )
     if app_ready is not None:
         app_ready(app)
     await app.run_async()

@@ -31,6 +31,7 @@ COMMAND_HOMES: dict[str, str] = {
     ),
     **dict.fromkeys(("run", "demo", "tui"), _RUN),
     **dict.fromkeys(("mail", "phase"), _TEAM),
+    "serve": "legion_tui.commands.serve",
 }
 # One module per command group; each adds its own subcommands.
 COMMAND_MODULES: tuple[str, ...] = tuple(dict.fromkeys(COMMAND_HOMES.values()))

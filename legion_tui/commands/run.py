@@ -384,13 +384,36 @@ def _demo(args: argparse.Namespace) -> int:
 # ----- legion tui ------------------------------------------------------------------------
 def _tui_args(p: argparse.ArgumentParser) -> None:
     p.add_argument(
-        "--session", default="main", metavar="NAME", type=session_name, help="session name (main)"
+        "--session",
+        metavar="NAME",
+        type=session_name,
+        help="session name (main; --view: the newest live run)",
     )
     p.add_argument("--theme", default=None, help="legion-dark, legion-light, legion-ansi")
+    p.add_argument(
+        "--view",
+        action="store_true",
+        help="a second dashboard on a run another process hosts: reads its ledger and "
+        "session files, sends every operation to its socket",
+    )
+    p.add_argument(
+        "--read-only",
+        action="store_true",
+        help="with --view: refuse every operation (what `legion serve` runs without its token)",
+    )
 
 
 def _tui(args: argparse.Namespace) -> int:
     from legion_tui.settings import load_settings
+
+    theme = args.theme or load_settings(Path.cwd()).settings.theme
+    if args.view or args.read_only:
+        from legion_tui.view import run_view
+
+        # Hosts nothing: no supervisor to start, so none of `_hosting`'s refusals apply.
+        raise_fd_limit()
+        return asyncio.run(run_view(Path.cwd(), args.session, theme, control=not args.read_only))
+    args.session = args.session or "main"
     from legion_tui.supervisor.core import Supervisor
     from legion_tui.supervisor.runs import (
         SessionBusy,
@@ -412,7 +435,6 @@ def _tui(args: argparse.Namespace) -> int:
     except (SessionBusy, SessionNameError, UnsafeSocketDir) as err:
         print(f"legion tui: {err}", file=sys.stderr)
         return 1
-    theme = args.theme or load_settings(Path.cwd()).settings.theme
     return _hosting("tui", lambda: asyncio.run(_host_dashboard(sup, theme, None, 0)))
 
 

@@ -1,0 +1,143 @@
+"""`Operations` for a dashboard that hosts nothing (`legion tui --view`, `legion serve`).
+
+`SocketOperations` sends each act to the run's supervisor over its socket, as the user's
+own shell does (`legion stop` …): caller root (a spawn: the parent it joins, as
+`RootOperations` spawns), the node named by its id. What the supervisor refuses comes
+back as the OpError the dashboard shows, in the supervisor's words.
+`ReadOnlyOperations` refuses every act without sending it: a browser without the
+control token. Both read what the view may look at — the role cards on disk — and
+only the controlling one names a node's worktree: the land flow merges and pushes in
+the user's repository from it, an act the read-only view must not reach.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from legion_tui.ops import OpError, Workspace
+from legion_tui.supervisor.client import ROOT_CALLER, LegionClient, LegionRequestError
+from legion_tui.supervisor.runs import RunInfo, resolve_socket
+
+if TYPE_CHECKING:
+    from legion_tui.agents.cards import CardSet
+    from legion_tui.supervisor.admission import ChildRequest
+
+READ_ONLY_CODE = "FORBIDDEN"
+READ_ONLY_REFUSAL = "403 Forbidden — read-only view: this operation needs the control token"
+# A view waits this long for a supervisor that does not take a request (the CLI's 10 s
+# is for scripts; a key pressed in a dashboard wants its answer sooner).
+VIEW_RETRY_SECONDS = 3.0
+
+
+class _Looking:
+    """What any view may read: the role cards as they are on disk now."""
+
+    def __init__(self, project_dir: Path) -> None:
+        self.project_dir = project_dir
+
+    async def role_cards(self) -> CardSet:
+        from legion_tui.agents.cards import load_cards
+
+        return load_cards(self.project_dir)
+
+
+class SocketOperations(_Looking):
+    """Operations over the run's socket. The socket is looked up and connected per
+    operation (a key press is one request): a host that reopened the session is the
+    one asked."""
+
+    def __init__(
+        self,
+        run: RunInfo,
+        project_dir: Path,
+        workspaces: Callable[[str], Workspace | None],
+        *,
+        retry_seconds: float = VIEW_RETRY_SECONDS,
+    ) -> None:
+        super().__init__(project_dir)
+        self.run = run
+        self._workspaces = workspaces
+        self.retry_seconds = retry_seconds
+
+    async def _request(self, op: str, caller: str = ROOT_CALLER, **fields: Any) -> dict[str, Any]:
+        sock = resolve_socket(self.run)
+        if sock is None:
+            raise OpError(
+                "NO_SUPERVISOR",
+                f"no live supervisor hosts session {self.run.session_name!r} "
+                f"(reopen it with `legion tui --session {self.run.session_name}`)",
+            )
+        try:
+            async with LegionClient(sock, caller, retry_seconds=self.retry_seconds) as client:
+                return await client.request(op, **fields)
+        except LegionRequestError as err:
+            raise OpError(err.code, err.message) from None
+
+    async def _receipt(self, op: str, **fields: Any) -> str:
+        return str((await self._request(op, **fields)).get("receipt") or "")
+
+    async def stop(self, node_id: str, *, force: bool = False) -> str:
+        return await self._receipt("stop", name=node_id, force=force)
+
+    async def abort(self, node_id: str, *, keep_queue: bool = False) -> str:
+        return await self._receipt("abort", name=node_id, keep_queue=keep_queue)
+
+    async def steer(self, node_id: str, text: str) -> str:
+        return await self._receipt("steer", name=node_id, text=text)
+
+    async def resume(self, node_id: str) -> str:
+        return await self._receipt("resume", name=node_id)
+
+    async def spawn(self, parent_id: str, request: ChildRequest) -> str:
+        """The socket's `spawn` for one child, as `legion spawn` sends it; a phases file
+        is read here, from the project, with its own lines in a refusal."""
+        if isinstance(request.phases, str):
+            from legion_tui.phases import MachineError, load_machine_file
+
+            try:
+                machine = load_machine_file(str(self.project_dir / request.phases)).to_dict()
+            except MachineError as err:
+                raise OpError("PHASES", str(err)) from err
+            request = dataclasses.replace(request, phases=machine)
+        child = {k: v for k, v in dataclasses.asdict(request).items() if v not in (None, {})}
+        result = await self._request("spawn", parent_id, children=[child])
+        (node,) = result.get("nodes") or [{}]
+        if node.get("status") == "failed":
+            raise OpError(
+                "START_FAILED", f"Failed to start {node.get('path')}: {node.get('error')}"
+            )
+        said = f"Spawned {node.get('path')} ({node.get('id')})"
+        said += " — simulated" if node.get("simulated") else ""
+        return "\n".join([said, *(f"warning: {w}" for w in result.get("warnings") or [])])
+
+    def workspace(self, node_id: str) -> Workspace | None:
+        return self._workspaces(node_id)
+
+
+class ReadOnlyOperations(_Looking):
+    """Every act refused, nothing sent: the view may only look."""
+
+    @staticmethod
+    def _refuse() -> OpError:
+        return OpError(READ_ONLY_CODE, READ_ONLY_REFUSAL)
+
+    async def stop(self, node_id: str, *, force: bool = False) -> str:
+        raise self._refuse()
+
+    async def abort(self, node_id: str, *, keep_queue: bool = False) -> str:
+        raise self._refuse()
+
+    async def steer(self, node_id: str, text: str) -> str:
+        raise self._refuse()
+
+    async def resume(self, node_id: str) -> str:
+        raise self._refuse()
+
+    async def spawn(self, parent_id: str, request: ChildRequest) -> str:
+        raise self._refuse()
+
+    def workspace(self, node_id: str) -> Workspace | None:
+        return None
