@@ -214,6 +214,7 @@ class RateBuckets:
         self._moving: dict[str, _Points] = {}
         self._ended_version = 0
         self._ended_built = -1
+        self._ended: tuple[_Points, ...] = ()  # the points objects the array was built from
         self._ended_data: F64 = np.zeros((4, 0), dtype=np.float64)
         self._ended_reach: F64 = np.zeros(0, dtype=np.float64)  # per point
         self._ended_written: tuple[int, int] | None = None  # (version, points) in _joined
@@ -312,12 +313,16 @@ class RateBuckets:
         }
         self._live = {nid: p.view for nid, p in self._members.items() if p.view.node.live}
         self._moving = {nid: p for nid, p in self._members.items() if p.view.node.live}
-        self._ended_version += 1
+        ended = tuple(p for nid, p in self._members.items() if nid not in self._moving)
+        if ended != self._ended:  # the same points objects: the array stands
+            self._ended = ended
+            self._ended_version += 1
         self._members_of = (model, visible, len(model.nodes))
 
     def _build_ended(self) -> None:
         """The ended members' points side by side (model order), and each point's reach."""
         ended = [p for nid, p in self._members.items() if nid not in self._moving]
+        self._ended = tuple(ended)
         if ended:
             self._ended_data = np.concatenate([p.data for p in ended], axis=1)
             self._ended_reach = np.repeat(np.concatenate([p.reach for p in ended]), 2)

@@ -147,6 +147,9 @@ class RailwayTree(ScrollView, can_focus=True):
         # Textual's LRUCache: that one's ring of entries becomes cyclic garbage on
         # clear() (a theme change), and the number of nodes already bounds this one.
         self._cache: dict[str, tuple[tuple[object, ...], Strip]] = {}
+        # The row's left columns (rail, glyph, name, role, phase) per node, with their key:
+        # a live row repaints every frame for its clocks and figures, these rarely move.
+        self._left: dict[str, tuple[tuple[object, ...], list[tuple[str, Style]]]] = {}
         self.rebuild()
 
     # ----- public API --------------------------------------------------------------
@@ -157,6 +160,7 @@ class RailwayTree(ScrollView, can_focus=True):
     def set_theme(self, theme: str) -> None:
         self.theme_name = theme
         self._cache.clear()
+        self._left.clear()
         self.refresh()
 
     def visible_ids(self) -> frozenset[str]:
@@ -313,17 +317,20 @@ class RailwayTree(ScrollView, can_focus=True):
         self._cache[row.node_id] = (key, strip)
         return strip
 
-    def _paint_row(
-        self, row: TreeRow, view: NodeView, cols: Columns, width: int, now: float
-    ) -> Strip:
-        """One row as exactly `width` cells: every piece is padded or cut to its column,
-        so no line is ever wider than the widget and columns stay aligned."""
-        paint = self.paint
+    def _left_pieces(
+        self, row: TreeRow, view: NodeView, cols: Columns, paint: Paint
+    ) -> list[tuple[str, Style]]:
+        """Rail, glyph, name (+ fold count, sim marker), role and phase, each padded or
+        cut to its column; kept per node while what they show is unchanged."""
         node = view.node
+        key = (row, node.outcome, node.name, node.simulated, node.live, node.role,
+               node.phase, cols, paint)  # fmt: skip
+        cached = self._left.get(row.node_id)
+        if cached is not None and cached[0] == key:
+            return cached[1]
         ended = not node.live
         role_style = paint.dim if ended else paint.roles[node.role]
         glyph_style = paint.fail if node.outcome is NodeStatus.FAILED else role_style
-        text_style = paint.dim if ended else paint.base
         label = f"{row.rail} {GLYPHS[node.outcome]} "
         name = node.name + (f" +{row.hidden}" if row.hidden else "")
         mark = SIM_MARK if node.simulated else ""
@@ -347,6 +354,19 @@ class RailwayTree(ScrollView, can_focus=True):
         if cols.phase:
             phase = (node.phase or "")[: cols.phase - 1].ljust(cols.phase)
             pieces.append((phase, paint.dim if ended else paint.accent))
+        self._left[row.node_id] = (key, pieces)
+        return pieces
+
+    def _paint_row(
+        self, row: TreeRow, view: NodeView, cols: Columns, width: int, now: float
+    ) -> Strip:
+        """One row as exactly `width` cells: every piece is padded or cut to its column,
+        so no line is ever wider than the widget and columns stay aligned."""
+        paint = self.paint
+        node = view.node
+        ended = not node.live
+        text_style = paint.dim if ended else paint.base
+        pieces = list(self._left_pieces(row, view, cols, paint))
         if cols.elapsed:
             parent = self.model.nodes.get(node.parent_id or "")
             launched = parent.node.created_at if parent is not None else None
