@@ -25,6 +25,7 @@ from legion_tui.widgets.confirm import ConfirmBar
 from legion_tui.widgets.detail_text import (
     activity_lines,
     event_lines,
+    footer_text,
     header_line,
     mail_lines,
     skipped_line,
@@ -47,6 +48,7 @@ class DetailScreen(ModalScreen[None]):
     }
     DetailScreen #detail-head { height: 1; color: $primary; text-style: bold; }
     DetailScreen #detail-skipped { height: 1; color: $text-muted; }
+    DetailScreen #detail-footer { height: 1; color: $text-muted; }
     DetailScreen TabbedContent { height: 1fr; }
     DetailScreen TabPane { height: 1fr; padding: 0; }
     DetailScreen .detail-text { height: auto; }
@@ -57,6 +59,10 @@ class DetailScreen(ModalScreen[None]):
         Binding("L", "app.land_node", "Land"),
         Binding("n", "app.new_agent", "New agent"),
         *agent_bindings("app."),  # they act on this overlay's agent (App._target)
+        # 1–6 pick a tab, [ and ] step through them (the footer says so).
+        *(Binding(str(i + 1), f"tab({i})", show=False) for i in range(6)),
+        Binding("left_square_bracket", "tab_step(-1)", show=False),
+        Binding("right_square_bracket", "tab_step(1)", show=False),
     ]
 
     def __init__(
@@ -132,7 +138,7 @@ class DetailScreen(ModalScreen[None]):
         with Vertical(id="detail-frame"):
             yield self._texts["head"]
             yield self._texts["skipped"]
-            with TabbedContent(id="detail-tabs"):
+            with TabbedContent(id="detail-tabs") as self._tabs:
                 with TabPane("Transcript", id="tab-transcript"):
                     yield self._transcript_view
                 with TabPane("Activity", id="tab-activity"), VerticalScroll():
@@ -147,6 +153,7 @@ class DetailScreen(ModalScreen[None]):
                 if self._diff_view is not None:
                     with TabPane("Diff", id="tab-diff"):
                         yield self._diff_view
+            yield self._footer()
             yield self.steer_line
             yield self.confirm_bar
 
@@ -209,6 +216,25 @@ class DetailScreen(ModalScreen[None]):
         width = max(20, self.app.size.width * 3 // 4 - 2) - len(self._branch)
         at = self.clock() if now is None else now
         return header_line(view, at, width) + self._branch
+
+    def _footer(self) -> Static:
+        """The overlay's own keys under its tabs (its frame: 75 % of the screen)."""
+        self._tab_ids = ["tab-transcript", "tab-activity", "tab-mail", "tab-events"]
+        self._tab_ids += ["tab-terminal"] if self._terminal_view is not None else []
+        self._tab_ids += ["tab-diff"] if self._diff_view is not None else []
+        width = max(20, self.app.size.width * 3 // 4 - 2)
+        return Static(footer_text(width, len(self._tab_ids)), id="detail-footer", markup=False)
+
+    def action_tab(self, index: int) -> None:
+        if self.showing and 0 <= index < len(self._tab_ids):
+            self._tabs.active = self._tab_ids[index]
+
+    def action_tab_step(self, step: int) -> None:
+        if not self.showing:
+            return
+        ids = self._tab_ids
+        at = ids.index(self._tabs.active) if self._tabs.active in ids else 0
+        self._tabs.active = ids[(at + step) % len(ids)]
 
     def _show(self, name: str, content: str | Text) -> None:
         """Update a Static only when what it shows changed: every update is a layout

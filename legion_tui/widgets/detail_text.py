@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-import json
 import time
+from collections.abc import Callable
+from typing import Any
 
 from legion_tui import receipts
-from legion_tui.model import MailState
+from legion_tui.model import EventType, MailState
 from legion_tui.render.rates import node_rate
 from legion_tui.state import NodeView
 from legion_tui.widgets.tree_rows import fmt_tokens, in_flight_context, tool_seconds
@@ -115,10 +116,86 @@ def mail_lines(view: NodeView) -> list[str]:
     return lines
 
 
+def _verdict_words(verdict: object) -> str:
+    if isinstance(verdict, dict) and isinstance(verdict.get("ok"), bool):
+        reason = verdict.get("reason") or ""
+        return f" — verdict {'✓' if verdict['ok'] else '✗'} {reason}".rstrip()
+    return ""
+
+
+def _launched(d: dict[str, Any]) -> str:
+    how = "resumed" if d.get("resumed") else "launched"
+    what = f" as {d['kind']}" if d.get("kind") else ""
+    facts = [str(d[k]) for k in ("backend",) if d.get(k)]
+    facts += [f"pid {d['pid']}"] if d.get("pid") else []
+    facts += [f"card {d['card']}"] if d.get("card") else []
+    return how + what + (f" ({', '.join(facts)})" if facts else "")
+
+
+def _retired(d: dict[str, Any]) -> str:
+    why = {
+        "stop": "stopped",
+        "parent-stop": "stopped with its parent",
+        "session-shutdown": "paused by the host's exit (resumable)",
+        "orphaned": "found orphaned (resumable)",
+    }.get(str(d.get("reason")), f"retired ({d.get('reason')})")
+    extra: list[str] = []
+    if d.get("execution") in ("success", "failed"):  # it had ended on its own first
+        extra.append("it had " + ("succeeded" if d["execution"] == "success" else "failed"))
+    if d.get("force"):
+        extra.append("forced")
+    if d.get("survivors"):
+        extra.append(f"left alive: pid {', '.join(str(p) for p in d['survivors'])}")
+    return why + (f" ({'; '.join(extra)})" if extra else "")
+
+
+def _generic(kind: str, d: dict[str, Any]) -> str:
+    """An event without a sentence of its own: its words and fields, without JSON."""
+    fields = ", ".join(f"{k} {v}" for k, v in sorted(d.items()) if v not in (None, "", [], {}))
+    return kind.removeprefix("node_").replace("_", " ") + (f": {fields}" if fields else "")
+
+
+_SENTENCES: dict[EventType, Callable[[dict[str, Any]], str]] = {
+    EventType.NODE_LAUNCHED: _launched,
+    EventType.NODE_SETTLED: lambda d: "settled" + _verdict_words(d.get("verdict")),
+    EventType.NODE_FAILED: lambda d: f"failed: {d.get('error') or d.get('reason') or '?'}",
+    EventType.NODE_RETIRED: _retired,
+    EventType.NODE_ABORTED: lambda d: f"turn aborted ({d.get('outcome')}"
+    + (f"; dropped {d['dropped']} queued message(s))" if d.get("dropped") else ")"),
+    EventType.NODE_STEERED: lambda d: f"steer {d.get('outcome')}"
+    + (" (the retry of an empty answer)" if d.get("retry") else ""),
+    EventType.NODE_BLOCKED: lambda d: "blocked, waiting for input",
+    EventType.PHASE_CHANGE: lambda d: f"phase {d.get('from')} → {d.get('to')}"
+    + "".join(f" · {k} {d[k]}" for k in ("reason", "note") if d.get(k)),
+    EventType.VERIFICATION_RESULT: lambda d: f"verification: {d.get('outcome')}",
+    EventType.BUDGET_EXCEEDED: lambda d: f"spawn refused: budget {d.get('budget')} "
+    f"(limit {d.get('limit')}, asked {d.get('requested')})",
+}
+
+
+def event_sentence(kind: EventType, data: dict[str, Any]) -> str:
+    """One event as a sentence a reader follows (`retired: stopped with its parent`),
+    never the raw JSON the ledger stores."""
+    sentence = _SENTENCES.get(kind)
+    try:
+        return sentence(data) if sentence is not None else _generic(kind.value, data)
+    except (KeyError, TypeError, ValueError):  # an odd payload still reads as something
+        return _generic(kind.value, data)
+
+
 def event_lines(view: NodeView) -> list[str]:
     if not view.events:
         return ["no events"]
-    return [
-        f"{clock_text(ev.at)} {ev.type.value} {json.dumps(ev.data, sort_keys=True)}"
-        for ev in view.events
+    return [f"{clock_text(ev.at)} {event_sentence(ev.type, dict(ev.data))}" for ev in view.events]
+
+
+def footer_text(width: int, tabs: int) -> str:
+    """The overlay's own keys, as many as fit (least useful dropped first)."""
+    keys = [
+        f"1-{tabs} [ ] tabs", "x stop", "a abort", "s steer", "r resume", "X force stop",
+        "L land", "n new agent", "esc close",
     ]
+    order = ["n new agent", "L land", "X force stop", "r resume", "s steer", "a abort"]
+    while len(" · ".join(keys)) + 1 > width and order:
+        keys.remove(order.pop(0))
+    return " " + " · ".join(keys)

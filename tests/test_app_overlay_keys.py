@@ -1,0 +1,80 @@
+"""The detail overlay's own keys (issue 13): a footer names them, 1–6 pick a tab and
+[ / ] step through the tabs; the Events tab reads as sentences, not raw JSON."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from app_helpers import NOW, FakeOps, canned_model, fixed_clock, write_run_files
+from textual.widgets import Static, TabbedContent
+
+from legion_tui.app import LegionApp, make_app
+from legion_tui.model import Event, EventType
+from legion_tui.widgets.detail import DetailScreen
+from legion_tui.widgets.detail_text import event_sentence, footer_text
+
+
+def build(run_dir: Path) -> LegionApp:
+    model = canned_model()
+    return make_app(model, FakeOps(model), clock=fixed_clock, timers=False, run_dir=run_dir)
+
+
+async def test_the_footer_names_the_keys_and_digits_and_brackets_switch_tabs(
+    tmp_path: Path,
+) -> None:
+    app = build(write_run_files(tmp_path))
+    async with app.run_test(size=(120, 40)) as pilot:
+        app.railway.select("n2")  # worker-0: a process child, so it has a Terminal tab
+        await pilot.press("o")
+        await pilot.pause()
+        detail = app.screen
+        assert isinstance(detail, DetailScreen)
+        footer = str(detail.query_one("#detail-footer", Static).render())
+        assert footer.startswith(" 1-5 [ ] tabs · x stop · a abort · s steer")
+        assert footer.rstrip().endswith("esc close")
+        tabs = detail.query_one("#detail-tabs", TabbedContent)
+        assert tabs.active == "tab-transcript"
+        for key, tab in (("2", "tab-activity"), ("right_square_bracket", "tab-mail"),
+                         ("5", "tab-terminal"), ("right_square_bracket", "tab-transcript"),
+                         ("left_square_bracket", "tab-terminal"), ("4", "tab-events")):
+            await pilot.press(key)
+            await pilot.pause()
+            assert tabs.active == tab, key
+        await pilot.press("9")  # no ninth tab: nothing happens
+        assert tabs.active == "tab-events"
+        events = str(detail.query_one("#events", Static).render())
+        assert "launched (pid 4711)" in events and "{" not in events
+
+
+def test_events_read_as_sentences() -> None:
+    said = [
+        event_sentence(EventType.NODE_RETIRED,
+                       {"reason": "parent-stop", "execution": "stopped", "force": True,
+                        "survivors": []}),
+        event_sentence(EventType.NODE_RETIRED,
+                       {"reason": "session-shutdown", "execution": "interrupted"}),
+        event_sentence(EventType.NODE_SETTLED, {"verdict": {"ok": True, "reason": "done"}}),
+        event_sentence(EventType.NODE_FAILED, {"reason": "provider-empty-generation"}),
+        event_sentence(EventType.NODE_ABORTED, {"outcome": "interrupted", "dropped": 2}),
+        event_sentence(EventType.PHASE_CHANGE, {"from": "implementing", "to": "reviewing"}),
+        event_sentence(EventType.MAIL_SENT, {"message_id": 7, "to": "lead-api"}),
+        event_sentence(EventType.NODE_LAUNCHED, {"kind": "pi", "backend": "pi-rpc",
+                                                 "pid": 42, "card": "worker"}),
+    ]
+    assert said == [
+        "stopped with its parent (forced)",
+        "paused by the host's exit (resumable)",
+        "settled — verdict ✓ done",
+        "failed: provider-empty-generation",
+        "turn aborted (interrupted; dropped 2 queued message(s))",
+        "phase implementing → reviewing",
+        "mail sent: message_id 7, to lead-api",
+        "launched as pi (pi-rpc, pid 42, card worker)",
+    ]
+    # An odd payload still reads as something, never a crash.
+    assert event_sentence(EventType.NODE_RETIRED, {"survivors": 5}).startswith("retired")
+    assert Event(1, "n2", EventType.NODE_LAUNCHED, {"pid": 1}, NOW).data == {"pid": 1}
+
+
+def test_the_footer_keeps_the_tabs_and_esc_when_narrow() -> None:
+    assert footer_text(40, 4) == " 1-4 [ ] tabs · x stop · esc close"
