@@ -711,6 +711,6 @@ async def run_dashboard_async(
     if app_ready is not None:
         app_ready(app)
     await app.run_async()
-    # Back on the user's screen: the session's name and the way back to it.
-    print(receipts.reopen_hint(model.session_name), file=sys.stderr)
+    if hosts:  # back on the user's screen: the session's name and the way back to it
+        print(receipts.reopen_hint(model.session_name), file=sys.stderr)
     return app.return_code or 0

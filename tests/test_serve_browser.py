@@ -1,0 +1,156 @@
+"""`legion serve` in a real headless Chromium (issue 15 item 1): the page shows the
+host's tree and its tok/s, a key moves the selection, and a stop is refused without the
+control token and works with it. The host is a real Supervisor with sim agents; the
+server is the real `legion serve` process; each page runs its own `legion tui --view`."""
+
+from __future__ import annotations
+
+import asyncio
+import signal
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+
+import aiohttp
+import psutil
+import pytest
+from browser_helpers import Cell, Page, chromium, chromium_path
+from supervisor_helpers import LEGION, cli_env, hosted, stuck_worker, until
+
+from legion_tui.model import NodeStatus
+
+TREE = ("root", "keep", "kill")
+
+
+@asynccontextmanager
+async def serving(
+    project: Path, *options: str
+) -> AsyncIterator[tuple[str, asyncio.subprocess.Process]]:
+    """`legion serve --port 0 OPTIONS` in `project`: the URL it prints, and the process."""
+    proc = await asyncio.create_subprocess_exec(
+        LEGION,
+        "serve",
+        "--port",
+        "0",
+        "--session",
+        "main",
+        *options,
+        cwd=project,
+        env=cli_env(),
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
+    assert proc.stdout is not None
+    try:
+        line = (await asyncio.wait_for(proc.stdout.readline(), 30)).decode()
+        assert line.startswith("legion serve: http://127.0.0.1:"), line
+        yield line.split()[2], proc
+    finally:
+        views = [p for p in psutil.Process(proc.pid).children(recursive=True)]
+        if proc.returncode is None:
+            proc.send_signal(signal.SIGTERM)
+        await asyncio.wait_for(proc.communicate(), 30)
+        # Each page's view ended with the server: none is left behind.
+        await until(
+            lambda: not [v for v in views if v.is_running() and v.status() != "zombie"],
+            what="the views to end",
+        )
+
+
+def row_of(rows: list[Cell], name: str) -> Cell:
+    (cell,) = [r for r in rows if f"● {name} " in r.text or r.text.strip().endswith(f"● {name}")]
+    return cell
+
+
+def selected(rows: list[Cell]) -> str:
+    """The tree row drawn in the selection's background: the one whose first cell's
+    background differs from the other tree rows'."""
+    backgrounds = {name: row_of(rows, name).backgrounds[0] for name in TREE}
+    odd = [n for n, bg in backgrounds.items() if list(backgrounds.values()).count(bg) == 1]
+    assert len(odd) == 1, backgrounds
+    return odd[0]
+
+
+def shows_tree(rows: list[Cell]) -> bool:
+    text = "\n".join(r.text for r in rows)
+    return "tok/s" in text and all(f"● {name}" in text for name in TREE)
+
+
+def flat(rows: list[Cell]) -> str:
+    """The page's text as one line: a toast wraps its message over several rows."""
+    return " ".join(" ".join(r.text.replace("▌", " ").split()) for r in rows)
+
+
+async def stop_kill(page: Page) -> None:
+    """From the first row: j j selects kill; x asks, y confirms."""
+    rows = await page.until(shows_tree, "the tree")
+    assert selected(rows) == "root"
+    await page.press("j")
+    rows = await page.until(lambda rows: selected(rows) == "keep", "j to select keep")
+    await page.press("j")
+    await page.until(lambda rows: selected(rows) == "kill", "j to select kill")
+    await page.press("x")
+    await page.until(lambda rows: "Stop kill (worker" in flat(rows), "the stop prompt")
+    await page.press("y")
+
+
+async def test_legion_serve_in_chromium(tmp_path: Path) -> None:
+    chromium_path()  # missing: a failure under CI=true, else a skip naming the apt line
+    project = tmp_path / "project"
+    project.mkdir()
+    async with hosted(project) as sup:
+        await stuck_worker(sup, "keep")
+        kill = await stuck_worker(sup, "kill")
+        async with (
+            serving(project, "--control") as (url, _proc),
+            chromium(tmp_path / "profile") as page,
+        ):
+            assert "?token=" in url
+            base = url.split("?")[0]
+            # Without the token: the page shows the tree and tok/s, j moves the selection,
+            # and the stop is refused in 403 wording — nothing reaches the host.
+            await page.navigate(base)
+            await stop_kill(page)
+            await page.until(
+                lambda rows: (
+                    "403 Forbidden — read-only view: this operation needs the control token"
+                    in flat(rows)
+                ),
+                "the refusal",
+            )
+            assert sup.node(kill.id).status is NodeStatus.RUNNING
+            # With it: the same keys stop kill through the host's socket.
+            await page.navigate(url)
+            await stop_kill(page)
+            await page.until(lambda rows: "Stopped kill." in flat(rows), "the receipt")
+            await until(lambda: sup.node(kill.id).status is NodeStatus.RETIRED, what="kill retired")
+            # The view learns it from the ledger: the row turns retired.
+            await page.until(
+                lambda rows: any("◌ kill" in r.text and "retired" in r.text for r in rows),
+                "kill's row retired",
+            )
+
+
+async def test_serve_listens_on_this_machine_only_and_refuses_other_origins(
+    tmp_path: Path,
+) -> None:
+    """Without --control: no token in the URL, no cookie set; bound to 127.0.0.1; a
+    websocket handshake from a page of another origin is refused with a 403."""
+    async with hosted(tmp_path), serving(tmp_path) as (url, proc):
+        assert url.startswith("http://127.0.0.1:") and "token" not in url
+        listening = [
+            c.laddr
+            for c in psutil.Process(proc.pid).net_connections("tcp")
+            if c.status == psutil.CONN_LISTEN
+        ]
+        assert [address.ip for address in listening] == ["127.0.0.1"]
+        async with aiohttp.ClientSession() as session:
+            async with session.get(url + "?token=guess") as page:
+                assert page.status == 200
+                assert "legion_token" not in page.headers.get("Set-Cookie", "")
+            with pytest.raises(aiohttp.WSServerHandshakeError) as refused:
+                await session.ws_connect(
+                    url.replace("http:", "ws:") + "ws",
+                    headers={"Origin": "http://evil.example"},
+                )
+            assert refused.value.status == 403
