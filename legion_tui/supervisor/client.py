@@ -237,15 +237,7 @@ class LegionClient(_Wire):
     """One connection to a supervisor, for a caller inside an asyncio loop; requests are
     answered in order."""
 
-    def __init__(
-        self,
-        socket_path: str | Path,
-        caller: str = ROOT_CALLER,
-        *,
-        retry_seconds: float = RETRY_SECONDS,
-    ) -> None:
-        super().__init__(socket_path, caller, retry_seconds=retry_seconds)
-        self._lock: asyncio.Lock | None = None  # made in the loop that uses it
+    _lock: asyncio.Lock | None = None  # made by the first request, in the loop it runs in
 
     async def __aenter__(self) -> Self:
         await self.connect()
