@@ -29,6 +29,7 @@ from textual.widgets import Static
 
 from legion_tui import receipts
 from legion_tui.ops import Operations, OpError
+from legion_tui.settings import save_theme
 from legion_tui.state import Clock, LegionModel, NodeView
 from legion_tui.terminal import SIGNAL_GRACE_S, LegionDriver
 from legion_tui.themes import DEFAULT_THEME, THEME_ORDER, textual_themes
@@ -191,6 +192,11 @@ class LegionApp(App[None]):
             theme = DEFAULT_THEME
         self.theme = theme
         self.theme_name = theme
+        # Textual's stock themes style its chrome but not our painted widgets (the tree,
+        # header, galaxy and chart keep their own palette): the palette's Theme picker
+        # offers only the themes that style everything.
+        for stock in [name for name in self.available_themes if name not in THEME_ORDER]:
+            self.unregister_theme(stock)
         self.header = HeaderBar(model, theme=theme, floor=floor, id="header")
         self.railway = RailwayTree(model, clock=self.clock, theme=theme, floor=floor, id="tree")
         self.tree_header = TreeHeader(self.railway, id="tree-header")
@@ -653,6 +659,21 @@ class LegionApp(App[None]):
             bar.set_theme(name)
         self.galaxy.refresh()
         self.chart.refresh()
+        self._save_theme(name)
+
+    def _save_theme(self, name: str) -> None:
+        """A theme the user picked (t, the palette) is said and kept for next time, in
+        the project's .legion/settings.toml (the run folder sits in its .legion/runs)."""
+        runs = self.run_dir.parent if self.run_dir is not None else None
+        if runs is None or runs.name != "runs" or runs.parent.name != ".legion":
+            self._say(f"Theme {name}.")
+            return
+        try:
+            path = save_theme(runs.parent.parent, name)
+        except OSError as err:
+            self._say(f"Theme {name} — not saved: {err}", severity="warning")
+            return
+        self._say(f"Theme {name} — saved in {path.parent.name}/{path.name} for next time.")
 
     def action_pause(self) -> None:
         self.paused = not self.paused

@@ -33,7 +33,10 @@ than saying so.
 
 from __future__ import annotations
 
+import contextlib
+import os
 import re
+import tempfile
 import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -310,3 +313,34 @@ def load_settings(project_dir: Path) -> SettingsResult:
         return SettingsResult(DEFAULT_SETTINGS, (problem,), path)
     settings, problems = parse_settings(text, display)
     return SettingsResult(settings, tuple(problems), path)
+
+
+_TOP_THEME = re.compile(r"^[ \t]*theme[ \t]*=.*$", re.MULTILINE)
+_FIRST_TABLE = re.compile(r"^[ \t]*\[", re.MULTILINE)
+
+
+def save_theme(project_dir: Path, theme: str) -> Path:
+    """Write `theme = "<theme>"` into `<project_dir>/.legion/settings.toml` (`t` in the
+    dashboard): the top-level line is replaced in place, or added before the first
+    table; everything else in the file is kept as written. Atomic (a reader never sees
+    half a file). Returns the file's path; OSError if it cannot be written."""
+    path = project_dir / SETTINGS_FILE
+    try:
+        text = read_regular_text(path)
+    except FileNotFoundError:
+        text = ""
+    line = f'theme = "{theme}"'
+    table = _FIRST_TABLE.search(text)
+    top, rest = (text[: table.start()], text[table.start() :]) if table else (text, "")
+    top = _TOP_THEME.sub(line, top, count=1) if _TOP_THEME.search(top) else line + "\n" + top
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(top + rest)
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+    return path

@@ -160,10 +160,11 @@ class GalaxyView(FrameWidget):
             self.invalidate()
 
     def draw(self, cols: int, rows: int, styles: Sequence[Style]) -> list[list[Segment]]:
-        return self.renderer.render(
+        lines = self.renderer.render(
             self.model, self.model.clock(), cols, rows, styles, selected=self.selected,
             changed=self._feed.take(),
         )  # fmt: skip
+        return with_label(lines, cols, styles[Ink.DIM])
 
     def on_click(self, event: events.Click) -> None:
         offset = event.get_content_offset(self)
@@ -173,3 +174,16 @@ class GalaxyView(FrameWidget):
         if node_id is not None:
             event.stop()
             self.post_message(self.StarClicked(node_id))
+
+
+# What the star map is, on its top row (the chart says what it is on its own).
+GALAXY_LABEL = " galaxy · a star per agent, round its lead · brighter: more tok/s now "
+
+
+def with_label(lines: list[list[Segment]], cols: int, style: Style) -> list[list[Segment]]:
+    """The frame with GALAXY_LABEL over the start of its top row (cut to the width)."""
+    if not lines or cols < 12:
+        return lines
+    label = GALAXY_LABEL[:cols]
+    _under, rest = Segment.divide(lines[0], [len(label), cols])
+    return [[Segment(label, style), *rest], *lines[1:]]

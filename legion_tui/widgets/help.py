@@ -1,4 +1,4 @@
-"""`?`: every key of SPEC §7.3 on one page."""
+"""`?`: every key of SPEC §7.3, the overlay's keys, the filter words and the glyphs, on one page."""
 
 from __future__ import annotations
 
@@ -12,28 +12,65 @@ from textual.widgets import Static
 
 KEYS: tuple[tuple[str, str], ...] = (
     ("↑ ↓ / j k", "select"),
-    ("← → / h l / - +", "fold / unfold a subtree"),
-    ("Enter / o", "detail overlay (Esc or q closes)"),
-    ("x then y", "stop the selected agent (any other key cancels)"),
+    ("PgUp PgDn / Home End", "a page up or down / the first or last row"),
+    ("← / h / -", "fold a subtree; on a folded or leaf row: go to its parent"),
+    ("→ / l / +", "unfold"),
+    ("Enter / o / double-click", "detail overlay (Esc or q closes)"),
+    ("x then y", "stop the selected agent and its subtree (any other key cancels)"),
     ("X then y", "force stop (no grace period)"),
     ("a then y", "abort the current turn (context kept; queued steering is dropped)"),
     ("s", "steer: text for the next turn"),
     ("r", "resume an interrupted agent"),
-    ("/", "filter the tree"),
+    ("n", "new agent (under the selected lead, else under root)"),
+    ("L", "land the selected agent's branch (asks first)"),
+    ("/", "filter the tree; Enter keeps it, Esc clears it"),
     ("w", "chart window: last 60 s / whole run"),
     ("g", "galaxy full screen"),
-    ("t", "cycle theme (dark → light → ansi)"),
+    ("t", "cycle theme (dark → light → ansi), kept in .legion/settings.toml"),
     ("p", "pause / resume screen updates"),
+    ("Tab / Shift+Tab", "move the keyboard focus"),
     ("Ctrl+P", "command palette: Stop/Force stop/Abort/Resume NAME, /legion stop …"),
     ("?", "this help"),
-    ("q", "quit (asks first while agents are live: quitting pauses them)"),
+    ("q / Ctrl+Q", "quit (asks first while agents are live: quitting pauses them)"),
     ("mouse", "click selects a row or a star; the wheel scrolls"),
+)
+# Inside the detail overlay, besides x X a s r n L (they act on its agent).
+OVERLAY_KEYS: tuple[tuple[str, str], ...] = (
+    ("1 … 6", "pick a tab (Transcript, Activity, Mail, Events, Terminal, Diff)"),
+    ("[ / ]", "previous / next tab"),
+    ("Esc / q", "close the overlay"),
+)
+FILTERS: tuple[tuple[str, str], ...] = (
+    ("word", "a part of the name, role or path"),
+    (":live", "starting, running or waiting"),
+    (":waiting", "waiting for input (◆)"),
+    (":stuck", "in one tool call for 5 minutes or more"),
+    (":failed :settled :retired", "ended that way"),
+    ("ui :live", "words combine: every one must match"),
+)
+GLYPHS: tuple[tuple[str, str], ...] = (
+    ("● ◐ ◆", "running · starting · waiting for input (the header's ● counts all three)"),
+    ("○", "settled (its verdict: ✓ ok, ✗ not ok)"),
+    ("✗", "failed"),
+    ("◌", "retired (stopped; 'interrupted · r resumes' when the last exit paused it)"),
+    ("sim", "after a name: a simulated agent (its work and cost are pretend)"),
+    ("galaxy", "one star per agent round its lead; brighter = more tok/s now"),
+)
+SECTIONS: tuple[tuple[str, tuple[tuple[str, str], ...]], ...] = (
+    ("keys", KEYS),
+    ("in the detail overlay", OVERLAY_KEYS),
+    ("filter (/)", FILTERS),
+    ("glyphs", GLYPHS),
 )
 
 
 def help_text() -> str:
-    width = max(len(k) for k, _ in KEYS)
-    return "\n".join(f"  {key:<{width}}  {what}" for key, what in KEYS)
+    width = max(len(k) for _title, rows in SECTIONS for k, _ in rows)
+    blocks = [
+        f"{title}\n" + "\n".join(f"  {key:<{width}}  {what}" for key, what in rows)
+        for title, rows in SECTIONS
+    ]
+    return "\n\n".join(blocks)
 
 
 class HelpScreen(ModalScreen[None]):
@@ -49,7 +86,7 @@ class HelpScreen(ModalScreen[None]):
 
     def compose(self) -> ComposeResult:
         with VerticalScroll():
-            yield Static("legion keys\n\n" + help_text(), markup=False)
+            yield Static(help_text(), markup=False)
 
     def action_close(self) -> None:
         self.dismiss(None)

@@ -1,0 +1,61 @@
+"""`t` says which theme it picked and keeps it for next time; the palette offers only the
+themes that style every widget (issue 13)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from app_helpers import FakeOps, canned_model, fixed_clock, write_run_files
+
+from legion_tui.app import LegionApp, make_app
+from legion_tui.settings import load_settings
+from legion_tui.themes import THEME_ORDER
+
+
+def build(run_dir: Path) -> LegionApp:
+    model = canned_model()
+    return make_app(model, FakeOps(model), clock=fixed_clock, timers=False, run_dir=run_dir)
+
+
+def notes(app: LegionApp) -> list[str]:
+    return [n.message for n in app._notifications]
+
+
+async def test_t_names_the_theme_and_saves_it_in_the_projects_settings(tmp_path: Path) -> None:
+    settings = tmp_path / ".legion" / "settings.toml"
+    run_dir = write_run_files(tmp_path / ".legion" / "runs" / "r-7f3a")
+    settings.write_text(
+        '# mine\nstopGraceSeconds = 3\ntheme = "legion-dark"\n\n[budgets]\nmaxDepth = 2\n',
+        encoding="utf-8",
+    )
+    app = build(run_dir)
+    async with app.run_test(size=(120, 40), notifications=True) as pilot:
+        await pilot.press("t")
+        await pilot.pause()
+        assert app.theme == "legion-light"
+        assert notes(app) == ["Theme legion-light — saved in .legion/settings.toml for next time."]
+    assert settings.read_text(encoding="utf-8") == (
+        '# mine\nstopGraceSeconds = 3\ntheme = "legion-light"\n\n[budgets]\nmaxDepth = 2\n'
+    )
+    loaded = load_settings(tmp_path)
+    assert not loaded.problems
+    assert loaded.settings.theme == "legion-light" and loaded.settings.stop_grace_seconds == 3
+
+
+async def test_a_project_without_settings_gets_the_line_before_any_table(tmp_path: Path) -> None:
+    run_dir = write_run_files(tmp_path / ".legion" / "runs" / "r-7f3a")
+    app = build(run_dir)
+    async with app.run_test(size=(120, 40), notifications=True) as pilot:
+        await pilot.press("t", "t")
+        await pilot.pause()
+    assert load_settings(tmp_path).settings.theme == "legion-ansi"
+    assert (tmp_path / ".legion" / "settings.toml").read_text() == 'theme = "legion-ansi"\n'
+
+
+async def test_the_palette_offers_only_the_legion_themes(tmp_path: Path) -> None:
+    app = build(write_run_files(tmp_path))
+    async with app.run_test(size=(120, 40), notifications=True) as pilot:
+        assert sorted(app.available_themes) == sorted(THEME_ORDER)
+        await pilot.press("t")  # no project folder around the run: said, not saved
+        await pilot.pause()
+        assert notes(app) == ["Theme legion-light."]
