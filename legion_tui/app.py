@@ -414,7 +414,8 @@ class LegionApp(App[None]):
             return
         if not event.confirmed:
             if request.kind != "quit":
-                self._say("Cancelled — nothing stopped.")
+                done = "aborted" if request.kind == "abort" else "stopped"
+                self._say(f"Cancelled — nothing {done}.")
             return
         if request.kind == "quit":
             self.exit()

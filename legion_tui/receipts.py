@@ -104,17 +104,15 @@ def stop_confirm(
 
 def abort_confirm(name: str, queued: list[str]) -> str:
     """`a` asks first: an abort ends the turn under way and drops the steering queued for
-    the next one — named when this dashboard queued some that has not arrived yet."""
+    the next one — named (cut to fit one line) when this dashboard queued some that has
+    not arrived yet."""
     if queued:
-        shown = "; ".join(f'"{text}"' for text in queued[-2:])
-        extra = f" (+{len(queued) - 2} more)" if len(queued) > 2 else ""
-        drops = f"drops your queued steering {shown}{extra}"
+        last = queued[-1] if len(queued[-1]) <= 30 else queued[-1][:29] + "…"
+        more = f" and {len(queued) - 1} more" if len(queued) > 1 else ""
+        drops = f'drops queued "{last}"{more}'
     else:
-        drops = "drops any steering queued for its next turn"
-    return (
-        f"Abort {name}'s current turn? Keeps its context, {drops}. "
-        "y confirms · any other key cancels"
-    )
+        drops = "drops any queued steering"
+    return f"Abort {name}'s turn (context kept; {drops})? y confirms · any other key cancels"
 
 
 # ----- team machinery: mail, worktrees, verification, phase timeouts ------------------

@@ -105,13 +105,14 @@ async def test_a_asks_first_and_names_the_steering_it_drops() -> None:
         assert asked(app) == receipts.abort_confirm("worker-1", [])
         await pilot.press("n")
         await pilot.pause()
-        assert ops.calls == []
+        assert ops.calls == [] and notes(app)[-1] == "Cancelled — nothing aborted."
         await pilot.press("s", *"use the v2 api", "enter")
         await app.workers.wait_for_complete()
         await pilot.pause()
         await pilot.press("a")
         prompt = asked(app)
         assert prompt is not None and '"use the v2 api"' in prompt and "drops" in prompt
+        assert len(prompt) <= SIZE[0] - 2  # the whole question fits the bar: its y too
         await pilot.press("y")
         await app.workers.wait_for_complete()
         await pilot.pause()

@@ -68,7 +68,7 @@ def test_events_read_as_sentences() -> None:
         "failed: provider-empty-generation",
         "turn aborted (interrupted; dropped 2 queued message(s))",
         "phase implementing → reviewing",
-        "mail sent: message_id 7, to lead-api",
+        "mail #7 sent to lead-api",
         "launched as pi (pi-rpc, pid 42, card worker)",
     ]
     # An odd payload still reads as something, never a crash.
@@ -78,3 +78,33 @@ def test_events_read_as_sentences() -> None:
 
 def test_the_footer_keeps_the_tabs_and_esc_when_narrow() -> None:
     assert footer_text(40, 4) == " 1-4 [ ] tabs · x stop · esc close"
+
+
+def test_mail_events_name_the_letter_and_the_overlay_names_the_nodes(tmp_path: Path) -> None:
+    model = canned_model()
+    view = model.nodes["n1"]
+    view.events.append(Event(9, "n1", EventType.MAIL_SENT, {
+        "message_id": 13, "from": "n1", "to": "n2", "kind": "handoff",
+        "urgency": "normal", "subject": "Handoff: worker-0"}, NOW))  # fmt: skip
+    view.events.append(Event(10, "n1", EventType.MAIL_BOUNCED, {
+        "message_id": 13, "from": "n1", "to": "n2", "state": "obsolete",
+        "reason": "obsolete_after_phase_change"}, NOW))  # fmt: skip
+    from legion_tui.widgets.detail_text import event_lines
+
+    lines = event_lines(view, lambda nid: model.nodes[nid].node.name)
+    assert [line.split(" ", 1)[1] for line in lines[-2:]] == [
+        "mail #13 (handoff) sent to worker-0: Handoff: worker-0",
+        "mail #13 to worker-0 obsolete (obsolete_after_phase_change)",
+    ]
+
+
+def test_the_overlay_header_says_failed_for_a_team_settled_in_its_failed_phase() -> None:
+    from dataclasses import replace
+
+    from legion_tui.model import NodeStatus
+    from legion_tui.widgets.detail_text import header_line
+
+    model = canned_model()
+    view = model.nodes["n1"]
+    view.node = replace(view.node, status=NodeStatus.SETTLED, phase="failed")
+    assert header_line(view, NOW).startswith("lead-api · centurion · simulated · failed · ")

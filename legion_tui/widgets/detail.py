@@ -205,7 +205,7 @@ class DetailScreen(ModalScreen[None]):
             activity.highlight_words([stall], style=paint_for(self.theme_name).warning)
         self._show("activity", activity)
         self._show("mail", "\n".join(mail_lines(view)))
-        self._show("events", "\n".join(event_lines(view)))
+        self._show("events", "\n".join(event_lines(view, self._name_of)))
         # The tabs that show files follow them: a changed node may have written more.
         self._transcript_view.refresh_tail()
         if self._terminal_view is not None:
@@ -216,6 +216,10 @@ class DetailScreen(ModalScreen[None]):
         width = max(20, self.app.size.width * 3 // 4 - 2) - len(self._branch)
         at = self.clock() if now is None else now
         return header_line(view, at, width) + self._branch
+
+    def _name_of(self, node_id: str) -> str:
+        view = self.model.nodes.get(node_id)
+        return view.node.name if view is not None else node_id
 
     def _footer(self) -> Static:
         """The overlay's own keys under its tabs (its frame: 75 % of the screen)."""

@@ -32,8 +32,10 @@ def header_line(view: NodeView, now: float | None = None, width: int | None = No
     node, progress = view.node, view.progress
     at = time.time() if now is None else now
     parts: list[tuple[str, str]] = [("name", node.name), ("role", node.role)]
-    # `simulated` in place of the kind: the tokens that follow are pretend.
-    parts += [("kind", "simulated" if node.simulated else node.kind), ("status", node.status.value)]
+    # `simulated` in place of the kind: the tokens that follow are pretend. The status is
+    # the outcome the tree's glyph shows: a team settled in its `failed` phase failed.
+    parts += [("kind", "simulated" if node.simulated else node.kind)]
+    parts += [("status", node.outcome.value)]
     if node.phase:
         parts.append(("phase", f"phase {node.phase}"))
     if node.live:
@@ -155,7 +157,20 @@ def _generic(kind: str, d: dict[str, Any]) -> str:
     return kind.removeprefix("node_").replace("_", " ") + (f": {fields}" if fields else "")
 
 
+def _mail(d: dict[str, Any]) -> str:
+    """A letter's move: `mail #13 (handoff) sent to worker-0: Handoff: worker-0`."""
+    kind = f" ({d['kind']})" if d.get("kind") else ""
+    if "state" not in d:  # sent
+        subject = f": {d['subject']}" if d.get("subject") else ""
+        return f"mail #{d.get('message_id')}{kind} sent to {d.get('to')}{subject}"
+    why = f" ({d['reason']})" if d.get("reason") else ""
+    return f"mail #{d.get('message_id')} to {d.get('to')} {d['state']}{why}"
+
+
 _SENTENCES: dict[EventType, Callable[[dict[str, Any]], str]] = {
+    EventType.MAIL_SENT: _mail,
+    EventType.MAIL_DELIVERED: _mail,
+    EventType.MAIL_BOUNCED: _mail,
     EventType.NODE_LAUNCHED: _launched,
     EventType.NODE_SETTLED: lambda d: "settled" + _verdict_words(d.get("verdict")),
     EventType.NODE_FAILED: lambda d: f"failed: {d.get('error') or d.get('reason') or '?'}",
@@ -183,10 +198,20 @@ def event_sentence(kind: EventType, data: dict[str, Any]) -> str:
         return _generic(kind.value, data)
 
 
-def event_lines(view: NodeView) -> list[str]:
+def event_lines(view: NodeView, name_of: Callable[[str], str] | None = None) -> list[str]:
+    """The node's events as sentences; `name_of` turns the node ids a letter's event
+    carries (`worker-0-c401ca`) into the names the tree shows."""
     if not view.events:
         return ["no events"]
-    return [f"{clock_text(ev.at)} {event_sentence(ev.type, dict(ev.data))}" for ev in view.events]
+    lines = []
+    for ev in view.events:
+        data = dict(ev.data)
+        if name_of is not None:
+            for key in ("from", "to", "node_id"):
+                if isinstance(data.get(key), str):
+                    data[key] = name_of(data[key])
+        lines.append(f"{clock_text(ev.at)} {event_sentence(ev.type, data)}")
+    return lines
 
 
 def footer_text(width: int, tabs: int) -> str:

@@ -177,7 +177,7 @@ class GalaxyView(FrameWidget):
 
 
 # What the star map is, on its top row (the chart says what it is on its own).
-GALAXY_LABEL = " galaxy · a star per agent, round its lead · brighter: more tok/s now "
+GALAXY_LABEL = " galaxy: a star per agent · brighter = more tok/s "
 
 
 def with_label(lines: list[list[Segment]], cols: int, style: Style) -> list[list[Segment]]:
