@@ -700,7 +700,9 @@ class LegionApp(App[None]):
 
     async def action_quit(self) -> None:
         """Textual's own quit — Ctrl+Q and the palette's `Quit` — asks as `q` does: it
-        ends the legion too."""
+        ends the legion too. Over the help, the help closes so the question can show."""
+        if isinstance(self.screen, HelpScreen):
+            await self.screen.dismiss(None)
         self.action_quit_legion()
 
     def action_help_quit(self) -> None:

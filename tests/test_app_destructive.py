@@ -46,6 +46,17 @@ async def test_ctrl_q_asks_like_q_while_agents_are_live() -> None:
         assert not app.is_running
 
 
+async def test_ctrl_q_over_the_help_closes_it_and_asks() -> None:
+    app, _ = build()
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("question_mark")
+        await pilot.pause()
+        await pilot.press("ctrl+q")
+        await pilot.pause()
+        assert app.is_running and app.screen is app.main_screen
+        assert asked(app) == receipts.QUIT_CONFIRM
+
+
 async def test_the_palettes_quit_asks_too() -> None:
     app, _ = build()
     async with app.run_test(size=SIZE) as pilot:

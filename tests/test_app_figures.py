@@ -7,6 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from app_helpers import NOW, FakeOps, canned_model, fixed_clock, write_run_files
+from test_app_detail import open_detail
 from textual.widgets import Static
 
 from legion_tui.app import LegionApp, make_app
@@ -24,14 +25,6 @@ def build(run_dir: Path | None = None) -> tuple[LegionApp, FakeOps]:
 
 def row_text(app: LegionApp, node_id: str) -> str:
     return app.railway.render_line(app.railway._index[node_id]).text
-
-
-async def open_detail(pilot, app: LegionApp, node_id: str) -> DetailScreen:  # type: ignore[no-untyped-def]
-    app.railway.select(node_id)
-    await pilot.press("o")
-    await pilot.pause()
-    assert isinstance(app.screen, DetailScreen)
-    return app.screen
 
 
 def head_shown(detail: DetailScreen) -> str:
