@@ -135,8 +135,10 @@ class ViewFeed:
                     self.apply(changes)
         finally:
             watcher.stop()
-            with contextlib.suppress(asyncio.CancelledError):
-                await watching
+            # Cancelled too: a watcher stopped before its first step clears the stop as
+            # it starts, and would run on.
+            watching.cancel()
+            await asyncio.gather(watching, return_exceptions=True)
             self.follower.close()
 
     def stop(self) -> None:

@@ -12,7 +12,7 @@ from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
 
-from supervisor_helpers import hosted, run_cli, settled, spawn_one, stuck_worker
+from supervisor_helpers import hosted, run_cli, settled, spawn_one, stuck_worker, until
 
 from legion_tui.app import LegionApp, make_app
 from legion_tui.ledger.follow import LedgerFollower
@@ -211,6 +211,42 @@ async def test_a_paused_host_leaves_the_view_showing_interrupted_agents(tmp_path
                 ]
     finally:
         await sup.close()
+
+
+async def test_a_view_of_an_ended_run_writes_nothing_and_follows_its_reopening(
+    tmp_path: Path,
+) -> None:
+    """Nobody hosts the run: the view reads it without leaving a -wal/-shm beside it.
+    A host that reopens the session later is followed as one that was there all along."""
+    async with hosted(tmp_path) as sup:
+        paused = await stuck_worker(sup, "paused")
+    run = find_session_run(tmp_path, "main")
+    assert run is not None
+    before = sorted(p.name for p in run.dir.iterdir())
+    feed = ViewFeed(run)
+    feed.open()
+    following = asyncio.create_task(feed.run())
+    try:
+        assert feed.model.nodes[paused.id].interrupted
+        assert sorted(p.name for p in run.dir.iterdir()) == before
+        async with hosted(tmp_path) as again:
+            late = await spawn_one(again, name="late")
+            await until(lambda: late.id in feed.model.nodes, what="the reopened host's node")
+    finally:
+        feed.stop()
+        await following
+
+
+async def test_a_feed_stopped_as_it_starts_ends(tmp_path: Path) -> None:
+    """Stopped before its first step ran (a view quit at once, an error right after the
+    start): the feed and its session watcher still end."""
+    async with hosted(tmp_path) as sup, viewing(sup, follow=False) as feed:
+        following = asyncio.create_task(feed.run())
+        feed.stop()
+        await until(following.done, limit=10, what="the feed to end")
+        following.result()
+        leftover = [t for t in asyncio.all_tasks() if t.get_name() == "view-session-watcher"]
+        assert leftover == []
 
 
 async def test_legion_tui_view_without_a_run_says_so(tmp_path: Path) -> None:

@@ -10,6 +10,7 @@ the last one it read, and the letters of only those recipients whose five counts
 
 from __future__ import annotations
 
+import os
 import sqlite3
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -53,7 +54,10 @@ class LedgerFollower:
     def __init__(self, path: Path) -> None:
         self.path = Path(path)
         self._conn: sqlite3.Connection | None = None
-        self._data_version: int | None = None
+        self._immutable = False
+        self._file_seen = (-1, -1)  # the file's (mtime, size) when an immutable look began
+        self._data_version: int | None = None  # None: read at the next look
+        self._looked = False
         self._last_event = 0
         self._mail_counts: MailCounts = {}
         self.reads = 0  # looks that read tables (the gate let them through)
@@ -64,16 +68,28 @@ class LedgerFollower:
         if state is not FileState.LEDGER:
             what = "does not exist" if state is FileState.MISSING else "is empty"
             raise LedgerError(f"{self.path}: {what}, not a legion ledger")
+        self._connect()
+
+    def _connect(self) -> None:
+        # With no -wal no writer has the file open: `immutable` reads it without leaving
+        # a -wal/-shm beside a ledger nobody hosts (as read_snapshot does). A host that
+        # reopens the session makes a -wal; the next look then reconnects to follow it.
+        self._immutable = not os.path.exists(f"{self.path}-wal")
+        self._file_seen = _stamp(self.path)
         try:
             # check_same_thread=False: the view reads off the loop (asyncio.to_thread),
             # one look at a time.
             conn = sqlite3.connect(
-                readonly_uri(self.path), uri=True, isolation_level=None, check_same_thread=False
+                readonly_uri(self.path, immutable=self._immutable),
+                uri=True,
+                isolation_level=None,
+                check_same_thread=False,
             )
             configure(conn)
         except sqlite3.Error as exc:
             raise LedgerError(f"{self.path}: cannot open read-only ({exc})") from exc
         self._conn = conn
+        self._data_version = None
 
     def close(self) -> None:
         conn, self._conn = self._conn, None
@@ -82,14 +98,22 @@ class LedgerFollower:
 
     def poll(self) -> LedgerChanges | None:
         """None when nothing was committed since the last look; else what changed."""
-        conn = self._conn
-        if conn is None:
+        if self._conn is None:
             raise LedgerError(f"{self.path}: the follower is closed")
+        if self._immutable and (
+            os.path.exists(f"{self.path}-wal") or _stamp(self.path) != self._file_seen
+        ):
+            # A writer came (and may have gone again: the file itself changed).
+            self.close()
+            self._connect()
+        conn = self._conn
+        assert conn is not None
         try:
             version = int(conn.execute("PRAGMA data_version").fetchone()[0])
             if version == self._data_version:
                 return None
-            first = self._data_version is None
+            first = not self._looked
+            self._looked = True
             self._data_version = version
             self.reads += 1
             # One read transaction: nodes, events and letters from the same commit.
@@ -151,3 +175,12 @@ class LedgerFollower:
             ]
             out[node_id] = (MailboxStats(**counts[node_id]), letters)
         return out
+
+
+def _stamp(path: Path) -> tuple[int, int]:
+    """What tells a changed file from an unchanged one without reading it."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return (-1, -1)
+    return (st.st_mtime_ns, st.st_size)
