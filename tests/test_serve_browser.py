@@ -15,7 +15,7 @@ import aiohttp
 import psutil
 import pytest
 from browser_helpers import Cell, Page, chromium, chromium_path
-from supervisor_helpers import LEGION, cli_env, hosted, stuck_worker, until
+from supervisor_helpers import LEGION, cli_env, hosted, run_cli, stuck_worker, until
 
 from legion_tui.model import NodeStatus
 
@@ -154,3 +154,18 @@ async def test_serve_listens_on_this_machine_only_and_refuses_other_origins(
                     headers={"Origin": "http://evil.example"},
                 )
             assert refused.value.status == 403
+
+
+async def test_serve_refuses_a_bad_port_and_a_taken_one(tmp_path: Path) -> None:
+    async with hosted(tmp_path):
+        code, _out, err = await run_cli("serve", "--port", "http", cwd=tmp_path)
+        assert code == 2
+        assert "argument --port: invalid port 'http': use 0-65535 (0: any free one)" in err
+        async with serving(tmp_path) as (url, _proc):
+            port = url.rsplit(":", 1)[1].strip("/")
+            code, _out, err = await run_cli("serve", "--port", port, cwd=tmp_path)
+            assert code == 1
+            assert err.startswith(f"legion serve: cannot listen on 127.0.0.1:{port}: ")
+        code, _out, err = await run_cli("serve", "--session", "nothing", cwd=tmp_path)
+        assert code == 1
+        assert err.startswith("legion serve: no run for session 'nothing' in ")

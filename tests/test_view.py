@@ -257,3 +257,21 @@ async def test_legion_tui_view_without_a_run_says_so(tmp_path: Path) -> None:
     code, _out, err = await run_cli("tui", "--view", cwd=tmp_path)
     assert code == 1
     assert "no legion run in" in err
+
+
+async def test_a_view_of_a_ledger_that_is_not_one_is_refused_and_leaves_it_alone(
+    tmp_path: Path,
+) -> None:
+    async with hosted(tmp_path) as sup:
+        ledger = sup.run.ledger_path
+    garbage = b"not a ledger at all\n" * 10
+    await asyncio.to_thread(ledger.write_bytes, garbage)
+    code, _out, err = await run_cli("tui", "--view", "--session", "main", cwd=tmp_path)
+    assert code == 1
+    assert err == (
+        f"legion tui --view: {ledger}: not an SQLite database (no SQLite header), "
+        "not a legion ledger\n"
+    )
+    assert await asyncio.to_thread(ledger.read_bytes) == garbage
+    leftovers = await asyncio.to_thread(lambda: sorted(p.name for p in ledger.parent.iterdir()))
+    assert "legion.db-wal" not in leftovers and "legion.db-shm" not in leftovers
