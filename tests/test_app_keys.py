@@ -49,7 +49,9 @@ async def test_vim_and_arrow_keys_move_fold_and_unfold() -> None:
         await pilot.press("h")  # fold lead-api
         assert "root/lead-api/worker-0" not in names(app)
         assert app.railway.rows[1].hidden == 4
-        await pilot.press("l")
+        await pilot.press("h")  # on a folded row, ← goes to the parent
+        assert app.railway.selected_id == "n0"
+        await pilot.press("j", "l")
         assert "root/lead-api/worker-0" in names(app)
         await pilot.press("j", "left")  # on a leaf, ← goes to the parent
         assert app.railway.selected_id == "n1"

@@ -30,7 +30,7 @@ async def test_the_footer_names_the_keys_and_digits_and_brackets_switch_tabs(
         detail = app.screen
         assert isinstance(detail, DetailScreen)
         footer = str(detail.query_one("#detail-footer", Static).render())
-        assert footer.startswith(" 1-5 [ ] tabs · x stop · a abort · s steer")
+        assert footer.startswith(" 1-5 [ ] tabs · w wrap · x stop · a abort · s steer")
         assert footer.rstrip().endswith("esc close")
         tabs = detail.query_one("#detail-tabs", TabbedContent)
         assert tabs.active == "tab-transcript"
@@ -108,3 +108,45 @@ def test_the_overlay_header_says_failed_for_a_team_settled_in_its_failed_phase()
     view = model.nodes["n1"]
     view.node = replace(view.node, status=NodeStatus.SETTLED, phase="failed")
     assert header_line(view, NOW).startswith("lead-api · centurion · simulated · failed · ")
+
+
+async def test_w_wraps_the_transcripts_long_entries_and_cuts_them_again(tmp_path: Path) -> None:
+    import json
+
+    from legion_tui.widgets.transcript_view import TranscriptView
+
+    run_dir = write_run_files(tmp_path)
+    words = " ".join(f"word{i:03d}" for i in range(60))  # ≈ 480 characters
+    entry = {
+        "type": "message", "id": "a5", "parentId": "a4",
+        "timestamp": "2026-09-21T12:00:05.000Z",
+        "message": {"role": "assistant", "content": [{"type": "text", "text": words}],
+                    "usage": {"input": 10, "output": 90}, "stopReason": "stop"},
+    }  # fmt: skip
+    with (run_dir / "sessions" / "n2.jsonl").open("a", encoding="utf-8") as fh:
+        fh.write(json.dumps(entry) + "\n")
+    app = build(run_dir)
+    async with app.run_test(size=(120, 40)) as pilot:
+        app.railway.select("n2")
+        await pilot.press("o")
+        await pilot.pause()
+        view = app.screen.query_one(TranscriptView)
+        for _ in range(50):  # the file is indexed by a worker: until its rows are there
+            if view.virtual_size.height >= 6:
+                break
+            await pilot.pause()
+
+        def shown() -> list[str]:
+            return [view.render_line(y).text.rstrip() for y in range(view.size.height)]
+
+        cut = shown()
+        assert sum("word000" in row for row in cut) == 1 and not any("word059" in r for r in cut)
+        await pilot.press("w")
+        await pilot.pause()
+        wrapped = shown()
+        joined = " ".join(row.strip() for row in wrapped)
+        assert "word000" in joined and "word059" in joined  # the whole entry, over rows
+        assert all(len(row) <= view.size.width for row in wrapped)
+        await pilot.press("w")
+        await pilot.pause()
+        assert shown() == cut

@@ -63,6 +63,7 @@ class DetailScreen(ModalScreen[None]):
         *(Binding(str(i + 1), f"tab({i})", show=False) for i in range(6)),
         Binding("left_square_bracket", "tab_step(-1)", show=False),
         Binding("right_square_bracket", "tab_step(1)", show=False),
+        Binding("w", "wrap", "Wrap", show=False),
     ]
 
     def __init__(
@@ -228,6 +229,11 @@ class DetailScreen(ModalScreen[None]):
         self._tab_ids += ["tab-diff"] if self._diff_view is not None else []
         width = max(20, self.app.size.width * 3 // 4 - 2)
         return Static(footer_text(width, len(self._tab_ids)), id="detail-footer", markup=False)
+
+    def action_wrap(self) -> None:
+        """w: the transcript's long entries on as many rows as they need, or cut."""
+        if self.showing:
+            self._transcript_view.toggle_wrap()
 
     def action_tab(self, index: int) -> None:
         if self.showing and 0 <= index < len(self._tab_ids):

@@ -38,6 +38,7 @@ KEYS: tuple[tuple[str, str], ...] = (
 OVERLAY_KEYS: tuple[tuple[str, str], ...] = (
     ("1 … 6", "pick a tab (Transcript, Activity, Mail, Events, Terminal, Diff)"),
     ("[ / ]", "previous / next tab"),
+    ("w", "wrap the transcript's long entries (the newest 2000), or cut them again"),
     ("Esc / q", "close the overlay"),
 )
 FILTERS: tuple[tuple[str, str], ...] = (

@@ -14,6 +14,7 @@ import asyncio
 from collections.abc import Callable, Coroutine
 from pathlib import Path
 
+from rich.cells import chop_cells
 from rich.segment import Segment
 from textual.geometry import Size
 from textual.scroll_view import ScrollView
@@ -28,6 +29,10 @@ MAX_PAGES = 64  # pages kept decoded; older ones are dropped and re-read if scro
 # Bytes indexed per step before yielding: ~4 MiB is a few ms of numpy, so a 50 MB file
 # reaches its end in a dozen steps and the loop is never held for long.
 INDEX_STEP_BYTES = 4 * SCAN_CHUNK
+# Wrapped, the view lays out the newest entries only: a wrapped row's height depends on
+# its text, so laying out a 50 MB session would decode every page of it.
+WRAP_ITEMS = 2000
+LABEL_WIDTH = 12  # " assistant " and its padding
 
 
 class TranscriptView(ScrollView, can_focus=True):
@@ -46,6 +51,17 @@ class TranscriptView(ScrollView, can_focus=True):
         self._indexing = False
         self._generation = 0
         self.walker: Worker[None] | None = None  # the running (or last) walk to the end
+        self.wrap = False  # long entries on as many rows as they need (the overlay's w)
+        # Wrapped layout: (known entries, width, file generation) → (entry, chunk, first).
+        self._wrapped: tuple[tuple[int, int, int], list[tuple[TranscriptItem, str, bool]]]
+        self._wrapped = ((-1, -1, -1), [])
+
+    def toggle_wrap(self) -> None:
+        self.wrap = not self.wrap
+        self._update_height()
+        self.refresh()
+        if self.follow:
+            self.scroll_end(animate=False)
 
     def _page(self, number: int) -> list[TranscriptItem]:
         items = self._pages.get(number)
@@ -62,9 +78,29 @@ class TranscriptView(ScrollView, can_focus=True):
             self._update_height()
         return items
 
+    def _wrapped_rows(self) -> list[tuple[TranscriptItem, str, bool]]:
+        """The newest WRAP_ITEMS entries cut into rows of the text width (cached)."""
+        known = self.pager.count_known() if self.pager is not None else 0
+        width = max(8, self.size.width - LABEL_WIDTH)
+        key = (known, width, self._generation)
+        if self._wrapped[0] != key:
+            # Claimed first: the pages read below update the height, which asks again.
+            self._wrapped = (key, [])
+            rows: list[tuple[TranscriptItem, str, bool]] = []
+            for idx in range(max(0, known - WRAP_ITEMS), known):
+                items = self._page(idx // PAGE)
+                if idx % PAGE < len(items):
+                    item = items[idx % PAGE]
+                    chunks = chop_cells(_row_text(item), width) or [""]
+                    rows += [(item, chunk, i == 0) for i, chunk in enumerate(chunks)]
+            self._wrapped = (key, rows)
+        return self._wrapped[1]
+
     def _update_height(self) -> None:
         known = self.pager.count_known() if self.pager is not None else 0
         more = 0 if self.pager is None or self.pager.at_end else 1
+        if self.wrap and self.error is None:
+            known = len(self._wrapped_rows())
         height = known + more if self.error is None else 1
         if self.virtual_size.height != height or self.virtual_size.width != self.size.width:
             self.virtual_size = Size(self.size.width, height)
@@ -126,18 +162,21 @@ class TranscriptView(ScrollView, can_focus=True):
     def on_resize(self) -> None:
         self._update_height()
 
-    def _paint(self, paint: Paint, item: TranscriptItem, width: int) -> Strip:
+    def _paint(
+        self, paint: Paint, item: TranscriptItem, width: int, text: str | None = None,
+        label: bool = True,
+    ) -> Strip:
+        """One row: the role label (blank under a wrapped entry's first row) and its text
+        (the entry's whole text, or one wrapped chunk of it)."""
         style = {
             "user": paint.roles["worker"],
             "assistant": paint.roles["centurion"],
             "invalid": paint.warning,
         }.get(item.role, paint.dim)
-        text = " ".join(item.text.split())  # one row per entry: newlines folded
-        if item.tools:
-            text = (text + " " if text else "") + " ".join(f"→ {t}" for t in item.tools)
         segs = [
-            Segment(f" {item.role:>10} ", style),
-            Segment(text, paint.fail if item.is_error else paint.base),
+            Segment(f" {item.role:>10} " if label else " " * LABEL_WIDTH, style),
+            Segment(_row_text(item) if text is None else text,
+                    paint.fail if item.is_error else paint.base),
         ]
         return Strip(segs).crop(0, width).adjust_cell_length(width, paint.blank)
 
@@ -150,8 +189,22 @@ class TranscriptView(ScrollView, can_focus=True):
             return Strip([Segment(text, paint.warning)]).crop(0, width).adjust_cell_length(
                 width, paint.blank
             )
+        if self.wrap:
+            rows = self._wrapped_rows()
+            if idx >= len(rows):
+                return Strip.blank(width, paint.blank)
+            item, chunk, first = rows[idx]
+            return self._paint(paint, item, width, chunk, first)
         items = self._page(idx // PAGE)
         offset = idx % PAGE
         if offset >= len(items):
             return Strip.blank(width, paint.blank)
         return self._paint(paint, items[offset], width)
+
+
+def _row_text(item: TranscriptItem) -> str:
+    """An entry's text on one line (newlines folded), its tool calls after it."""
+    text = " ".join(item.text.split())
+    if item.tools:
+        text = (text + " " if text else "") + " ".join(f"→ {t}" for t in item.tools)
+    return text
