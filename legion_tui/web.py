@@ -27,9 +27,13 @@ from aiohttp import web
 from textual_serve.server import Server
 
 TOKEN_COOKIE = "legion_token"
+LOOPBACK = frozenset({"127.0.0.1", "localhost", "::1"})
 # The command of the connection being handled: each aiohttp request runs in its own
 # task, so a value set by one handshake is never seen by another.
 _CONNECTION_COMMAND: ContextVar[str | None] = ContextVar("legion_connection_command", default=None)
+# The origin the page being served was asked for: its websocket URL names the same one,
+# so a page reached by another name for this machine (`--host 0.0.0.0`) still connects.
+_PAGE_ORIGIN: ContextVar[str | None] = ContextVar("legion_page_origin", default=None)
 
 
 def view_command(session: str, *, read_only: bool) -> str:
@@ -57,6 +61,14 @@ class ViewServer(Server):
     def command(self, value: str) -> None:
         self._read_only_command = value
 
+    @property
+    def public_url(self) -> str:
+        return _PAGE_ORIGIN.get() or self._public_url
+
+    @public_url.setter
+    def public_url(self, value: str) -> None:
+        self._public_url = value
+
     def has_token(self, request: web.Request) -> bool:
         given = request.cookies.get(TOKEN_COOKIE) or request.query.get("token") or ""
         return self.token is not None and hmac.compare_digest(given, self.token)
@@ -65,6 +77,7 @@ class ViewServer(Server):
         return None  # `legion serve` prints its own line (textual-serve's logo: not ours)
 
     async def handle_index(self, request: web.Request) -> web.StreamResponse:
+        _PAGE_ORIGIN.set(f"{request.scheme}://{request.host}")
         response: web.StreamResponse = await super().handle_index(request)
         if self.token is not None and self.has_token(request):
             # The page's own websocket carries it; no other site's request does.
@@ -75,6 +88,10 @@ class ViewServer(Server):
         origin = request.headers.get("Origin")
         if origin is not None and origin != f"{request.scheme}://{request.host}":
             raise web.HTTPForbidden(text=f"403: a page of {origin} may not open this view")
+        if self.host in LOOPBACK and request.url.host not in LOOPBACK:
+            # Served to this machine only: a page under another name is another site's
+            # whose name was made to point here (DNS rebinding).
+            raise web.HTTPForbidden(text=f"403: {request.host} is not this machine's name")
         _CONNECTION_COMMAND.set(self.control_command if self.has_token(request) else None)
         return await super().handle_websocket(request)
 

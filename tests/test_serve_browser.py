@@ -154,6 +154,15 @@ async def test_serve_listens_on_this_machine_only_and_refuses_other_origins(
                     headers={"Origin": "http://evil.example"},
                 )
             assert refused.value.status == 403
+            # Another name made to point here (DNS rebinding): its own origin, refused.
+            port = url.rsplit(":", 1)[1].strip("/")
+            rebound = f"evil.example:{port}"
+            with pytest.raises(aiohttp.WSServerHandshakeError) as refused:
+                await session.ws_connect(
+                    url.replace("http:", "ws:") + "ws",
+                    headers={"Host": rebound, "Origin": f"http://{rebound}"},
+                )
+            assert refused.value.status == 403
 
 
 async def test_serve_refuses_a_bad_port_and_a_taken_one(tmp_path: Path) -> None:
