@@ -57,6 +57,18 @@ async def serving(
         )
 
 
+def views_of(server: asyncio.subprocess.Process) -> list[list[str]]:
+    """The command lines of the `legion tui --view` processes the server runs now."""
+    views = []
+    for child in psutil.Process(server.pid).children(recursive=True):
+        try:
+            if child.status() != psutil.STATUS_ZOMBIE and "--view" in child.cmdline():
+                views.append(child.cmdline())
+        except psutil.NoSuchProcess:
+            continue  # it ended as we looked
+    return views
+
+
 def row_of(rows: list[Cell], name: str) -> Cell:
     (cell,) = [r for r in rows if f"● {name} " in r.text or r.text.strip().endswith(f"● {name}")]
     return cell
@@ -102,7 +114,7 @@ async def test_legion_serve_in_chromium(tmp_path: Path) -> None:
         await stuck_worker(sup, "keep")
         kill = await stuck_worker(sup, "kill")
         async with (
-            serving(project, "--control") as (url, _proc),
+            serving(project, "--control") as (url, proc),
             chromium(tmp_path / "profile") as page,
         ):
             assert "?token=" in url
@@ -119,9 +131,12 @@ async def test_legion_serve_in_chromium(tmp_path: Path) -> None:
                 "the refusal",
             )
             assert sup.node(kill.id).status is NodeStatus.RUNNING
-            # With it: the same keys stop kill through the host's socket.
+            await until(lambda: [v[-1] for v in views_of(proc)] == ["--read-only"], what="1 view")
+            # With it: the same keys stop kill through the host's socket. One view per
+            # page: the first page's view ended when it was left.
             await page.navigate(url)
             await stop_kill(page)
+            await until(lambda: [v[-1] for v in views_of(proc)] == ["main"], what="its view alone")
             await page.until(lambda rows: "Stopped kill." in flat(rows), "the receipt")
             await until(lambda: sup.node(kill.id).status is NodeStatus.RETIRED, what="kill retired")
             # The view learns it from the ledger: the row turns retired.
