@@ -46,15 +46,22 @@ async def serving(
         assert line.startswith("legion serve: http://127.0.0.1:"), line
         yield line.split()[2], proc
     finally:
-        views = [p for p in psutil.Process(proc.pid).children(recursive=True)]
+        children = psutil.Process(proc.pid).children(recursive=True)
         if proc.returncode is None:
             proc.send_signal(signal.SIGTERM)
         await asyncio.wait_for(proc.communicate(), 30)
         # Each page's view ended with the server: none is left behind.
         await until(
-            lambda: not [v for v in views if v.is_running() and v.status() != "zombie"],
+            lambda: not [c for c in children if alive(c)],
             what="the views to end",
         )
+
+
+def alive(process: psutil.Process) -> bool:
+    try:
+        return process.status() != psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return False
 
 
 def views_of(server: asyncio.subprocess.Process) -> list[list[str]]:
@@ -62,7 +69,7 @@ def views_of(server: asyncio.subprocess.Process) -> list[list[str]]:
     views = []
     for child in psutil.Process(server.pid).children(recursive=True):
         try:
-            if child.status() != psutil.STATUS_ZOMBIE and "--view" in child.cmdline():
+            if alive(child) and "--view" in child.cmdline():
                 views.append(child.cmdline())
         except psutil.NoSuchProcess:
             continue  # it ended as we looked
