@@ -103,3 +103,20 @@ async def test_at_200x60_the_activity_gets_the_columns_and_a_cut_one_says_so() -
         row = row_text(app, "n3")  # worker-1's stall marker is longer than any row
         assert "stuck 7m in bash — steer cannot rea" in row
         assert row.rstrip().endswith("…")
+
+
+async def test_a_team_failing_in_its_phase_is_counted_in_the_headers_failed() -> None:
+    from dataclasses import replace
+
+    from legion_tui.model import NodeStatus
+
+    app, _ = build()
+    async with app.run_test(size=SIZE) as pilot:
+        assert "· 1 failed ·" in app.header.render_line(0).text
+        lead = app.model.nodes["n1"].node
+        app.model.upsert(replace(lead, status=NodeStatus.SETTLED, phase="failed"))
+        await pilot.pause()
+        await pilot.pause()
+        line = app.header.render_line(0).text
+        assert "· 2 failed ·" in line and "· 2 settled ·" in line
+        assert app.model.counts()["failed"] == 2  # the model's own count agrees

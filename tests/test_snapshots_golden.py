@@ -18,6 +18,7 @@ from __future__ import annotations
 import difflib
 import os
 from collections.abc import Awaitable, Callable
+from dataclasses import replace
 from pathlib import Path
 
 import pyte
@@ -34,6 +35,7 @@ from textual.pilot import Pilot
 from textual.widgets import TabbedContent
 
 from legion_tui.app import LegionApp, make_app
+from legion_tui.model import NodeStatus
 
 GOLDENS = Path(__file__).resolve().parent.parent / "snapshots"
 UPDATE = os.environ.get("LEGION_UPDATE_GOLDENS") == "1"
@@ -167,6 +169,21 @@ async def stop_prompt_on_lead_api(pilot: Pilot[None], app: LegionApp) -> None:
     await pilot.press("x")
 
 
+async def failed_team_row(pilot: Pilot[None], app: LegionApp) -> None:
+    """lead-api settled in its machine's failed phase: a failed team (✗, counted in ✗)."""
+    lead = app.model.nodes["n1"].node
+    verdict = '{"ok": false, "reason": "verification failed (1 of 2 commands failed)"}'
+    app.model.upsert(
+        replace(lead, status=NodeStatus.SETTLED, phase="failed", verdict=verdict,
+                updated_at=lead.created_at + 600)
+    )  # fmt: skip
+    await pilot.pause()
+
+
+async def filter_kept_on_failed(pilot: Pilot[None], app: LegionApp) -> None:
+    await pilot.press("slash", *":failed", "enter")
+
+
 async def open_tab(pilot: Pilot[None], app: LegionApp, node_id: str, tab: str) -> None:
     app.railway.select(node_id)
     await pilot.press("o")
@@ -238,6 +255,22 @@ CASES: list[tuple[str, str, tuple[int, int], str, Steps | None, bool]] = [
         (120, 40),
         "legion-dark",
         stop_prompt_on_lead_api,
+        False,
+    ),
+    (
+        "failed_team_120x40",
+        "lead-api settled in its failed phase: ✗ row, counted as failed",
+        (120, 40),
+        "legion-dark",
+        failed_team_row,
+        False,
+    ),
+    (
+        "filter_failed_120x40",
+        "/ :failed Enter: the filter stays visible, the header follows it",
+        (120, 40),
+        "legion-dark",
+        filter_kept_on_failed,
         False,
     ),
     (

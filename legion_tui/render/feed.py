@@ -77,7 +77,9 @@ class LiveIndex:
             view = model.nodes.get(nid)
             if view is None:
                 continue
-            status = view.node.status
+            # The outcome the tree's glyph shows: a team settled in its machine's
+            # `failed` phase counts in ✗, as `LegionModel.counts` has it.
+            status = view.node.outcome
             old = self._status.get(nid)
             if old is status:
                 continue
@@ -92,7 +94,7 @@ class LiveIndex:
                 self._live.pop(nid, None)
 
     def _rescan(self) -> None:
-        self._status = {nid: view.node.status for nid, view in self.model.nodes.items()}
+        self._status = {nid: view.node.outcome for nid, view in self.model.nodes.items()}
         self._live = {nid: v for nid, v in self.model.nodes.items() if v.node.status.live}
         counts = dict.fromkeys(COUNT_KEYS, 0)
         for status in self._status.values():
