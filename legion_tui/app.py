@@ -179,6 +179,7 @@ class LegionApp(App[None]):
         self.on_start = on_start
         self.paused = False
         self._pending: set[str] = set()
+        self._announced = model.announced  # announcements already toasted
         self._last_apply = 0.0
         self._apply_timer: Timer | None = None
         self._galaxy_timer: Timer | None = None
@@ -286,6 +287,7 @@ class LegionApp(App[None]):
             if isinstance(self.screen, DetailScreen):
                 self.screen.model_changed(dirty)
             self._update_banner(dirty)
+            self._toast_announcements()
 
     def _second_tick(self) -> None:
         """Once a second: elapsed times and tool-call clocks move even when no file does."""
@@ -309,6 +311,14 @@ class LegionApp(App[None]):
             return
         if self.header.summary()[0].get("live", 0):
             self.galaxy.tick()
+
+    def _toast_announcements(self) -> None:
+        """Each announcement (a completion notice to the root: the user) once, as a
+        toast; the root's row keeps the last one."""
+        fresh = min(self.model.announced - self._announced, len(self.model.announcements))
+        self._announced = self.model.announced
+        for text in list(self.model.announcements)[len(self.model.announcements) - fresh :]:
+            self.notify(text, title="legion", timeout=8)
 
     def _update_banner(self, dirty: frozenset[str] | None = None) -> None:
         """The interrupted-nodes banner, or the empty-state hint while only root exists.

@@ -291,3 +291,31 @@ def interrupted_banner(names: list[str]) -> str:
     shown = ", ".join(names[:6]) + (f" (+{len(names) - 6} more)" if len(names) > 6 else "")
     # The lever first: on a narrow terminal the list of names is what gets cut.
     return f"Interrupted by the last shutdown — select one and press r to resume: {shown}"
+
+
+# ----- completion notices and the empty-generation retry (issue 11) -------------------------
+EMPTY_GENERATION = "provider-empty-generation"
+# What a node whose provider answered with nothing is told once, on the same session.
+CONTINUE_PROMPT = (
+    "Your last reply came back empty (the provider returned no content). "
+    "Please continue from where you were and finish the task."
+)
+EMPTY_RETRIED_TOO = "provider returned an empty generation; retried once"
+EMPTY_RETRY_ANSWERED = "provider returned an empty generation; retried once, and the retry answered"
+
+
+def waiting_for_members(live: int) -> str:
+    """A lead whose turn ended while its members work: it is woken by their notice."""
+    if live == 0:
+        return "waiting · its members' results are on their way"
+    return f"waiting for {live} member{'s' if live != 1 else ''} · woken by their notice"
+
+
+def already_reported(name: str, via: str, when: str, message_id: int | None) -> str:
+    """A `collect` of a result the caller already has (a notice, an earlier collect);
+    `when` is the clock time it was handed over."""
+    how = f"in notice #{message_id}" if via == "notice" and message_id else f"by {via}"
+    return (
+        f"{name}'s result was already reported to you {how} at {when}; "
+        f"`legion collect {name} --again` shows it again."
+    )

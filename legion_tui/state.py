@@ -21,6 +21,7 @@ Listener = Callable[[frozenset[str]], None]
 
 EVENTS_PER_NODE = 200
 MESSAGES_PER_NODE = 200
+ANNOUNCEMENTS_KEPT = 50  # the newest announcements (the toasts are shown as they come)
 
 
 @dataclass(slots=True)
@@ -38,6 +39,9 @@ class NodeView:
     # The current line of an exec command's terminal (supervisor/pty_terminal.py): what
     # its row shows, as it writes no session file. None: it has no terminal of ours.
     terminal_line: str | None = None
+    # A line the host says about the node when nothing else does (a lead waiting for
+    # its members; the root: the last completion notice it was given).
+    note: str | None = None
     revision: int = 0
 
 
@@ -60,6 +64,8 @@ class LegionModel:
         self._dirty: set[str] = set()
         self._flush_scheduled = False
         self.version = 0  # grows on every structural or data change
+        self.announcements: deque[str] = deque(maxlen=ANNOUNCEMENTS_KEPT)
+        self.announced = 0  # how many were ever made (the dashboard toasts the new ones)
 
     # ----- reading -------------------------------------------------------------------
     def children(self, node_id: str | None) -> list[str]:
@@ -128,6 +134,19 @@ class LegionModel:
         if view is not None and view.terminal_line != line:
             view.terminal_line = line
             self._touch(view)
+
+    def set_note(self, node_id: str, note: str | None) -> None:
+        view = self.nodes.get(node_id)
+        if view is not None and view.note != note:
+            view.note = note
+            self._touch(view)
+
+    def announce(self, node_id: str, text: str) -> None:
+        """Something the user should hear of now (a completion notice to the host's root):
+        the dashboard toasts each announcement once and the node's row says the last."""
+        self.announcements.append(text)
+        self.announced += 1
+        self.set_note(node_id, text)
 
     def add_event(self, event: Event) -> None:
         view = self.nodes.get(event.node_id or "")

@@ -75,6 +75,7 @@ def write_card(
     role: str = "worker",
     kind: str = "pi",
     command: Sequence[str] | None = PI_COMMAND,
+    depth: int = 0,
 ) -> str:
     """`<project>/.legion/agents/<name>.md`, a `kind` card (pi's by default; `command`
     None: the card names none, the kind's program runs); returns its body marker."""
@@ -82,6 +83,8 @@ def write_card(
     agents = project / ".legion" / "agents"
     agents.mkdir(parents=True, exist_ok=True)
     argv = "" if command is None else f"command: [{', '.join(command)}]\n"
+    if depth:  # a lead: it may spawn members (`maxSubagentDepth`)
+        argv += f"maxSubagentDepth: {depth}\n"
     (agents / f"{name}.md").write_text(
         "---\n"
         f"name: {name}\n"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import sys
 from dataclasses import replace
@@ -20,6 +21,7 @@ from legion_tui.model import EventType, MailState, NodeStatus
 from legion_tui.ops import OpError
 from legion_tui.state import LegionModel
 from legion_tui.supervisor import server as server_module
+from legion_tui.supervisor.notices import Answer
 from legion_tui.supervisor.server import SupervisorServer, register_op
 
 
@@ -217,6 +219,8 @@ async def test_legion_mail_through_the_real_socket_server(
         run=SimpleNamespace(run_id="r1"),
         roster=SimpleNamespace(handles=dict),
         model=SimpleNamespace(nodes={}),
+        # no wait or collect here: nothing is claimed, nothing to hand back
+        notices=SimpleNamespace(answering=lambda: contextlib.nullcontext(Answer())),
     )
     server = SupervisorServer(no_core)  # type: ignore[arg-type]
     sock = tmp_path / "s.sock"

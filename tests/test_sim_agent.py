@@ -128,16 +128,42 @@ async def test_speed_multiplies_the_decode_rate_the_file_shows(tmp_path: Path) -
     assert rate4 == pytest.approx(4 * rate1, rel=0.02)
 
 
-async def test_fail_ends_with_an_empty_error_generation_and_exit_1(tmp_path: Path) -> None:
-    cfg = _config(tmp_path, behaviour={"fail": True})
-    agent = await _run_once(cfg)
-    assert agent.exit_code == 1 and agent.finished.is_set()
+def _last_is_empty_error(cfg: SimConfig) -> None:
     last = _messages(cfg.session_file, "assistant")[-1]
     assert last["stopReason"] == "error"
     assert [b for b in last["content"] if b.get("text") or b["type"] == "toolCall"] == []
-    progress = read_session(cfg.session_file)
-    assert progress.empty_generation
+    assert read_session(cfg.session_file).empty_generation
+
+
+async def test_fail_gives_an_empty_generation_twice_then_exits_1(tmp_path: Path) -> None:
+    cfg = _config(tmp_path, behaviour={"fail": True})
+    agent = SimAgent(cfg, clock=FakeClock())
+    assert agent.prompt("Fix the retry path.") == "started"
+    await asyncio.wait_for(agent.wait_idle(), 10.0)
+    _last_is_empty_error(cfg)
+    # Alive after the first: the host prompts it once more (the retry) ...
+    assert agent.exit_code is None and not agent.finished.is_set()
+    assert agent.prompt("Please continue.") == "started"
+    await asyncio.wait_for(agent.wait_idle(), 10.0)
+    agent.writer.close()
+    # ... which comes back empty too, and the agent gives up.
+    _last_is_empty_error(cfg)
+    assert agent.exit_code == 1 and agent.finished.is_set()
     assert agent.steer("are you there?") == "handled"  # an exited agent reads nothing
+
+
+async def test_fail_once_answers_the_retry(tmp_path: Path) -> None:
+    cfg = _config(tmp_path, behaviour={"fail": "once"})
+    agent = SimAgent(cfg, clock=FakeClock())
+    agent.prompt("Fix the retry path.")
+    await asyncio.wait_for(agent.wait_idle(), 10.0)
+    _last_is_empty_error(cfg)
+    agent.prompt("Please continue.")
+    await asyncio.wait_for(agent.wait_idle(), 10.0)
+    agent.writer.close()
+    progress = read_session(cfg.session_file)
+    assert not progress.empty_generation and progress.verdict is not None
+    assert agent.exit_code is None
 
 
 async def test_stall_and_history_put_now_inside_a_long_bash_call(tmp_path: Path) -> None:

@@ -33,13 +33,18 @@ async def test_a_worker_settles_with_its_verdict_in_ledger_and_model(tmp_path: P
         )
 
 
-async def test_provider_empty_generation_fails_the_node(tmp_path: Path) -> None:
+async def test_provider_empty_generation_fails_the_node_after_one_retry(tmp_path: Path) -> None:
     async with hosted(tmp_path) as sup:
         bad = await spawn_one(sup, name="bad", sim={"fail": True})
         node = await settled(sup, bad.id)
         assert node.status is NodeStatus.FAILED
-        assert node.error == "provider-empty-generation"
-        assert EventType.NODE_FAILED in [e.type for e in sup.model.nodes[bad.id].events]
+        assert node.error == (
+            "provider-empty-generation (provider returned an empty generation; retried once)"
+        )
+        events = sup.model.nodes[bad.id].events
+        retries = [e for e in events if e.data.get("retry") == "provider-empty-generation"]
+        assert [e.data["outcome"] for e in retries] == ["accepted"]  # once, not twice
+        assert EventType.NODE_FAILED in [e.type for e in events]
         # A failed agent has exited: steering it is refused with the way forward ...
         await until(
             lambda: sup.roster.handles()[bad.id].exited is not None, what="the agent's exit"

@@ -18,7 +18,9 @@ The clock (now + sleep) is injectable: tests pass a `FakeClock` and run instantl
 Behaviour knobs (`SimConfig.behaviour`, `--behaviour JSON`):
   stall_seconds    one early `bash` call that long (at speed 1) — the stall marker;
   fail             the final turn is an empty generation with stopReason "error"
-                   (provider-empty-generation) and the agent exits with status 1;
+                   (provider-empty-generation); the agent stays, and the prompt that
+                   retries it comes back empty too, after which it exits with status 1;
+                   "once": only the first comes back empty (the retry answers);
   history_seconds  start as if it had been running that long: the first entries are
                    replayed at once with past timestamps (wall seconds, not scaled);
   children         (centurion/root) the team to spawn: [{role, name, task, ...}]
@@ -286,6 +288,8 @@ class SimAgent:
         self.speed = cfg.speed if cfg.speed > 0 else 1.0
         self._emit_cb = emit
         self._fail = bool(cfg.behaviour.get("fail"))
+        self._fail_once = cfg.behaviour.get("fail") == "once"  # the retry answers
+        self._empties = 0  # empty generations given so far
         self._quick = bool(cfg.behaviour.get("quick"))
         self._plan: list[Step] = (
             continuation(self.rng, cfg.role, self._fail, self._quick)
@@ -432,7 +436,13 @@ class SimAgent:
                 self._pos += 1
                 self._emit({"type": "turn_end", "message": message, "toolResults": results})
                 if step.fail:
-                    self.exit_code = 1
+                    # Alive after the first (the host may prompt it once more); a second
+                    # empty generation and it gives up, as an agent whose provider fails.
+                    self._empties += 1
+                    if self._fail_once:
+                        self._fail = False
+                    elif self._empties > 1:
+                        self.exit_code = 1
                     break
                 injected = self._steering + (self._follow_up if step.final else [])
                 self._steering = []

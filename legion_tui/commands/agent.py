@@ -186,10 +186,23 @@ def _name_args(help_text: str) -> Callable[[argparse.ArgumentParser], None]:
     return add
 
 
+def _collect_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("name", help="NAME or parent/name")
+    p.add_argument(
+        "--again",
+        action="store_true",
+        help="print a result that was already reported to you (a notice, a collect)",
+    )
+    add_client_options(p)
+
+
 def _collect(args: argparse.Namespace, client: BlockingClient) -> int:
-    result = client.request("collect", name=args.name)
+    result = client.request("collect", name=args.name, again=args.again)
     verdict = result.get("verdict")
-    lines = [f"── {result['path']} ({result['status']}) ──", result["text"].rstrip()]
+    lines = [f"── {result['path']} ({result['status']}) ──"]
+    # Reported already: the verdict and the file, not the text a second time.
+    lines.append(result.get("message") or result["text"].rstrip())
+    lines += [f"note: {note}" for note in result.get("notes", ())]
     if isinstance(verdict, dict):
         lines.append(f"verdict: {json.dumps(verdict, ensure_ascii=False)}")
     else:
@@ -319,8 +332,8 @@ COMMANDS: dict[str, Command] = {
         run_client("wait", _wait),
     ),
     "collect": Command(
-        "Print a child's final text and verdict; write outputs/<name>.output.md.",
-        _name_args("NAME or parent/name"),
+        "Print a child's final text and verdict (outputs/<name>.output.md holds the text).",
+        _collect_args,
         run_client("collect", _collect),
     ),
     "stop": Command(

@@ -47,9 +47,11 @@ from legion_tui.supervisor.backend import (
 )
 from legion_tui.supervisor.continuity import Continuity
 from legion_tui.supervisor.naming import ROOT_ID, Names
+from legion_tui.supervisor.notices import Notices, live_children
 from legion_tui.supervisor.orphans import OrphanReaper
 from legion_tui.supervisor.queries import Queries, verdict_of
 from legion_tui.supervisor.record import Record
+from legion_tui.supervisor.results import FinishedResults, Result, team_verdict, write_output
 from legion_tui.supervisor.roster import Roster
 from legion_tui.supervisor.stops import Stops
 from legion_tui.supervisor.teams import Teams
@@ -185,6 +187,20 @@ class Supervisor:
             previous_owner=self.run.owner_pid,
             grace=lambda: self.stop_grace,
         )
+        self.results = FinishedResults()
+        # Completion notices (issue 11): every ending written reaches them.
+        self.notices = Notices(
+            self.model,
+            self.results,
+            result_of=self._result_of,
+            send=self._send_notice,
+            announce=lambda text: self.model.announce(ROOT_ID, text),
+            busy=self._turn_busy,
+            changed=self.record.notify,
+            clock=clock,
+        )
+        self.record.moved.append(self.notices.ended)
+        self._empty_retried: set[str] = set()  # nodes whose empty generation was retried
         self.queries = Queries(
             self.model,
             self.names,
@@ -195,6 +211,8 @@ class Supervisor:
             idle=self._turn_idle,
             changed=lambda: self.record.changed,
             mail=lambda: self.mail,
+            notices=self.notices,
+            result_of=self._result_of,
         )
         self.ledger: Any = None  # legion_tui.ledger.Ledger once started
         self._server: Any = None
@@ -314,6 +332,7 @@ class Supervisor:
             self.host_lock.release()
             return
         self._closed = True
+        await self.notices.close()  # the parents are being paused: nobody is told now
         # A stop under way finishes first (a `stop all` ends the run whose exit this is:
         # its members must end stopped, not paused); then what the ledger owes is written.
         await self.stops.close()
@@ -477,13 +496,15 @@ class Supervisor:
                 return False
             self.roster.detach(node.id)
             log.warning("launch of %s failed: %s", node.path, err)
-            await self.record.set_status(
-                node.id,
-                NodeStatus.FAILED,
-                EventType.NODE_FAILED,
-                {"reason": "launch-failed", "error": str(err)},
-                error=f"launch failed: {err}",
-            )
+            # A spawn's reply says so to the parent; a resume's failure is told by notice.
+            with self.notices.telling([] if resume else [node.id], "spawn"):
+                await self.record.set_status(
+                    node.id,
+                    NodeStatus.FAILED,
+                    EventType.NODE_FAILED,
+                    {"reason": "launch-failed", "error": str(err)},
+                    error=f"launch failed: {err}",
+                )
             return False
         if self._stopped_meanwhile(node.id, handle):
             # Paused or stopped while starting: the stop may have popped this handle
@@ -559,8 +580,9 @@ class Supervisor:
         return view.progress
 
     async def _monitor(self, node_id: str, handle: AgentHandle) -> None:
-        """Settle the node when its agent goes idle after a final answer; fail it on a
-        non-zero exit or a provider-empty-generation. An aborted turn keeps it live."""
+        """Settle the node when its agent goes idle after a final answer and nothing it
+        started is still working; fail it on a non-zero exit or a second empty
+        generation (the first is retried once). An aborted turn keeps it live."""
         try:
             while True:
                 await handle.idle()
@@ -569,7 +591,9 @@ class Supervisor:
                 progress = self.progress(node_id)
                 code = handle.exited
                 if progress.empty_generation:
-                    await self._fail(node_id, "provider-empty-generation", progress)
+                    if await self._retry_empty(node_id, handle):
+                        continue  # the same session was prompted again: wait for that turn
+                    await self._fail(node_id, self._empty_reason(node_id, handle), progress)
                     return
                 turn_error = handle.turn_error()
                 if turn_error is not None and code is None:
@@ -585,8 +609,15 @@ class Supervisor:
                         await self._fail(node_id, f"{why}: {turn_error}" if turn_error else why,
                                          progress)
                     return
+                # Notices held for the end of this turn go out now, an aborted one too
+                # (held on, they would never reach an agent that idles): one may start
+                # the next turn.
+                await self.notices.turn_ended(node_id)
                 if progress.last_stop_reason != "aborted":
-                    await self._settle(node_id, progress)
+                    # A lead whose members still work waits for their notice.
+                    if handle.turn_running() or await self._wait_for_members(node_id, handle):
+                        continue  # look again: a turn started, or the members are done
+                    await self._settle(node_id, self.progress(node_id))
                     if handle.turn_running() and node_id not in self.roster.stopping:
                         # A letter started a turn while the settle was being written:
                         # the node works again; wait for this turn's end too.
@@ -601,6 +632,65 @@ class Supervisor:
             log.exception("monitor of %s failed", node_id)
             if node_id not in self.roster.stopping and not self._closed:
                 await self._fail_loudly(node_id, f"supervision error: {err}")
+
+    async def _wait_for_members(self, node_id: str, handle: AgentHandle) -> bool:
+        """A turn that ended while the node's members work (or while a notice of theirs
+        is on its way) is not the node's end: it waits, live, for the notice that wakes
+        it. True when it waited (the caller looks again), False when nothing is owed."""
+        started = self.roster.turn_event(node_id)
+        assert started is not None
+        started.clear()  # from here, set only by a turn this wait should see
+        waited = False
+        while (live := live_children(self.model, node_id)) or self.notices.owed(node_id):
+            if handle.turn_running() or handle.exited is not None:
+                break
+            if node_id in self.roster.stopping or self._closed:
+                break
+            waited = True
+            self.model.set_note(node_id, receipts.waiting_for_members(len(live)))
+            wake = [
+                asyncio.ensure_future(self.record.changed.wait()),
+                asyncio.ensure_future(started.wait()),
+            ]
+            # The agent's exit sets neither event: it is looked at once a second.
+            await asyncio.wait(wake, timeout=1.0, return_when=asyncio.FIRST_COMPLETED)
+            for waiter in wake:
+                waiter.cancel()
+        if waited:
+            self.model.set_note(node_id, None)
+            if started.is_set() or handle.turn_running():
+                started.set()  # the monitor's wait for the turn must see it too
+        return waited
+
+    async def _retry_empty(self, node_id: str, handle: AgentHandle) -> bool:
+        """A provider that answered with an empty generation gets one more chance on the
+        same session (upstream provider-empty-generation-retry-v1): True when that
+        prompt started a turn. Once per stint; a prompt the agent did not take (queued,
+        intercepted) is nobody's retry and is not counted."""
+        if node_id in self._empty_retried or handle.exited is not None:
+            return False
+        try:
+            outcome = await handle.steer(receipts.CONTINUE_PROMPT)
+        except Exception as err:
+            log.warning("the retry of %s's empty generation failed: %s", node_id, err)
+            return False
+        await self.record.event(
+            node_id,
+            EventType.NODE_STEERED,
+            {"outcome": outcome, "retry": "provider-empty-generation"},
+        )
+        if outcome != "accepted":
+            return False
+        self._empty_retried.add(node_id)
+        await self._turn_began(node_id)
+        return True
+
+    def _empty_reason(self, node_id: str, handle: AgentHandle) -> str:
+        if node_id in self._empty_retried:
+            return f"{receipts.EMPTY_GENERATION} ({receipts.EMPTY_RETRIED_TOO})"
+        if handle.exited is not None:
+            return f"{receipts.EMPTY_GENERATION} (the agent exited; not retried)"
+        return f"{receipts.EMPTY_GENERATION} (the retry prompt was not taken)"
 
     async def _fail_loudly(self, node_id: str, reason: str) -> None:
         """Fail the node; when even that write fails (the ledger's disk is full), the
@@ -649,22 +739,40 @@ class Supervisor:
         node = self.node(node_id)
         if node.status is not NodeStatus.RUNNING and node.status is not NodeStatus.STARTING:
             return
-        data: dict[str, Any] = {"verdict": verdict_of(progress)}
+        verdict = self._team_verdict(node, verdict_of(progress))
+        data: dict[str, Any] = {"verdict": verdict}
         delivered = await self.delivery_of(node_id)
         if delivered is not None:
             data["delivery"] = delivered  # the branch + sha a settled team hands over
+        if node_id in self._empty_retried:
+            data["notes"] = [receipts.EMPTY_RETRY_ANSWERED]
+        self._empty_retried.discard(node_id)
         await self.record.set_status(
             node_id,
             NodeStatus.SETTLED,
             EventType.NODE_SETTLED,
             data,
-            verdict=_verdict_json(progress),
+            verdict=None if verdict is None else json.dumps(verdict, ensure_ascii=False),
         )
+
+    def _team_verdict(self, lead: Node, verdict: dict[str, Any] | None) -> dict[str, Any] | None:
+        """The lead's own verdict, or, when members failed, one naming them (a failure no
+        sibling superseded makes it not ok: see `results.team_verdict`)."""
+        members = [self.node(c) for c in self.model.children(lead.id)]
+        failed = [
+            (m.name, m.error or "") for m in members if m.outcome is NodeStatus.FAILED
+        ]
+        if not failed:
+            return verdict
+        handled = set(self.record.handled_ids(lead))
+        superseded = [m.name for m in members if m.id in handled]
+        return team_verdict(verdict, failed, superseded)
 
     async def _fail(self, node_id: str, reason: str, progress: SessionProgress) -> None:
         node = self.node(node_id)
         if not node.live:
             return
+        self._empty_retried.discard(node_id)
         await self.record.set_status(
             node_id,
             NodeStatus.FAILED,
@@ -674,11 +782,82 @@ class Supervisor:
             verdict=_verdict_json(progress),
         )
 
+    # ----- completion notices (notices.Notices) -----------------------------------------
+    def _result_of(self, node: Node, round_: int, data: dict[str, object]) -> Result:
+        """What the node ended with (this round), its full text in its output file.
+        `data` is the ending event's; empty when the result is taken again later (an
+        evicted entry, another host's ending): then the ledger's row, the output file
+        already written and the newest ending event the model holds say it."""
+        out = self.queries.output_file(node)
+        if not data:
+            data = self._ending_data(node.id)
+            if out.is_file():
+                text = out.read_text(encoding="utf-8").removesuffix("\n")
+            else:
+                text = self.progress(node.id).last_text
+                write_output(out, text)
+        else:
+            text = self.progress(node.id).last_text
+            write_output(out, text)
+        verdict = node.verdict_data
+        if verdict is None:
+            verdict = verdict_of(self.progress(node.id))
+        delivery = data.get("delivery")
+        notes = data.get("notes")
+        return Result(
+            node_id=node.id,
+            name=node.name,
+            path=node.path,
+            round=round_,
+            status=node.status.value,
+            verdict=verdict,
+            error=node.error,
+            text=text,
+            output_file=str(out),
+            delivery=delivery if isinstance(delivery, dict) else None,
+            notes=tuple(str(n) for n in notes) if isinstance(notes, list) else (),
+            text_chars=len(text),
+        )
+
+    def _ending_data(self, node_id: str) -> dict[str, object]:
+        view = self.model.nodes.get(node_id)
+        ends = (EventType.NODE_SETTLED, EventType.NODE_FAILED, EventType.NODE_RETIRED)
+        for event in reversed(view.events if view is not None else ()):
+            if event.type in ends:
+                return dict(event.data)
+        return {}
+
+    async def _send_notice(
+        self, parent: str, results: Sequence[Result], subject: str, body: str
+    ) -> int | None:
+        """A notice is a letter (kind `notice`) from the first member to its parent: the
+        mail path hands it over (an idle agent: a turn starts) and confirms it."""
+        if self.mail is None:
+            return None
+        from legion_tui.model import MailKind
+
+        sent = await self.mail.send(
+            results[0].node_id, "parent", subject, body, kind=MailKind.NOTICE.value
+        )
+        return None if sent["state"] == "bounced" else int(sent["message_id"])
+
+    def _turn_busy(self, node_id: str) -> bool:
+        handle = self.roster.handle(node_id)
+        return handle is not None and handle.turn_running()
+
     # ----- stop (stops.Stops) ------------------------------------------------------------
     async def stop(self, caller_id: str, name: str, *, force: bool = False) -> str:
         """SPEC §6.3 stop: retire the node and its subtree, children first; the receipt
-        says what really happened."""
-        return await self.stops.stop(caller_id, name, force=force)
+        says what really happened. The receipt tells a parent of its own children's
+        ending; a stop by anyone else (root, the user) is told to the parent by notice."""
+        caller = self._caller(caller_id)
+        if name == "all":
+            told = list(self.model.children(caller.id))
+        else:
+            target = self.resolve(caller_id, name)
+            told = [target.id] if target.parent_id == caller.id else []
+        with self.notices.telling(told, "stop"):
+            return await self.stops.stop(caller_id, name, force=force)
 
     # ----- abort / steer / resume ---------------------------------------------------------
     def _controllable(self, caller_id: str, name: str, verb: str) -> tuple[Node, AgentHandle]:
@@ -829,9 +1008,10 @@ class Supervisor:
         timeout, or mail for the caller (see `queries.Queries.wait`)."""
         return await self.queries.wait(caller_id, names, seconds)
 
-    async def collect(self, caller_id: str, name: str) -> dict[str, Any]:
-        """The child's final text + verdict; writes `outputs/<name>.output.md`."""
-        return await self.queries.collect(caller_id, name)
+    async def collect(self, caller_id: str, name: str, *, again: bool = False) -> dict[str, Any]:
+        """The child's final text + verdict, once (`again`: a second time); its text is
+        in `outputs/<name>.output.md` (see `queries.Queries.collect`)."""
+        return await self.queries.collect(caller_id, name, again=again)
 
     async def delivery_of(self, node_id: str) -> dict[str, Any] | None:
         """A centurion's branch + HEAD sha (+ a link gh/glab reports); None without one."""

@@ -16,19 +16,38 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from legion_tui import receipts
+from legion_tui.model import LIVE_STATUSES
 from legion_tui.session.progress import SessionProgress
 from legion_tui.supervisor.naming import ROOT_ID
+from legion_tui.supervisor.notices import Claim
+from legion_tui.supervisor.results import write_output
 
 if TYPE_CHECKING:
     from legion_tui.mail.service import MailService
     from legion_tui.model import Node
     from legion_tui.state import Clock, LegionModel
     from legion_tui.supervisor.naming import Names
+    from legion_tui.supervisor.notices import Notices
+    from legion_tui.supervisor.results import Result
     from legion_tui.supervisor.runs import RunInfo
 
 __all__ = ["Queries", "verdict_of"]
 
 log = logging.getLogger(__name__)
+
+_LIVE = frozenset(s.value for s in LIVE_STATUSES)
+
+
+def _clock_time(at: float) -> str:
+    return time.strftime("%H:%M:%S", time.localtime(at))
+
+
+def _reported(claim: Claim) -> dict[str, Any]:
+    """How an ending already reached the caller, for a reply that says so."""
+    out: dict[str, Any] = {"via": claim.via, "at": claim.at}
+    if claim.message_id is not None:
+        out["message_id"] = claim.message_id
+    return out
 
 
 def verdict_of(progress: SessionProgress) -> dict[str, Any] | None:
@@ -54,6 +73,8 @@ class Queries:
         idle: Callable[[str], bool],
         changed: Callable[[], asyncio.Event],
         mail: Callable[[], MailService | None],
+        notices: Notices,
+        result_of: Callable[[Node, int, dict[str, object]], Result],
     ) -> None:
         self._model = model
         self._names = names
@@ -64,6 +85,8 @@ class Queries:
         self._idle = idle  # live, with no turn running now
         self._changed = changed  # the current change signal (set, then replaced, per write)
         self._mail = mail
+        self._notices = notices  # who was told of which ending (claims)
+        self._result_of = result_of  # an ending's result taken again (evicted, reopened)
 
     async def wait(
         self, caller_id: str, names: Sequence[str] | None, seconds: float | None
@@ -106,6 +129,15 @@ class Queries:
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(changed.wait(), remaining)
         nodes = [self.summary(i) for i in ids]
+        for entry, node_id in zip(nodes, ids, strict=True):
+            # A wait that reports an ending to the node's parent hands it over: no notice
+            # tells it again. (Anyone else asking — root looking at a member — claims
+            # nothing: the parent still has to hear.)
+            if entry["status"] in _LIVE or node(node_id).parent_id != caller.id:
+                continue
+            claim = self._notices.claimed(node_id)
+            if not self._notices.claim(node_id, "wait") and claim is not None:
+                entry["reported"] = _reported(claim)
         result: dict[str, Any] = {"state": state, "nodes": nodes}
         if state == "timeout":
             still = [node(i).name for i in ids if node(i).live]
@@ -123,17 +155,50 @@ class Queries:
             "error": node.error,
         }
 
-    async def collect(self, caller_id: str, name: str) -> dict[str, Any]:
-        """The child's final text + verdict; writes `outputs/<name>.output.md`."""
+    async def collect(self, caller_id: str, name: str, *, again: bool = False) -> dict[str, Any]:
+        """The child's final text + verdict (`outputs/<name>.output.md` holds the text).
+
+        An ended child answers its result (the finished cache, else its row and output
+        file), once: a result already reported to the caller (a notice, an earlier
+        collect) answers only that it was, with the verdict and the file, unless `again`."""
         target = self._names.resolve(caller_id, name)
+        round_ = self._notices.round_of(target.id)
+        if target.live or round_ == 0:
+            return await self._collect_now(target)
+        result = self._notices.results.get(target.id, round_) or self._result_of(
+            target, round_, {}
+        )
+        reply = result.reply()
+        if result.delivery is None and (delivered := await self._delivery(target.id)):
+            reply["delivery"] = delivered
+        # Only the parent's own collect hands the result over (root looking at a member
+        # leaves the lead's notice alone). Root is never answered "already reported":
+        # that guards an agent's context from the same text twice, not a person from
+        # their own question.
+        if target.parent_id != self._names.caller(caller_id).id:
+            return reply
+        claim = self._notices.claimed(target.id)
+        if claim is not None and claim.via in ("notice", "collect") and not again:
+            if target.parent_id != ROOT_ID:
+                reply["text"] = ""
+                reply["reported"] = _reported(claim)
+                reply["message"] = receipts.already_reported(
+                    target.name, claim.via, _clock_time(claim.at), claim.message_id
+                )
+            return reply
+        # Handed over now (a wait only named it; `again` leaves the first claim as it is).
+        self._notices.claim(target.id, "collect", over="wait")
+        return reply
+
+    async def _collect_now(self, target: Node) -> dict[str, Any]:
+        """A live child (or one this host never saw end): what its session says now."""
         progress = self._progress(target.id)
         # A stored verdict that is not JSON reads as none: the session's own is next best.
         verdict = target.verdict_data
         if verdict is None:
             verdict = verdict_of(progress)
         out = self.output_file(target)
-        out.parent.mkdir(parents=True, exist_ok=True)
-        out.write_text(progress.last_text + ("\n" if progress.last_text else ""), encoding="utf-8")
+        write_output(out, progress.last_text)
         result: dict[str, Any] = {
             "name": target.name,
             "path": target.path,

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from legion_tui.model import NODE_MOVES, Event, EventType, Node, NodeStatus
@@ -47,6 +48,9 @@ class Record:
         # Set, then replaced, on every status write: waiters take the current one.
         self.changed = asyncio.Event()
         self.events_written = 0
+        # Told of every status move once it is written (node, the status before, the
+        # event's data): the completion notices hear of endings here, whoever wrote them.
+        self.moved: list[Callable[[Node, NodeStatus, dict[str, Any]], None]] = []
 
     def open(self, ledger: Ledger) -> None:
         self._ledger = ledger
@@ -108,6 +112,12 @@ class Record:
         self._model.upsert(node)
         if etype is not None:
             await self.event(node_id, etype, data)
+        if status is not ahead:
+            for listener in self.moved:
+                try:
+                    listener(node, ahead, data)
+                except Exception:  # a listener's bug must not undo a written move
+                    log.exception("a listener of %s's move to %s failed", node_id, status)
         self.notify()
         return node
 

@@ -118,7 +118,7 @@ async def _wait(sup: Supervisor, caller: str, req: dict[str, Any]) -> dict[str, 
 
 
 async def _collect(sup: Supervisor, caller: str, req: dict[str, Any]) -> dict[str, Any]:
-    return await sup.collect(caller, _str(req, "name"))
+    return await sup.collect(caller, _str(req, "name"), again=_bool(req, "again"))
 
 
 async def _stop(sup: Supervisor, caller: str, req: dict[str, Any]) -> dict[str, Any]:
@@ -425,8 +425,12 @@ class SupervisorServer:
                 # charged) stays while its op runs — a wait may run for hours.
                 del item
                 try:
-                    reply = req if held < 0 else await self.dispatch(req, conn.peer)
-                    await self._send(conn, reply)
+                    # A wait/collect that handed an ending over claimed it; a reply that
+                    # never reaches the caller hands the claim back (completion notices).
+                    with self.supervisor.notices.answering() as answer:
+                        reply = req if held < 0 else await self.dispatch(req, conn.peer)
+                        await self._send(conn, reply)
+                        answer.sent = True
                 finally:
                     self._budget.give(max(held, 0))
                 del req

@@ -237,4 +237,6 @@ def activity(view: NodeView, now: float) -> Activity:
             return Activity(view.terminal_line, "dim")  # an exec command's last words
     if node.status is NodeStatus.RETIRED:
         return Activity("interrupted · r resumes" if view.interrupted else "retired", "dim")
+    if view.note:  # the host's own word: a lead waiting for its members, root's last notice
+        return Activity(view.note, "dim")
     return Activity("", "text")
