@@ -201,6 +201,7 @@ class Supervisor:
         )
         self.record.moved.append(self.notices.ended)
         self._empty_retried: set[str] = set()  # nodes whose empty generation was retried
+        self._waking: dict[str, asyncio.Lock] = {}  # see _turn_began
         self.queries = Queries(
             self.model,
             self.names,
@@ -727,10 +728,16 @@ class Supervisor:
     async def _turn_began(self, node_id: str) -> None:
         """A turn started outside the monitor (steer, mail): a settled node runs again
         (a new stint for a team), and the monitor is woken to wait for its end."""
-        if self.node(node_id).status is NodeStatus.SETTLED:
-            node = await self.record.set_status(node_id, NodeStatus.RUNNING, None, {}, verdict=None)
-            if node is not None:  # None: another writer woke it first and revived it
-                await self.teams.revive_stint(node)  # nothing can fail after it: no restore
+        # One waking at a time per node: a steer and the monitor can both see the turn
+        # start; the second waits for the first's revive, so neither returns before the
+        # node runs in its new stint (a steer's caller read the old stint under load).
+        async with self._waking.setdefault(node_id, asyncio.Lock()):
+            if self.node(node_id).status is NodeStatus.SETTLED:
+                node = await self.record.set_status(
+                    node_id, NodeStatus.RUNNING, None, {}, verdict=None
+                )
+                if node is not None:  # None: another writer woke it first and revived it
+                    await self.teams.revive_stint(node)  # nothing can fail after it
         started = self.roster.turn_event(node_id)
         if started is not None:
             started.set()
