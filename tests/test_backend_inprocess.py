@@ -72,11 +72,14 @@ async def test_keep_queue_keeps_the_steering_for_the_next_turn(tmp_path: Path) -
     await handle.stop(force=True)
 
 
-async def test_a_failing_sim_exits_with_status_1(tmp_path: Path) -> None:
+async def test_a_failing_sim_exits_with_status_1_after_its_retry(tmp_path: Path) -> None:
     handle = InProcessHandle(_spec(tmp_path, sim_behaviour={"fail": True}), clock=FakeClock())
     await handle.start()
     await asyncio.wait_for(handle.idle(), 10.0)
-    assert handle.exited == 1
+    assert handle.exited is None  # alive after its first empty generation: retried ...
+    assert await handle.steer("please continue") == "accepted"
+    await asyncio.wait_for(handle.idle(), 10.0)
+    assert handle.exited == 1  # ... empty again, and it gives up
     assert await handle.steer("hello?") == "intercepted"
     await handle.stop(force=True)
     assert handle.exited == 1

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import signal
@@ -89,6 +90,9 @@ async def test_a_failing_legion_sim_exits_with_status_1(tmp_path: Path) -> None:
     handle = make_handle(spec)
     await handle.start()
     try:
+        await asyncio.wait_for(handle.idle(), 15.0)  # the first empty generation
+        assert handle.exited is None
+        assert await handle.steer("please continue") == "accepted"  # the host's retry
         assert await until(lambda: handle.exited is not None, bound=15.0)
         assert handle.exited == 1
         await handle.idle()  # returns at once for a dead agent
