@@ -9,7 +9,8 @@ every agent's behaviour are deterministic for a seed:
 - the first team's first member runs as a real OS process (`isolate`);
 - its second member is stuck in one long bash call that started minutes ago
   (`history_seconds` + `stall_seconds`), so the stall marker shows at once;
-- its third member fails (provider-empty-generation, exit 1);
+- its third member fails: its provider answers with an empty generation, the host
+  retries it once on the same session, the retry comes back empty too (it exits 1);
 - the second team works briskly and takes its declared machine to `done`
   (planning → implementing → reviewing → verifying → done) with a `legion-verify`
   command that really runs in its worktree;
@@ -193,7 +194,8 @@ def plan_demo(nodes: int, seed: int, *, sandbox: bool = False) -> list[dict[str,
             elif kind == "trouble" and m == 1:
                 child["sim"] = {"history_seconds": STALL_HISTORY_S, "stall_seconds": STALL_S}
             elif kind == "trouble" and m == 2:
-                # Its whole run is history: it fails (provider-empty-generation) at once.
+                # Its whole run is history: an empty generation at once, retried once by
+                # the host, empty again — failed (provider-empty-generation; retried once).
                 child["sim"] = {"fail": True, "history_seconds": FAIL_HISTORY_S}
             members.append(child)
         lead: dict[str, Any] = {"children": members, "history_seconds": LEAD_HISTORY_S}
