@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 import math
+from collections.abc import Iterator
 
 __all__ = [
     "add_kind_option",
@@ -48,16 +49,32 @@ def add_task_options(parser: argparse.ArgumentParser, what: str) -> None:
     group.add_argument("--task-file", metavar="FILE", help="read the task from FILE")
 
 
+class _CardKinds:
+    """`model.CARD_KINDS`, read only when argparse asks (a `--kind` given, a help or a
+    usage error): `legion spawn` does not import the model (12 ms) to build its parser."""
+
+    def _kinds(self) -> tuple[str, ...]:
+        from legion_tui.model import CARD_KINDS
+
+        return CARD_KINDS
+
+    def __contains__(self, kind: object) -> bool:
+        return kind in self._kinds()
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._kinds())
+
+
 def add_kind_option(p: argparse.ArgumentParser) -> None:
     """`--kind` for the launching verbs (`legion run`, `legion spawn`)."""
-    from legion_tui.model import CARD_KINDS
-
     p.add_argument(
         "--kind",
-        choices=CARD_KINDS,
-        help="run the card as this kind for this launch (sim: the simulated agent, which "
-        "does no real work; auto: the agent [agent] in .legion/settings.toml names, else "
-        "the first installed)",
+        choices=_CardKinds(),  # a container: argparse asks `in`, and iterates for help
+        # A metavar of its own: argparse would iterate the choices to make one at once.
+        metavar="KIND",
+        help="run the card as this kind for this launch: %(choices)s (sim: the simulated "
+        "agent, which does no real work; auto: the agent [agent] in .legion/settings.toml "
+        "names, else the first installed)",
     )
 
 
