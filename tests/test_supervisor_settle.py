@@ -22,7 +22,7 @@ async def test_mail_that_starts_a_turn_during_the_settle_keeps_the_node_supervis
 ) -> None:
     async with hosted(tmp_path) as sup:
         in_settle, settle_gate = asyncio.Event(), asyncio.Event()
-        real_delivery = sup.delivery_of
+        real_delivery = sup.teams.delivery_of
 
         async def held_delivery(node_id: str) -> dict[str, Any] | None:
             if not settle_gate.is_set():  # the first settle waits here, before writing
@@ -30,7 +30,7 @@ async def test_mail_that_starts_a_turn_during_the_settle_keeps_the_node_supervis
                 await settle_gate.wait()
             return await real_delivery(node_id)
 
-        sup.delivery_of = held_delivery  # type: ignore[method-assign]
+        sup.teams.delivery_of = held_delivery  # type: ignore[method-assign]
         (x,) = await sup.spawn(ROOT_ID, [ChildRequest("worker", "t", name="x")])
         await asyncio.wait_for(in_settle.wait(), 20)  # idle after its answer: settling
         handle = sup.roster.handles()[x.id]
