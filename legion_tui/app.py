@@ -31,6 +31,7 @@ from legion_tui import receipts
 from legion_tui.ops import Operations, OpError
 from legion_tui.settings import save_theme
 from legion_tui.state import Clock, LegionModel, NodeView
+from legion_tui.talk import MessageHistory, SentMessage, steer_outcome
 from legion_tui.terminal import SIGNAL_GRACE_S, LegionDriver
 from legion_tui.themes import DEFAULT_THEME, THEME_ORDER, textual_themes
 from legion_tui.widgets.confirm import ConfirmBar, ConfirmRequest
@@ -41,10 +42,11 @@ from legion_tui.widgets.help import HelpScreen
 from legion_tui.widgets.keys import KeyHints, agent_bindings
 from legion_tui.widgets.landing import LANDING_KINDS, Landing
 from legion_tui.widgets.layout import layout_classes
+from legion_tui.widgets.message_box import MessageBox
 from legion_tui.widgets.new_agent import EMPTY_HINT, NewAgentScreen
 from legion_tui.widgets.palette import LegionCommands, SlashStop
 from legion_tui.widgets.rate_chart import RateChart
-from legion_tui.widgets.steer import FilterLine, SteerLine
+from legion_tui.widgets.steer import FilterLine
 from legion_tui.widgets.tree import RailwayTree
 from legion_tui.widgets.tree_header import TreeHeader
 
@@ -92,7 +94,7 @@ class MainScreen(Screen[None]):
         super().__init__(id="main")
         self.legion = app
         self.confirm_bar = ConfirmBar(theme=app.theme_name, floor=app.floor, id="confirm")
-        self.steer_line = SteerLine(id="steer")
+        self.steer_line = MessageBox(app.history, id="steer")
         self.filter_line = FilterLine(id="filter")
 
     def compose(self) -> ComposeResult:
@@ -187,6 +189,7 @@ class LegionApp(App[None]):
         self._interrupted: set[str] = set()  # ids the banner names
         self._banner_text: str | None = None  # None: not drawn yet
         self._queued_steers: dict[str, list[str]] = {}  # steer texts sent and queued
+        self.history = MessageHistory(run_dir)  # the message box's, both screens'
         for textual_theme in textual_themes():
             self.register_theme(textual_theme)
         if theme not in THEME_ORDER:  # a typo in --theme or settings must not crash
@@ -288,6 +291,7 @@ class LegionApp(App[None]):
                 self.screen.model_changed(dirty)
             self._update_banner(dirty)
             self._toast_announcements()
+            self._follow_receipt(dirty)
 
     def _second_tick(self) -> None:
         """Once a second: elapsed times and tool-call clocks move even when no file does."""
@@ -359,8 +363,8 @@ class LegionApp(App[None]):
             return self.model.nodes.get(self.screen.node_id)
         return self.railway.selected_view
 
-    def _prompts(self) -> tuple[ConfirmBar, SteerLine] | None:
-        """The confirm bar and steer line of the screen on top, or None while it cannot
+    def _prompts(self) -> tuple[ConfirmBar, MessageBox] | None:
+        """The confirm bar and message box of the screen on top, or None while it cannot
         ask: an overlay pushed this instant and not composed yet, one closing, help. A
         key meant for such a screen is dropped, never answered somewhere out of sight."""
         screen = self.screen
@@ -444,17 +448,24 @@ class LegionApp(App[None]):
         force = request.kind == "force-stop"
         self.run_worker(self._run_op(self.ops.stop(view.node.id, force=force)), group="ops")
 
-    async def _run_op(self, call: Awaitable[str]) -> str | None:
-        """Run an operation and show its receipt (or its failure); returns the receipt."""
+    async def _run_op(
+        self, call: Awaitable[str], failed: Callable[[str], None] | None = None
+    ) -> str | None:
+        """Run an operation and show its receipt (or its failure, told to `failed` too);
+        returns the receipt."""
         try:
             receipt = await call
         except OpError as error:
             self._say(error.message, title=error.code, severity="error", timeout=10)
+            said = error.message
         except Exception as error:  # a failure to act is reported, never swallowed
-            self._say(f"{type(error).__name__}: {error}", severity="error", timeout=10)
+            said = f"{type(error).__name__}: {error}"
+            self._say(said, severity="error", timeout=10)
         else:
             self._say(receipt)
             return receipt
+        if failed is not None:
+            failed(said)
         return None
 
     def action_abort_node(self) -> None:
@@ -483,17 +494,36 @@ class LegionApp(App[None]):
         view = self._target()
         prompts = self._prompts()
         if view is not None and prompts is not None:
-            prompts[1].ask(view.node.id, view.node.name)
+            prompts[1].ask(view)
 
-    @on(SteerLine.SteerSubmitted)
-    def _steer_submitted(self, event: SteerLine.SteerSubmitted) -> None:
-        self.run_worker(self._steer(event.node_id, event.text), group="ops")
+    @on(MessageBox.Submitted)
+    def _message_submitted(self, event: MessageBox.Submitted) -> None:
+        self.run_worker(self._steer(event.box, event.node_id, event.text), group="ops")
 
-    async def _steer(self, node_id: str, text: str) -> None:
+    async def _steer(self, box: MessageBox, node_id: str, text: str) -> None:
+        """Send one message (a steer, or a follow-up to an idle agent: the same
+        operation) and show the agent's receipt under the box, then follow it."""
         view = self.model.nodes.get(node_id)
-        receipt = await self._run_op(self.ops.steer(node_id, text))
-        if view is not None and receipt == receipts.steered(view.node.name, "queued"):
+        name = view.node.name if view is not None else node_id
+        box.show_sent(SentMessage(node_id, name, text), view)
+
+        def refused(said: str) -> None:
+            box.show_sent(SentMessage(node_id, name, text, refused=said), view)
+
+        receipt = await self._run_op(self.ops.steer(node_id, text), refused)
+        if receipt is None:
+            return
+        outcome = steer_outcome(name, receipt)
+        box.show_sent(SentMessage(node_id, name, text, outcome), self.model.nodes.get(node_id))
+        if outcome == "queued":
             self._queued_steers.setdefault(node_id, []).append(text)
+
+    def _follow_receipt(self, dirty: frozenset[str]) -> None:
+        """The receipt under the box on top follows its agent (queued → delivered)."""
+        prompts = self._prompts()
+        sent = None if prompts is None else prompts[1].sent
+        if prompts is not None and sent is not None and sent.node_id in dirty:
+            prompts[1].follow(self.model.nodes.get(sent.node_id))
 
     def action_resume_node(self) -> None:
         view = self._target()
@@ -582,6 +612,7 @@ class LegionApp(App[None]):
                 floor=self.floor,
                 run_dir=self.run_dir,
                 workspace=self.ops.workspace(event.node_id),
+                history=self.history,
             )
         )
 

@@ -21,6 +21,7 @@ from textual.widgets import Static, TabbedContent, TabPane
 from legion_tui.land import Review, review
 from legion_tui.ops import Workspace
 from legion_tui.state import Clock, LegionModel, NodeView
+from legion_tui.talk import MessageHistory
 from legion_tui.widgets.confirm import ConfirmBar
 from legion_tui.widgets.detail_text import (
     activity_lines,
@@ -33,8 +34,8 @@ from legion_tui.widgets.detail_text import (
 )
 from legion_tui.widgets.diff_view import DiffView, branch_note
 from legion_tui.widgets.keys import agent_bindings
+from legion_tui.widgets.message_box import MessageBox
 from legion_tui.widgets.paint import paint_for
-from legion_tui.widgets.steer import SteerLine
 from legion_tui.widgets.terminal_view import TerminalView
 from legion_tui.widgets.transcript_view import TranscriptView
 
@@ -76,6 +77,7 @@ class DetailScreen(ModalScreen[None]):
         floor: bool,
         run_dir: Path | None,
         workspace: Workspace | None = None,
+        history: MessageHistory | None = None,
     ) -> None:
         super().__init__()
         self.model = model
@@ -88,7 +90,8 @@ class DetailScreen(ModalScreen[None]):
         # Mounted and not closing: only then do updates and keys reach its widgets.
         self.showing = False
         self._dismissed = False
-        self.steer_line = SteerLine(id="detail-steer")
+        # The message box (s): its history is the app's, shared with the tree's box.
+        self.steer_line = MessageBox(history or MessageHistory(None), id="detail-steer")
         self.confirm_bar = ConfirmBar(theme=theme, floor=floor, id="detail-confirm")
         self.workspace = workspace  # its git worktree: a Diff tab, its branch in the header
         self._branch = ""  # ` · branch @ sha` once the worktree has been read
@@ -184,8 +187,8 @@ class DetailScreen(ModalScreen[None]):
         # Something opened over the overlay (the palette): its stop prompt is out of sight.
         self.confirm_bar.cancel()
 
-    def prompts(self) -> tuple[ConfirmBar, SteerLine] | None:
-        """The overlay's confirm bar and steer line, or None while it cannot ask: a key
+    def prompts(self) -> tuple[ConfirmBar, MessageBox] | None:
+        """The overlay's confirm bar and message box, or None while it cannot ask: a key
         that reaches it before it is composed (or while it closes) is dropped."""
         return (self.confirm_bar, self.steer_line) if self.showing else None
 

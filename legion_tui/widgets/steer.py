@@ -1,11 +1,10 @@
-"""One-line inputs docked at the bottom: steer text for a node (`s`) and the tree
-filter (`/`). Hidden until asked for; Esc closes without acting."""
+"""The one-line input docked at the bottom for the tree filter (`/`). Hidden until asked
+for; Esc closes without acting. (Steering has its own box: widgets/message_box.py.)"""
 
 from __future__ import annotations
 
 from typing import ClassVar
 
-from textual import events
 from textual.binding import Binding, BindingType
 from textual.message import Message
 from textual.widget import Widget
@@ -51,31 +50,6 @@ class _BottomLine(Input):
 
     def closed(self) -> None:
         """Hook for subclasses."""
-
-
-class SteerLine(_BottomLine):
-    class SteerSubmitted(Message):
-        def __init__(self, node_id: str, text: str) -> None:
-            super().__init__()
-            self.node_id = node_id
-            self.text = text
-
-    node_id: str | None = None
-
-    def ask(self, node_id: str, name: str) -> None:
-        self.node_id = node_id  # locked now, like the stop confirm
-        self.open(f"steer {name}: text for its next turn (Enter sends, Esc cancels)")
-
-    async def _on_key(self, event: events.Key) -> None:
-        if event.key == "enter":
-            event.stop()
-            event.prevent_default()
-            text, node_id = self.value.strip(), self.node_id
-            self.finish()
-            if text and node_id is not None:
-                self.post_message(self.SteerSubmitted(node_id, text))
-            return
-        await super()._on_key(event)
 
 
 class FilterLine(_BottomLine):
