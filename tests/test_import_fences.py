@@ -58,13 +58,15 @@ RENDERED_FORBIDDEN = (
 )  # fmt: skip
 # ... nor the model (its dataclasses): only `legion status` prints its words and glyphs.
 VERB_FORBIDDEN = (*RENDERED_FORBIDDEN, "legion_tui.model")
-# A user's shell finds the live run in ./.legion first (`supervisor.runs`, which checks
-# the host's pid with psutil): the UI, numpy, the ledger's driver and asyncio stay out.
-SHELL_FORBIDDEN = ("textual", "numpy", "aiosqlite", "asyncio", "legion_tui.widgets")
-# `legion mail` checks the text with the ledger's own rules first, and importing
-# `legion_tui.ledger.errors` runs the ledger package's __init__ (the writer, aiosqlite):
-# only the UI and numpy are fenced for it until that package imports lazily.
-MAIL_FORBIDDEN = ("textual", "numpy", "legion_tui.widgets")
+# A user's shell finds the live run in ./.legion first (`supervisor.runs`, which looks at
+# the host's pid in /proc): the UI, numpy, the ledger's driver, psutil and asyncio stay out.
+SHELL_FORBIDDEN = ("textual", "numpy", "aiosqlite", "psutil", "asyncio", "legion_tui.widgets")
+# `legion mail` checks the text with the ledger's own rules first: the ledger package
+# imports its parts on first use, so neither its writer nor aiosqlite comes along.
+MAIL_FORBIDDEN = (
+    "textual", "numpy", "aiosqlite", "psutil", "asyncio", "legion_tui.widgets",
+    "legion_tui.ledger.ledger", "legion_tui.ledger.writer",
+)  # fmt: skip
 
 PROBE = """
 import json, sys
@@ -138,3 +140,12 @@ def test_each_command_is_found_where_the_front_door_looks_for_it() -> None:
     }
     assert found == COMMAND_HOMES
     assert list(found) == list(COMMAND_HOMES)  # the help lists them in the table's order
+
+
+def test_every_name_the_ledger_package_offers_resolves() -> None:
+    """The ledger package imports its parts on first use: each name in `__all__` must
+    still be found where the package says it lives."""
+    import legion_tui.ledger as ledger
+
+    for name in ledger.__all__:
+        getattr(ledger, name)  # AttributeError: the name's home is missing or wrong

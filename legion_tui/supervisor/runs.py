@@ -19,18 +19,14 @@ import fcntl
 import json
 import os
 import re
-import secrets
 import socket
 import stat
 import struct
-import tempfile
 import time
 import weakref
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
-
-import psutil
 
 from legion_tui.supervisor.client import (
     ENV_SOCKET,
@@ -38,6 +34,7 @@ from legion_tui.supervisor.client import (
     LegionClient,
     LegionRequestError,
 )
+from legion_tui.supervisor.procfs import stat_of
 
 __all__ = [
     "DEFAULT_SESSION",
@@ -149,6 +146,8 @@ def validate_session_name(name: str) -> str:
 
 def _atomic_write(path: Path, text: str) -> None:
     # A reader (legion status in another terminal) must never see half a run.json.
+    import tempfile  # here: a control verb that never writes a run file skips it
+
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
@@ -270,6 +269,8 @@ def _lock_holder(fd: int) -> int | None:
 
 def new_run_id(clock: float) -> str:
     """Sortable by creation time, unique by a random suffix."""
+    import secrets
+
     return time.strftime("%Y%m%d-%H%M%S", time.gmtime(clock)) + "-" + secrets.token_hex(3)
 
 
@@ -342,6 +343,8 @@ def socket_path_for(info: RunInfo) -> Path:
     link = info.socket_link
     if len(os.fsencode(link)) <= MAX_SOCKET_PATH:
         return link
+    import tempfile
+
     short_dir = Path(tempfile.gettempdir()) / f"legion-{os.getuid()}"
     with contextlib.suppress(FileExistsError):
         short_dir.mkdir(mode=0o700)
@@ -400,12 +403,19 @@ def socket_refusal(path: Path) -> str | None:
     return None
 
 
+def _process_exists(pid: int) -> bool:
+    """A process with this pid runs (a zombie does not): one /proc read, no psutil — a
+    control verb from a shell asks this of the run's owner."""
+    proc = stat_of(pid)
+    return proc is not None and not proc.dead
+
+
 def owner_alive(info: RunInfo) -> bool:
     """Is the run's owner still hosting it? A pid alone can be reused, so a live pid
     whose socket does not answer counts as dead."""
     if info.owner_pid == os.getpid():
         return True
-    if not psutil.pid_exists(info.owner_pid):
+    if not _process_exists(info.owner_pid):
         return False
     sock = resolve_socket(info)
     return sock is not None and socket_refusal(sock) is None
@@ -457,7 +467,7 @@ def find_live_run(project_dir: Path, session_name: str | None = None) -> RunInfo
         candidates = list_runs(project_dir)
     for info in candidates:
         sock = resolve_socket(info)
-        if sock is not None and psutil.pid_exists(info.owner_pid) and socket_refusal(sock) is None:
+        if sock is not None and _process_exists(info.owner_pid) and socket_refusal(sock) is None:
             return info
     return None
 
