@@ -159,12 +159,15 @@ def make_handle(
     *,
     on_stream: StreamSink | None = None,
     on_line: Callable[[str], None] | None = None,
+    on_input: Callable[[str | None], None] | None = None,
 ) -> AgentHandle:
     """Build (not start) the handle for `spec`; call `await handle.start()` next.
 
     `on_stream` hears the message an RPC agent is generating now (for the live tok/s);
-    `on_line` the current line of an exec command's terminal (its row's activity).
+    `on_line` the current line of an exec command's terminal (its row's activity);
+    `on_input` the question the agent waits on its user for, and None once it is
+    answered (`backends.asking`; the next steer is the answer).
     """
     from legion_tui.supervisor.backends import build
 
-    return build(spec, backend_for(spec), on_stream, on_line)
+    return build(spec, backend_for(spec), on_stream, on_line, on_input)

@@ -45,6 +45,7 @@ from legion_tui.supervisor.backend import (
     LaunchSpec,
     make_handle,
 )
+from legion_tui.supervisor.blocking import Blocking
 from legion_tui.supervisor.continuity import Continuity
 from legion_tui.supervisor.naming import ROOT_ID, Names
 from legion_tui.supervisor.notices import Notices, live_children
@@ -201,6 +202,7 @@ class Supervisor:
         )
         self.record.moved.append(self.notices.ended)
         self._empty_retried: set[str] = set()  # nodes whose empty generation was retried
+        self.blocking = Blocking(self.record, self.names)  # BLOCKED from the agents' questions
         self._waking: dict[str, asyncio.Lock] = {}  # see _turn_began
         self.queries = Queries(
             self.model,
@@ -334,6 +336,7 @@ class Supervisor:
             return
         self._closed = True
         await self.notices.close()  # the parents are being paused: nobody is told now
+        await self.blocking.close()
         # A stop under way finishes first (a `stop all` ends the run whose exit this is:
         # its members must end stopped, not paused); then what the ledger owes is written.
         await self.stops.close()
@@ -484,6 +487,7 @@ class Supervisor:
             spec,
             on_stream=lambda segment: self.model.set_streaming(node_id, segment),
             on_line=lambda line: self.model.set_terminal_line(node_id, line),
+            on_input=lambda question: self._needs_input(node_id, question),
         )
         self.roster.attach(node.id, handle)
         self.launches += 1
@@ -534,6 +538,11 @@ class Supervisor:
         monitor = asyncio.create_task(self._monitor(node.id, handle), name=f"monitor-{node.path}")
         self.roster.watch(node.id, monitor)
         return True
+
+    def _needs_input(self, node_id: str, question: str | None) -> None:
+        """The agent waits on its user for `question` (None: answered): BLOCKED and back."""
+        if not self._closed and node_id not in self.roster.stopping:
+            self.blocking.told(node_id, question)
 
     def _stopped_meanwhile(self, node_id: str, handle: AgentHandle | None = None) -> bool:
         """Whether a pause or stop landed during one of `_launch`'s awaits."""
@@ -744,8 +753,8 @@ class Supervisor:
 
     async def _settle(self, node_id: str, progress: SessionProgress) -> None:
         node = self.node(node_id)
-        if node.status is not NodeStatus.RUNNING and node.status is not NodeStatus.STARTING:
-            return
+        if node.status not in (NodeStatus.RUNNING, NodeStatus.STARTING, NodeStatus.BLOCKED):
+            return  # (blocked: an exec child that ended at its prompt)
         verdict = self._team_verdict(node, verdict_of(progress))
         data: dict[str, Any] = {"verdict": verdict}
         delivered = await self.delivery_of(node_id)

@@ -70,6 +70,7 @@ class PtyTerminal:
         self._master, self._slave = os.openpty()
         fcntl.ioctl(self._slave, termios.TIOCSWINSZ, struct.pack("HHHH", ROWS, COLUMNS, 0, 0))
         os.set_blocking(self._master, False)
+        self.device = os.fstat(self._slave).st_rdev  # the pty a child reading it reads
         log_path.parent.mkdir(parents=True, exist_ok=True)
         self._log = os.open(log_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o644)
         self._screen = pyte.Screen(COLUMNS, ROWS)
@@ -105,6 +106,15 @@ class PtyTerminal:
             if text:
                 return text[:LINE_LIMIT]
         return ""
+
+    def foreground(self) -> int | None:
+        """The terminal's foreground process group (the one its keys go to), or None."""
+        if self._master < 0:
+            return None
+        try:
+            return os.tcgetpgrp(self._master)
+        except OSError:
+            return None
 
     def type(self, text: str) -> None:
         """Type `text` and Enter into the terminal, as a user at it would."""

@@ -206,6 +206,13 @@ class RpcClient:
         self._spawn(self._drain())
         return fut
 
+    def reply(self, payload: dict[str, Any]) -> None:
+        """Write one line that answers pi (an `extension_ui_response`): no reply comes."""
+        line = json.dumps(payload, ensure_ascii=False, separators=(",", ":")) + "\n"
+        with contextlib.suppress(ConnectionError, RuntimeError):  # gone: so is its question
+            self._stdin.write(line.encode())
+            self._spawn(self._drain())
+
     async def _drain(self) -> None:
         with contextlib.suppress(ConnectionError, TimeoutError, RuntimeError):
             await asyncio.wait_for(self._stdin.drain(), WRITE_BOUND)

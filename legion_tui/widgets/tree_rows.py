@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from legion_tui import receipts
-from legion_tui.model import NodeStatus
+from legion_tui.model import EventType, NodeStatus
 from legion_tui.state import LegionModel, NodeView
 from legion_tui.supervisor.status import in_flight_suffix
 
@@ -206,11 +206,25 @@ class Activity:
     tone: str  # "text" | "warning" | "ok" | "fail" | "dim"
 
 
+def blocked_question(view: NodeView) -> str | None:
+    """What a BLOCKED node's agent asks (its last `node_blocked` event's question)."""
+    for event in reversed(view.events):
+        if event.type is EventType.NODE_BLOCKED:
+            question = event.data.get("question")
+            return question if isinstance(question, str) and question else None
+    return None
+
+
 def activity(view: NodeView, now: float) -> Activity:
     progress = view.progress
     node = view.node
     if progress.read_error:
         return Activity(f"session unreadable: {progress.read_error}", "fail")
+    if node.status is NodeStatus.BLOCKED:
+        # Before the tool clock: Claude's tool waits in flight while its permission is asked.
+        question = blocked_question(view)
+        text = f"waiting for input: {question}" if question else "blocked · waiting for input"
+        return Activity(text, "warning")
     if node.live and progress.in_flight:
         top = progress.in_flight[-1]
         secs = tool_seconds(view, top.started_at, now)
@@ -219,8 +233,6 @@ def activity(view: NodeView, now: float) -> Activity:
             stall = receipts.stall_marker(node.name, top.name, secs)
             return Activity(f"{text} · {stall}", "warning")
         return Activity(text, "text")
-    if node.status is NodeStatus.BLOCKED:
-        return Activity("blocked · waiting for input", "warning")
     if node.live and view.terminal_line and not progress.entries:
         # An exec command that writes no session: its terminal says what it is doing.
         return Activity(view.terminal_line, "text")

@@ -5,6 +5,7 @@ notes/agent-clis.md §1.3–1.9. One process per node, in the node's cwd:
     claude -p --input-format stream-json --output-format stream-json --verbose
            --include-partial-messages --replay-user-messages
            (--session-id <uuid> | --resume <id>) [--append-system-prompt …] [--allowedTools …]
+           --permission-prompt-tool=stdio
 
 - stdin takes one JSON line per message: `{"type":"user",…}` for the task, a steer or a
   letter (idle: a new turn; busy: Claude queues it and hands it to the model at the next
@@ -20,6 +21,10 @@ notes/agent-clis.md §1.3–1.9. One process per node, in the node's cwd:
   non-alphanumeric char → "-">/<session id>.jsonl` (the child's env decides); it appears
   with the first prompt and the run's `sessions/<nodeId>.jsonl` links to it.
 - Claude has no way to drop queued lines; an interrupt keeps them (they run next).
+- A tool its rules neither allow nor deny is asked of us (`--permission-prompt-tool=stdio`:
+  a `control_request` `can_use_tool` on stdout): the node is BLOCKED with "allow Write
+  (x.txt)? y allows" until the user's steer answers — "y" allows, anything else denies
+  with that text as the reason (a `control_response`). A turn's end voids the question.
 - A subagent (the Task tool) runs in the background in 2.1.328: the turn that launched
   it ends with a `result` while it works, and when it completes Claude starts a turn of
   its own (a task notification) — also when the notification came before the launching
@@ -50,6 +55,7 @@ from typing import Any
 from legion_tui.model import Backend
 from legion_tui.session.streaming import StreamingMessage, StreamSink
 from legion_tui.supervisor.backend import ABORT_BOUND, AbortResult, LaunchSpec, SteerOutcome
+from legion_tui.supervisor.backends.asking import InputSink, Questions, is_yes
 from legion_tui.supervisor.backends.common import (
     ProcessChildHandle,
     bounded_abort,
@@ -137,6 +143,15 @@ def claude_argv(spec: LaunchSpec, session_id: str, *, resume: bool) -> list[str]
     if spec.tools and not has_option(argv, "--allowedTools", "--allowed-tools"):
         # One comma-separated word: the option takes a variadic list.
         argv.append(f"--allowedTools={','.join(claude_tools(spec.tools))}")
+    bypass = "--dangerously-skip-permissions" in argv or option_value(
+        argv, "--permission-mode"
+    ) == "bypassPermissions"
+    if not bypass and not has_option(argv, "--permission-prompt-tool"):
+        # A tool the rules neither allow nor deny is asked of us on stdout (a
+        # `can_use_tool` control request) instead of denied unseen: the node is BLOCKED
+        # until the user answers (`asking`); without it `-p` denies it silently. A card
+        # that bypasses permissions is never asked anything.
+        argv.append("--permission-prompt-tool=stdio")
     return argv
 
 
@@ -190,7 +205,13 @@ def _turn_error(result: dict[str, Any]) -> str | None:
 
 
 class ClaudeHandle(ProcessChildHandle):
-    def __init__(self, spec: LaunchSpec, *, on_stream: StreamSink | None = None) -> None:
+    def __init__(
+        self,
+        spec: LaunchSpec,
+        *,
+        on_stream: StreamSink | None = None,
+        on_input: InputSink | None = None,
+    ) -> None:
         self.spec = spec
         self.node_id = spec.node_id
         self.backend: Backend = "claude-stream"
@@ -223,6 +244,7 @@ class ClaudeHandle(ProcessChildHandle):
         self._controls: dict[str, asyncio.Future[dict[str, Any]]] = {}
         self._tasks: set[asyncio.Task[Any]] = set()
         self._streaming = StreamingMessage(on_stream, time.time) if on_stream else None
+        self.questions = Questions(on_input)  # permission requests waiting on the user
 
     # -- lifecycle ---------------------------------------------------------------------
 
@@ -382,6 +404,8 @@ class ClaudeHandle(ProcessChildHandle):
     async def steer(self, text: str) -> SteerOutcome:
         if self.child is None or self._closed or self.exited is not None:
             return "intercepted"  # nobody will ever read it
+        if self.questions.answer(text):
+            return "accepted"  # the answer to the permission Claude waits on
         running = self.turn_running()
         await self._send_user(text)
         return "queued" if running else "accepted"
@@ -453,6 +477,7 @@ class ClaudeHandle(ProcessChildHandle):
         self._subagents.clear()
         self._cancel_notified()
         self._notice_in_turn = False
+        self.questions.clear()
         for fut in self._controls.values():
             if not fut.done():
                 fut.set_exception(RpcError("control", "the agent closed its output"))
@@ -502,6 +527,7 @@ class ClaudeHandle(ProcessChildHandle):
                 self._notice_in_turn = False
                 self._expect_notification_turn()
             self._results += 1
+            self.questions.clear()  # a turn's end voids what it asked (an interrupt)
             self._turn_error = _turn_error(obj)
             self._update_idle()
         elif kind == "system" and obj.get("subtype") == "background_tasks_changed":
@@ -524,12 +550,54 @@ class ClaudeHandle(ProcessChildHandle):
                 else:
                     self._expect_notification_turn()
                 self._update_idle()
+        elif kind == "control_request":
+            self._on_control_request(obj)
+        elif kind == "control_cancel_request":
+            self.questions.drop(str(obj.get("request_id")))
         elif kind == "control_response":
             response = obj.get("response")
             request_id = response.get("request_id") if isinstance(response, dict) else None
             fut = self._controls.get(request_id) if isinstance(request_id, str) else None
             if fut is not None and not fut.done() and isinstance(response, dict):
                 fut.set_result(response)
+
+    def _on_control_request(self, obj: dict[str, Any]) -> None:
+        """Claude asks us something: a permission (`can_use_tool`) waits on the user;
+        anything else is answered with an error at once (nothing here serves it)."""
+        request_id = obj.get("request_id")
+        request = obj.get("request")
+        if not isinstance(request_id, str) or not isinstance(request, dict):
+            return
+        if request.get("subtype") != "can_use_tool":
+            self._reply(request_id, None, error=f"legion cannot answer {request.get('subtype')}")
+            return
+        tool = str(request.get("display_name") or request.get("tool_name") or "a tool")
+        given = request.get("input")
+        tool_input = given if isinstance(given, dict) else {}
+        about = request.get("description") or tool_input.get("command") or ""
+        question = f"allow {tool}" + (f" ({about})" if about else "") + "? y allows"
+
+        def answer(text: str) -> None:
+            if is_yes(text):
+                self._reply(request_id, {"behavior": "allow", "updatedInput": tool_input})
+            else:
+                message = text.strip() if text.strip() not in ("n", "no") else "the user said no"
+                self._reply(request_id, {"behavior": "deny", "message": message})
+
+        self.questions.ask(request_id, question, answer)
+
+    def _reply(
+        self, request_id: str, response: dict[str, Any] | None, *, error: str | None = None
+    ) -> None:
+        body: dict[str, Any] = {"request_id": request_id}
+        if error is not None:
+            body.update(subtype="error", error=error)
+        else:
+            body.update(subtype="success", response=response)
+        line = {"type": "control_response", "response": body}
+        with contextlib.suppress(RpcError):  # its input closed: the question died with it
+            self._write(json.dumps(line, ensure_ascii=False, separators=(",", ":")).encode()
+                        + b"\n")
 
     def _remember_background(self, task_id: Any) -> None:
         if isinstance(task_id, str):

@@ -8,9 +8,11 @@ running turn; `turn/interrupt {threadId, turnId}`. The turn state comes from the
 notifications `turn/started` and `turn/completed {turn: {id, status, error}}` (status
 completed | interrupted | failed).
 
-- The sandbox is `workspace-write` rooted at the node's cwd, approvals `never`: legion runs
-  Codex unattended (the read-only default fails every write; an approval would wait for
-  ever). The role card's body is Codex's `developerInstructions`; the model and provider
+- The sandbox is `workspace-write` rooted at the node's cwd, approvals `never` unless the
+  card's argv asks for others (`-c approval_policy=untrusted|on-request|on-failure`):
+  then a command or file change Codex asks to approve is the node's question (BLOCKED,
+  `asking`) and the user's steer answers it — "y" accepts, anything else declines.
+  The role card's body is Codex's `developerInstructions`; the model and provider
   come from the card's argv (`-c model=… -c model_provider=…`, agents.resolve) or the
   user's own `config.toml`, never from legion.
 - The session file is Codex's rollout (`thread.path` of the thread/start answer, else
@@ -43,6 +45,7 @@ import legion_tui
 from legion_tui.model import Backend
 from legion_tui.session.streaming import StreamingMessage, StreamSink
 from legion_tui.supervisor.backend import ABORT_BOUND, AbortResult, LaunchSpec, SteerOutcome
+from legion_tui.supervisor.backends.asking import InputSink, Questions, is_yes
 from legion_tui.supervisor.backends.codex_rpc import JsonRpcClient, JsonRpcError
 from legion_tui.supervisor.backends.common import (
     ProcessChildHandle,
@@ -82,6 +85,40 @@ def codex_argv(spec: LaunchSpec) -> list[str]:
     if "app-server" not in argv:
         argv.append("app-server")
     return argv
+
+
+def approval_policy(argv: list[str]) -> tuple[str, list[str]]:
+    """The card's `-c approval_policy=…` (TOML: quotes allowed), else `never`, and the
+    argv without it: the policy goes in `thread/start`, as Codex 0.169 refuses
+    `untrusted` in its config ("no longer supported") yet takes it there."""
+    policy, kept, index = APPROVAL_POLICY, [], 0
+    while index < len(argv):
+        arg = argv[index]
+        key, _eq, value = (argv[index + 1] if index + 1 < len(argv) else "").partition("=")
+        if arg in ("-c", "--config") and key.strip() == "approval_policy":
+            policy = value.strip().strip("'\"") or policy
+            index += 2
+            continue
+        kept.append(arg)
+        index += 1
+    return policy, kept
+
+
+# Server requests a user answers: the approval's method → what is asked about.
+_APPROVALS = {
+    "item/commandExecution/requestApproval": "run",
+    "item/fileChange/requestApproval": "change files",
+    "execCommandApproval": "run",
+    "applyPatchApproval": "change files",
+}
+
+
+def _approval_question(method: str, params: dict[str, Any]) -> str:
+    command = params.get("command")
+    if isinstance(command, list):
+        command = " ".join(str(c) for c in command)
+    about = command or params.get("reason") or ""
+    return f"approve: {_APPROVALS[method]}" + (f" {about}" if about else "") + "? y approves"
 
 
 def rollout_thread_id(path: Path) -> str | None:
@@ -151,7 +188,13 @@ def _text(text: str) -> list[dict[str, Any]]:
 
 
 class CodexHandle(ProcessChildHandle):
-    def __init__(self, spec: LaunchSpec, *, on_stream: StreamSink | None = None) -> None:
+    def __init__(
+        self,
+        spec: LaunchSpec,
+        *,
+        on_stream: StreamSink | None = None,
+        on_input: InputSink | None = None,
+    ) -> None:
         self.spec = spec
         self.node_id = spec.node_id
         self.backend: Backend = "codex-app-server"
@@ -171,12 +214,14 @@ class CodexHandle(ProcessChildHandle):
         self._streaming = StreamingMessage(on_stream, time.time) if on_stream else None
         self._stream_open = False
         self._env: dict[str, str] = {}
+        self.questions = Questions(on_input)  # approvals waiting on the user
+        self._policy = APPROVAL_POLICY
 
     # -- lifecycle ---------------------------------------------------------------------
 
     async def start(self) -> None:
         spec = self.spec
-        argv = codex_argv(spec)
+        self._policy, argv = approval_policy(codex_argv(spec))
         self._env = env = child_env(spec)
         require_executable(argv, env, spec.cwd)
         thread_id: str | None = None
@@ -205,7 +250,8 @@ class CodexHandle(ProcessChildHandle):
         proc = self.child.proc
         assert proc.stdin is not None and proc.stdout is not None
         client = self.client = JsonRpcClient(
-            proc.stdin, proc.stdout, on_notification=self._on_notification
+            proc.stdin, proc.stdout, on_notification=self._on_notification,
+            on_request=self._on_request,
         )
         info = {"name": "legion", "title": "legion-tui", "version": legion_tui.__version__}
         await client.request("initialize", {"clientInfo": info}, bound=START_BOUND)
@@ -213,7 +259,7 @@ class CodexHandle(ProcessChildHandle):
         params: dict[str, Any] = {
             "cwd": str(spec.cwd),
             "sandbox": SANDBOX,
-            "approvalPolicy": APPROVAL_POLICY,
+            "approvalPolicy": self._policy,
         }
         if spec.system_prompt:
             params["developerInstructions"] = spec.system_prompt
@@ -321,6 +367,8 @@ class CodexHandle(ProcessChildHandle):
         return result
 
     async def steer(self, text: str) -> SteerOutcome:
+        if self.questions.answer(text):
+            return "accepted"  # the answer to the approval Codex waits on
         if self.client is None or self.exited is not None or self.client.closed.is_set():
             return "intercepted"  # nobody will ever read it
         return await self._hand_over(text)
@@ -383,12 +431,29 @@ class CodexHandle(ProcessChildHandle):
             self._recording.cancel()
         if self.client is not None:
             await self.client.close()
+        self.questions.clear()
         self._running = False
         self._idle.set()
         if self._streaming is not None:
             self._streaming.feed({"type": "agent_end"})  # a message cut off never ends
 
     # -- notifications -----------------------------------------------------------------
+
+    def _on_request(self, req_id: Any, method: str, params: dict[str, Any]) -> bool:
+        """An approval waits on the user (True: answered later); others are refused."""
+        if method not in _APPROVALS or self.client is None:
+            return False
+        client, legacy = self.client, method in ("execCommandApproval", "applyPatchApproval")
+
+        def answer(text: str) -> None:
+            yes = is_yes(text)
+            if legacy:
+                client.respond(req_id, {"decision": "approved" if yes else "denied"})
+            else:
+                client.respond(req_id, {"decision": "accept" if yes else "decline"})
+
+        self.questions.ask(f"request-{req_id}", _approval_question(method, params), answer)
+        return True
 
     def _on_notification(self, method: str, params: dict[str, Any]) -> None:
         thread = params.get("threadId")
@@ -486,6 +551,7 @@ class CodexHandle(ProcessChildHandle):
         self.turn_id = None
         self._running = False
         self._steers.clear()
+        self.questions.clear()  # a turn's end voids what it asked
         self._end_stream()
         if self._recording is not None:
             self._recording.cancel()

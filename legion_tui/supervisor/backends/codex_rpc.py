@@ -6,10 +6,10 @@ The app server speaks JSON-RPC 2.0 without the `"jsonrpc"` field: one object per
 - a response `{id, result}` / `{id, error: {code, message}}` to one of our requests;
 - a notification `{method, params}` (turn/started, item/agentMessage/delta, …) — handed
   to `on_notification`;
-- a server request `{id, method, params}` (an approval, a question for the user): legion
-  drives Codex unattended (`approvalPolicy: "never"`), so nothing is there to answer it;
-  it is refused at once with an error reply, so the tool that asked fails instead of
-  Codex waiting forever.
+- a server request `{id, method, params}` (an approval, a question for the user): handed
+  to `on_request`, which takes the ones a user can answer (`respond` later sends the
+  answer: the node is BLOCKED meanwhile); any other is refused at once with an error
+  reply, so the tool that asked fails instead of Codex waiting forever.
 
 The read loop must outlive any output (as for pi's RPC, `supervisor/rpc.py`): framing
 is LF (`LineSplitter`: incremental, an over-long line dropped and counted), each line is
@@ -36,11 +36,13 @@ from legion_tui.supervisor.rpc import (
     pump_lines,
 )
 
-__all__ = ["JsonRpcClient", "JsonRpcError", "NotificationHook"]
+__all__ = ["JsonRpcClient", "JsonRpcError", "NotificationHook", "RequestHook"]
 
 log = logging.getLogger(__name__)
 
 NotificationHook = Callable[[str, dict[str, Any]], None]
+# A server request (id, method, params): True when it will be answered with `respond`.
+RequestHook = Callable[[Any, str, dict[str, Any]], bool]
 
 METHOD_NOT_FOUND = -32601  # JSON-RPC's code for a method the peer does not serve
 
@@ -64,11 +66,13 @@ class JsonRpcClient:
         stdout: asyncio.StreamReader,
         *,
         on_notification: NotificationHook | None = None,
+        on_request: RequestHook | None = None,
         max_line_bytes: int = MAX_LINE_BYTES,
     ) -> None:
         self._stdin = stdin
         self._stdout = stdout
         self._on_notification = on_notification
+        self._on_request = on_request
         self._ids = itertools.count(1)
         self._pending: dict[int, tuple[str, asyncio.Future[dict[str, Any]]]] = {}
         self._lines = LineSplitter(max_line_bytes)
@@ -120,6 +124,10 @@ class JsonRpcClient:
         if not self._write(message):
             fut.set_exception(JsonRpcError(method, "cannot write to the agent"))
         return fut
+
+    def respond(self, req_id: Any, result: dict[str, Any]) -> None:
+        """The answer to a server request `on_request` took."""
+        self._write({"id": req_id, "result": result})
 
     def notify(self, method: str, params: dict[str, Any] | None = None) -> None:
         """A notification (no id, no answer)."""
@@ -190,10 +198,19 @@ class JsonRpcClient:
             if pending is not None and not pending[1].done():
                 pending[1].set_result(obj)
             return
-        if req_id is not None:
-            self._refuse(req_id, method)
-            return
         params = obj.get("params")
+        if req_id is not None:
+            taken = False
+            try:
+                if self._on_request is not None:
+                    taken = self._on_request(
+                        req_id, method, params if isinstance(params, dict) else {}
+                    )
+            except Exception:
+                log.exception("codex request not handled: %.200r", obj)
+            if not taken:
+                self._refuse(req_id, method)
+            return
         try:
             if self._on_notification is not None:
                 self._on_notification(method, params if isinstance(params, dict) else {})

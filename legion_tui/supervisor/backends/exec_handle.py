@@ -6,6 +6,10 @@ terminal log and its current line is the node's activity. Honest limits (SPEC §
 and reports `interrupted` only if it then exited within the bound; a steer is typed into
 its terminal (an answer to its prompt) and appended to `$LEGION_INBOX`, mail only
 appended there (a letter typed into a shell would run as commands) — both only `queued`.
+
+Needs you: while the command sleeps reading its terminal (`tty_wait`: seen on two
+samples in a row, `ASK_EVERY` apart) the node is asked its terminal's current line —
+the prompt — and BLOCKED; the steer typed in answers it.
 """
 
 from __future__ import annotations
@@ -22,6 +26,7 @@ from legion_tui.supervisor.backend import (
     LaunchSpec,
     SteerOutcome,
 )
+from legion_tui.supervisor.backends.asking import InputSink, Questions
 from legion_tui.supervisor.backends.common import (
     ProcessChildHandle,
     child_env,
@@ -33,16 +38,24 @@ from legion_tui.supervisor.backends.common import (
 )
 from legion_tui.supervisor.process import ChildProcess, spawn_child
 from legion_tui.supervisor.pty_terminal import LineSink, PtyTerminal
+from legion_tui.supervisor.tty_wait import reading_terminal
 
 __all__ = ["ExecHandle"]
 
 OUTPUT_BOUND = 1.0  # how long an exited command's last output may take to drain
+ASK_EVERY = 0.25  # how often a live command is looked at for a read of its terminal
 
 
 class ExecHandle(ProcessChildHandle):
     backend: Backend = "process"
 
-    def __init__(self, spec: LaunchSpec, *, on_line: LineSink | None = None) -> None:
+    def __init__(
+        self,
+        spec: LaunchSpec,
+        *,
+        on_line: LineSink | None = None,
+        on_input: InputSink | None = None,
+    ) -> None:
         if not spec.command:
             raise ValueError(f"{spec.name}: an exec card needs a `command`")
         self.spec = spec
@@ -53,6 +66,8 @@ class ExecHandle(ProcessChildHandle):
         self.child: ChildProcess | None = None
         self._on_line = on_line
         self.terminal: PtyTerminal | None = None
+        self.questions = Questions(on_input)
+        self._watching: asyncio.Task[None] | None = None
 
     async def start(self) -> None:
         spec = self.spec
@@ -73,6 +88,26 @@ class ExecHandle(ProcessChildHandle):
             raise
         terminal.child_started()
         self.pid = self.child.pid
+        if self.questions.has_sink:
+            self._watching = asyncio.get_running_loop().create_task(self._watch_reads())
+
+    async def _watch_reads(self) -> None:
+        """Ask while the command reads its terminal; the answer is the typed steer."""
+        child, terminal = self.child, self.terminal
+        assert child is not None and terminal is not None
+        seen = False  # reading at the last sample too
+        while child.returncode is None:
+            group = terminal.foreground()
+            reading = group is not None and await asyncio.to_thread(
+                reading_terminal, child.pid, group, terminal.device
+            )
+            if reading and seen and self.questions.current is None:
+                self.questions.ask("terminal", terminal.line or "input", lambda _text: None)
+            elif not reading:
+                self.questions.drop("terminal")
+            seen = reading
+            await asyncio.sleep(ASK_EVERY)
+        self.questions.clear()
 
     def turn_running(self) -> bool:
         return self.child is not None and self.child.returncode is None
@@ -106,6 +141,7 @@ class ExecHandle(ProcessChildHandle):
             os.close(fd)
 
     async def steer(self, text: str) -> SteerOutcome:
+        self.questions.answer(text)  # typed below: the answer to the prompt, if one waits
         self._append(text)
         if self.terminal is not None and self.turn_running():
             self.terminal.type(text)
@@ -115,5 +151,9 @@ class ExecHandle(ProcessChildHandle):
         self._append(envelope)
 
     async def _close_channels(self) -> None:
+        if self._watching is not None:
+            self._watching.cancel()
+            with contextlib.suppress(BaseException):
+                await self._watching
         if self.terminal is not None:
             self.terminal.close()

@@ -22,6 +22,7 @@ from legion_tui.supervisor.backend import (
     LaunchSpec,
     SteerOutcome,
 )
+from legion_tui.supervisor.backends.asking import InputSink, Questions, is_yes
 from legion_tui.supervisor.backends.common import (
     STEER_OUTCOMES,
     ProcessChildHandle,
@@ -115,9 +116,33 @@ def _succeeded(fut: asyncio.Future[Any]) -> bool:
     return isinstance(reply, dict) and bool(reply.get("success"))
 
 
+# pi's extension UI methods that wait for the user's answer.
+_DIALOGS = frozenset({"select", "confirm", "input", "editor"})
+
+
+def _ui_answer(method: str, text: str, options: list[str]) -> dict[str, Any]:
+    """The `extension_ui_response` fields for the user's `text`: a confirm is y or not; a
+    select takes an option's text or its number (1-based); input/editor take the text."""
+    if method == "confirm":
+        return {"confirmed": is_yes(text)}
+    if method == "select" and options:
+        picked = text.strip()
+        if picked.isdigit() and 1 <= int(picked) <= len(options):
+            return {"value": options[int(picked) - 1]}
+        if picked not in options:
+            return {"cancelled": True}
+        return {"value": picked}
+    return {"value": text}
+
+
 class RpcHandle(ProcessChildHandle):
     def __init__(
-        self, spec: LaunchSpec, backend: Backend, *, on_stream: StreamSink | None = None
+        self,
+        spec: LaunchSpec,
+        backend: Backend,
+        *,
+        on_stream: StreamSink | None = None,
+        on_input: InputSink | None = None,
     ) -> None:
         self.spec = spec
         self.node_id = spec.node_id
@@ -129,6 +154,7 @@ class RpcHandle(ProcessChildHandle):
         self.rpc: RpcClient | None = None
         self.version: PiVersion | None = None  # pi's (None: the sim, or pi would not say)
         self._streaming = StreamingMessage(on_stream, time.time) if on_stream else None
+        self.questions = Questions(on_input)  # an extension's dialogs waiting on the user
 
     # -- lifecycle ---------------------------------------------------------------------
 
@@ -153,8 +179,7 @@ class RpcHandle(ProcessChildHandle):
             self.pid = self.child.pid
             proc = self.child.proc
             assert proc.stdin is not None and proc.stdout is not None
-            hook = self._streaming.feed if self._streaming is not None else None
-            self.rpc = RpcClient(proc.stdin, proc.stdout, on_event=hook)
+            self.rpc = RpcClient(proc.stdin, proc.stdout, on_event=self._on_event)
             if is_pi:
                 await self._learn_session_file()
             if version is not None:
@@ -276,6 +301,8 @@ class RpcHandle(ProcessChildHandle):
     async def steer(self, text: str) -> SteerOutcome:
         if self.rpc is None or self.exited is not None:
             return "intercepted"  # nobody will ever read it
+        if self.questions.answer(text):
+            return "accepted"  # the answer to the extension's dialog pi waits on
         running = self.turn_running()
         # Idle pi wants `prompt` (a turn starts); a running one takes `steer`.
         command = "steer" if running else "prompt"
@@ -295,6 +322,34 @@ class RpcHandle(ProcessChildHandle):
         if outcome == "accepted":
             self.rpc.expect_run(runs)
         return outcome
+
+    def _on_event(self, event: dict[str, Any]) -> None:
+        if event.get("type") == "extension_ui_request":
+            self._on_ui_request(event)
+        elif event.get("type") == "agent_end":
+            self.questions.clear()  # a run's end voids what it asked
+        if self._streaming is not None:
+            self._streaming.feed(event)
+
+    def _on_ui_request(self, event: dict[str, Any]) -> None:
+        """pi's extension asks the user (notes/pi-format.md: select, confirm, input,
+        editor wait for an `extension_ui_response`; the others only show something)."""
+        ui_id, method = event.get("id"), event.get("method")
+        if not isinstance(ui_id, str) or method not in _DIALOGS or self.rpc is None:
+            return
+        rpc = self.rpc
+        options = [str(o) for o in event.get("options") or [] if isinstance(o, (str, int))]
+        title, message = event.get("title"), event.get("message")
+        question = " · ".join(str(t) for t in (title, message) if t) or str(method)
+        question += f" [{' / '.join(options)}]" if options else ""
+        if method == "confirm":
+            question += " · y confirms"
+
+        def answer(text: str) -> None:
+            rpc.reply({"type": "extension_ui_response", "id": ui_id,
+                       **_ui_answer(str(method), text, options)})  # fmt: skip
+
+        self.questions.ask(ui_id, question, answer)
 
     async def deliver(self, envelope: str) -> None:
         if self.rpc is None or self.exited is not None:

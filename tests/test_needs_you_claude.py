@@ -1,0 +1,105 @@
+"""BLOCKED from Claude Code's own permission request (issue 12 item 5).
+
+The real pinned `claude`, run by legion with `--permission-prompt-tool=stdio`, asks on its
+stdout (`control_request` `can_use_tool`) before a tool its rules do not allow; the node
+is BLOCKED with the question, and the user's answer (a steer) goes back as the
+permission's `control_response` — "y" lets the tool run, anything else denies it with
+that text as the reason, which reaches the model as the tool's result.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+import pytest
+from claude_env import MODEL, claude_env, claude_world, drop_claude_settings
+from model_server import ModelServer, Reply, Text, ToolCall
+from real_pi_helpers import TURN_LIMIT, agent_host, settle, until, use_env, verdict_line, write_card
+from supervisor_helpers import GIT_ENV
+
+from legion_tui.model import EventType, NodeStatus
+from legion_tui.supervisor.core import ROOT_ID, ChildRequest, Supervisor
+
+
+def _project(tmp_path: Path, server: ModelServer, monkeypatch: pytest.MonkeyPatch) -> Path:
+    world = claude_world(tmp_path)
+    env = claude_env(world, server.origin)
+    drop_claude_settings(monkeypatch)
+    use_env(env, monkeypatch)
+    project = tmp_path / "project"
+    project.mkdir()
+    subprocess.run(["git", "init", "-q", "-b", "main"], cwd=project, check=True,
+                   env={**env, **GIT_ENV})  # fmt: skip
+    write_card(project, tools=("bash",), kind="claude", command=("claude", "--model", MODEL))
+    return project
+
+
+def _questions(sup: Supervisor, node_id: str) -> list[str]:
+    return [str(e.data.get("question")) for e in sup.model.nodes[node_id].events
+            if e.type is EventType.NODE_BLOCKED]  # fmt: skip
+
+
+async def _blocked(sup: Supervisor, node_id: str) -> str:
+    await until(lambda: sup.node(node_id).status is NodeStatus.BLOCKED
+                and bool(_questions(sup, node_id)), TURN_LIMIT, "the node to block")  # fmt: skip
+    return _questions(sup, node_id)[-1]
+
+
+def _tool_results(server: ModelServer) -> str:
+    """Every tool result the model was sent, as one text."""
+    found = []
+    for request in server.requests():
+        messages = request.body.get("messages") if isinstance(request.body, dict) else None
+        for message in messages or []:
+            content = message.get("content")
+            for block in content if isinstance(content, list) else []:
+                if isinstance(block, dict) and block.get("type") == "tool_result":
+                    found.append(json.dumps(block.get("content")))
+    return "\n".join(found)
+
+
+async def test_a_permission_request_blocks_and_y_lets_the_tool_run(
+    server: ModelServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    project = _project(tmp_path, server, monkeypatch)
+    target = project / "asked.txt"
+    server.script(
+        # Write is not among the card's tools: Claude asks before it runs.
+        Reply([ToolCall("Write", {"file_path": str(target), "content": "yes"}, id="toolu_w1")]),
+        Text(f"Wrote it.\n{verdict_line('wrote asked.txt')}"),
+    )
+    async with agent_host(project) as sup:
+        (node,) = await sup.spawn(ROOT_ID, [ChildRequest("worker", "Write asked.txt", name="w")])
+        question = await _blocked(sup, node.id)
+        assert question.startswith("allow Write") and question.endswith("? y allows"), question
+        assert not target.exists()
+        outcome, _receipt = await sup.steer(ROOT_ID, "w", "y")
+        assert outcome == "accepted"
+        done = await settle(sup, node.id)
+        assert done.status is NodeStatus.SETTLED, done.error
+        assert target.read_text() == "yes"
+        kinds = [e.type for e in sup.model.nodes[node.id].events]
+        assert kinds.count(EventType.NODE_BLOCKED) == 1
+
+
+async def test_any_other_answer_denies_the_tool_with_the_users_words(
+    server: ModelServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    project = _project(tmp_path, server, monkeypatch)
+    target = project / "denied.txt"
+    server.script(
+        Reply([ToolCall("Write", {"file_path": str(target), "content": "no"}, id="toolu_w2")]),
+        Text(f"Not written.\n{verdict_line('the user said no', ok=False)}"),
+    )
+    async with agent_host(project) as sup:
+        (node,) = await sup.spawn(ROOT_ID, [ChildRequest("worker", "Write denied.txt", name="w")])
+        await _blocked(sup, node.id)
+        await sup.steer(ROOT_ID, "w", "not that file, use notes.md")
+        await until(lambda: sup.node(node.id).status is not NodeStatus.BLOCKED, TURN_LIMIT,
+                    "the answer to unblock the node")  # fmt: skip
+        done = await settle(sup, node.id)
+        assert done.status is NodeStatus.SETTLED, done.error
+        assert not target.exists()
+        assert "not that file, use notes.md" in _tool_results(server)

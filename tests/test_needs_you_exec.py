@@ -1,0 +1,61 @@
+"""BLOCKED from an exec child reading its terminal (issue 12 item 5).
+
+A real shell on legion's pty prints a prompt and reads a line: the node goes BLOCKED
+with the prompt as its question; the steer typed into the terminal answers it and the
+node runs again, then settles when the script ends. A child busy without reading (a
+sleep) is never called waiting.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from supervisor_helpers import hosted, until
+
+from legion_tui.model import EventType, NodeStatus
+from legion_tui.supervisor.core import ROOT_ID, ChildRequest
+
+SCRIPT = """\
+sleep 0.6
+printf 'Deploy to prod? [y/N] '
+read answer
+printf '%s\\n' "answered $answer" > "$1/answer.txt"
+sleep 0.6
+"""
+
+
+def _exec_card(project: Path) -> None:
+    agents = project / ".legion" / "agents"
+    agents.mkdir(parents=True)
+    (project / "ask.sh").write_text(SCRIPT, encoding="utf-8")
+    (agents / "asker.md").write_text(
+        "---\nname: asker\ndescription: Asks a question on its terminal.\nkind: exec\n"
+        f'role: worker\ncommand: ["sh", "{project / "ask.sh"}", "{project}"]\n---\nAsk.\n',
+        encoding="utf-8",
+    )
+
+
+def _questions(view_events: object) -> list[str]:
+    return [str(e.data.get("question")) for e in view_events  # type: ignore[attr-defined]
+            if e.type is EventType.NODE_BLOCKED]  # fmt: skip
+
+
+async def test_a_command_reading_its_terminal_blocks_until_the_steer_answers(
+    tmp_path: Path,
+) -> None:
+    _exec_card(tmp_path)
+    async with hosted(tmp_path) as sup:
+        (node,) = await sup.spawn(ROOT_ID, [ChildRequest("asker", "ask", name="ask")])
+        # The first 0.6 s it sleeps: running, not waiting.
+        await until(lambda: sup.node(node.id).status is NodeStatus.RUNNING, 15, "running")
+        assert sup.node(node.id).status is NodeStatus.RUNNING
+        await until(lambda: sup.node(node.id).status is NodeStatus.BLOCKED, 15, "blocked")
+        assert _questions(sup.model.nodes[node.id].events) == ["Deploy to prod? [y/N]"]
+        outcome, _ = await sup.steer(ROOT_ID, "ask", "yes")
+        assert outcome == "queued"
+        await until(lambda: sup.node(node.id).status is not NodeStatus.BLOCKED, 15, "answered")
+        await until(lambda: not sup.node(node.id).live, 15, "the script to end")
+        assert sup.node(node.id).status is NodeStatus.SETTLED
+        assert (tmp_path / "answer.txt").read_text() == "answered yes\n"
+        kinds = [e.type for e in sup.model.nodes[node.id].events]
+        assert kinds.count(EventType.NODE_BLOCKED) == 1
