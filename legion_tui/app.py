@@ -34,6 +34,7 @@ from legion_tui.state import Clock, LegionModel, NodeView
 from legion_tui.talk import MessageHistory, SentMessage, steer_outcome
 from legion_tui.terminal import SIGNAL_GRACE_S, LegionDriver
 from legion_tui.themes import DEFAULT_THEME, THEME_ORDER, textual_themes
+from legion_tui.widgets.attaching import ATTACH_KINDS, Attacher
 from legion_tui.widgets.confirm import ConfirmBar, ConfirmRequest
 from legion_tui.widgets.detail import DetailScreen
 from legion_tui.widgets.galaxy import GalaxyView
@@ -216,6 +217,13 @@ class LegionApp(App[None]):
             ),
             ask=self._ask,
             run=lambda call: self.run_worker(call, group="land"),
+        )
+        self.attacher = Attacher(
+            self,
+            ops,
+            say=lambda text, error: self._say(text, severity="error" if error else "information"),
+            ask=self._ask,
+            run=lambda call: self.run_worker(call, group="attach"),
         )
         if not floor:
             self.add_class("-no-floor")
@@ -426,6 +434,9 @@ class LegionApp(App[None]):
         if request.kind in LANDING_KINDS:
             self.landing.answered(request, event.confirmed)
             return
+        if request.kind in ATTACH_KINDS:
+            self.attacher.answered(request, event.confirmed)
+            return
         if not event.confirmed:
             if request.kind != "quit":
                 done = "aborted" if request.kind == "abort" else "stopped"
@@ -621,6 +632,12 @@ class LegionApp(App[None]):
         view = self._target()
         if view is not None:
             self.landing.start(view.node.id)
+
+    def action_attach_node(self) -> None:
+        """A: the agent's own UI on its session, the dashboard suspended meanwhile."""
+        view = self._target()
+        if view is not None and view.node.role != "root":
+            self.attacher.start(view.node.id)
 
     def action_new_agent(self) -> None:
         start = self.screen

@@ -5,10 +5,11 @@ user sees (legion_tui.receipts) or raises OpError with a message worth showing."
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 if TYPE_CHECKING:
     from legion_tui.agents.cards import CardSet
+    from legion_tui.attach import AttachPlan
     from legion_tui.supervisor.admission import ChildRequest
     from legion_tui.supervisor.worktree import Worktree
 
@@ -52,4 +53,20 @@ class Operations(Protocol):
 
     def workspace(self, node_id: str) -> Workspace | None:
         """The worktree `node_id` works in; None when it works in the project itself."""
+        ...
+
+
+@runtime_checkable
+class HostOperations(Protocol):
+    """What only the dashboard that hosts the agents can do (a view of a run hosted
+    elsewhere has neither): hand an agent's session to its own UI, type into an exec
+    child's terminal."""
+
+    def attach_plan(self, node_id: str) -> AttachPlan:
+        """How to open `node_id`'s agent UI on its session (attach.AttachRefused)."""
+        ...
+
+    def terminal_input(self, node_id: str, data: bytes) -> bool:
+        """Write keys to `node_id`'s pty; False when it has none (not an exec child
+        under a pty, or ended)."""
         ...

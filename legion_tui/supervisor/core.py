@@ -59,6 +59,7 @@ from legion_tui.supervisor.teams import Teams
 
 if TYPE_CHECKING:
     from legion_tui.agents.cards import CardSet
+    from legion_tui.attach import AttachPlan
     from legion_tui.ledger import Ledger
     from legion_tui.mail.service import MailService
     from legion_tui.ops import Workspace
@@ -1121,6 +1122,28 @@ class RootOperations:
         holder = teams.holder_of(node_id)
         tree = teams.worktree_of(node_id)
         return None if holder is None or tree is None else Workspace(holder, tree)
+
+    def attach_plan(self, node_id: str) -> AttachPlan:
+        """The node's agent UI on its session, as its backend would run it (legion_tui.attach)."""
+        from legion_tui import attach
+
+        sup = self.supervisor
+        node = sup.node(node_id)
+        link = Path(node.session_file or sup.run.dir / "sessions" / f"{node.id}.jsonl")
+        link = link if link.is_absolute() else sup.run.dir / link
+        cwd = sup.teams.cwd_for(node)
+        command = sup.admission.command_of(sup.admission.card_name(node), node.kind)
+        argv, session = attach.attach_argv(node.kind, node.name, link, command, cwd, path=None)
+        handle = sup.roster.handle(node_id)
+        live = handle is not None and handle.exited is None
+        return attach.AttachPlan(node.name, Path(argv[0]).name, argv, cwd, session, live)
+
+    def terminal_input(self, node_id: str, data: bytes) -> bool:
+        handle = self.supervisor.roster.handle(node_id)
+        terminal = getattr(handle, "terminal", None)  # an exec child's pty (ExecHandle)
+        if handle is None or handle.exited is not None or terminal is None:
+            return False
+        return bool(terminal.write(data))
 
 
 def _settings_for(project_dir: Path) -> tuple[Budgets, float]:

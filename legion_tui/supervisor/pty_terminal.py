@@ -118,10 +118,16 @@ class PtyTerminal:
 
     def type(self, text: str) -> None:
         """Type `text` and Enter into the terminal, as a user at it would."""
+        self.write(text.replace("\n", "\r").encode() + b"\r")
+
+    def write(self, data: bytes) -> bool:
+        """Write raw keys to the terminal (the Terminal tab's insert mode), in order
+        after anything not yet taken; False once the terminal is closed."""
         if self._master < 0:
-            return
-        self._unwritten += text.replace("\n", "\r").encode() + b"\r"
+            return False
+        self._unwritten += data
         self._flush()
+        return True
 
     async def hung_up(self, bound: float) -> None:
         """Until the child side hung up (its output is all in the log), at most `bound` s;

@@ -19,7 +19,7 @@ from textual.widget import Widget
 from legion_tui.themes import DEFAULT_THEME
 from legion_tui.widgets.lines import PaintedLine
 
-ConfirmKind = Literal["stop", "force-stop", "abort", "quit", "land", "push"]
+ConfirmKind = Literal["stop", "force-stop", "abort", "quit", "land", "push", "attach"]
 
 
 @dataclass(frozen=True, slots=True)

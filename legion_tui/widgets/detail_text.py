@@ -218,9 +218,12 @@ def footer_text(width: int, tabs: int) -> str:
     """The overlay's own keys, as many as fit (least useful dropped first)."""
     keys = [
         f"1-{tabs} [ ] tabs", "w wrap", "x stop", "a abort", "s steer", "r resume",
-        "X force stop", "L land", "n new agent", "esc close",
+        "X force stop", "L land", "A attach", "n new agent", "esc close",
     ]
-    order = ["n new agent", "L land", "X force stop", "r resume", "w wrap", "s steer", "a abort"]
+    order = [
+        "n new agent", "L land", "A attach", "X force stop", "r resume", "w wrap", "s steer",
+        "a abort",
+    ]
     while len(" · ".join(keys)) + 1 > width and order:
         keys.remove(order.pop(0))
     return " " + " · ".join(keys)

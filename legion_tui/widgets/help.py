@@ -19,7 +19,10 @@ KEYS: tuple[tuple[str, str], ...] = (
     ("x then y", "stop the selected agent and its subtree (any other key cancels)"),
     ("X then y", "force stop (no grace period)"),
     ("a then y", "abort the current turn (context kept; queued steering is dropped)"),
-    ("s", "steer: text for the next turn"),
+    ("s", "message box: a steer (running) or a follow-up (idle); Enter sends, Ctrl+J new line,"
+          " ↑↓ history, the receipt under it (queued / accepted / delivered)"),
+    ("A", "attach: the agent's own UI (pi, claude, codex) on its session; exit it to come back"
+          " (a running agent is stopped first, after y)"),
     ("r", "resume an interrupted agent"),
     ("n", "new agent (under the selected lead, else under root)"),
     ("L", "land the selected agent's branch (asks first)"),
@@ -39,6 +42,7 @@ OVERLAY_KEYS: tuple[tuple[str, str], ...] = (
     ("1 … 6", "pick a tab (Transcript, Activity, Mail, Events, Terminal, Diff)"),
     ("[ / ]", "previous / next tab"),
     ("w", "wrap the transcript's long entries (the newest 2000), or cut them again"),
+    ("i / Ctrl+]", "Terminal tab of a running command: type into it (-- INSERT --) / stop"),
     ("Esc / q", "close the overlay"),
 )
 FILTERS: tuple[tuple[str, str], ...] = (

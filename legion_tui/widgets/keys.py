@@ -1,6 +1,6 @@
 """The keys that act on an agent, and the key-hint row at the bottom of the main screen.
 
-The agent keys (x, X, a, s, r) are bound twice — on the main screen and inside the
+The agent keys (x, X, a, s, r, A) are bound twice — on the main screen and inside the
 detail overlay, where they act on the overlay's agent — so they are declared once here.
 
 `KeyHints` replaces Textual's `Footer` (a widget per key, each through the styles pass
@@ -28,6 +28,7 @@ AGENT_KEYS: tuple[tuple[str, str, str, bool], ...] = (
     ("a", "abort_node", "Abort", True),
     ("s", "steer_node", "Steer", True),
     ("r", "resume_node", "Resume", False),
+    ("A", "attach_node", "Attach", False),
 )
 
 
