@@ -28,6 +28,7 @@ from textual.timer import Timer
 from textual.widgets import Static
 
 from legion_tui import receipts
+from legion_tui.notify import Alerts, Notifier, settings_near
 from legion_tui.ops import Operations, OpError
 from legion_tui.settings import save_theme
 from legion_tui.state import Clock, LegionModel, NodeView
@@ -183,6 +184,13 @@ class LegionApp(App[None]):
         self.paused = False
         self._pending: set[str] = set()
         self._announced = model.announced  # announcements already toasted
+        self.notifier = Notifier(model)  # needs you, failures, teams ended, stalls
+        self.alerts = Alerts(
+            settings_near(run_dir),
+            toast=lambda n: self.notify(n.text, title="legion", severity=n.severity, timeout=10),
+            bell=self.bell,
+            write=self._write_terminal,
+        )
         self._last_apply = 0.0
         self._apply_timer: Timer | None = None
         self._galaxy_timer: Timer | None = None
@@ -300,6 +308,7 @@ class LegionApp(App[None]):
             self._update_banner(dirty)
             self._toast_announcements()
             self._follow_receipt(dirty)
+        self.alerts.say(self.notifier.news(self.clock()))
 
     def _second_tick(self) -> None:
         """Once a second: elapsed times and tool-call clocks move even when no file does."""
@@ -309,6 +318,7 @@ class LegionApp(App[None]):
             return
         self.railway.tick()
         self.header.model_changed()
+        self.alerts.say(self.notifier.news(self.clock()))  # a tool call now 5 min long
         # The 60 s window slides even when no file changes; an empty, idle chart is left
         # alone (a legion with nothing happening costs ~no CPU).
         if self.header.summary()[0]["live"] or self.chart.renderer.stats.peak > 0:
@@ -323,6 +333,11 @@ class LegionApp(App[None]):
             return
         if self.header.summary()[0].get("live", 0):
             self.galaxy.tick()
+
+    def _write_terminal(self, text: str) -> None:
+        """Straight to the terminal (a desktop notification's OSC), as `bell` writes."""
+        if not self.is_headless and self._driver is not None:
+            self._driver.write(text)
 
     def _toast_announcements(self) -> None:
         """Each announcement (a completion notice to the root: the user) once, as a

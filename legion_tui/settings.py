@@ -15,6 +15,14 @@
     perAgent = true              # every agent started from root gets its own worktree and
                                  # branch (a lead's members share its); false: only leads
 
+    [notify]                     # when an agent needs you, fails, a team ends, one is stuck
+    toast = true                 # a toast in the dashboard
+    bell = true                  # the terminal bell
+    desktop = true               # a desktop notification (OSC 9 and OSC 777)
+
+    [budget]
+    usd = 5.0                    # a subtree that spends more is stopped (cost of its sessions)
+
     [agent]                      # what a `kind: auto` card (the bundled ones) runs
     default = "pi"               # auto | sim | pi | claude | codex | exec; absent/auto:
                                  # the first installed (pi, claude, codex)
@@ -54,6 +62,7 @@ __all__ = [
     "Settings",
     "SettingsProblem",
     "SettingsResult",
+    "is_usd",
     "load_settings",
     "parse_settings",
 ]
@@ -104,6 +113,10 @@ class Settings:
     phase_timeouts: Mapping[str, int] = field(default_factory=lambda: MappingProxyType({}))
     agent: AgentSettings = AgentSettings()
     worktree_per_agent: bool = True  # `[worktrees] perAgent`
+    notify_toast: bool = True  # `[notify] toast`
+    notify_bell: bool = True  # `[notify] bell`
+    notify_desktop: bool = True  # `[notify] desktop`
+    budget_usd: float | None = None  # `[budget] usd`: None, no budget
 
 
 DEFAULT_SETTINGS = Settings()
@@ -122,8 +135,12 @@ _BUDGETS: dict[str, tuple[str, int]] = {
     "maxChildrenPerNode": ("max_children_per_node", 1),
     "maxActiveNodes": ("max_active_nodes", 1),
 }
-_TOP_KEYS = ("theme", "stopGraceSeconds", "budgets", "phaseTimeouts", "agent", "worktrees")
+_TOP_KEYS = (
+    "theme", "stopGraceSeconds", "budgets", "phaseTimeouts", "agent", "worktrees",
+    "notify", "budget",
+)
 WORKTREE_KEYS = ("perAgent",)
+NOTIFY_KEYS = ("toast", "bell", "desktop")
 AGENT_KEYS = ("default", "command", "model", "provider")
 # The kinds an `[agent] command` can belong to (a sim takes none).
 _COMMAND_KINDS = ("pi", "claude", "codex", "exec")
@@ -207,6 +224,10 @@ def parse_settings(text: str, display: str) -> tuple[Settings, list[SettingsProb
             _agent(value, add, values, where.get(("agent", "default")))
         elif key == "worktrees":
             _worktrees(value, add, values)
+        elif key == "notify":
+            _notify(value, add, values)
+        elif key == "budget":
+            _budget(value, add, values)
     return Settings(**values), problems
 
 
@@ -237,6 +258,38 @@ def _worktrees(value: object, add: _Add, values: dict[str, Any]) -> None:
             add("worktrees", key, f"expected true or false, got {item!r}")
         else:
             values["worktree_per_agent"] = item
+
+
+def _notify(value: object, add: _Add, values: dict[str, Any]) -> None:
+    if not isinstance(value, dict):
+        add("", "notify", "expected a table: [notify]")
+        return
+    for key, item in value.items():
+        if key not in NOTIFY_KEYS:
+            add("notify", key, "unknown key", f"[notify] keys are: {', '.join(NOTIFY_KEYS)}")
+        elif not isinstance(item, bool):
+            add("notify", key, f"expected true or false, got {item!r}")
+        else:
+            values[f"notify_{key}"] = item
+
+
+def _budget(value: object, add: _Add, values: dict[str, Any]) -> None:
+    if not isinstance(value, dict):
+        add("", "budget", "expected a table: [budget]")
+        return
+    for key, item in value.items():
+        if key != "usd":
+            add("budget", key, "unknown key", "[budget] keys are: usd")
+        elif not is_usd(item):
+            add("budget", key, f"expected an amount of dollars > 0, got {item!r}")
+        else:
+            values["budget_usd"] = float(item)
+
+
+def is_usd(value: object) -> bool:
+    """A budget in dollars: a finite number > 0 (not a bool)."""
+    return (isinstance(value, int | float) and not isinstance(value, bool)
+            and 0 < value < float("inf"))  # fmt: skip
 
 
 def _phase_timeouts(value: object, add: _Add, values: dict[str, Any]) -> None:

@@ -223,7 +223,7 @@ def activity(view: NodeView, now: float) -> Activity:
     if node.status is NodeStatus.BLOCKED:
         # Before the tool clock: Claude's tool waits in flight while its permission is asked.
         question = blocked_question(view)
-        text = f"waiting for input: {question}" if question else "blocked · waiting for input"
+        text = f"needs you: {question}" if question else "blocked · waiting for input"
         return Activity(text, "warning")
     if node.live and progress.in_flight:
         top = progress.in_flight[-1]

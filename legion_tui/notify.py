@@ -1,0 +1,151 @@
+"""Telling the user when the legion needs them (issue 12 item 5).
+
+`Notifier` watches the model and decides, once per occurrence, what is worth a
+notification: an agent that asks its user something (BLOCKED, each `node_blocked`), an
+agent that fails, a team (a node with members) that ends done or failed, a node stuck
+≥ `receipts.STALL_SECONDS` in one tool call. What is already there when the dashboard
+starts is history, not news. `Alerts` says it three ways, each muted by `[notify]` in
+.legion/settings.toml: a toast, the terminal bell, and a desktop notification — OSC 9
+(iTerm2, kitty, WezTerm, Windows Terminal…) and OSC 777 (`notify;title;body`: rxvt,
+foot, Ghostty, VTE) written through the app's driver; inside tmux each is wrapped for
+tmux's passthrough (`allow-passthrough on`), which hands it to the outer terminal.
+
+The endings of root's own children are toasted already as completion notices
+(`model.announce`, the app's announcements): for those, no second toast — the bell and
+the desktop notification still sound.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+from legion_tui import receipts
+from legion_tui.model import EventType, NodeStatus
+from legion_tui.settings import DEFAULT_SETTINGS, Settings, load_settings
+from legion_tui.state import LegionModel, NodeView
+
+__all__ = ["Alerts", "Notice", "Notifier", "desktop_sequences", "settings_near"]
+
+TITLE = "legion"
+Severity = Literal["information", "warning", "error"]  # Textual's toast levels
+_CONTROL = dict.fromkeys(range(0x20), " ") | {0x7F: " ", 0x9C: " ", 0x1B: " "}
+
+
+@dataclass(frozen=True, slots=True)
+class Notice:
+    text: str
+    severity: Severity
+    toast: bool = True  # False: the completion notice toasts it already
+
+
+def settings_near(run_dir: Path | None) -> Settings:
+    """The project's settings, for a run folder in its `.legion/runs` (else defaults)."""
+    runs = run_dir.parent if run_dir is not None else None
+    if runs is None or runs.name != "runs" or runs.parent.name != ".legion":
+        return DEFAULT_SETTINGS
+    return load_settings(runs.parent.parent).settings
+
+
+def _key(kind: str, view: NodeView, detail: object) -> tuple[str, str, str]:
+    return (view.node.id, kind, str(detail))
+
+
+class Notifier:
+    """What changed in the model since the last look that the user should hear of."""
+
+    def __init__(self, model: LegionModel) -> None:
+        self._model = model
+        self._told: set[tuple[str, str, str]] = set()
+        for key, _notice in self._occurrences(model.clock()):
+            self._told.add(key)  # history: already there when the dashboard started
+
+    def news(self, now: float) -> list[Notice]:
+        fresh: list[Notice] = []
+        for key, notice in self._occurrences(now):
+            if key not in self._told:
+                self._told.add(key)
+                fresh.append(notice)
+        return fresh
+
+    def _occurrences(self, now: float) -> list[tuple[tuple[str, str, str], Notice]]:
+        found = []
+        root = self._model.root_id
+        for view in self._model.nodes.values():
+            node = view.node
+            if node.id == root:
+                continue
+            by_root = node.parent_id == root  # its ending is a completion notice already
+            team = bool(self._model.children(node.id))
+            outcome = node.outcome
+            if node.status is NodeStatus.BLOCKED:
+                asked = [e for e in view.events if e.type is EventType.NODE_BLOCKED]
+                if asked:
+                    question = asked[-1].data.get("question") or "input"
+                    found.append((_key("blocked", view, asked[-1].id),
+                                  Notice(f"{node.name} needs you: {question}", "warning")))
+            if outcome is NodeStatus.FAILED:
+                what = f"team {node.name} failed" if team else f"{node.name} failed"
+                why = f": {node.error}" if node.error else ""
+                found.append((_key("failed", view, node.updated_at),
+                              Notice(what + why, "error", toast=not by_root)))
+            elif team and outcome is NodeStatus.SETTLED:
+                found.append((_key("done", view, node.updated_at),
+                              Notice(f"team {node.name} done", "information",
+                                     toast=not by_root)))
+            if node.live and view.progress.in_flight:
+                top = view.progress.in_flight[-1]
+                secs = now - max(top.started_at, node.created_at)
+                if secs >= receipts.STALL_SECONDS:
+                    found.append((_key("stuck", view, (top.name, top.started_at)),
+                                  Notice(receipts.stall_marker(node.name, top.name, secs),
+                                         "warning")))
+        return found
+
+
+def _clean(text: str) -> str:
+    """No control character may end the sequence early or start another."""
+    return text.translate(_CONTROL).replace(";", ",")
+
+
+def desktop_sequences(text: str, *, tmux: bool) -> str:
+    """OSC 9 and OSC 777 carrying `text`; in tmux wrapped for its passthrough."""
+    body = _clean(text)
+    sequences = [f"\x1b]9;{body}\x07", f"\x1b]777;notify;{TITLE};{body}\x07"]
+    if tmux:  # DCS tmux; <ESC doubled> ST
+        sequences = ["\x1bPtmux;" + s.replace("\x1b", "\x1b\x1b") + "\x1b\\" for s in sequences]
+    return "".join(sequences)
+
+
+class Alerts:
+    """Says each notice as the settings allow: toast, bell, desktop notification."""
+
+    def __init__(
+        self,
+        settings: Settings,
+        *,
+        toast: Callable[[Notice], None],
+        bell: Callable[[], None],
+        write: Callable[[str], None],
+    ) -> None:
+        self._settings = settings
+        self._toast = toast
+        self._bell = bell
+        self._write = write
+        self._tmux = bool(os.environ.get("TMUX"))
+
+    def say(self, notices: list[Notice]) -> None:
+        if not notices:
+            return
+        settings = self._settings
+        if settings.notify_toast:
+            for notice in notices:
+                if notice.toast:
+                    self._toast(notice)
+        if settings.notify_bell:
+            self._bell()  # once for a batch: a burst of endings is one ring
+        if settings.notify_desktop:
+            self._write("".join(desktop_sequences(n.text, tmux=self._tmux) for n in notices))

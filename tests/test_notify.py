@@ -1,0 +1,118 @@
+"""Notifications (issue 12 item 5): a toast, the terminal bell and a desktop notification
+(OSC 9 and OSC 777) when an agent needs its user, fails, a team ends, or a node is stuck
+≥ 5 min in one tool call — each once, each mutable in `[notify]`.
+
+The dashboard runs on a real host: a real exec child reading its terminal (BLOCKED), a
+simulated agent told to fail; what the app writes to its terminal is captured byte for
+byte (`CaptureDriver`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from pathlib import Path
+from typing import Any
+
+from app_helpers import canned_model, capture
+from supervisor_helpers import hosted, spawn_one, until
+from test_needs_you_exec import _exec_card
+
+from legion_tui import receipts
+from legion_tui.app import LegionApp, make_app
+from legion_tui.model import InFlightTool, NodeStatus
+from legion_tui.notify import Notifier, desktop_sequences
+from legion_tui.supervisor.core import ROOT_ID, RootOperations
+
+BELL = "\x07"
+QUESTION = "ask needs you: Deploy to prod? [y/N]"
+
+
+def written(app: LegionApp) -> str:
+    return "".join(app._driver.chunks)  # type: ignore[union-attr]
+
+
+def bells(app: LegionApp) -> int:
+    """Bells rung: a write of BEL alone (BEL also ends every OSC, Textual's own too)."""
+    return app._driver.chunks.count(BELL)  # type: ignore[union-attr]
+
+
+def toasts(app: LegionApp) -> list[str]:
+    return [str(n.message) for n in app._notifications]
+
+
+async def wait_app(pilot: Any, predicate: Any, what: str) -> None:
+    deadline = time.monotonic() + 20
+    while not predicate():
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        await pilot.pause(0.05)
+
+
+async def test_needs_you_and_a_failure_ring_once_each_with_osc_9_and_777(
+    tmp_path: Path,
+) -> None:
+    _exec_card(tmp_path)
+    async with hosted(tmp_path) as sup:
+        app = make_app(sup.model, RootOperations(sup), timers=False, run_dir=sup.run.dir)
+        capture(app)
+        async with app.run_test(headless=False, size=(120, 40)) as pilot:
+            node = await spawn_one(sup, "asker", name="ask")
+            await until(lambda: sup.node(node.id).status is NodeStatus.BLOCKED, 15, "blocked")
+            await wait_app(pilot, lambda: QUESTION in toasts(app), "the needs-you toast")
+            out = written(app)
+            assert bells(app) == 1
+            assert out.count(f"\x1b]9;{QUESTION}\x07") == 1
+            assert out.count(f"\x1b]777;notify;legion;{QUESTION}\x07") == 1
+            # More repaints of the same question tell nothing new.
+            sup.model.set_note(node.id, "repaint")
+            await pilot.pause(0.2)
+            assert bells(app) == 1 and toasts(app).count(QUESTION) == 1
+            await sup.steer(ROOT_ID, "ask", "yes")
+            failing = await spawn_one(sup, name="boom", sim={"fail": True})
+            await until(lambda: sup.node(failing.id).status is NodeStatus.FAILED, 20, "failed")
+            await wait_app(pilot, lambda: bells(app) == 2, "the second bell")
+            out = written(app)
+            assert out.count("\x1b]9;boom failed") == 1
+            assert out.count("\x1b]777;notify;legion;boom failed") == 1
+            # Root's own child: its ending is toasted once, as the completion notice.
+            assert not [t for t in toasts(app) if t.startswith("boom failed")]
+
+
+async def test_each_way_can_be_muted_in_the_settings(tmp_path: Path) -> None:
+    _exec_card(tmp_path)
+    (tmp_path / ".legion" / "settings.toml").write_text(
+        "[notify]\nbell = false\ndesktop = false\n", encoding="utf-8"
+    )
+    async with hosted(tmp_path) as sup:
+        app = make_app(sup.model, RootOperations(sup), timers=False, run_dir=sup.run.dir)
+        capture(app)
+        async with app.run_test(headless=False, size=(120, 40)) as pilot:
+            node = await spawn_one(sup, "asker", name="ask")
+            await until(lambda: sup.node(node.id).status is NodeStatus.BLOCKED, 15, "blocked")
+            await wait_app(pilot, lambda: QUESTION in toasts(app), "the toast")
+            assert bells(app) == 0 and "\x1b]9;" not in written(app)
+            assert "\x1b]777;" not in written(app)
+
+
+def test_a_tool_call_that_passes_five_minutes_is_told_once_and_history_is_not() -> None:
+    model = canned_model()
+    now = model.clock()
+    notifier = Notifier(model)
+    assert notifier.news(now) == []  # the canned legion's failures and stalls: history
+    view = model.nodes["n3"]
+    started = now - receipts.STALL_SECONDS + 10  # 10 s short of stuck
+    tool = InFlightTool("call-1", "bash", started)
+    model.set_progress("n3", dataclasses.replace(view.progress, in_flight=[tool]))
+    assert notifier.news(now) == []
+    (notice,) = notifier.news(now + 10)
+    assert notice.text == receipts.stall_marker("worker-1", "bash", receipts.STALL_SECONDS)
+    assert notifier.news(now + 60) == []
+
+
+def test_desktop_sequences_cannot_be_cut_short_and_pass_through_tmux() -> None:
+    assert desktop_sequences("a\x07b;\x1b]c", tmux=False) == (
+        "\x1b]9;a b, ]c\x07\x1b]777;notify;legion;a b, ]c\x07"
+    )
+    assert desktop_sequences("hi", tmux=True) == (
+        "\x1bPtmux;\x1b\x1b]9;hi\x07\x1b\\\x1bPtmux;\x1b\x1b]777;notify;legion;hi\x07\x1b\\"
+    )
