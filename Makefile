@@ -16,7 +16,7 @@ NPM := npm_config_cache=$(abspath $(VENV))/npm-cache npm_config_update_notifier=
 $(STAMP): pyproject.toml
 	$(PY) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -e '.[test,bench]'
+	$(BIN)/pip install --quiet -e '.[test,bench,ray]'
 	touch $(STAMP)
 
 $(AGENTS)/%/.installed: agents/%/package.json

@@ -30,6 +30,12 @@
     model = "claude-sonnet-4-5"  # pi, claude: --model; codex: -c model=…
     provider = "anthropic"       # pi: --provider; codex: -c model_provider=…
 
+    [cluster]                    # where agents run (issue 15); needs legion-tui[ray]
+    engine = "ray"               # local (the default) | ray: each agent in a Ray actor
+    address = "auto"             # ray.init's address: auto | ray://host:port | host:port
+    numCpus = 1                  # the CPUs one agent's actor asks for
+    resources = { gpu_box = 1 }  # custom Ray resources one agent's actor asks for
+
 The file is read with `tomllib`; every problem (syntax, unknown key, wrong type) is
 reported with file:line like role cards, and a setting with a problem keeps its default.
 `Settings.phase_timeouts` holds ONLY what the operator wrote: the timeout resolver must
@@ -59,6 +65,7 @@ __all__ = [
     "DEFAULT_SETTINGS",
     "SETTINGS_FILE",
     "AgentSettings",
+    "ClusterSettings",
     "Settings",
     "SettingsProblem",
     "SettingsResult",
@@ -104,6 +111,16 @@ class AgentSettings:
 
 
 @dataclass(frozen=True, slots=True)
+class ClusterSettings:
+    """`[cluster]`: local (every agent a child of the host) or a Ray cluster."""
+
+    engine: str = "local"  # one of CLUSTER_ENGINES
+    address: str = "auto"  # ray.init(address=…)
+    num_cpus: float = 1.0
+    resources: Mapping[str, float] = field(default_factory=lambda: MappingProxyType({}))
+
+
+@dataclass(frozen=True, slots=True)
 class Settings:
     max_depth: int = 3
     max_children_per_node: int = 8
@@ -117,6 +134,7 @@ class Settings:
     notify_bell: bool = True  # `[notify] bell`
     notify_desktop: bool = True  # `[notify] desktop`
     budget_usd: float | None = None  # `[budget] usd`: None, no budget
+    cluster: ClusterSettings = ClusterSettings()
 
 
 DEFAULT_SETTINGS = Settings()
@@ -137,8 +155,10 @@ _BUDGETS: dict[str, tuple[str, int]] = {
 }
 _TOP_KEYS = (
     "theme", "stopGraceSeconds", "budgets", "phaseTimeouts", "agent", "worktrees",
-    "notify", "budget",
+    "cluster", "notify", "budget",
 )
+CLUSTER_KEYS = ("engine", "address", "numCpus", "resources")
+CLUSTER_ENGINES = ("local", "ray")
 WORKTREE_KEYS = ("perAgent",)
 NOTIFY_KEYS = ("toast", "bell", "desktop")
 AGENT_KEYS = ("default", "command", "model", "provider")
@@ -228,6 +248,8 @@ def parse_settings(text: str, display: str) -> tuple[Settings, list[SettingsProb
             _notify(value, add, values)
         elif key == "budget":
             _budget(value, add, values)
+        elif key == "cluster":
+            _cluster(value, add, values)
     return Settings(**values), problems
 
 
@@ -290,6 +312,43 @@ def is_usd(value: object) -> bool:
     """A budget in dollars: a finite number > 0 (not a bool)."""
     return (isinstance(value, int | float) and not isinstance(value, bool)
             and 0 < value < float("inf"))  # fmt: skip
+
+
+def _is_amount(value: object) -> bool:
+    """A Ray resource amount: a number > 0 (not a bool)."""
+    return isinstance(value, int | float) and not isinstance(value, bool) and value > 0
+
+
+def _cluster(value: object, add: _Add, values: dict[str, Any]) -> None:
+    if not isinstance(value, dict):
+        add("", "cluster", "expected a table: [cluster]")
+        return
+    fields: dict[str, Any] = {}
+    for key, item in value.items():
+        if key not in CLUSTER_KEYS:
+            add("cluster", key, "unknown key", f"[cluster] keys are: {', '.join(CLUSTER_KEYS)}")
+        elif key == "engine":
+            if item not in CLUSTER_ENGINES:
+                add("cluster", key, f"expected one of {', '.join(CLUSTER_ENGINES)}, got {item!r}")
+            else:
+                fields["engine"] = item
+        elif key == "address":
+            if not isinstance(item, str) or not item.strip():
+                add("cluster", key, f"expected an address (auto, ray://host:port), got {item!r}")
+            else:
+                fields["address"] = item.strip()
+        elif key == "numCpus":
+            if not _is_amount(item):
+                add("cluster", key, f"expected a number of CPUs > 0, got {item!r}")
+            else:
+                fields["num_cpus"] = float(item)
+        elif not isinstance(item, dict) or not all(  # resources
+            isinstance(name, str) and name and _is_amount(amount) for name, amount in item.items()
+        ):
+            add("cluster", key, f"expected a table of name = amount > 0, got {item!r}")
+        else:
+            fields["resources"] = MappingProxyType({n: float(a) for n, a in item.items()})
+    values["cluster"] = ClusterSettings(**fields)
 
 
 def _phase_timeouts(value: object, add: _Add, values: dict[str, Any]) -> None:

@@ -10,6 +10,9 @@ Three backends implement `AgentHandle`:
                   --output-format stream-json`` (prompts and steers are stdin lines);
 - ``codex-app-server`` — ``codex app-server``, JSON-RPC over stdio (thread/turn methods).
 
+With ``[cluster] engine = "ray"`` a sim, exec or pi agent runs under its process backend
+inside a Ray actor on some cluster node instead (``backends/ray_handle.py``).
+
 `make_handle` picks one from the launch spec's kind and ``isolate`` flag. The concrete
 classes live in `legion_tui.supervisor.backends`; they are imported lazily so that the
 supervisor core can import this module (the contract) without pulling the process layer.
@@ -20,10 +23,13 @@ from __future__ import annotations
 from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
 
 from legion_tui.model import Backend
 from legion_tui.session.streaming import StreamSink
+
+if TYPE_CHECKING:
+    from legion_tui.settings import ClusterSettings
 
 __all__ = [
     "ABORT_BOUND",
@@ -160,6 +166,8 @@ def make_handle(
     on_stream: StreamSink | None = None,
     on_line: Callable[[str], None] | None = None,
     on_input: Callable[[str | None], None] | None = None,
+    cluster: ClusterSettings | None = None,
+    on_lost: Callable[[str], None] | None = None,
 ) -> AgentHandle:
     """Build (not start) the handle for `spec`; call `await handle.start()` next.
 
@@ -167,7 +175,14 @@ def make_handle(
     `on_line` the current line of an exec command's terminal (its row's activity);
     `on_input` the question the agent waits on its user for, and None once it is
     answered (`backends.asking`; the next steer is the answer).
+    `cluster` with engine "ray": the agent runs in a Ray actor on some node
+    (`backends/ray_handle.py`); `on_lost` hears, once, that its node died.
     """
     from legion_tui.supervisor.backends import build
+
+    if cluster is not None and cluster.engine == "ray":
+        from legion_tui.supervisor.backends.ray_handle import RayHandle
+
+        return RayHandle(spec, cluster, on_lost=on_lost)
 
     return build(spec, backend_for(spec), on_stream, on_line, on_input)

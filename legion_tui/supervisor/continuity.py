@@ -28,13 +28,20 @@ if TYPE_CHECKING:
     from legion_tui.supervisor.runs import RunInfo
     from legion_tui.supervisor.stops import Stops
 
-__all__ = ["INTERRUPT_REASONS", "ORPHAN_REASON", "SHUTDOWN_REASON", "Continuity"]
+__all__ = [
+    "INTERRUPT_REASONS",
+    "NODE_LOST_REASON",
+    "ORPHAN_REASON",
+    "SHUTDOWN_REASON",
+    "Continuity",
+]
 
 log = logging.getLogger(__name__)
 
 SHUTDOWN_REASON = "session-shutdown"
 ORPHAN_REASON = "orphaned"
-INTERRUPT_REASONS = frozenset({SHUTDOWN_REASON, ORPHAN_REASON})
+NODE_LOST_REASON = "node-lost"  # its cluster node died under it (supervisor/node_loss.py)
+INTERRUPT_REASONS = frozenset({SHUTDOWN_REASON, ORPHAN_REASON, NODE_LOST_REASON})
 
 
 class Continuity:

@@ -1,0 +1,240 @@
+"""The node side of an agent on a Ray cluster: `NodeAgent`, the body of its actor.
+
+It runs on whichever node Ray placed it. There it prepares the agent's own folder — a
+run folder of its own (`sessions/`, `terminal/`, `inbox/`, never the host's, even when
+the node is the host's machine: the host writes the mirror there) and the working copy:
+the team's branch cloned from the git bundle the host shipped through the object store,
+or, without one, the host's folder as it is (a shared filesystem). Then it starts the
+agent with the very handle a local launch uses (`backends.build`: the sim as a
+`legion-sim` process, exec on a pty, pi over RPC), in its own process group, dying with
+this actor's worker. Everything the host asks goes through the methods below; the host
+pulls the session file's and terminal log's new bytes by offset (`pull`).
+
+Nothing here imports Ray: the host wraps this class with `ray.remote`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import shutil
+import socket
+import tempfile
+from collections.abc import Collection
+from dataclasses import dataclass
+from pathlib import Path
+
+from legion_tui.supervisor.backend import AbortResult, AgentHandle, LaunchSpec, backend_for
+from legion_tui.supervisor.backends.common import log_path
+from legion_tui.supervisor.worktree import _git
+
+__all__ = ["Chunk", "NodeAgent", "Placement", "Shipment", "State"]
+
+CHUNK_BYTES = 1 << 20  # the most one pull carries of each file
+POLL_STEP = 0.02  # how often a waiting pull looks at the files (on the node, not the host)
+
+
+@dataclass(frozen=True)
+class Shipment:
+    """What the host sends with a launch besides its spec."""
+
+    bundle: bytes | None = None  # `git bundle` of the team's branch (None: shared folder)
+    branch: str = ""  # the branch the bundle carries
+    prefix: str = ""  # the team's folder inside the repository (the worktree's cwd)
+    session: bytes = b""  # a resume: the host's mirror of the session so far
+    # git's user.name / user.email in the host's checkout (a clone does not copy its
+    # config: a sandbox's own identity would be lost and a commit refused)
+    identity: tuple[str, str] = ("", "")
+
+
+@dataclass(frozen=True)
+class Placement:
+    node_id: str  # Ray's node id
+    host: str  # the node machine's hostname
+    pid: int  # the agent's pid on that node (not the host's: never signalled from there)
+    backend: str
+    session_file: str  # the file the agent writes there (the host holds its mirror)
+
+
+@dataclass(frozen=True)
+class State:
+    running: bool
+    exited: int | None
+    session_size: int
+    log_size: int
+
+
+@dataclass(frozen=True)
+class Chunk:
+    """New bytes of both files from the offsets asked, and the agent's state after."""
+
+    session_at: int
+    session: bytes
+    log_at: int
+    log: bytes
+    state: State
+
+
+def _size(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except OSError:
+        return 0
+
+
+def _read(path: Path, at: int) -> bytes:
+    try:
+        with open(path, "rb") as file:
+            file.seek(at)
+            return file.read(CHUNK_BYTES)
+    except OSError:
+        return b""
+
+
+class NodeAgent:
+    """One agent on one node. The host calls `start` once, then anything else."""
+
+    def __init__(self, spec: LaunchSpec, shipment: Shipment) -> None:
+        self._host_spec = spec
+        self._shipment = shipment
+        self._dir = Path(tempfile.mkdtemp(prefix=f"legion-{spec.node_id}-"))
+        self._work: Path | None = None  # the clone, when a bundle came
+        self._base_sha = ""  # the clone's HEAD as shipped
+        self.spec = spec
+        self.handle: AgentHandle | None = None
+
+    async def start(self) -> Placement:
+        from ray import get_runtime_context  # only ever called inside a Ray worker
+
+        from legion_tui.supervisor.backends import build
+
+        spec = self._host_spec
+        run_dir = self._dir / "run"
+        session_file = run_dir / "sessions" / f"{spec.node_id}.jsonl"
+        session_file.parent.mkdir(parents=True)
+        if self._shipment.session:  # a resume continues the session the host mirrored
+            session_file.write_bytes(self._shipment.session)
+        cwd = await self._working_copy(spec.cwd)
+        behaviour = dict(spec.sim_behaviour)
+        if "worktree" in behaviour:  # the sim commits in the team's folder: this clone
+            behaviour["worktree"] = str(cwd)
+        # A sim always runs as `legion-sim` here: an in-process sim would live in this
+        # worker, where no process layer stops it.
+        self.spec = dataclasses.replace(
+            spec,
+            run_dir=run_dir,
+            session_file=session_file,
+            cwd=cwd,
+            sim_behaviour=behaviour,
+            isolate=True,
+        )
+        backend = backend_for(self.spec)
+        self.handle = build(self.spec, backend)
+        await self.handle.start()
+        pid = self.handle.pid
+        assert pid is not None  # every backend built here is an OS process
+        return Placement(
+            get_runtime_context().get_node_id(),
+            socket.gethostname(),
+            pid,
+            backend,
+            str(self.spec.session_file),
+        )
+
+    async def _working_copy(self, host_cwd: Path) -> Path:
+        shipment = self._shipment
+        if shipment.bundle is None:
+            return host_cwd  # a shared filesystem: the host's folder is the node's too
+        bundle = self._dir / "in.bundle"
+        bundle.write_bytes(shipment.bundle)
+        work = self._work = self._dir / "work"
+        await _git(self._dir, "clone", "--quiet", "--branch", shipment.branch, str(bundle),
+                   str(work))
+        self._base_sha = await _git(work, "rev-parse", "HEAD")
+        for key, value in zip(("user.name", "user.email"), shipment.identity, strict=True):
+            if value:
+                await _git(work, "config", key, value)
+        cwd = work / shipment.prefix
+        cwd.mkdir(parents=True, exist_ok=True)
+        return cwd
+
+    def _state(self) -> State:
+        handle = self.handle
+        return State(
+            running=handle is not None and handle.turn_running(),
+            exited=handle.exited if handle is not None else None,
+            session_size=_size(self.spec.session_file),
+            log_size=_size(log_path(self.spec)),
+        )
+
+    async def pull(self, session_at: int, log_at: int, wait: float, known: State | None) -> Chunk:
+        """The bytes past both offsets; with `wait`, waits (≤ wait s) for some, or for a
+        state other than `known` — a long poll, so a quiet agent costs the host one call
+        per `wait`, and a busy one's bytes leave within POLL_STEP of being written."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + wait
+        state = self._state()
+        while (
+            state.session_size <= session_at
+            and state.log_size <= log_at
+            and (known is None or (state.running, state.exited) == (known.running, known.exited))
+            and loop.time() < deadline
+        ):
+            await asyncio.sleep(POLL_STEP)
+            state = self._state()
+        return Chunk(
+            session_at,
+            _read(self.spec.session_file, session_at),
+            log_at,
+            _read(log_path(self.spec), log_at),
+            state,
+        )
+
+    async def idle(self) -> State:
+        if self.handle is not None:
+            await self.handle.idle()
+        return self._state()
+
+    async def abort(self, keep_queue: bool, bound: float) -> tuple[AbortResult, State]:
+        assert self.handle is not None
+        result = await self.handle.abort(keep_queue=keep_queue, bound=bound)
+        return result, self._state()
+
+    async def steer(self, text: str) -> tuple[str, State]:
+        assert self.handle is not None
+        outcome = await self.handle.steer(text)
+        return outcome, self._state()
+
+    async def deliver(self, envelope: str) -> State:
+        assert self.handle is not None
+        await self.handle.deliver(envelope)
+        return self._state()
+
+    def turn_error(self) -> str | None:
+        return self.handle.turn_error() if self.handle is not None else None
+
+    async def commits(self, since: str) -> tuple[str, bytes] | None:
+        """The branch as a bundle when its HEAD is not `since` (the host's last copy of
+        it); None without a clone or without new commits."""
+        work = self._work
+        if work is None:
+            return None
+        head = await _git(work, "rev-parse", "HEAD")
+        if head == (since or self._base_sha):
+            return None
+        out = self._dir / "out.bundle"
+        await _git(work, "bundle", "create", "--quiet", str(out), self._shipment.branch)
+        return head, out.read_bytes()
+
+    async def stop(
+        self, force: bool, grace: float, node_ids: Collection[str]
+    ) -> tuple[list[int], list[int]]:
+        """The sweep of the agent's tree on this node (its group, its run marker)."""
+        if self.handle is None:
+            return [], []
+        report = await self.handle.stop(force=force, grace=grace, node_ids=node_ids)
+        return report.signalled, report.survivors
+
+    def forget(self) -> None:
+        """The node's folder goes once the host has what it needs from it."""
+        shutil.rmtree(self._dir, ignore_errors=True)

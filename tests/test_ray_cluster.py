@@ -1,0 +1,180 @@
+"""Agents on a real local Ray cluster (issue 15 item 2): two worker nodes on this machine
+(`ray.cluster_utils.Cluster`, a head with no CPUs so every agent lands on a worker node),
+the host configured through `.legion/settings.toml` exactly as a user's would be."""
+
+from __future__ import annotations
+
+import hashlib
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import psutil
+import pytest
+import ray
+from ray.cluster_utils import Cluster
+from supervisor_helpers import STUCK, hosted, spawn_one, until
+
+from legion_tui.agents.sim_script import SANDBOX_FILES
+from legion_tui.model import NodeStatus
+from legion_tui.supervisor.backends.ray_handle import RayHandle
+from legion_tui.supervisor.continuity import NODE_LOST_REASON
+from legion_tui.supervisor.core import ROOT_ID, Supervisor
+from legion_tui.supervisor.worktree import create_sandbox_repo
+
+pytestmark = pytest.mark.timeout(180)
+
+NODE_CPUS = 2  # each worker node: two agents at one CPU each
+
+
+@pytest.fixture(scope="module")
+def cluster() -> Iterator[Cluster]:
+    head: dict[str, Any] = {
+        "num_cpus": 0,
+        "include_dashboard": False,
+        # A dead node is known in ~1 s (its raylet's connection drops at once; this is the
+        # bound for a node that hangs instead).
+        "_system_config": {"health_check_period_ms": 500, "health_check_failure_threshold": 3},
+    }
+    made = Cluster(initialize_head=True, head_node_args=head)
+    for _ in range(2):
+        made.add_node(num_cpus=NODE_CPUS)
+    made.wait_for_nodes()
+    ray.init(address=made.address, log_to_driver=False)
+    try:
+        yield made
+    finally:
+        ray.shutdown()
+        made.shutdown()
+
+
+def _project(tmp_path: Path, cluster: Cluster) -> Path:
+    settings = tmp_path / ".legion" / "settings.toml"
+    settings.parent.mkdir(parents=True)
+    settings.write_text(f'[cluster]\nengine = "ray"\naddress = "{cluster.address}"\nnumCpus = 1\n')
+    return tmp_path
+
+
+def _handle(sup: Supervisor, node_id: str) -> RayHandle:
+    handle = sup.roster.handle(node_id)
+    assert isinstance(handle, RayHandle), handle
+    return handle
+
+
+def _sha(path: Path | str) -> str:
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+
+
+def _marked(run_id: str) -> list[int]:
+    """Processes on this machine (both nodes) that carry this run's marker."""
+    found = []
+    for proc in psutil.process_iter():
+        try:
+            if proc.environ().get("LEGION_RUN_ID") == run_id:
+                found.append(proc.pid)
+        except (psutil.Error, OSError):
+            continue
+    return found
+
+
+async def test_agents_land_on_both_nodes_and_the_host_mirrors_their_sessions_whole(
+    tmp_path: Path, cluster: Cluster
+) -> None:
+    async with hosted(_project(tmp_path, cluster)) as sup:
+        a = await spawn_one(sup, name="a", sim={"quick": True})
+        b = await spawn_one(sup, name="b", sim={"quick": True})
+        handles = {n.id: _handle(sup, n.id) for n in (a, b)}
+        places = {h.placement.node_id for h in handles.values() if h.placement is not None}
+        assert len(places) == 2  # spread: one agent on each worker node
+        for node in (a, b):
+            await until(lambda n=node: sup.node(n.id).status is NodeStatus.SETTLED, 60.0,
+                        f"{node.name} settled")
+            remote = handles[node.id].placement
+            assert remote is not None
+            host_file = sup.run.sessions_dir / f"{node.id}.jsonl"
+            assert not host_file.is_symlink() and host_file.resolve() != Path(remote.session_file)
+            # Every byte, in order: the node's file and the host's mirror are one file.
+            assert _sha(remote.session_file) == _sha(host_file)
+            progress = sup.model.nodes[node.id].progress
+            assert progress.turns >= 1 and sup.node(node.id).verdict is not None
+        assert sup.node(a.id).backend == "process"
+
+
+async def test_stop_leaves_no_process_on_either_node(tmp_path: Path, cluster: Cluster) -> None:
+    async with hosted(_project(tmp_path, cluster)) as sup:
+        nodes = [await spawn_one(sup, name=f"s{i}", sim=dict(STUCK)) for i in range(2)]
+        handles = [_handle(sup, n.id) for n in nodes]
+        assert len({h.placement.node_id for h in handles if h.placement}) == 2
+        pids = [h.placement.pid for h in handles if h.placement is not None]
+        assert all(psutil.pid_exists(p) for p in pids)
+        assert set(pids) <= set(_marked(sup.run.run_id))
+        for node in nodes:
+            await sup.stop(ROOT_ID, node.name)
+        for pid in pids:
+            assert not psutil.pid_exists(pid) or psutil.Process(pid).status() == "zombie"
+        assert _marked(sup.run.run_id) == []
+        assert all(sup.node(n.id).status is NodeStatus.RETIRED for n in nodes)
+
+
+async def test_a_lost_node_interrupts_its_agents_and_resume_finishes_them_on_another(
+    tmp_path: Path, cluster: Cluster
+) -> None:
+    doomed = cluster.add_node(num_cpus=NODE_CPUS)
+    cluster.wait_for_nodes()
+    async with hosted(_project(tmp_path, cluster)) as sup:
+        nodes = [await spawn_one(sup, name=f"w{i}", sim=dict(STUCK)) for i in range(3)]
+        on_doomed = [n for n in nodes if _handle(sup, n.id).placement.node_id == doomed.node_id]
+        assert on_doomed, "spread over three nodes, one agent lands on the doomed one"
+        others = [n for n in nodes if n not in on_doomed]
+        for node in on_doomed:  # inside its endless bash call, its start mirrored
+            await until(lambda n=node: sup.model.nodes[n.id].progress.entries > 1, 30.0,
+                        f"{node.name}'s first entries")
+        before = {n.id: (sup.run.sessions_dir / f"{n.id}.jsonl").read_bytes() for n in on_doomed}
+        cluster.remove_node(doomed)
+        for node in on_doomed:
+            await until(lambda n=node: sup.node(n.id).status is NodeStatus.RETIRED, 30.0,
+                        f"{node.name} retired")
+            view = sup.model.nodes[node.id]
+            assert view.interrupted  # interrupted, not failed
+            assert sup.record.retired_reason(node.id) == NODE_LOST_REASON
+            assert "r resumes it" in (view.note or "")
+        assert all(sup.node(n.id).status is NodeStatus.RUNNING for n in others)
+        for node in on_doomed:
+            await sup.resume(ROOT_ID, node.name)
+            handle = _handle(sup, node.id)
+            assert handle.placement is not None and handle.placement.node_id != doomed.node_id
+        for node in on_doomed:
+            await until(lambda n=node: sup.node(n.id).status is NodeStatus.SETTLED, 60.0,
+                        f"{node.name} settled after its resume")
+            mirror = (sup.run.sessions_dir / f"{node.id}.jsonl").read_bytes()
+            assert mirror.startswith(before[node.id]) and len(mirror) > len(before[node.id])
+            remote = _handle(sup, node.id).placement
+            assert remote is not None and _sha(remote.session_file) == _sha(
+                sup.run.sessions_dir / f"{node.id}.jsonl")
+
+
+def _git(cwd: Path, *args: str) -> str:
+    done = subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True, text=True)
+    return done.stdout.strip()
+
+
+async def test_a_workers_branch_comes_back_into_the_host_repository(
+    tmp_path: Path, cluster: Cluster
+) -> None:
+    sandbox = tmp_path / ".legion" / "sandbox"
+    project = _project(tmp_path, cluster)
+    base = await create_sandbox_repo(sandbox, SANDBOX_FILES, "seed")
+    async with hosted(project) as sup:
+        sup.sandbox = sandbox
+        worker = await spawn_one(sup, name="worker-0", sim={"quick": True})
+        tree = sup.worktree_of(worker.id)
+        assert tree is not None and tree.path.is_relative_to(sandbox)
+        await until(lambda: sup.node(worker.id).status is NodeStatus.SETTLED, 60.0, "settled")
+        remote = _handle(sup, worker.id).placement
+        assert remote is not None and not Path(remote.session_file).is_relative_to(sandbox)
+        # The node's commits, made in its own clone, are on the branch in the sandbox.
+        commits = _git(sandbox, "log", "--format=%an|%s", f"{base}..{tree.branch}").splitlines()
+        assert commits and all(c.startswith("worker-0|worker-0: ") for c in commits)
+        assert _git(tree.path, "rev-parse", "HEAD") == _git(sandbox, "rev-parse", tree.branch)
+        assert _git(tree.path, "status", "--porcelain") == ""
