@@ -34,6 +34,7 @@ from legion_tui.phases.load import validate_machine
 from legion_tui.phases.locate import line_of, load_with_nodes
 from legion_tui.phases.machine import Machine
 from legion_tui.regular_files import read_regular_text
+from legion_tui.settings import is_usd
 
 __all__ = [
     "CARD_FIELDS",
@@ -69,6 +70,7 @@ CARD_FIELDS: tuple[str, ...] = (
     "worktree",
     "renewable",
     "isolate",
+    "budgetUsd",
     "phases",
 )
 _REQUIRED = ("name", "description", "kind")
@@ -118,6 +120,7 @@ class RoleCard:
     worktree: bool = False
     renewable: bool = True
     isolate: bool = False  # a sim card that must run as an OS process
+    budget_usd: float | None = None  # `budgetUsd`: its subtree is stopped past it (costs)
     phases: Machine | None = None
     source: str = ""  # where it was read from (display path)
     bundled: bool = False
@@ -259,6 +262,18 @@ def _int(
         out.add(lines.get(key), key, f"expected an integer ≥ {minimum}, got {value}")
         return None
     return value
+
+
+def _usd(
+    data: dict[str, Any], key: str, lines: Mapping[str, int | None], out: _Collector
+) -> float | None:
+    value = data.get(key)
+    if value is None:
+        return None
+    if not is_usd(value):
+        out.add(lines.get(key), key, f"expected an amount of dollars > 0, got {_got(value)}")
+        return None
+    return float(value)
 
 
 def _bool(
@@ -413,6 +428,7 @@ def parse_card(
     worktree = _bool(data, "worktree", lines, out, False)
     renewable = _bool(data, "renewable", lines, out, True)
     isolate = _bool(data, "isolate", lines, out, False)
+    budget_usd = _usd(data, "budgetUsd", lines, out)
     _check_command(command, kind, lines, out)
     machine = _check_phases(data, role, root, lines, out)
 
@@ -434,6 +450,7 @@ def parse_card(
         worktree=worktree,
         renewable=renewable,
         isolate=isolate,
+        budget_usd=budget_usd,
         phases=machine,
         source=path,
         bundled=bundled,

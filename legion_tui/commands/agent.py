@@ -110,6 +110,8 @@ def _spawn_args(p: argparse.ArgumentParser) -> None:
     add_task_options(p, "what the agent should do")
     p.add_argument("--name", type=child_name, help="the child's name (default: <role>-N)")
     p.add_argument("--phases", metavar="FILE", help="declared phase machine (root → centurion)")
+    p.add_argument("--budget-usd", type=float, metavar="USD",
+                   help="stop the child and its subtree once they spend more than this")
     add_kind_option(p)
     add_client_options(p)
 
@@ -128,6 +130,8 @@ def _spawn(args: argparse.Namespace, client: BlockingClient) -> int:
         child["phases"] = phases_payload(args.phases)
     if args.kind:
         child["kind"] = args.kind
+    if args.budget_usd is not None:
+        child["budgetUsd"] = args.budget_usd  # checked by the supervisor (> 0, finite)
     result = client.request("spawn", children=[child])
     # The kind each child resolved to is said when it is the simulated agent: a user who
     # spawned `worker` must not take a pretend run for a real one.

@@ -108,6 +108,8 @@ def _run_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--seed", type=int, default=0, help="seed for simulated agents")
     p.add_argument("--speed", type=float, default=1.0, help="time scale for simulated agents")
     p.add_argument("--json", action="store_true", help="print the final status as JSON")
+    p.add_argument("--budget-usd", type=float, metavar="USD",
+                   help="stop the run's agent and its subtree once they spend more than this")
 
 
 def add_kind_option(p: argparse.ArgumentParser) -> None:
@@ -191,6 +193,12 @@ async def _run_headless(args: argparse.Namespace) -> int:
     except (ValueError, CardError) as err:
         print(f"legion run: {err}", file=sys.stderr)
         return 1
+    from legion_tui.settings import is_usd
+
+    if args.budget_usd is not None and not is_usd(args.budget_usd):
+        print(f"legion run: --budget-usd must be an amount of dollars > 0, got "
+              f"{args.budget_usd}", file=sys.stderr)  # fmt: skip
+        return 1
     refusal = no_agent_refusal(Path.cwd(), [args.role], args.kind)
     if refusal is not None:
         print(f"legion run: {refusal}", file=sys.stderr)
@@ -219,7 +227,8 @@ async def _run_headless(args: argparse.Namespace) -> int:
             nodes = await sup.spawn(
                 ROOT_ID,
                 [
-                    ChildRequest(args.role, task, name=args.name, phases=phases, kind=args.kind)
+                    ChildRequest(args.role, task, name=args.name, phases=phases, kind=args.kind,
+                                 budget_usd=args.budget_usd)
                 ],
             )
         except OpError as err:

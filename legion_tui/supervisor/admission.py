@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 from legion_tui.agents.cards import CardSet, RoleCard
 from legion_tui.model import CARD_KINDS, EventType, Kind, Node, NodeStatus
 from legion_tui.ops import OpError
+from legion_tui.settings import is_usd
 from legion_tui.supervisor.backend import LaunchSpec, backend_for
 from legion_tui.supervisor.naming import ROOT_ID
 
@@ -55,6 +56,7 @@ class ChildRequest:
     isolate: bool | None = None  # run a sim as an OS process
     sim: dict[str, Any] = field(default_factory=dict)  # sim knobs: stall_seconds, fail, ...
     seed: int | None = None
+    budget_usd: float | None = None  # `budgetUsd`: its subtree is stopped past it (budget)
 
     @classmethod
     def from_wire(cls, raw: Any) -> ChildRequest:
@@ -72,6 +74,10 @@ class ChildRequest:
         if not isinstance(sim, dict):
             raise OpError("BAD_REQUEST", "child.sim must be an object")
         seed = raw.get("seed")
+        budget = raw.get("budgetUsd")
+        if budget is not None and not is_usd(budget):
+            raise OpError("BAD_REQUEST",
+                          f"child.budgetUsd must be an amount of dollars > 0, got {budget!r}")
         return cls(
             role=role,
             task=task,
@@ -82,6 +88,7 @@ class ChildRequest:
             isolate=raw.get("isolate"),
             sim=sim,
             seed=int(seed) if isinstance(seed, int) else None,
+            budget_usd=None if budget is None else float(budget),
         )
 
 

@@ -45,6 +45,7 @@ from legion_tui.supervisor.backend import (
     make_handle,
 )
 from legion_tui.supervisor.blocking import Blocking
+from legion_tui.supervisor.budget import BudgetWatch, run_limit
 from legion_tui.supervisor.continuity import Continuity
 from legion_tui.supervisor.lifecycle import Lifecycle
 from legion_tui.supervisor.naming import ROOT_ID, Names
@@ -207,6 +208,14 @@ class Supervisor:
             closed=lambda: self._closed,
         )
         self.blocking = Blocking(self.record, self.names)  # BLOCKED from the agents' questions
+        self.budget = BudgetWatch(  # a subtree past its dollar budget is stopped
+            self.model,
+            stop=lambda name: self.stop(ROOT_ID, name),
+            event=self.record.event,
+            announce=lambda text: self.model.announce(ROOT_ID, text),
+            closed=lambda: self._closed,
+            run=run_limit(self.project_dir),
+        )
         self.queries = Queries(
             self.model,
             self.names,
@@ -340,6 +349,7 @@ class Supervisor:
         self._closed = True
         await self.notices.close()  # the parents are being paused: nobody is told now
         await self.blocking.close()
+        self.budget.close()
         # A stop under way finishes first (a `stop all` ends the run whose exit this is:
         # its members must end stopped, not paused); then what the ledger owes is written.
         await self.stops.close()
@@ -462,6 +472,7 @@ class Supervisor:
             return False
         self._seq += 1
         card = self._card_for(node)
+        self.budget.track(node.id, req, card)
         warning = await self.teams.worktree_for_launch(node, req, resume=resume)
         if self._stopped_meanwhile(node.id):
             return False  # stopped during the worktree's await: start nothing

@@ -4,8 +4,12 @@ One document shape serves the live supervisor (socket op `status`) and a run wit
 supervisor (read from the ledger with `read_snapshot` + the session files), so the CLI
 prints the same thing either way:
 
-    {run_id, session, live, nodes: [{id, name, path, role, kind, simulated, backend, status,
-      phase, pid, tokens_out, tok_s, activity: {tool, seconds, stalled} | null, verdict}]}
+    {run_id, session, live, spent: {usd, tokens}, nodes: [{id, name, path, role, kind,
+      simulated, backend, status, phase, pid, tokens_out, tokens, cost_usd, tok_s,
+      activity: {tool, seconds, stalled} | null, verdict}]}
+
+`spent` and each node's `cost_usd`/`tokens` are the sessions' own figures (`costs`), the
+same sums the dashboard's header and `$` column show.
 
 `simulated` (kind sim, not the host's root) is said in every text form too: a pretend
 agent's verdict must never read as real work done in the repository.
@@ -21,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from legion_tui import receipts
+from legion_tui.costs import fmt_usd, spend_of, total_spend
 from legion_tui.model import InFlightTool, Node, NodeStatus, outcome_of
 from legion_tui.session.progress import SessionProgress
 
@@ -90,6 +95,8 @@ def _entry(
         "phase": node.phase,
         "pid": node.pid,
         "tokens_out": progress.tokens.output,
+        "tokens": spend_of(progress).tokens,
+        "cost_usd": progress.cost,
         "tok_s": round(progress.tok_s, 1),
         "activity": activity_of(node, progress, now),
         "verdict": node.verdict_data,
@@ -113,10 +120,12 @@ def status_document(
     terminal: Mapping[str, str] | None = None,
 ) -> dict[str, Any]:
     lines = terminal or {}
+    spent = total_spend(progress for _node, progress in rows)
     return {
         "run_id": run_id,
         "session": session,
         "live": live,
+        "spent": {"usd": spent.usd, "tokens": spent.tokens},  # the sessions' sums
         "nodes": [
             _entry(
                 node, progress, now, node.id in interrupted, node.id in idle, lines.get(node.id)
@@ -166,6 +175,9 @@ def _doing(entry: dict[str, Any]) -> list[str]:
 def render_status(doc: dict[str, Any]) -> str:
     """One block per node, led by what it is doing (SPEC §6.3)."""
     head = f"legion run {doc['run_id']} · session {doc['session']}"
+    spent = doc.get("spent")
+    if isinstance(spent, dict):
+        head += f" · spent {fmt_usd(spent['usd'])} · {spent['tokens']} tokens"
     if not doc.get("live", True):
         head += " · no live supervisor (read from the ledger)"
     blocks = [head]
@@ -175,6 +187,8 @@ def render_status(doc: dict[str, Any]) -> str:
         lines = [f"{e['path']} ({e['role']}{sim}, {e['status']}{pid})"]
         lines += [f"  {line}" for line in _doing(e)]
         facts = [f"{e['tokens_out']} tokens out", f"{e['tok_s']:g} tok/s"]
+        if e.get("cost_usd"):
+            facts.append(fmt_usd(e["cost_usd"]))
         if e["phase"]:
             facts.insert(0, f"phase {e['phase']}")
         if e.get("unreadable") == "ENOENT":  # never written: not an error

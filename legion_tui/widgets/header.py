@@ -1,4 +1,5 @@
-"""The header bar: `LEGION` · run · session · counts · total tok/s · the stop hint.
+"""The header bar: `LEGION` · run · session · counts · total tok/s · $ and tokens spent ·
+the stop hint.
 
 One line through the Line API; the line is rebuilt only when what it shows changes
 (counts, rate, width, theme, pause), so a model flood costs one string compare.
@@ -10,11 +11,13 @@ from rich.segment import Segment
 from textual.strip import Strip
 
 from legion_tui import receipts
+from legion_tui.costs import Spend, fmt_usd, total_spend
 from legion_tui.render.feed import LiveIndex
 from legion_tui.render.rates import node_rate
 from legion_tui.state import LegionModel
 from legion_tui.themes import DEFAULT_THEME
 from legion_tui.widgets.lines import PaintedLine, PanelStrip
+from legion_tui.widgets.tree_rows import fmt_tokens
 
 NARROW_BELOW = 100  # columns: the stop hint shortens below this width
 # The stop hint is a palette command: led by the palette's key, it reads as "type this
@@ -70,6 +73,8 @@ class HeaderBar(PaintedLine):
         self._strip: Strip | None = None
         self._memo_at: tuple[int, float, int] = (-1, 0.0, 0)
         self._memo: tuple[dict[str, int], float] = ({}, 0.0)
+        self._spent_at: tuple[int, int] = (-1, 0)
+        self._spent = Spend()
         self._index = LiveIndex(model)
         # The tree's filter and the rows it shows: the figures follow them.
         self.filter_text = ""
@@ -125,13 +130,26 @@ class HeaderBar(PaintedLine):
             rate += node_rate(view, now)
         return counts, rate
 
+    def spend(self) -> Spend:
+        """$ and tokens of the run's sessions (of the rows a filter shows, with one on);
+        summed again only when the model changed."""
+        at = (self.model.version, self._scope)
+        if self._spent_at != at:
+            nodes = self.model.nodes
+            views = nodes.values() if self._shown is None else (
+                nodes[n] for n in self._shown if n in nodes)
+            self._spent = total_spend(view.progress for view in views)
+            self._spent_at = at
+        return self._spent
+
     def live_rate(self) -> float:
         return self.summary()[1]
 
     def _make_key(self, width: int) -> tuple[object, ...]:
         counts, rate = self.summary()
+        spent = self.spend()
         return (width, self.theme_name, self.floor, self.paused, tuple(counts.values()),
-                round(rate), self._scope)
+                round(rate), self._scope, fmt_usd(spent.usd), fmt_tokens(spent.tokens))
 
     def render_line(self, y: int) -> Strip:
         width = self.size.width
@@ -142,7 +160,8 @@ class HeaderBar(PaintedLine):
         if key == self._key and self._strip is not None:
             return self._strip
         counts, rate = self.summary()
-        text = header_text(self.model.run_id, self.model.session_name, counts, rate, width)
+        text = header_text(self.model.run_id, self.model.session_name, counts, rate, width,
+                           self.spend())
         segs = [Segment(" LEGION", paint.accent), Segment(text, paint.base)]
         used = 7 + len(text)
         if self.paused:
@@ -167,21 +186,35 @@ class HeaderBar(PaintedLine):
 
 
 def header_text(run_id: str, session: str, counts: dict[str, int], rate: float,
-                width: int) -> str:
-    """The widest form that leaves room for the narrow stop hint; glyph counts (the
-    tree's own station glyphs) when words do not fit, at any width."""
+                width: int, spent: Spend | None = None) -> str:
+    """The widest form that fits. With `spent` (the run's $ and tokens) the figures stay
+    and the words give way to the tree's own station glyphs first, so the full stop
+    hint (or the filter note) still fits beside them; then the tokens go, then the run
+    and session names. Room for at least the narrow stop hint is kept at every width:
+    long run ids and session names (the demo's are 20+ characters each) must not push
+    the hint off the line."""
+    usd = f" · {fmt_usd(spent.usd)}" if spent is not None else ""
+    tokens = f" · {fmt_tokens(spent.tokens)} tok" if spent is not None else ""
+    names = f" · {run_id} · {session} · "
     words = (
-        f" · {run_id} · {session} · {counts['live']} live · {counts['settled']} settled"
-        f" · {counts['failed']} failed · {counts['retired']} retired · {rate:.0f} tok/s"
+        f"{counts['live']} live · {counts['settled']} settled · {counts['failed']} failed"
+        f" · {counts['retired']} retired · {rate:.0f} tok/s"
     )
-    # Room for at least the narrow stop hint, at every width: long run ids and session
-    # names (the demo's are 20+ characters each) must not push the hint off the line.
-    room = width - 7 - len(receipts.STOP_HINT_NARROW) - 3
-    if len(words) <= room:
-        return words
     glyphs = (
         f"●{counts['live']} ○{counts['settled']} ✗{counts['failed']} ◌{counts['retired']}"
         f" · {rate:.0f} tok/s"
     )
-    short = f" · {run_id} · {session} · {glyphs}"
-    return short if len(short) <= room else f" {glyphs}"
+    room = width - 7 - len(receipts.STOP_HINT_NARROW) - 3
+    wide = width - 7 - len(PALETTE_KEY + receipts.STOP_HINT_WIDE) - 3
+    for text, fits_in in (
+        (f"{names}{words}{usd}{tokens}", wide),
+        (f"{names}{glyphs}{usd}{tokens}", wide),
+        (f"{names}{words}{usd}{tokens}", room),
+        (f"{names}{glyphs}{usd}{tokens}", room),
+        (f"{names}{glyphs}{usd}", room),
+        (f" {glyphs}{usd}{tokens}", room),
+        (f" {glyphs}{usd}", room),
+    ):
+        if len(text) <= fits_in:
+            return text
+    return f" {glyphs}"

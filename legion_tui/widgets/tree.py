@@ -24,6 +24,7 @@ from textual.message import Message
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
+from legion_tui.costs import fmt_usd
 from legion_tui.model import NodeStatus
 from legion_tui.receipts import fmt_duration
 from legion_tui.render.rates import node_rate
@@ -42,6 +43,8 @@ from legion_tui.widgets.tree_rows import (
     fmt_tokens,
 )
 
+COST_WIDTH = 9  # "$123.45 " and a space before
+COST_ROOM = 50  # the activity keeps this much beside the `$` column
 ACTIVITY_MIN = 26  # columns are dropped before "working · bash 00:07:31" stops fitting
 # After the name of a simulated agent (kind sim): its work and verdict are pretend. Part
 # of the label, so it stays when narrow layouts drop the role column; a long name is cut
@@ -60,24 +63,28 @@ class Columns:
     elapsed: int
     rate: int
     tokens: int
+    cost: int = 0  # the `$` column: only when wide (COST_ROOM)
 
     @property
     def fixed(self) -> int:
-        return self.label + self.role + self.phase + self.elapsed + self.rate + self.tokens
+        return (self.label + self.role + self.phase + self.elapsed + self.rate + self.tokens
+                + self.cost)
 
 
 @lru_cache(maxsize=64)
 def plan_columns(width: int, label_need: int, phase_need: int) -> Columns:
     """Fit the columns into `width`, dropping the least useful first (phase, role,
-    tokens, rate, elapsed) so the activity keeps room to say what an agent is doing."""
+    tokens, rate, elapsed) so the activity keeps room to say what an agent is doing; the
+    `$` column only when every other column fits and the activity keeps COST_ROOM."""
     label = max(8, min(label_need, int(width * LABEL_MAX_SHARE)))
     widths = {"role": 10, "phase": phase_need, "elapsed": 9, "rate": 11, "tokens": 7}
+    cost = COST_WIDTH if label + sum(widths.values()) + COST_WIDTH + COST_ROOM <= width else 0
     for drop in ("phase", "role", "tokens", "rate", "elapsed"):
         if label + sum(widths.values()) + ACTIVITY_MIN <= width:
             break
         widths[drop] = 0
     return Columns(label, widths["role"], widths["phase"], widths["elapsed"],
-                   widths["rate"], widths["tokens"])
+                   widths["rate"], widths["tokens"], cost)
 
 
 class RailwayTree(ScrollView, can_focus=True):
@@ -382,6 +389,10 @@ class RailwayTree(ScrollView, can_focus=True):
             out = view.progress.tokens.output + (pending.tokens if pending else 0)
             tokens = fmt_tokens(out)
             pieces.append((tokens.rjust(cols.tokens - 1) + " ", text_style))
+        if cols.cost:
+            usd = view.progress.cost
+            spent = fmt_usd(usd) if usd else ""  # the node's own session (root: none)
+            pieces.append((spent.rjust(cols.cost - 1) + " ", text_style))
         used = sum(len(text) for text, _ in pieces)
         act = activity(view, now)
         act_style = paint.dim if act.tone == "text" and ended else paint.tone(act.tone)

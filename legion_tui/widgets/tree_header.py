@@ -1,5 +1,5 @@
 """The dim column-header row above the railway tree: name · role · phase · elapsed ·
-tok/s · out · activity, cut to the tree's own column plan (a dropped column drops its
+tok/s · out · $ · activity, cut to the tree's own column plan (a dropped column drops its
 title too), so each title sits over its column at every width."""
 
 from __future__ import annotations
@@ -27,6 +27,8 @@ def header_text(cols: Columns, width: int) -> str:
         parts.append("tok/s".rjust(cols.rate - 1) + " ")
     if cols.tokens:
         parts.append("out".rjust(cols.tokens - 1) + " ")
+    if cols.cost:
+        parts.append("$".rjust(cols.cost - 1) + " ")
     text = "".join(parts)
     text += " activity" if len(text) + 9 <= width else ""
     return text[:width].ljust(width)

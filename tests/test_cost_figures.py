@@ -1,0 +1,60 @@
+"""The run's cost where the user looks (issue 12 item 6): the header's total $ and tokens,
+the tree's `$` column when wide, and `legion status` — all the sums of what the sessions
+say (real simulated agents on a real host: their sessions carry a cost per turn)."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from supervisor_helpers import hosted, settled, spawn_one
+
+from legion_tui.app import make_app
+from legion_tui.costs import fmt_usd
+from legion_tui.supervisor.core import ROOT_ID, RootOperations
+from legion_tui.supervisor.status import render_status
+from legion_tui.widgets.tree import plan_columns
+from legion_tui.widgets.tree_rows import fmt_tokens
+
+
+async def test_header_column_and_status_agree_with_the_sessions_sums(tmp_path: Path) -> None:
+    async with hosted(tmp_path) as sup:
+        nodes = [await spawn_one(sup, name=f"w{i}") for i in range(2)]
+        for node in nodes:
+            await settled(sup, node.id)
+        views = list(sup.model.nodes.values())
+        usd = sum(v.progress.tokens.cost for v in views)
+        tokens = sum(v.progress.tokens.input + v.progress.tokens.output for v in views)
+        assert usd > 0 and tokens > 0
+        app = make_app(sup.model, RootOperations(sup), timers=False, run_dir=sup.run.dir)
+        async with app.run_test(size=(140, 40)) as pilot:
+            await pilot.pause()
+            header = app.header.render_line(0).text
+            assert f" · {fmt_usd(usd)} · {fmt_tokens(tokens)} tok" in header, header
+            assert app.railway.columns().cost  # wide enough for the `$` column
+            for i, row in enumerate(app.railway.rows):
+                cost = sup.model.nodes[row.node_id].progress.tokens.cost
+                text = app.railway.render_line(i).text
+                shown = re.findall(r"\$\d+\.\d+", text)
+                assert shown == ([fmt_usd(cost)] if cost else []), (text, cost)
+            assert "$" in app.tree_header.render_line(0).text
+            await pilot.resize_terminal(100, 30)  # narrow: no `$` column, the total stays
+            await pilot.pause()
+            assert not app.railway.columns().cost
+            assert fmt_usd(usd) in app.header.render_line(0).text
+        doc = sup.status(ROOT_ID)
+        assert doc["spent"] == {"usd": usd, "tokens": tokens}
+        for entry in doc["nodes"]:
+            assert entry["cost_usd"] == sup.model.nodes[entry["id"]].progress.tokens.cost
+        text = render_status(doc)
+        assert f"spent {fmt_usd(usd)} · {tokens} tokens" in text.splitlines()[0]
+        assert fmt_usd(doc["nodes"][1]["cost_usd"]) in text
+
+
+def test_the_cost_column_appears_only_when_the_others_all_fit() -> None:
+    assert plan_columns(120, 20, 14).cost == 0
+    wide = plan_columns(140, 20, 14)
+    assert wide.cost and wide.phase and wide.role
+    for width in range(10, 240):
+        cols = plan_columns(width, 30, 14)
+        assert cols.fixed + 16 <= width or cols.fixed == cols.label
