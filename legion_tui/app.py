@@ -29,7 +29,7 @@ from textual.widgets import Static
 
 from legion_tui import receipts
 from legion_tui.notify import Alerts, Notifier, settings_near
-from legion_tui.ops import Operations, OpError
+from legion_tui.ops import HostOperations, Operations, OpError
 from legion_tui.settings import save_theme
 from legion_tui.state import Clock, LegionModel, NodeView
 from legion_tui.talk import MessageHistory, SentMessage, steer_outcome
@@ -639,8 +639,16 @@ class LegionApp(App[None]):
                 run_dir=self.run_dir,
                 workspace=self.ops.workspace(event.node_id),
                 history=self.history,
+                terminal_input=(
+                    self._terminal_input if isinstance(self.ops, HostOperations) else None
+                ),
             )
         )
+
+    def _terminal_input(self, node_id: str, data: bytes) -> bool:
+        """Keys typed in a Terminal tab's insert mode, to the node's pty (host only)."""
+        ops = self.ops
+        return isinstance(ops, HostOperations) and ops.terminal_input(node_id, data)
 
     # ----- land / new agent ----------------------------------------------------------
     def action_land_node(self) -> None:

@@ -8,6 +8,8 @@ owns the one confirm/steer flow.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import ClassVar
 
@@ -36,7 +38,7 @@ from legion_tui.widgets.diff_view import DiffView, branch_note
 from legion_tui.widgets.keys import agent_bindings
 from legion_tui.widgets.message_box import MessageBox
 from legion_tui.widgets.paint import paint_for
-from legion_tui.widgets.terminal_view import TerminalView
+from legion_tui.widgets.terminal_view import TerminalTab, TerminalView
 from legion_tui.widgets.transcript_view import TranscriptView
 
 
@@ -65,6 +67,7 @@ class DetailScreen(ModalScreen[None]):
         Binding("left_square_bracket", "tab_step(-1)", show=False),
         Binding("right_square_bracket", "tab_step(1)", show=False),
         Binding("w", "wrap", "Wrap", show=False),
+        Binding("i", "insert", "Type into the command", show=False),
     ]
 
     def __init__(
@@ -78,6 +81,7 @@ class DetailScreen(ModalScreen[None]):
         run_dir: Path | None,
         workspace: Workspace | None = None,
         history: MessageHistory | None = None,
+        terminal_input: Callable[[str, bytes], bool] | None = None,
     ) -> None:
         super().__init__()
         self.model = model
@@ -95,6 +99,7 @@ class DetailScreen(ModalScreen[None]):
         self.confirm_bar = ConfirmBar(theme=theme, floor=floor, id="detail-confirm")
         self.workspace = workspace  # its git worktree: a Diff tab, its branch in the header
         self._branch = ""  # ` · branch @ sha` once the worktree has been read
+        self.terminal_input = terminal_input  # keys to an exec child's pty (the host's)
 
     def _session_path(self) -> Path | None:
         raw = self.model.nodes[self.node_id].node.session_file
@@ -127,7 +132,9 @@ class DetailScreen(ModalScreen[None]):
         )
         log = self._terminal_path()
         self._terminal_view = (
-            None if log is None else TerminalView(log, theme=self.theme_name, id="terminal")
+            None
+            if log is None
+            else TerminalView(log, theme=self.theme_name, send=self._send_keys(), id="terminal")
         )
         self._diff_view = None
         if self.workspace is not None:
@@ -153,7 +160,7 @@ class DetailScreen(ModalScreen[None]):
                     yield self._texts["events"]
                 if self._terminal_view is not None:
                     with TabPane("Terminal", id="tab-terminal"):
-                        yield self._terminal_view
+                        yield TerminalTab(self._terminal_view)
                 if self._diff_view is not None:
                     with TabPane("Diff", id="tab-diff"):
                         yield self._diff_view
@@ -232,6 +239,16 @@ class DetailScreen(ModalScreen[None]):
         self._tab_ids += ["tab-diff"] if self._diff_view is not None else []
         width = max(20, self.app.size.width * 3 // 4 - 2)
         return Static(footer_text(width, len(self._tab_ids)), id="detail-footer", markup=False)
+
+    def _send_keys(self) -> Callable[[bytes], bool] | None:
+        keys = self.terminal_input
+        return None if keys is None else partial(keys, self.node_id)
+
+    def action_insert(self) -> None:
+        """i on the Terminal tab: type into the running command (Ctrl+] leaves)."""
+        view = self._terminal_view
+        if self.showing and view is not None and self._tabs.active == "tab-terminal":
+            view.enter_insert()
 
     def action_wrap(self) -> None:
         """w: the transcript's long entries on as many rows as they need, or cut."""
