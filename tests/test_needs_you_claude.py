@@ -19,7 +19,7 @@ from model_server import ModelServer, Reply, Text, ToolCall
 from real_pi_helpers import TURN_LIMIT, agent_host, settle, until, use_env, verdict_line, write_card
 from supervisor_helpers import GIT_ENV
 
-from legion_tui.model import EventType, NodeStatus
+from legion_tui.model import EventType, Node, NodeStatus
 from legion_tui.supervisor.core import ROOT_ID, ChildRequest, Supervisor
 
 
@@ -60,6 +60,17 @@ def _tool_results(server: ModelServer) -> str:
     return "\n".join(found)
 
 
+async def _ask_and_answer(sup: Supervisor, answer: str) -> tuple[str, Node]:
+    """Spawn the worker, wait for its permission question, answer it, let it settle."""
+    (node,) = await sup.spawn(ROOT_ID, [ChildRequest("worker", "Write the file", name="w")])
+    question = await _blocked(sup, node.id)
+    outcome, _receipt = await sup.steer(ROOT_ID, "w", answer)
+    assert outcome == "accepted"
+    done = await settle(sup, node.id)
+    assert done.status is NodeStatus.SETTLED, done.error
+    return question, done
+
+
 async def test_a_permission_request_blocks_and_y_lets_the_tool_run(
     server: ModelServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -71,14 +82,8 @@ async def test_a_permission_request_blocks_and_y_lets_the_tool_run(
         Text(f"Wrote it.\n{verdict_line('wrote asked.txt')}"),
     )
     async with agent_host(project) as sup:
-        (node,) = await sup.spawn(ROOT_ID, [ChildRequest("worker", "Write asked.txt", name="w")])
-        question = await _blocked(sup, node.id)
+        question, node = await _ask_and_answer(sup, "y")
         assert question.startswith("allow Write") and question.endswith("? y allows"), question
-        assert not target.exists()
-        outcome, _receipt = await sup.steer(ROOT_ID, "w", "y")
-        assert outcome == "accepted"
-        done = await settle(sup, node.id)
-        assert done.status is NodeStatus.SETTLED, done.error
         assert target.read_text() == "yes"
         kinds = [e.type for e in sup.model.nodes[node.id].events]
         assert kinds.count(EventType.NODE_BLOCKED) == 1
@@ -94,12 +99,6 @@ async def test_any_other_answer_denies_the_tool_with_the_users_words(
         Text(f"Not written.\n{verdict_line('the user said no', ok=False)}"),
     )
     async with agent_host(project) as sup:
-        (node,) = await sup.spawn(ROOT_ID, [ChildRequest("worker", "Write denied.txt", name="w")])
-        await _blocked(sup, node.id)
-        await sup.steer(ROOT_ID, "w", "not that file, use notes.md")
-        await until(lambda: sup.node(node.id).status is not NodeStatus.BLOCKED, TURN_LIMIT,
-                    "the answer to unblock the node")  # fmt: skip
-        done = await settle(sup, node.id)
-        assert done.status is NodeStatus.SETTLED, done.error
+        await _ask_and_answer(sup, "not that file, use notes.md")
         assert not target.exists()
         assert "not that file, use notes.md" in _tool_results(server)

@@ -9,8 +9,10 @@ byte (`CaptureDriver`).
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import time
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -22,7 +24,7 @@ from legion_tui import receipts
 from legion_tui.app import LegionApp, make_app
 from legion_tui.model import InFlightTool, NodeStatus
 from legion_tui.notify import Notifier, desktop_sequences
-from legion_tui.supervisor.core import ROOT_ID, RootOperations
+from legion_tui.supervisor.core import ROOT_ID, RootOperations, Supervisor
 
 BELL = "\x07"
 QUESTION = "ask needs you: Deploy to prod? [y/N]"
@@ -48,50 +50,52 @@ async def wait_app(pilot: Any, predicate: Any, what: str) -> None:
         await pilot.pause(0.05)
 
 
-async def test_needs_you_and_a_failure_ring_once_each_with_osc_9_and_777(
-    tmp_path: Path,
-) -> None:
-    _exec_card(tmp_path)
-    async with hosted(tmp_path) as sup:
+@contextlib.asynccontextmanager
+async def asked(project: Path) -> AsyncIterator[tuple[Supervisor, LegionApp, Any, str]]:
+    """A real host and its dashboard (terminal output captured) once the exec child's
+    prompt has blocked its node and been toasted: (host, app, pilot, node id)."""
+    _exec_card(project)
+    async with hosted(project) as sup:
         app = make_app(sup.model, RootOperations(sup), timers=False, run_dir=sup.run.dir)
         capture(app)
         async with app.run_test(headless=False, size=(120, 40)) as pilot:
             node = await spawn_one(sup, "asker", name="ask")
             await until(lambda: sup.node(node.id).status is NodeStatus.BLOCKED, 15, "blocked")
             await wait_app(pilot, lambda: QUESTION in toasts(app), "the needs-you toast")
-            out = written(app)
-            assert bells(app) == 1
-            assert out.count(f"\x1b]9;{QUESTION}\x07") == 1
-            assert out.count(f"\x1b]777;notify;legion;{QUESTION}\x07") == 1
-            # More repaints of the same question tell nothing new.
-            sup.model.set_note(node.id, "repaint")
-            await pilot.pause(0.2)
-            assert bells(app) == 1 and toasts(app).count(QUESTION) == 1
-            await sup.steer(ROOT_ID, "ask", "yes")
-            failing = await spawn_one(sup, name="boom", sim={"fail": True})
-            await until(lambda: sup.node(failing.id).status is NodeStatus.FAILED, 20, "failed")
-            await wait_app(pilot, lambda: bells(app) == 2, "the second bell")
-            out = written(app)
-            assert out.count("\x1b]9;boom failed") == 1
-            assert out.count("\x1b]777;notify;legion;boom failed") == 1
-            # Root's own child: its ending is toasted once, as the completion notice.
-            assert not [t for t in toasts(app) if t.startswith("boom failed")]
+            yield sup, app, pilot, node.id
+
+
+async def test_needs_you_and_a_failure_ring_once_each_with_osc_9_and_777(
+    tmp_path: Path,
+) -> None:
+    async with asked(tmp_path) as (sup, app, pilot, node_id):
+        out = written(app)
+        assert bells(app) == 1
+        assert out.count(f"\x1b]9;{QUESTION}\x07") == 1
+        assert out.count(f"\x1b]777;notify;legion;{QUESTION}\x07") == 1
+        # More repaints of the same question tell nothing new.
+        sup.model.set_note(node_id, "repaint")
+        await pilot.pause(0.2)
+        assert bells(app) == 1 and toasts(app).count(QUESTION) == 1
+        await sup.steer(ROOT_ID, "ask", "yes")
+        failing = await spawn_one(sup, name="boom", sim={"fail": True})
+        await until(lambda: sup.node(failing.id).status is NodeStatus.FAILED, 20, "failed")
+        await wait_app(pilot, lambda: bells(app) == 2, "the second bell")
+        out = written(app)
+        assert out.count("\x1b]9;boom failed") == 1
+        assert out.count("\x1b]777;notify;legion;boom failed") == 1
+        # Root's own child: its ending is toasted once, as the completion notice.
+        assert not [t for t in toasts(app) if t.startswith("boom failed")]
 
 
 async def test_each_way_can_be_muted_in_the_settings(tmp_path: Path) -> None:
-    _exec_card(tmp_path)
+    (tmp_path / ".legion").mkdir()
     (tmp_path / ".legion" / "settings.toml").write_text(
         "[notify]\nbell = false\ndesktop = false\n", encoding="utf-8"
     )
-    async with hosted(tmp_path) as sup:
-        app = make_app(sup.model, RootOperations(sup), timers=False, run_dir=sup.run.dir)
-        capture(app)
-        async with app.run_test(headless=False, size=(120, 40)) as pilot:
-            node = await spawn_one(sup, "asker", name="ask")
-            await until(lambda: sup.node(node.id).status is NodeStatus.BLOCKED, 15, "blocked")
-            await wait_app(pilot, lambda: QUESTION in toasts(app), "the toast")
-            assert bells(app) == 0 and "\x1b]9;" not in written(app)
-            assert "\x1b]777;" not in written(app)
+    async with asked(tmp_path) as (_sup, app, _pilot, _node_id):
+        assert bells(app) == 0 and "\x1b]9;" not in written(app)
+        assert "\x1b]777;" not in written(app)
 
 
 def test_a_tool_call_that_passes_five_minutes_is_told_once_and_history_is_not() -> None:
