@@ -188,7 +188,7 @@ class LegionApp(App[None]):
         self.alerts = Alerts(
             settings_near(run_dir),
             toast=lambda n: self.notify(n.text, title="legion", severity=n.severity, timeout=10),
-            bell=self.bell,
+            bell=lambda: self._write_terminal("\a"),  # as App.bell, but not while attached
             write=self._write_terminal,
         )
         self._last_apply = 0.0
@@ -335,8 +335,10 @@ class LegionApp(App[None]):
             self.galaxy.tick()
 
     def _write_terminal(self, text: str) -> None:
-        """Straight to the terminal (a desktop notification's OSC), as `bell` writes."""
-        if not self.is_headless and self._driver is not None:
+        """Straight to the terminal (a desktop notification's OSC), as `bell` writes —
+        never while an attached agent UI has the terminal (the app is suspended: its
+        driver has no writer, and the bytes would land in the agent's screen)."""
+        if not self.is_headless and self._driver is not None and self.attacher.attached is None:
             self._driver.write(text)
 
     def _toast_announcements(self) -> None:
