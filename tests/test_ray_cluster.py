@@ -178,3 +178,20 @@ async def test_a_workers_branch_comes_back_into_the_host_repository(
         assert commits and all(c.startswith("worker-0|worker-0: ") for c in commits)
         assert _git(tree.path, "rev-parse", "HEAD") == _git(sandbox, "rev-parse", tree.branch)
         assert _git(tree.path, "status", "--porcelain") == ""
+
+
+async def test_an_exec_agents_terminal_log_comes_back_and_its_exit_settles_it(
+    tmp_path: Path, cluster: Cluster
+) -> None:
+    project = _project(tmp_path, cluster)
+    settings = project / ".legion" / "settings.toml"
+    settings.write_text(
+        settings.read_text()
+        + '\n[agent]\ndefault = "exec"\ncommand = ["sh", "-c", "echo hello from {name}; exit 0"]\n'
+    )
+    async with hosted(project, default_kind=None) as sup:
+        node = await spawn_one(sup, name="echo")
+        assert _handle(sup, node.id).placement is not None
+        await until(lambda: sup.node(node.id).status is NodeStatus.SETTLED, 60.0, "settled")
+        log = sup.run.dir / "terminal" / f"{node.id}.log"
+        assert "hello from echo" in log.read_text()

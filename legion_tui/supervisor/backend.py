@@ -10,7 +10,7 @@ Three backends implement `AgentHandle`:
                   --output-format stream-json`` (prompts and steers are stdin lines);
 - ``codex-app-server`` — ``codex app-server``, JSON-RPC over stdio (thread/turn methods).
 
-With ``[cluster] engine = "ray"`` a sim, exec or pi agent runs under its process backend
+With ``[cluster] engine = "ray"`` a sim or exec agent runs under its process backend
 inside a Ray actor on some cluster node instead (``backends/ray_handle.py``).
 
 `make_handle` picks one from the launch spec's kind and ``isolate`` flag. The concrete

@@ -1,14 +1,15 @@
 """An agent on a Ray cluster (issue 15): the host side of `ray_actor.NodeAgent`.
 
-`RayHandle` is an `AgentHandle` whose agent runs in a Ray actor on some cluster node
-(`[cluster] engine = "ray"`; the actor asks for `numCpus` and `resources`, spread over the
-nodes). Every control goes through an actor method; the stop is the same sweep a local
-agent gets, run by the actor on its node. The session file's and the terminal log's new
-bytes come back by a long poll and are appended, in order, to `<run>/sessions/<id>.jsonl`
-and `<run>/terminal/<id>.log` — the files a local agent writes — so the watcher, the
-model and the widgets read a remote agent as they read a local one. The team's branch
-goes out as a git bundle through the object store and comes back as one at every turn's
-end and at the stop (fetched into the host's worktree, fast-forward only).
+`RayHandle` is an `AgentHandle` whose agent (kind sim or exec) runs in a Ray actor on
+some cluster node (`[cluster] engine = "ray"`; the actor asks for `numCpus` and
+`resources`, spread over the nodes). Every control goes through an actor method; the
+stop is the same sweep a local agent gets, run by the actor on its node. The session
+file's and the terminal log's new bytes come back by a long poll and are appended, in
+order, to `<run>/sessions/<id>.jsonl` and `<run>/terminal/<id>.log` — the files a local
+agent writes — so the watcher, the model and the widgets read a remote agent as they read
+a local one. The team's branch goes out as a git bundle through the object store and
+comes back as one at every turn's end and at the stop (fetched into the host's worktree,
+fast-forward only).
 
 A node that dies takes its actor with it (and, by the parent-death signal, the agent):
 the handle reports it once through `on_lost` and its `idle` then never returns — the
@@ -46,8 +47,10 @@ __all__ = ["RAY_KINDS", "RayHandle", "connect"]
 
 log = logging.getLogger(__name__)
 
-# What runs on a node today: processes the actor can start and sweep there.
-RAY_KINDS = frozenset({"sim", "exec", "pi"})
+# What runs on a node today: processes the actor can start and sweep there, whose session
+# file is the one the spec names (pi picks its own file in its session folder: a resumed
+# pi would not continue the mirror shipped to its node — not yet).
+RAY_KINDS = frozenset({"sim", "exec"})
 PULL_WAIT = 1.0  # a long poll's most: one call per second from a quiet agent
 LOST_EXIT = -1  # the exit status a lost agent reports (it is retired, never judged by it)
 TEAM_BRANCH_PREFIX = "legion/"  # only a team's own branch travels; a user's never does
@@ -100,9 +103,6 @@ class RayHandle:
         *,
         on_lost: Callable[[str], None] | None = None,
     ) -> None:
-        if spec.kind not in RAY_KINDS:
-            kinds = ", ".join(sorted(RAY_KINDS))
-            raise ValueError(f"{spec.name}: kind {spec.kind} cannot run on a Ray cluster ({kinds})")
         self.spec = spec
         self.node_id = spec.node_id
         self.backend: Backend = backend_for(dataclasses.replace(spec, isolate=True))
@@ -124,6 +124,11 @@ class RayHandle:
     # -- lifecycle ---------------------------------------------------------------------
 
     async def start(self) -> None:
+        if self.spec.kind not in RAY_KINDS:  # a launch failure with its reason, not a crash
+            kinds = ", ".join(sorted(RAY_KINDS))
+            raise RuntimeError(
+                f"kind {self.spec.kind} cannot run on a Ray cluster yet ({kinds} can)"
+            )
         ray = self._ray = connect(self._cluster)
         shipment = await self._shipment()
         self._session_at = len(shipment.session)
