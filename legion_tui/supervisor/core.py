@@ -49,6 +49,7 @@ from legion_tui.supervisor.budget import BudgetWatch, run_limit
 from legion_tui.supervisor.continuity import Continuity
 from legion_tui.supervisor.lifecycle import Lifecycle
 from legion_tui.supervisor.naming import ROOT_ID, Names
+from legion_tui.supervisor.node_loss import NodeLoss
 from legion_tui.supervisor.notices import Notices
 from legion_tui.supervisor.orphans import OrphanReaper
 from legion_tui.supervisor.queries import Queries, verdict_of
@@ -64,6 +65,7 @@ if TYPE_CHECKING:
     from legion_tui.ledger import Ledger
     from legion_tui.mail.service import MailService
     from legion_tui.ops import Workspace
+    from legion_tui.settings import ClusterSettings
     from legion_tui.supervisor.worktree import Worktree
 
 __all__ = [
@@ -116,6 +118,7 @@ class Supervisor:
         serve: bool = True,
         watch: bool = True,
         default_kind: str | None = None,
+        cluster: str | None = None,  # a Ray address: every agent on that cluster
     ) -> None:
         self.project_dir = project_dir.resolve()
         # The kind `auto` cards get on this host, over `[agent] default` — a host that is
@@ -185,6 +188,9 @@ class Supervisor:
             grace=lambda: self.stop_grace,
         )
         self.results = FinishedResults()
+        # Where agents run: here, or on a Ray cluster (whose lost nodes NodeLoss retires).
+        self.cluster = _cluster_for(self.project_dir, cluster)
+        self.node_loss = NodeLoss(self.model, self.names, self.roster, self.stops)
         # Completion notices (issue 11): every ending written reaches them.
         self.notices = Notices(
             self.model,
@@ -502,6 +508,8 @@ class Supervisor:
             on_stream=lambda segment: self.model.set_streaming(node_id, segment),
             on_line=lambda line: self.model.set_terminal_line(node_id, line),
             on_input=lambda question: self._needs_input(node_id, question),
+            cluster=self.cluster,
+            on_lost=lambda why: self.node_loss.lost(node_id, why),
         )
         self.roster.attach(node.id, handle)
         self.launches += 1
@@ -976,6 +984,15 @@ def _settings_for(project_dir: Path) -> tuple[Budgets, float]:
         ),
         s.stop_grace_seconds,
     )
+
+
+def _cluster_for(project_dir: Path, address: str | None) -> ClusterSettings:
+    """`[cluster]` from the settings; an address given to the host (`--cluster`) means Ray."""
+    from legion_tui.settings import load_settings
+
+    cluster = load_settings(project_dir).settings.cluster
+    return cluster if address is None else dataclasses.replace(cluster, engine="ray",
+                                                                 address=address)
 
 
 def _phase_timeouts_for(project_dir: Path) -> dict[str, int]:
