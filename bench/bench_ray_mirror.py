@@ -31,6 +31,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from bench_session_latency import _line, _user, pct
 from calibration import calibrated
 
 from legion_tui.session.progress import SessionProgress
@@ -42,24 +43,6 @@ LINES = 100  # per agent, latency runs
 HZ = 10.0  # lines per second per agent
 AGENTS = 8  # remote agents streaming at once for the CPU figure
 CPU_SECONDS = 10.0
-
-
-def pct(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
-
-
-def _line(obj: dict[str, Any]) -> bytes:
-    return (json.dumps(obj) + "\n").encode()
-
-
-def _user(k: int) -> bytes:
-    return _line({
-        "type": "message", "id": f"u{k:07x}", "parentId": f"u{k - 1:07x}" if k else None,
-        "timestamp": "2026-12-02T06:00:00.000Z",
-        "message": {"role": "user", "content": [{"type": "text", "text": f"step {k}"}],
-                    "timestamp": 0},
-    })  # fmt: skip
 
 
 def write(lines: int, hz: float, log: str) -> None:
