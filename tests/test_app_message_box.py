@@ -6,12 +6,12 @@ idle, delivered once its session holds the message."""
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 
 from app_helpers import FakeOps, canned_model, fixed_clock
 from supervisor_helpers import FAST, hosted, settled, spawn_one, until
 from test_app_detail import open_detail
+from test_app_live_stop import wait_app
 
 from legion_tui.app import LegionApp, make_app
 from legion_tui.supervisor.core import RootOperations
@@ -27,13 +27,6 @@ def box_of(app: LegionApp) -> MessageBox:
 
 def receipt(app: LegionApp) -> str:
     return str(box_of(app).query_one(".message-receipt").render())
-
-
-async def wait_app(pilot, predicate, what: str) -> None:  # type: ignore[no-untyped-def]
-    deadline = time.monotonic() + 20
-    while not predicate():
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        await pilot.pause()
 
 
 async def test_the_box_shows_several_lines_as_typed_and_enter_sends_them() -> None:
@@ -110,8 +103,8 @@ async def test_receipts_follow_a_real_agent_queued_accepted_delivered(tmp_path: 
         async with app.run_test(size=SIZE, notifications=True) as pilot:
             await open_detail(pilot, app, node.id)
             await pilot.press("s", *"use the v2 api", "enter")
-            await wait_app(pilot, lambda: "queued" in receipt(app), "queued")
-            await wait_app(pilot, lambda: "delivered" in receipt(app), "delivered")
+            await wait_app(pilot, app, lambda: "queued" in receipt(app), "queued")
+            await wait_app(pilot, app, lambda: "delivered" in receipt(app), "delivered")
             assert "use the v2 api" in sup.model.nodes[node.id].progress.recent_user_texts
             await settled(sup, node.id)
             await pilot.pause()
@@ -119,10 +112,10 @@ async def test_receipts_follow_a_real_agent_queued_accepted_delivered(tmp_path: 
             head = str(box_of(app).query_one(".message-head").render())
             assert head.startswith("follow-up w (starts a turn)")
             await pilot.press(*"one more thing", "enter")
-            await wait_app(pilot, lambda: "one more thing" in receipt(app), "the second")
-            await wait_app(pilot, lambda: "accepted" in receipt(app) or "delivered" in receipt(
+            await wait_app(pilot, app, lambda: "one more thing" in receipt(app), "the second")
+            await wait_app(pilot, app, lambda: "accepted" in receipt(app) or "delivered" in receipt(
                 app), "accepted")
-            await wait_app(pilot, lambda: "delivered" in receipt(app), "delivered again")
+            await wait_app(pilot, app, lambda: "delivered" in receipt(app), "delivered again")
             await settled(sup, node.id)
 
 
@@ -135,5 +128,5 @@ async def test_a_message_to_an_agent_that_is_gone_says_why_under_the_box(tmp_pat
         async with app.run_test(size=SIZE, notifications=True) as pilot:
             app.railway.select(node.id)
             await pilot.press("s", *"hello", "enter")
-            await wait_app(pilot, lambda: "not sent" in receipt(app), "the refusal")
+            await wait_app(pilot, app, lambda: "not sent" in receipt(app), "the refusal")
             assert receipt(app) == "→ w · \u201chello\u201d · not sent: steer failed: w is retired"

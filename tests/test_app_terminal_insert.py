@@ -6,11 +6,11 @@ has ended typing says so."""
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 
 from supervisor_helpers import hosted, until
 from test_app_detail import open_detail
+from test_app_live_stop import wait_app
 
 from legion_tui.app import LegionApp, make_app
 from legion_tui.supervisor.core import ROOT_ID, ChildRequest, RootOperations
@@ -31,13 +31,6 @@ def _card(project: Path) -> None:
         'command: ["cat"]\n---\nEcho.\n',
         encoding="utf-8",
     )
-
-
-async def wait_app(pilot, predicate, what: str) -> None:  # type: ignore[no-untyped-def]
-    deadline = time.monotonic() + 20
-    while not predicate():
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        await pilot.pause(0.05)
 
 
 def shown(view: TerminalView) -> str:
@@ -67,13 +60,13 @@ async def test_insert_mode_types_into_a_real_childs_pty(tmp_path: Path) -> None:
             assert view.inserting and mode(view) == INSERT_LINE
             await pilot.press(*"hello q1", "enter")
             # The pty's echo and cat's own copy: the line twice, in the log and on the tab.
-            await wait_app(pilot, lambda: log.read_text().count("hello q1") == 2, "the echo")
-            await wait_app(pilot, lambda: shown(view).count("hello q1") == 2, "the tab")
+            await wait_app(pilot, app, lambda: log.read_text().count("hello q1") == 2, "the echo")
+            await wait_app(pilot, app, lambda: shown(view).count("hello q1") == 2, "the tab")
             assert app.screen is detail and detail.showing  # q and 1 were the child's
             await pilot.press("ctrl+right_square_bracket")
             assert not view.inserting and mode(view) == NORMAL_LINE
             await pilot.press("i", "ctrl+c")  # the child's interrupt: cat ends
-            await wait_app(pilot, lambda: not sup.node(node.id).live, "cat to end")
+            await wait_app(pilot, app, lambda: not sup.node(node.id).live, "cat to end")
             await pilot.press("x")
             assert not view.inserting and mode(view) == NOT_TYPING_LINE
             await pilot.press("q")  # the overlay's own key again
