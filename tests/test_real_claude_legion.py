@@ -131,7 +131,8 @@ async def test_run_settles_ok_then_inspect_gives_the_servers_tokens_and_rate(
         Reply([Text("I'll write it.", tokens=3),
                ToolCall("Bash", {"command": "printf hi > hello.txt", "description": "write"},
                         id="toolu_bash_1", tokens=6)]),
-        # Write is not in the card's tools: Claude must refuse it (no bypass is added).
+        # Write is not in the card's tools: Claude asks (no bypass is added), the node
+        # waits for its user, and the answer "no" denies it.
         ToolCall("Write", {"file_path": str(outside), "content": "no"}, id="toolu_write_1"),
         Text(final, tokens=12, tokens_per_second=200),
     )  # fmt: skip
@@ -144,6 +145,11 @@ async def test_run_settles_ok_then_inspect_gives_the_servers_tokens_and_rate(
         began = time.monotonic()
         node = await spawn_claude(sup, "writer", "Create hello.txt containing hi.")
         started = time.monotonic() - began
+        await until(
+            lambda: sup.node(node.id).status is NodeStatus.BLOCKED, TURN_LIMIT, "Claude to ask"
+        )
+        outcome, _receipt = await sup.steer(ROOT_ID, "writer", "no")
+        assert outcome in ("accepted", "queued"), outcome
         done = await settle(sup, node.id)
         took = time.monotonic() - began
         print(f"claude: start {started:.1f} s, settle ok {took:.1f} s")
@@ -466,7 +472,7 @@ def test_claude_argv_adds_only_what_the_card_did_not_give(tmp_path: Path) -> Non
         "claude", "-p", "--input-format", "stream-json", "--output-format", "stream-json",
         "--verbose", "--include-partial-messages", "--replay-user-messages",
         "--session-id", "sid-1", "--append-system-prompt=-- card body",
-        "--allowedTools=Bash,Glob,Read",
+        "--allowedTools=Bash,Glob,Read", "--permission-prompt-tool=stdio",
     ]  # fmt: skip
     argv = claude_argv(
         spec(["claude", "--print", "--allowedTools", "Bash(git *)", "--model", "m",
@@ -478,6 +484,7 @@ def test_claude_argv_adds_only_what_the_card_did_not_give(tmp_path: Path) -> Non
     assert "-p" not in argv and argv.count("--allowedTools") == 1
     assert argv[-2:] == ["--resume", "sid-2"]
     assert not [a for a in argv[7:] if "dangerously" in a or "bypass" in a]
+    assert "--permission-prompt-tool=stdio" not in argv  # a bypassing card is never asked
 
 
 # ----- mail: a letter to a working Claude reaches it and DELIVERED ---------------------------
