@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import gc
 import os
-import sys
 import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
@@ -33,7 +32,7 @@ from legion_tui.ops import HostOperations, Operations, OpError
 from legion_tui.settings import save_theme
 from legion_tui.state import Clock, LegionModel, NodeView
 from legion_tui.talk import MessageHistory, SentMessage, steer_outcome
-from legion_tui.terminal import SIGNAL_GRACE_S, LegionDriver
+from legion_tui.terminal import SIGNAL_GRACE_S, LegionDriver, say_after_exit
 from legion_tui.themes import DEFAULT_THEME, THEME_ORDER, textual_themes
 from legion_tui.widgets.attaching import ATTACH_KINDS, Attacher
 from legion_tui.widgets.confirm import ConfirmBar, ConfirmRequest
@@ -819,5 +818,5 @@ async def run_dashboard_async(
         app_ready(app)
     await app.run_async()
     if hosts:  # back on the user's screen: the session's name and the way back to it
-        print(receipts.reopen_hint(model.session_name), file=sys.stderr)
+        say_after_exit(receipts.reopen_hint(model.session_name))
     return app.return_code or 0

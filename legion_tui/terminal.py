@@ -188,3 +188,14 @@ class LegionDriver(LinuxDriver):
         if self._terminal is not None and self._terminal.lost is not None:
             return
         super()._sigcont_application(*args)
+
+
+def say_after_exit(text: str, fd: int = 2) -> None:
+    """One line for the user once the dashboard has given the terminal back — only if the
+    terminal takes it now: a hung-up terminal (EIO) or one that stopped reading (not
+    writable) loses the line, never the exit (a plain print blocked the host for ever, or
+    failed it with EIO after the agents were paused)."""
+    with contextlib.suppress(OSError, ValueError):
+        _, writable, _ = select.select([], [fd], [], 0)
+        if writable:
+            os.write(fd, (text + "\n").encode("utf-8", "replace"))
