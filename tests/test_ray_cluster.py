@@ -17,7 +17,8 @@ from ray.cluster_utils import Cluster
 from supervisor_helpers import STUCK, hosted, spawn_one, until
 
 from legion_tui.agents.sim_script import SANDBOX_FILES
-from legion_tui.model import NodeStatus
+from legion_tui.model import EventType, NodeStatus
+from legion_tui.phases import DEFAULT_MACHINE
 from legion_tui.supervisor.backends.ray_handle import RayHandle
 from legion_tui.supervisor.continuity import NODE_LOST_REASON
 from legion_tui.supervisor.core import ROOT_ID, Supervisor
@@ -195,3 +196,48 @@ async def test_an_exec_agents_terminal_log_comes_back_and_its_exit_settles_it(
         await until(lambda: sup.node(node.id).status is NodeStatus.SETTLED, 60.0, "settled")
         log = sup.run.dir / "terminal" / f"{node.id}.log"
         assert "hello from echo" in log.read_text()
+
+
+QUICK_TEAM = [
+    {"role": "worker", "name": "worker-0", "task": "Fix it.", "sim": {"quick": True}},
+    {"role": "scout", "name": "scout-0", "task": "Look.", "sim": {"quick": True}},
+]
+
+
+async def test_a_team_runs_end_to_end_over_both_nodes_and_delivers_its_branch(
+    tmp_path: Path, cluster: Cluster
+) -> None:
+    sandbox = tmp_path / ".legion" / "sandbox"
+    project = _project(tmp_path, cluster)
+    base = await create_sandbox_repo(sandbox, SANDBOX_FILES, "seed")
+    async with hosted(project) as sup:
+        sup.sandbox = sandbox
+        lead = await spawn_one(
+            sup, "centurion", name="lead", sim={"children": QUICK_TEAM},
+            phases=DEFAULT_MACHINE.to_dict(),
+        )  # fmt: skip
+        # The lead's spawn, phases, waits and collects reach the host's socket from its
+        # node (this machine): its pid is known there.
+        await until(lambda: len(sup.model.children(lead.id)) == 2, 60.0, "the team")
+        team = [lead.id, *sup.model.children(lead.id)]
+        placed: dict[str, str] = {}
+
+        def all_placed() -> bool:
+            for node_id in team:
+                handle = sup.roster.handle(node_id)
+                if isinstance(handle, RayHandle) and handle.placement is not None:
+                    placed[node_id] = handle.placement.node_id
+            return len(placed) == len(team)
+
+        await until(all_placed, 60.0, "the team placed")
+        assert len(set(placed.values())) == 2
+        await until(lambda: sup.node(lead.id).status is NodeStatus.SETTLED, 90.0, "settled")
+        assert sup.node(lead.id).phase == "done"  # contract, verification, every phase
+        await until(lambda: any(e.type is EventType.NODE_SETTLED
+                                for e in sup.model.nodes[lead.id].events), 10.0, "its event")
+        (event,) = [e for e in sup.model.nodes[lead.id].events if e.type is EventType.NODE_SETTLED]
+        delivery = event.data["delivery"]
+        assert delivery["commits"] >= 1
+        assert _git(sandbox, "rev-parse", delivery["branch"]) == delivery["head_sha"]
+        authors = set(_git(sandbox, "log", "--format=%an", f"{base}..{delivery['branch']}").split())
+        assert authors == {"worker-0"}  # made on the worker's node, back in the sandbox

@@ -114,6 +114,12 @@ class NodeAgent:
         session_file.parent.mkdir(parents=True)
         if self._shipment.session:  # a resume continues the session the host mirrored
             session_file.write_bytes(self._shipment.session)
+        if spec.run_dir.is_dir():
+            # The host's run folder is reachable here (this machine, a shared filesystem):
+            # a lead's contract goes where the host's phase checks read it. Elsewhere it
+            # stays on the node (not mirrored yet: a phase needing it is refused).
+            (spec.run_dir / "contracts").mkdir(exist_ok=True)
+            (run_dir / "contracts").symlink_to(spec.run_dir / "contracts")
         cwd = await self._working_copy(spec.cwd)
         behaviour = dict(spec.sim_behaviour)
         if "worktree" in behaviour:  # the sim commits in the team's folder: this clone

@@ -24,6 +24,7 @@ import contextlib
 import dataclasses
 import logging
 import os
+import socket
 from collections.abc import Callable, Collection
 from pathlib import Path
 from typing import Any
@@ -94,7 +95,9 @@ def _append(path: Path, data: bytes) -> None:
 
 
 class RayHandle:
-    pid: int | None = None  # the agent's pid is on its node: never signalled from here
+    # The agent's pid when its node is this machine (one pid space: the socket knows its
+    # calls by their ancestry); None on another machine. Never signalled from here.
+    pid: int | None = None
 
     def __init__(
         self,
@@ -147,6 +150,8 @@ class RayHandle:
             raise RuntimeError(f"on the Ray cluster: {_first_line(err)}") from err
         log.info("%s runs on Ray node %s (%s)", self.spec.name, self.placement.node_id,
                  self.placement.host)
+        if self.placement.host == socket.gethostname():
+            self.pid = self.placement.pid
         self._pump = asyncio.create_task(self._stream(), name=f"ray-pump-{self.spec.name}")
 
     async def _shipment(self) -> Shipment:
