@@ -40,7 +40,7 @@ async def test_header_total_is_the_sum_of_the_rows_and_the_hint_goes_when_all_en
     app = make_app(model, FakeOps(model), clock=fixed_clock, timers=False)
     async with app.run_test(size=(120, 40)) as pilot:
         line = app.header.render_line(0).text
-        assert line.startswith(" LEGION · r-7f3a · main · 8 live · 2 settled")
+        assert line.startswith(" LEGION · r-7f3a · main · ●8 ○2 ✗1 ◌1")  # glyphs: room for $
         assert line.rstrip().endswith(receipts.STOP_HINT_WIDE)
         rows_total = sum(
             float(app.railway.render_line(i).text.split(" tok/s")[0].split()[-1])
@@ -54,7 +54,7 @@ async def test_header_total_is_the_sum_of_the_rows_and_the_hint_goes_when_all_en
         await pilot.pause()
         await pilot.pause()
         line = app.header.render_line(0).text
-        assert "0 live" in line and "/legion stop" not in line
+        assert "●0 " in line and "/legion stop" not in line
         ticks: list[int] = []
         app.galaxy.tick = lambda: ticks.append(1)  # type: ignore[method-assign]
         await pilot.resize_terminal(160, 50)
