@@ -153,6 +153,8 @@ class GalaxyView(FrameWidget):
         self.renderer = GalaxyRenderer()
         self._feed = ChangeFeed(self.model)  # which stars' nodes changed between frames
         self.selected: str | None = None
+        # (the renderer's top row, (cols, style), that row under the label)
+        self._labelled: tuple[list[Segment], tuple[int, Style], list[Segment]] | None = None
 
     def set_selected(self, node_id: str | None) -> None:
         if node_id != self.selected:
@@ -164,7 +166,15 @@ class GalaxyView(FrameWidget):
             self.model, self.model.clock(), cols, rows, styles, selected=self.selected,
             changed=self._feed.take(),
         )  # fmt: skip
-        return with_label(lines, cols, styles[Ink.DIM])
+        if not lines:
+            return lines
+        # The labelled top row is rebuilt only when the renderer's row under it is new:
+        # the frame cache reuses a row's strip by its segment list's identity.
+        top, style = lines[0], styles[Ink.DIM]
+        kept = self._labelled
+        if kept is None or kept[0] is not top or kept[1] != (cols, style):
+            kept = self._labelled = (top, (cols, style), with_label(lines[:1], cols, style)[0])
+        return [kept[2], *lines[1:]]
 
     def on_click(self, event: events.Click) -> None:
         offset = event.get_content_offset(self)
