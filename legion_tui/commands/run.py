@@ -108,6 +108,17 @@ def _run_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--seed", type=int, default=0, help="seed for simulated agents")
     p.add_argument("--speed", type=float, default=1.0, help="time scale for simulated agents")
     p.add_argument("--json", action="store_true", help="print the final status as JSON")
+    add_cluster_option(p)
+
+
+def add_cluster_option(p: argparse.ArgumentParser) -> None:
+    """`--cluster` for the hosting verbs: every agent of the run on that Ray cluster."""
+    p.add_argument(
+        "--cluster",
+        metavar="ADDRESS",
+        help="run the agents on a Ray cluster (auto, or ray://HOST:PORT; needs "
+        "legion-tui[ray]); default: [cluster] in .legion/settings.toml, else this machine",
+    )
     p.add_argument("--budget-usd", type=float, metavar="USD",
                    help="stop the run's agent and its subtree once they spend more than this")
 
@@ -218,6 +229,7 @@ async def _run_headless(args: argparse.Namespace) -> int:
         task=task,
         seed=args.seed,
         speed=args.speed,
+        cluster=args.cluster,
     )
     interrupted = asyncio.Event()
     await sup.start()
@@ -399,6 +411,7 @@ def _tui_args(p: argparse.ArgumentParser) -> None:
         help="session name (main; --view: the newest live run)",
     )
     p.add_argument("--theme", default=None, help="legion-dark, legion-light, legion-ansi")
+    add_cluster_option(p)
     p.add_argument(
         "--view",
         action="store_true",
@@ -440,7 +453,7 @@ def _tui(args: argparse.Namespace) -> int:
             if refusal is not None:
                 print(f"legion tui: {refusal}", file=sys.stderr)
                 return 1
-        sup = Supervisor(Path.cwd(), session=args.session)
+        sup = Supervisor(Path.cwd(), session=args.session, cluster=args.cluster)
     except (SessionBusy, SessionNameError, UnsafeSocketDir) as err:
         print(f"legion tui: {err}", file=sys.stderr)
         return 1
