@@ -78,7 +78,7 @@ async def test_the_header_follows_the_filter_says_so_and_esc_clears_it() -> None
     app, _ = build()
     async with app.run_test(size=SIZE) as pilot:
         whole = app.header.render_line(0).text
-        assert "8 live" in whole and "filter" not in whole
+        assert "●8 " in whole and "filter" not in whole  # glyph counts: room for the $
         await pilot.press("slash", *":failed", "enter")
         await pilot.pause()
         assert app.railway.filter_text == ":failed"
@@ -86,7 +86,7 @@ async def test_the_header_follows_the_filter_says_so_and_esc_clears_it() -> None
         line = app.header.render_line(0).text
         # root, lead-api and worker-2 are shown: two live rows, one failed, and their rate.
         rate = sum(node_rate(app.model.nodes[n], NOW) for n in ("n0", "n1", "n5"))
-        assert "2 live · 0 settled · 1 failed · 0 retired" in line
+        assert "●2 ○0 ✗1 ◌0" in line
         assert f" · {rate:.0f} tok/s" in line
         assert line.rstrip().endswith("filter: :failed (3 of 12) · esc clears")
         await pilot.press("escape")
@@ -101,7 +101,7 @@ async def test_at_200x60_the_activity_gets_the_columns_and_a_cut_one_says_so() -
         await pilot.pause()
         assert app.railway.size.width >= 200 - 64  # the panels stop growing at 64
         row = row_text(app, "n3")  # worker-1's stall marker is longer than any row
-        assert "stuck 7m in bash — steer cannot rea" in row
+        assert "stuck 7m in bash — steer c" in row  # beside the $ column
         assert row.rstrip().endswith("…")
 
 
@@ -112,11 +112,11 @@ async def test_a_team_failing_in_its_phase_is_counted_in_the_headers_failed() ->
 
     app, _ = build()
     async with app.run_test(size=SIZE) as pilot:
-        assert "· 1 failed ·" in app.header.render_line(0).text
+        assert " ✗1 " in app.header.render_line(0).text
         lead = app.model.nodes["n1"].node
         app.model.upsert(replace(lead, status=NodeStatus.SETTLED, phase="failed"))
         await pilot.pause()
         await pilot.pause()
         line = app.header.render_line(0).text
-        assert "· 2 failed ·" in line and "· 2 settled ·" in line
+        assert " ○2 ✗2 " in line  # the team that failed its phase: ✗, not ○
         assert app.model.counts()["failed"] == 2  # the model's own count agrees
