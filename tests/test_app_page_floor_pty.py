@@ -27,18 +27,24 @@ HELPERS = Path(__file__).with_name("app_helpers.py")
 def read_until(fd: int, stream: pyte.ByteStream, done, timeout: float = 20.0) -> bool:  # type: ignore[no-untyped-def]
     """Feed the pty's output to pyte until `done()` holds (bounded, no blind sleep)."""
     deadline = time.monotonic() + timeout
+    closed = False  # the pty's other end is gone: nothing more to read, only to wait for
     while time.monotonic() < deadline:
-        ready, _, _ = select.select([fd], [], [], 0.05)
+        ready, _, _ = ([], [], []) if closed else select.select([fd], [], [], 0.05)
         if ready:
             try:
                 data = os.read(fd, 65536)
-            except OSError:
-                return done()
-            if not data:
-                return done()
-            stream.feed(data)
-        elif done():
+            except OSError:  # EIO: every holder of the terminal closed it
+                data = b""
+            if data:
+                stream.feed(data)
+                continue
+            closed = True
+        if done():
             return True
+        if closed:
+            # The terminal closes a moment before its process has exited (and can be
+            # reaped): `done()` asked at the close alone raced that exit.
+            time.sleep(0.02)
     return done()
 
 
