@@ -129,7 +129,6 @@ class Notices:
         self._outbox: dict[str, list[Key]] = {}  # parent id → rounds for its turn's end
         self._leaving: dict[str, set[asyncio.Task[None]]] = {}  # parent id → exits under way
         self._closed = False
-        self.sent: list[tuple[str, tuple[Key, ...], int | None]] = []  # (parent, rounds, id)
         self.handed_back = 0  # claims of replies that never reached their caller
 
     # ----- rounds and claims --------------------------------------------------------------
@@ -276,7 +275,6 @@ class Notices:
             # The user: a toast, which claims nothing (their shell's `collect` still
             # prints the whole result); a `wait`/`collect` they ran first drops it above.
             self._announce(subject)
-            self.sent.append((parent, tuple(keys), None))
             return
         for key in keys:
             self._claims[key] = Claim("notice", self._clock())
@@ -293,7 +291,6 @@ class Notices:
             return
         for key in keys:
             self._claims[key] = Claim("notice", self._clock(), message_id)
-        self.sent.append((parent, tuple(keys), message_id))
 
     def _result(self, key: Key) -> Result:
         kept = self.results.get(*key)
