@@ -118,43 +118,6 @@ async def test_stop_leaves_no_process_on_either_node(tmp_path: Path, cluster: Cl
         assert all(sup.node(n.id).status is NodeStatus.RETIRED for n in nodes)
 
 
-async def test_a_lost_node_interrupts_its_agents_and_resume_finishes_them_on_another(
-    tmp_path: Path, cluster: Cluster
-) -> None:
-    doomed = cluster.add_node(num_cpus=NODE_CPUS)
-    cluster.wait_for_nodes()
-    async with hosted(_project(tmp_path, cluster)) as sup:
-        nodes = [await spawn_one(sup, name=f"w{i}", sim=dict(STUCK)) for i in range(3)]
-        on_doomed = [n for n in nodes if _handle(sup, n.id).placement.node_id == doomed.node_id]
-        assert on_doomed, "spread over three nodes, one agent lands on the doomed one"
-        others = [n for n in nodes if n not in on_doomed]
-        for node in on_doomed:  # inside its endless bash call, its start mirrored
-            await until(lambda n=node: sup.model.nodes[n.id].progress.entries > 1, 30.0,
-                        f"{node.name}'s first entries")
-        before = {n.id: (sup.run.sessions_dir / f"{n.id}.jsonl").read_bytes() for n in on_doomed}
-        cluster.remove_node(doomed)
-        for node in on_doomed:
-            await until(lambda n=node: sup.node(n.id).status is NodeStatus.RETIRED, 30.0,
-                        f"{node.name} retired")
-            view = sup.model.nodes[node.id]
-            assert view.interrupted  # interrupted, not failed
-            assert sup.record.retired_reason(node.id) == NODE_LOST_REASON
-            assert "r resumes it" in (view.note or "")
-        assert all(sup.node(n.id).status is NodeStatus.RUNNING for n in others)
-        for node in on_doomed:
-            await sup.resume(ROOT_ID, node.name)
-            handle = _handle(sup, node.id)
-            assert handle.placement is not None and handle.placement.node_id != doomed.node_id
-        for node in on_doomed:
-            await until(lambda n=node: sup.node(n.id).status is NodeStatus.SETTLED, 60.0,
-                        f"{node.name} settled after its resume")
-            mirror = (sup.run.sessions_dir / f"{node.id}.jsonl").read_bytes()
-            assert mirror.startswith(before[node.id]) and len(mirror) > len(before[node.id])
-            remote = _handle(sup, node.id).placement
-            assert remote is not None and _sha(remote.session_file) == _sha(
-                sup.run.sessions_dir / f"{node.id}.jsonl")
-
-
 def _git(cwd: Path, *args: str) -> str:
     done = subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True, text=True)
     return done.stdout.strip()
@@ -241,3 +204,42 @@ async def test_a_team_runs_end_to_end_over_both_nodes_and_delivers_its_branch(
         assert _git(sandbox, "rev-parse", delivery["branch"]) == delivery["head_sha"]
         authors = set(_git(sandbox, "log", "--format=%an", f"{base}..{delivery['branch']}").split())
         assert authors == {"worker-0"}  # made on the worker's node, back in the sandbox
+
+
+# Last: it adds a node to the shared cluster and kills it; what follows a node's death on
+# a loaded machine (its actors' resources, the scheduler's view) is not the next test's.
+async def test_a_lost_node_interrupts_its_agents_and_resume_finishes_them_on_another(
+    tmp_path: Path, cluster: Cluster
+) -> None:
+    doomed = cluster.add_node(num_cpus=NODE_CPUS)
+    cluster.wait_for_nodes()
+    async with hosted(_project(tmp_path, cluster)) as sup:
+        nodes = [await spawn_one(sup, name=f"w{i}", sim=dict(STUCK)) for i in range(3)]
+        on_doomed = [n for n in nodes if _handle(sup, n.id).placement.node_id == doomed.node_id]
+        assert on_doomed, "spread over three nodes, one agent lands on the doomed one"
+        others = [n for n in nodes if n not in on_doomed]
+        for node in on_doomed:  # inside its endless bash call, its start mirrored
+            await until(lambda n=node: sup.model.nodes[n.id].progress.entries > 1, 30.0,
+                        f"{node.name}'s first entries")
+        before = {n.id: (sup.run.sessions_dir / f"{n.id}.jsonl").read_bytes() for n in on_doomed}
+        cluster.remove_node(doomed)
+        for node in on_doomed:
+            await until(lambda n=node: sup.node(n.id).status is NodeStatus.RETIRED, 30.0,
+                        f"{node.name} retired")
+            view = sup.model.nodes[node.id]
+            assert view.interrupted  # interrupted, not failed
+            assert sup.record.retired_reason(node.id) == NODE_LOST_REASON
+            assert "r resumes it" in (view.note or "")
+        assert all(sup.node(n.id).status is NodeStatus.RUNNING for n in others)
+        for node in on_doomed:
+            await sup.resume(ROOT_ID, node.name)
+            handle = _handle(sup, node.id)
+            assert handle.placement is not None and handle.placement.node_id != doomed.node_id
+        for node in on_doomed:
+            await until(lambda n=node: sup.node(n.id).status is NodeStatus.SETTLED, 60.0,
+                        f"{node.name} settled after its resume")
+            mirror = (sup.run.sessions_dir / f"{node.id}.jsonl").read_bytes()
+            assert mirror.startswith(before[node.id]) and len(mirror) > len(before[node.id])
+            remote = _handle(sup, node.id).placement
+            assert remote is not None and _sha(remote.session_file) == _sha(
+                sup.run.sessions_dir / f"{node.id}.jsonl")

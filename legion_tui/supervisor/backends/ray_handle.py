@@ -42,6 +42,7 @@ from legion_tui.supervisor.backend import (
 )
 from legion_tui.supervisor.backends.common import log_path
 from legion_tui.supervisor.backends.ray_actor import Chunk, NodeAgent, Placement, Shipment, State
+from legion_tui.supervisor.backends.rpc_handle import START_BOUND
 from legion_tui.supervisor.worktree import WorktreeError, _git, run_tool
 
 __all__ = ["RAY_KINDS", "RayHandle", "connect"]
@@ -143,7 +144,18 @@ class RayHandle:
             options["resources"] = dict(self._cluster.resources)
         self._actor = _actor_class.options(**options).remote(self.spec, ray.put(shipment))
         try:
-            self.placement = await self._actor.start.remote()
+            # Bounded: an actor no node has room for waits in Ray's queue for ever, and
+            # the launch must fail saying so rather than keep its caller waiting.
+            self.placement = await asyncio.wait_for(self._actor.start.remote(), START_BOUND)
+        except TimeoutError as err:
+            with contextlib.suppress(Exception):
+                ray.kill(self._actor)
+            raise RuntimeError(
+                f"on the Ray cluster: no node took it within {START_BOUND:g} s (it asks for "
+                f"{options['num_cpus']} CPU{'' if options['num_cpus'] == 1 else 's'}"
+                + (f" and {options['resources']}" if "resources" in options else "")
+                + "; `ray status` shows what is free)"
+            ) from err
         except Exception as err:
             with contextlib.suppress(Exception):
                 ray.kill(self._actor)
