@@ -146,7 +146,9 @@ class RayHandle:
         try:
             # Bounded: an actor no node has room for waits in Ray's queue for ever, and
             # the launch must fail saying so rather than keep its caller waiting.
-            self.placement = await asyncio.wait_for(self._actor.start.remote(), START_BOUND)
+            placement: Placement = await asyncio.wait_for(
+                self._actor.start.remote(), START_BOUND
+            )
         except TimeoutError as err:
             with contextlib.suppress(Exception):
                 ray.kill(self._actor)
@@ -160,10 +162,10 @@ class RayHandle:
             with contextlib.suppress(Exception):
                 ray.kill(self._actor)
             raise RuntimeError(f"on the Ray cluster: {_first_line(err)}") from err
-        log.info("%s runs on Ray node %s (%s)", self.spec.name, self.placement.node_id,
-                 self.placement.host)
-        if self.placement.host == socket.gethostname():
-            self.pid = self.placement.pid
+        self.placement = placement
+        log.info("%s runs on Ray node %s (%s)", self.spec.name, placement.node_id, placement.host)
+        if placement.host == socket.gethostname():
+            self.pid = placement.pid
         self._pump = asyncio.create_task(self._stream(), name=f"ray-pump-{self.spec.name}")
 
     async def _shipment(self) -> Shipment:
