@@ -22,6 +22,7 @@ from pathlib import Path
 
 import pytest
 from mail_helpers import make_node
+from supervisor_helpers import until
 
 from legion_tui.model import Node, NodeStatus
 from legion_tui.state import LegionModel
@@ -119,10 +120,7 @@ async def test_w1_the_window_expiring_flushes_what_is_left(tmp_path: Path) -> No
     world.end(B, NodeStatus.FAILED)
     world.revive(B)  # b runs again: a's window is the only way out for a
     world.notices.claim(B, "wait")
-    for _ in range(500):
-        if world.letters:
-            break
-        await asyncio.sleep(0.01)
+    await until(lambda: bool(world.letters), 5.0, "the window's flush")
     assert [names for _p, names, _b in world.letters] == [["a#1"]]
 
 
