@@ -1,0 +1,136 @@
+"""One run's folder on disk: where its parts live, and `run.json`, read and written whole.
+
+Layout (SPEC §2)::
+
+    .legion/runs/<runId>/{run.json, legion.db, sessions/, terminal/, outputs/, supervisor.sock}
+    .legion/sessions/<name>.run    the session's pointer: the id of its run
+    .legion/sessions/<name>.lock   the session's host lock (`host_lock.py`)
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+__all__ = [
+    "RUN_SUBDIRS",
+    "RunInfo",
+    "SessionNameError",
+    "atomic_write",
+    "legion_dir",
+    "read_run",
+    "runs_dir",
+    "session_pointer",
+    "validate_session_name",
+    "write_run",
+]
+
+SESSION_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
+RUN_SUBDIRS = ("sessions", "terminal", "outputs")
+
+
+class SessionNameError(ValueError):
+    """A session name that cannot name a pointer file."""
+
+
+@dataclass(frozen=True, slots=True)
+class RunInfo:
+    run_id: str
+    session_name: str
+    created_at: float
+    updated_at: float
+    cwd: str
+    owner_pid: int
+    task: str
+    dir: Path
+
+    @property
+    def ledger_path(self) -> Path:
+        return self.dir / "legion.db"
+
+    @property
+    def sessions_dir(self) -> Path:
+        return self.dir / "sessions"
+
+    @property
+    def outputs_dir(self) -> Path:
+        return self.dir / "outputs"
+
+    @property
+    def socket_link(self) -> Path:
+        """`supervisor.sock` in the run dir (a symlink when the real path is too long)."""
+        return self.dir / "supervisor.sock"
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "runId": self.run_id,
+            "sessionName": self.session_name,
+            "createdAt": self.created_at,
+            "updatedAt": self.updated_at,
+            "cwd": self.cwd,
+            "ownerPid": self.owner_pid,
+            "task": self.task,
+        }
+
+
+def legion_dir(project_dir: Path) -> Path:
+    return project_dir / ".legion"
+
+
+def runs_dir(project_dir: Path) -> Path:
+    return legion_dir(project_dir) / "runs"
+
+
+def session_pointer(project_dir: Path, session_name: str) -> Path:
+    """`.legion/sessions/<name>.run`; the session's lock is the same path with `.lock`."""
+    return legion_dir(project_dir) / "sessions" / f"{session_name}.run"
+
+
+def validate_session_name(name: str) -> str:
+    if not SESSION_NAME.fullmatch(name):
+        raise SessionNameError(
+            f"invalid session name {name!r}: use 1-64 of [A-Za-z0-9._-], starting alphanumeric"
+        )
+    return name
+
+
+def atomic_write(path: Path, text: str) -> None:
+    # A reader (legion status in another terminal) must never see half a run.json.
+    import tempfile  # here: a control verb that never writes a run file skips it
+
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+
+
+def read_run(run_dir: Path) -> RunInfo | None:
+    """The run described by `run_dir/run.json`, or None when it is missing or unreadable."""
+    try:
+        data = json.loads((run_dir / "run.json").read_text(encoding="utf-8"))
+        return RunInfo(
+            run_id=str(data["runId"]),
+            session_name=str(data["sessionName"]),
+            created_at=float(data["createdAt"]),
+            updated_at=float(data["updatedAt"]),
+            cwd=str(data["cwd"]),
+            owner_pid=int(data["ownerPid"]),
+            task=str(data.get("task", "")),
+            dir=run_dir,
+        )
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
+def write_run(info: RunInfo) -> None:
+    atomic_write(info.dir / "run.json", json.dumps(info.to_json(), indent=2) + "\n")
