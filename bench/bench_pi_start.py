@@ -44,6 +44,7 @@ from real_pi_helpers import PI_TOOLS, write_card  # noqa: E402
 
 import legion_tui.supervisor.core as core  # noqa: E402
 from legion_tui.supervisor import backend  # noqa: E402
+from legion_tui.supervisor.backends import registry  # noqa: E402
 from legion_tui.supervisor.core import ROOT_ID, ChildRequest, Supervisor  # noqa: E402
 
 ROUNDS_ONE = 5
@@ -267,7 +268,7 @@ async def stream_cpu(project: Path, session: str, server: Server, count: int) ->
 
 
 async def cpu_figures(line: str, root: Path) -> None:
-    real = backend.make_handle
+    real = registry.make_handle
 
     def deaf(spec: backend.LaunchSpec, *, on_stream: Any = None) -> backend.AgentHandle:
         return real(spec)  # the alternative: no live rate, deltas parsed and dropped

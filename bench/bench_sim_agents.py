@@ -26,7 +26,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 from calibration import calibrated
 from process_helpers import launch_spec, until
 
-from legion_tui.supervisor.backend import AgentHandle, LaunchSpec, make_handle
+from legion_tui.supervisor.backend import AgentHandle, LaunchSpec
+from legion_tui.supervisor.backends.registry import make_handle
 
 AGENTS = 20
 SPEED = 20.0

@@ -8,9 +8,10 @@ from pathlib import Path
 import pytest
 from process_helpers import launch_spec, marked, until
 
-from legion_tui.supervisor.backend import LaunchSpec, make_handle
+from legion_tui.supervisor.backend import LaunchSpec
 from legion_tui.supervisor.backends.common import normalize_bound, resolve_argv
 from legion_tui.supervisor.backends.exec_handle import ExecHandle
+from legion_tui.supervisor.backends.registry import make_handle
 
 # Echo the placeholders and the inbox path, then wait (SIGINT ends it: KeyboardInterrupt).
 ECHO = (

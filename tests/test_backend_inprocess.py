@@ -9,8 +9,9 @@ from pathlib import Path
 from process_helpers import HangingClock, launch_spec
 
 from legion_tui.agents.sim import FakeClock
-from legion_tui.supervisor.backend import AgentHandle, LaunchSpec, backend_for, make_handle
+from legion_tui.supervisor.backend import AgentHandle, LaunchSpec, backend_for
 from legion_tui.supervisor.backends.inprocess import InProcessHandle
+from legion_tui.supervisor.backends.registry import make_handle
 
 
 def _spec(tmp_path: Path, **kw: object) -> LaunchSpec:

@@ -5,7 +5,7 @@ imports only what is below it. A fresh interpreter imports one module and the te
 from __future__ import annotations
 
 import asyncio
-import importlib
+import importlib.util
 import json
 import subprocess
 import sys
@@ -149,3 +149,28 @@ def test_every_name_the_ledger_package_offers_resolves() -> None:
 
     for name in ledger.__all__:
         getattr(ledger, name)  # AttributeError: the name's home is missing or wrong
+
+
+# ----- no import cycle between the agent contract and its backends (issue 8) -----------
+def _import_cycles() -> list[list[str]]:
+    """`tools/import_cycles.py` over `legion_tui/supervisor`: every import counts (top,
+    function-level, TYPE_CHECKING)."""
+    path = Path(__file__).resolve().parent.parent / "tools" / "import_cycles.py"
+    spec = importlib.util.spec_from_file_location("import_cycles", path)
+    assert spec is not None and spec.loader is not None
+    tool = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(tool)
+    graph = tool.import_graph(path.parent.parent / "legion_tui" / "supervisor")
+    found: list[list[str]] = tool.cycles(graph)
+    return found
+
+
+def test_the_backends_import_the_agent_contract_and_it_imports_none_of_them() -> None:
+    contract = "legion_tui.supervisor.backend"
+    backends = "legion_tui.supervisor.backends"
+    tangled = [
+        cycle
+        for cycle in _import_cycles()
+        if any(m in (contract, backends) or m.startswith(backends + ".") for m in cycle)
+    ]
+    assert tangled == []

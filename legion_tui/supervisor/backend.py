@@ -1,6 +1,6 @@
 """The one interface the supervisor core drives an agent through (SPEC §6).
 
-Three backends implement `AgentHandle`:
+Five backends implement `AgentHandle`:
 
 - ``inprocess`` — the simulated agent as an asyncio task in the supervisor (pid None);
 - ``process``   — a child OS process: ``legion-sim`` speaking pi's RPC subset, or an
@@ -13,23 +13,18 @@ Three backends implement `AgentHandle`:
 With ``[cluster] engine = "ray"`` a sim or exec agent runs under its process backend
 inside a Ray actor on some cluster node instead (``backends/ray_handle.py``).
 
-`make_handle` picks one from the launch spec's kind and ``isolate`` flag. The concrete
-classes live in `legion_tui.supervisor.backends`; they are imported lazily so that the
-supervisor core can import this module (the contract) without pulling the process layer.
+`backend_for` names the one a launch spec's kind and ``isolate`` flag get. This module is
+the contract only: it imports no backend (they all import it). The handles are built by
+`legion_tui.supervisor.backends.registry.make_handle`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
+from typing import Any, Literal, Protocol, runtime_checkable
 
 from legion_tui.model import Backend
-from legion_tui.session.streaming import StreamSink
-
-if TYPE_CHECKING:
-    from legion_tui.settings import ClusterSettings
 
 __all__ = [
     "ABORT_BOUND",
@@ -41,7 +36,6 @@ __all__ = [
     "SteerOutcome",
     "SweepReport",
     "backend_for",
-    "make_handle",
 ]
 
 AbortOutcome = Literal["interrupted", "no-turn", "timeout"]
@@ -135,14 +129,9 @@ class AgentHandle(Protocol):
         pi and the sim tell it in their session file instead."""
         ...
 
-    async def stop(
-        self, *, force: bool, grace: float = STOP_GRACE, node_ids: Collection[str] = ()
-    ) -> SweepReport:
-        """SPEC §6.2: the sweep; resolves only after it, reporting survivors.
-
-        `node_ids`: the stopped node's descendants — processes whose environment carries
-        one of these node ids (and this run's id) are killed too, whoever their parent is.
-        """
+    async def stop(self, *, force: bool, grace: float = STOP_GRACE) -> SweepReport:
+        """SPEC §6.2: the sweep of the agent's tree; resolves only after it, reporting
+        survivors."""
         ...
 
 
@@ -158,31 +147,3 @@ def backend_for(spec: LaunchSpec) -> Backend:
     if spec.kind == "exec" or spec.isolate:
         return "process"
     return "inprocess"
-
-
-def make_handle(
-    spec: LaunchSpec,
-    *,
-    on_stream: StreamSink | None = None,
-    on_line: Callable[[str], None] | None = None,
-    on_input: Callable[[str | None], None] | None = None,
-    cluster: ClusterSettings | None = None,
-    on_lost: Callable[[str], None] | None = None,
-) -> AgentHandle:
-    """Build (not start) the handle for `spec`; call `await handle.start()` next.
-
-    `on_stream` hears the message an RPC agent is generating now (for the live tok/s);
-    `on_line` the current line of an exec command's terminal (its row's activity);
-    `on_input` the question the agent waits on its user for, and None once it is
-    answered (`backends.asking`; the next steer is the answer).
-    `cluster` with engine "ray": the agent runs in a Ray actor on some node
-    (`backends/ray_handle.py`); `on_lost` hears, once, that its node died.
-    """
-    from legion_tui.supervisor.backends import build
-
-    if cluster is not None and cluster.engine == "ray":
-        from legion_tui.supervisor.backends.ray_handle import RayHandle
-
-        return RayHandle(spec, cluster, on_lost=on_lost)
-
-    return build(spec, backend_for(spec), on_stream, on_line, on_input)

@@ -42,8 +42,8 @@ from legion_tui.supervisor.backend import (
     ABORT_BOUND,
     AgentHandle,
     LaunchSpec,
-    make_handle,
 )
+from legion_tui.supervisor.backends.registry import make_handle
 from legion_tui.supervisor.blocking import Blocking
 from legion_tui.supervisor.budget import BudgetWatch, run_limit
 from legion_tui.supervisor.continuity import Continuity

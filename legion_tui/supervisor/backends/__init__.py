@@ -1,40 +1,7 @@
-"""The backends behind `AgentHandle` (see `legion_tui.supervisor.backend`)."""
+"""The backends behind `AgentHandle` (see `legion_tui.supervisor.backend`).
 
-from __future__ import annotations
-
-from collections.abc import Callable
-
-from legion_tui.model import Backend
-from legion_tui.session.streaming import StreamSink
-from legion_tui.supervisor.backend import AgentHandle, LaunchSpec
-from legion_tui.supervisor.backends.asking import InputSink
-
-__all__ = ["build"]
-
-
-def build(
-    spec: LaunchSpec,
-    backend: Backend,
-    on_stream: StreamSink | None = None,
-    on_line: Callable[[str], None] | None = None,
-    on_input: InputSink | None = None,
-) -> AgentHandle:
-    if backend == "inprocess":
-        from legion_tui.supervisor.backends.inprocess import InProcessHandle
-
-        return InProcessHandle(spec)
-    if backend == "claude-stream":
-        from legion_tui.supervisor.backends.claude_handle import ClaudeHandle
-
-        return ClaudeHandle(spec, on_stream=on_stream, on_input=on_input)
-    if backend == "codex-app-server":
-        from legion_tui.supervisor.backends.codex_handle import CodexHandle
-
-        return CodexHandle(spec, on_stream=on_stream, on_input=on_input)
-    if spec.kind == "exec":
-        from legion_tui.supervisor.backends.exec_handle import ExecHandle
-
-        return ExecHandle(spec, on_line=on_line, on_input=on_input)
-    from legion_tui.supervisor.backends.rpc_handle import RpcHandle
-
-    return RpcHandle(spec, backend, on_stream=on_stream, on_input=on_input)
+`registry.make_handle` picks one for a launch spec (`local.build` for an agent on this
+machine, `ray_handle` for one in a Ray actor). This package's own module imports
+nothing: importing one backend never pulls in the others, and no submodule's import runs
+back into it.
+"""

@@ -8,7 +8,7 @@ import contextlib
 import math
 import os
 import shutil
-from collections.abc import Awaitable, Callable, Collection, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 
 from legion_tui.supervisor.backend import (
@@ -218,8 +218,8 @@ def require_executable(argv: list[str], env: dict[str, str], cwd: Path) -> None:
 class ProcessChildHandle:
     """What the exec and RPC handles share: one OS child (None until started), its exit
     status, and its stop (SPEC §6.2) — the sweep of its tree, its group and whatever
-    carries the run marker of this node or of `node_ids`, then the handle's own
-    channels, then the child itself."""
+    carries this node's run marker, then the handle's own channels, then the child
+    itself."""
 
     spec: LaunchSpec
     child: ChildProcess | None
@@ -228,9 +228,7 @@ class ProcessChildHandle:
     def exited(self) -> int | None:
         return self.child.returncode if self.child is not None else None
 
-    async def stop(
-        self, *, force: bool, grace: float = STOP_GRACE, node_ids: Collection[str] = ()
-    ) -> SweepReport:
+    async def stop(self, *, force: bool, grace: float = STOP_GRACE) -> SweepReport:
         child = self.child
         if child is None:
             return SweepReport(signalled=[], survivors=[])  # never spawned: nothing to signal
@@ -238,7 +236,7 @@ class ProcessChildHandle:
             root_pid=child.pid,
             pgid=child.pgid,
             run_id=self.spec.run_id,
-            node_ids={self.spec.node_id, *node_ids},
+            node_ids={self.spec.node_id},
             force=force,
             grace=grace,
             root_exit=child.exited_future(),

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Collection
 
 from legion_tui.agents.sim import SimAgent, SimClock, SimConfig
 from legion_tui.model import Backend
@@ -98,9 +97,7 @@ class InProcessHandle:
     async def deliver(self, envelope: str) -> None:
         self.agent.follow_up(envelope)
 
-    async def stop(
-        self, *, force: bool, grace: float = STOP_GRACE, node_ids: Collection[str] = ()
-    ) -> SweepReport:
+    async def stop(self, *, force: bool, grace: float = STOP_GRACE) -> SweepReport:
         # Nothing to signal: cancelling the task ends the turn at once, force or not.
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(self.agent.close(), grace if grace > 0 else 1.0)

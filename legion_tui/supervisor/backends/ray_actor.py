@@ -106,7 +106,7 @@ class NodeAgent:
     async def start(self) -> Placement:
         from ray import get_runtime_context  # only ever called inside a Ray worker
 
-        from legion_tui.supervisor.backends import build
+        from legion_tui.supervisor.backends.local import build
 
         spec = self._host_spec
         run_dir = self._dir / "run"
@@ -238,7 +238,7 @@ class NodeAgent:
         """The sweep of the agent's tree on this node (its group, its run marker)."""
         if self.handle is None:
             return [], []
-        report = await self.handle.stop(force=force, grace=grace, node_ids=node_ids)
+        report = await self.handle.stop(force=force, grace=grace)
         return report.signalled, report.survivors
 
     def forget(self) -> None:
