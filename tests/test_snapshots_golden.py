@@ -17,7 +17,8 @@ from __future__ import annotations
 
 import difflib
 import os
-from collections.abc import Awaitable, Callable
+import time
+from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import replace
 from pathlib import Path
 
@@ -39,6 +40,17 @@ from legion_tui.model import NodeStatus
 
 GOLDENS = Path(__file__).resolve().parent.parent / "snapshots"
 UPDATE = os.environ.get("LEGION_UPDATE_GOLDENS") == "1"
+
+
+@pytest.fixture(autouse=True)
+def utc_wall_clock(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """Letters and events show wall-clock times (local time, as a user reads them): the
+    goldens are shot in UTC so they do not depend on the machine's time zone."""
+    monkeypatch.setenv("TZ", "UTC")
+    time.tzset()
+    yield
+    monkeypatch.undo()
+    time.tzset()
 LEGEND_CHARS = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
 
 Steps = Callable[[Pilot[None], LegionApp], Awaitable[None]]
@@ -200,6 +212,11 @@ async def terminal_tab(pilot: Pilot[None], app: LegionApp) -> None:
     await open_tab(pilot, app, "n2", "tab-terminal")
 
 
+async def mail_tab(pilot: Pilot[None], app: LegionApp) -> None:
+    await open_detail_on_worker_0(pilot, app)
+    await pilot.press("3")
+
+
 CASES: list[tuple[str, str, tuple[int, int], str, Steps | None, bool]] = [
     (
         "main_80x24",
@@ -287,6 +304,14 @@ CASES: list[tuple[str, str, tuple[int, int], str, Steps | None, bool]] = [
         (120, 40),
         "legion-dark",
         terminal_tab,
+        False,
+    ),
+    (
+        "detail_mail_120x40",
+        "worker-0's Mail tab: the letters, the highlighted one open below",
+        (120, 40),
+        "legion-dark",
+        mail_tab,
         False,
     ),
     ("main_120x40_light", "main screen in legion-light", (120, 40), "legion-light", None, False),

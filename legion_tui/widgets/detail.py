@@ -30,12 +30,12 @@ from legion_tui.widgets.detail_text import (
     event_lines,
     footer_text,
     header_line,
-    mail_lines,
     skipped_line,
     stall_line,
 )
 from legion_tui.widgets.diff_view import DiffView, branch_note
 from legion_tui.widgets.keys import agent_bindings
+from legion_tui.widgets.letters import Letters
 from legion_tui.widgets.message_box import MessageBox
 from legion_tui.widgets.paint import paint_for
 from legion_tui.widgets.terminal_view import TerminalTab, TerminalView
@@ -124,9 +124,9 @@ class DetailScreen(ModalScreen[None]):
             "head": Static(self._header(view), id="detail-head", markup=False),
             "skipped": Static(skipped_line(view), id="detail-skipped", markup=False),
             "activity": Static(id="activity", classes="detail-text", markup=False),
-            "mail": Static(id="mail", classes="detail-text", markup=False),
             "events": Static(id="events", classes="detail-text", markup=False),
         }
+        self._letters = Letters(self._name_of, id="mail")
         self._transcript_view = TranscriptView(
             self._session_path(), theme=self.theme_name, id="transcript"
         )
@@ -154,8 +154,8 @@ class DetailScreen(ModalScreen[None]):
                     yield self._transcript_view
                 with TabPane("Activity", id="tab-activity"), VerticalScroll():
                     yield self._texts["activity"]
-                with TabPane("Mail", id="tab-mail"), VerticalScroll():
-                    yield self._texts["mail"]
+                with TabPane("Mail", id="tab-mail"):
+                    yield self._letters
                 with TabPane("Events", id="tab-events"), VerticalScroll():
                     yield self._texts["events"]
                 if self._terminal_view is not None:
@@ -181,6 +181,13 @@ class DetailScreen(ModalScreen[None]):
         # The worktree changes as its agent works: the tab reads it again when shown.
         if self._diff_view is not None and event.pane.id == "tab-diff":
             self._diff_view.reload()
+        # Keys follow the eye: the shown tab's own widget takes the focus (↑/↓ pick a
+        # letter on the Mail tab, scroll the Transcript or the Diff). Focus left in a
+        # hidden pane would pull its tab back to the front (Textual activates the pane
+        # of a focused widget).
+        shown = next((w for w in event.pane.query("*") if w.focusable), None)
+        if shown is not None and not shown.has_focus:
+            shown.focus()
 
     def _reviewed(self, seen: Review) -> None:
         self._branch = " · " + branch_note(seen)
@@ -215,7 +222,7 @@ class DetailScreen(ModalScreen[None]):
             # the stall marker in the warning colour, as in the tree
             activity.highlight_words([stall], style=paint_for(self.theme_name).warning)
         self._show("activity", activity)
-        self._show("mail", "\n".join(mail_lines(view)))
+        self._letters.show(view)
         self._show("events", "\n".join(event_lines(view, self._name_of)))
         # The tabs that show files follow them: a changed node may have written more.
         self._transcript_view.refresh_tail()
@@ -257,14 +264,20 @@ class DetailScreen(ModalScreen[None]):
 
     def action_tab(self, index: int) -> None:
         if self.showing and 0 <= index < len(self._tab_ids):
-            self._tabs.active = self._tab_ids[index]
+            self._switch(self._tab_ids[index])
 
     def action_tab_step(self, step: int) -> None:
         if not self.showing:
             return
         ids = self._tab_ids
         at = ids.index(self._tabs.active) if self._tabs.active in ids else 0
-        self._tabs.active = ids[(at + step) % len(ids)]
+        self._switch(ids[(at + step) % len(ids)])
+
+    def _switch(self, tab_id: str) -> None:
+        # The focus leaves the shown pane first: a focused widget that is hidden hands the
+        # focus to a sibling in its own (hidden) pane, which would bring that tab back.
+        self.set_focus(None)
+        self._tabs.active = tab_id
 
     def _show(self, name: str, content: str | Text) -> None:
         """Update a Static only when what it shows changed: every update is a layout

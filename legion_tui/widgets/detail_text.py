@@ -7,7 +7,7 @@ from collections.abc import Callable
 from typing import Any
 
 from legion_tui import receipts
-from legion_tui.model import EventType, MailState
+from legion_tui.model import EventType, MailState, Message
 from legion_tui.render.rates import node_rate
 from legion_tui.state import NodeView
 from legion_tui.widgets.tree_rows import fmt_tokens, in_flight_context, tool_seconds
@@ -99,23 +99,35 @@ def stall_line(view: NodeView, now: float) -> str | None:
     return receipts.stall_marker(view.node.name, stack[-1].name, secs)
 
 
-def mail_lines(view: NodeView) -> list[str]:
+def mailbox_line(view: NodeView) -> str:
     m = view.mail
-    lines = [
+    return (
         f"pending {m.pending} · accepted {m.accepted} · delivered {m.delivered}"
-        f" · bounced {m.bounced} · obsolete {m.obsolete}",
-        "",
-    ]
-    if not view.messages:
-        lines.append("no mail")
-    for msg in view.messages:
-        arrow = "→" if msg.from_node == view.node.id else "←"
-        state = MailState(msg.delivered).name.lower()
-        lines.append(
-            f"{clock_text(msg.created_at)} {arrow} #{msg.id} {msg.kind.value}"
-            f" [{msg.urgency.value}] {state}: {msg.subject}"
-        )
-    return lines
+        f" · bounced {m.bounced} · obsolete {m.obsolete}"
+    )
+
+
+def letter_row(msg: Message, own_id: str) -> str:
+    """One letter in the Mail tab's list: `12:01:40 ← #7 handoff [normal] delivered: contract`."""
+    arrow = "→" if msg.from_node == own_id else "←"
+    state = MailState(msg.delivered).name.lower()
+    return (
+        f"{clock_text(msg.created_at)} {arrow} #{msg.id} {msg.kind.value}"
+        f" [{msg.urgency.value}] {state}: {msg.subject}"
+    )
+
+
+def letter_text(msg: Message, name_of: Callable[[str], str]) -> str:
+    """A letter opened: who wrote it to whom and when, what became of it, its whole body."""
+    state = MailState(msg.delivered).name.lower()
+    when = f" {clock_text(msg.delivered_at)}" if msg.delivered_at is not None else ""
+    return (
+        f"#{msg.id} {msg.kind.value} [{msg.urgency.value}] · {state}{when}\n"
+        f"from {name_of(msg.from_node)} to {name_of(msg.to_node)}"
+        f" · sent {clock_text(msg.created_at)}\n"
+        f"subject: {msg.subject}\n\n"
+        f"{msg.body or '(no body)'}"
+    )
 
 
 def _verdict_words(verdict: object) -> str:
