@@ -62,3 +62,15 @@ def test_a_stored_verdict_is_shown_parsed_and_a_damaged_one_as_none() -> None:
     )
     assert [n["verdict"] for n in doc["nodes"]] == [{"ok": True, "reason": "shipped"}, None]
     assert render_status(doc).count("settled · verdict ✓ (simulated) shipped") == 1
+
+
+def test_a_tool_never_runs_longer_than_its_agent_has() -> None:
+    """The demo replays a history with past timestamps: a 4-second-old agent was "in bash
+    for 06:51" (and stuck) in `legion status` while the dashboard said 4 s (issue 13)."""
+    born = 1000.0
+    node = Node("n1", "r", "root", "w0", "root/w0", "worker", "sim", "inprocess",
+                status=NodeStatus.RUNNING, created_at=born)
+    replayed = SessionProgress(in_flight=[InFlightTool("a", "bash", born - 411)])
+    doc = status_document("r", "main", [(node, replayed)], now=born + 4)
+    assert doc["nodes"][0]["activity"] == {"tool": "bash", "seconds": 4.0, "stalled": False}
+    assert "stuck" not in render_status(doc)

@@ -37,6 +37,7 @@ __all__ = [
     "render_tree",
     "status_document",
     "tool_label",
+    "tool_seconds",
 ]
 
 
@@ -62,12 +63,19 @@ def tool_label(stack: Sequence[InFlightTool]) -> str:
     return stack[-1].name + in_flight_suffix(stack)
 
 
+def tool_seconds(node: Node, started_at: float, now: float) -> float:
+    """How long a tool call has run, never longer than its agent has: an agent started
+    mid-flight (the demo replays a history with past timestamps) read "in bash for
+    06:51" four seconds after its launch, and was already "stuck". The dashboard's rows
+    and overlay read the same figure (widgets.tree_rows)."""
+    return max(0.0, now - max(started_at, node.created_at))
+
+
 def activity_of(node: Node, progress: SessionProgress, now: float) -> dict[str, Any] | None:
     """{tool, seconds, stalled} for a live node inside a tool call; None otherwise."""
     if not node.live or not progress.in_flight:
         return None
-    top = progress.in_flight[-1]
-    seconds = max(0.0, now - top.started_at)
+    seconds = tool_seconds(node, progress.in_flight[-1].started_at, now)
     return {
         "tool": tool_label(progress.in_flight),
         "seconds": round(seconds, 1),
