@@ -32,7 +32,6 @@ import contextlib
 import hashlib
 import os
 import re
-import sys
 from collections.abc import Callable, Collection, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -40,6 +39,7 @@ from pathlib import Path
 from legion_tui.supervisor import cgroups
 from legion_tui.supervisor.client import ENV_NODE_ID, ENV_RUN_ID
 from legion_tui.supervisor.procfs import ProcStat, children_of, environ_of, stat_of
+from legion_tui.supervisor.watchdog_link import WatchdogLink
 
 __all__ = [
     "ENV_NO_CGROUP",
@@ -87,78 +87,6 @@ class _Seen:
     starttime: int
 
 
-class _Watchdog:
-    """The host's end of the watchdog: its pid, and the pipe to its stdin.
-
-    Started with posix_spawn, not Popen: a Popen object would warn, at the host's exit,
-    that its child still runs — which is the point. It closes the descriptors it
-    inherits by mistake itself."""
-
-    def __init__(self, group: Path | None) -> None:
-        read, self._write = os.pipe()  # neither end is inherited by anything else
-        argv = [
-            sys.executable,
-            "-P",  # never import from the project's folder
-            "-m",
-            "legion_tui.supervisor.watchdog",
-            str(os.getpid()),
-            str(group) if group is not None else "-",
-        ]
-        try:
-            self.pid = os.posix_spawn(
-                sys.executable,
-                argv,
-                os.environ,
-                file_actions=[
-                    (os.POSIX_SPAWN_DUP2, read, 0),
-                    (os.POSIX_SPAWN_OPEN, 1, os.devnull, os.O_WRONLY, 0),
-                    (os.POSIX_SPAWN_DUP2, 1, 2),
-                ],
-                setsid=True,  # a terminal's hang-up or ^C reaches the host, not this
-            )
-        except BaseException:
-            os.close(self._write)
-            raise
-        finally:
-            os.close(read)
-        stat = stat_of(self.pid)
-        self._starttime = stat.starttime if stat is not None else None
-        os.set_blocking(self._write, False)
-        self._backlog = b""
-
-    def alive(self) -> bool:
-        stat = stat_of(self.pid)
-        if stat is not None and stat.starttime == self._starttime and not stat.dead:
-            return self._write >= 0
-        with contextlib.suppress(OSError):
-            os.waitpid(self.pid, os.WNOHANG)  # ours, not asyncio's: reaped by pid
-        return False
-
-    def send(self, line: str) -> None:
-        """Queue one line; written now if the pipe takes it (never blocks the loop)."""
-        if self._write < 0:
-            return
-        self._backlog += line.encode("ascii") + b"\n"
-        self.flush()
-
-    def flush(self) -> None:
-        while self._backlog and self._write >= 0:
-            try:
-                written = os.write(self._write, self._backlog)
-            except BlockingIOError:
-                return  # the pipe is full: the next send or record writes the rest
-            except OSError:
-                self.close()  # it is gone: a new one is started at the next spawn
-                return
-            self._backlog = self._backlog[written:]
-
-    def close(self) -> None:
-        if self._write >= 0:
-            os.close(self._write)
-            self._write = -1
-        self._backlog = b""
-
-
 class Containment:
     """This host's agents, by something they cannot shed; see the module's doc."""
 
@@ -169,7 +97,7 @@ class Containment:
         self._agents: dict[int, Key] = {}  # live agent pid → key
         self._sessions: dict[int, Key] = {}  # the session each agent was given → key
         self._seen: dict[int, _Seen] = {}  # processes outside those sessions (no cgroup)
-        self._watchdog: _Watchdog | None = None
+        self._watchdog: WatchdogLink | None = None
         # Spawns between `prepare` and `started`: their child would look inherited.
         self._launching = 0
 
@@ -319,7 +247,7 @@ class Containment:
             return
         if self._watchdog is not None:
             self._watchdog.close()
-        self._watchdog = _Watchdog(self.root)
+        self._watchdog = WatchdogLink(self.root)
         # A watchdog started again (the last one was killed) learns all there is.
         for sid, key in self._sessions.items():
             if key not in self._groups:
