@@ -2,8 +2,9 @@
 budgets all decided and checked before any row, file or process exists. Nothing here
 writes a node; an over-budget batch leaves only its `budget_exceeded` event.
 
-It also knows the role cards: which card each node was made from (`card_of`), the
-card's depth cap, and the command a resumed node relaunches with.
+What one child asks for, and the budgets, are `spawn_request.py`'s (their names are
+offered here too). Admission also knows the role cards: which card each node was made
+from (`card_of`), the card's depth cap, and the command a resumed node relaunches with.
 """
 
 from __future__ import annotations
@@ -11,16 +12,16 @@ from __future__ import annotations
 import logging
 import secrets
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from legion_tui.agents.cards import CardSet, RoleCard
 from legion_tui.model import CARD_KINDS, EventType, Kind, Node, NodeStatus
 from legion_tui.ops import OpError
-from legion_tui.settings import is_usd
 from legion_tui.supervisor.backend import LaunchSpec, backend_for
 from legion_tui.supervisor.naming import ROOT_ID
+from legion_tui.supervisor.spawn_request import MAX_TASK_BYTES, Budgets, ChildRequest, check_task
 
 if TYPE_CHECKING:
     from legion_tui.agents.resolve import Launch
@@ -29,87 +30,9 @@ if TYPE_CHECKING:
     from legion_tui.supervisor.record import Record
     from legion_tui.supervisor.runs import RunInfo
 
-__all__ = ["Admission", "Budgets", "ChildRequest", "Plan"]
+__all__ = ["MAX_TASK_BYTES", "Admission", "Budgets", "ChildRequest", "Plan", "check_task"]
 
 log = logging.getLogger(__name__)
-
-
-@dataclass(frozen=True, slots=True)
-class Budgets:
-    """SPEC §5 spawn budgets (the demo raises them)."""
-
-    max_depth: int = 3
-    max_children: int = 8  # live children per node
-    max_active: int = 32  # live nodes in the run, the host's root excluded
-
-
-@dataclass(slots=True)
-class ChildRequest:
-    """One child of a spawn batch (the socket op's `children[]` item)."""
-
-    role: str
-    task: str
-    name: str | None = None
-    phases: Any = None  # a file path, a list of phases or a {start?, phases} mapping
-    kind: str | None = None
-    worktree: bool | None = None
-    isolate: bool | None = None  # run a sim as an OS process
-    sim: dict[str, Any] = field(default_factory=dict)  # sim knobs: stall_seconds, fail, ...
-    seed: int | None = None
-    budget_usd: float | None = None  # `budgetUsd`: its subtree is stopped past it (budget)
-
-    @classmethod
-    def from_wire(cls, raw: Any) -> ChildRequest:
-        if not isinstance(raw, dict):
-            raise OpError("BAD_REQUEST", "each child must be an object with role and task")
-        role, task = raw.get("role"), raw.get("task")
-        if not isinstance(role, str) or not role:
-            raise OpError("BAD_REQUEST", "child.role is required (a role card name)")
-        if not isinstance(task, str):
-            raise OpError("BAD_REQUEST", "child.task is required (text)")
-        name = raw.get("name")
-        if name is not None and not isinstance(name, str):
-            raise OpError("BAD_REQUEST", "child.name must be a string")
-        sim = raw.get("sim") or {}
-        if not isinstance(sim, dict):
-            raise OpError("BAD_REQUEST", "child.sim must be an object")
-        seed = raw.get("seed")
-        budget = raw.get("budgetUsd")
-        if budget is not None and not is_usd(budget):
-            raise OpError("BAD_REQUEST",
-                          f"child.budgetUsd must be an amount of dollars > 0, got {budget!r}")
-        return cls(
-            role=role,
-            task=task,
-            name=name,
-            phases=raw.get("phases"),
-            kind=raw.get("kind"),
-            worktree=raw.get("worktree"),
-            isolate=raw.get("isolate"),
-            sim=sim,
-            seed=int(seed) if isinstance(seed, int) else None,
-            budget_usd=None if budget is None else float(budget),
-        )
-
-
-MAX_TASK_BYTES = 128 * 1024  # an argv word has at most 128 KiB on Linux (MAX_ARG_STRLEN)
-
-
-def check_task(task: str) -> None:
-    """A task every agent can be given: no NUL (no argv, no C string can carry one) and
-    at most 128 KiB of UTF-8 (what one argv word may hold). Refused before any row."""
-    if "\0" in task:
-        raise OpError("BAD_REQUEST", "the task contains a NUL character; nothing was spawned")
-    try:
-        size = len(task.encode("utf-8"))
-    except UnicodeEncodeError as err:
-        raise OpError("BAD_REQUEST", f"the task is not valid text ({err.reason})") from err
-    if size > MAX_TASK_BYTES:
-        raise OpError(
-            "BAD_REQUEST",
-            f"the task is {size} bytes, over {MAX_TASK_BYTES} (128 KiB): put the details "
-            "in a file in the repository and point the task at it; nothing was spawned",
-        )
 
 
 @dataclass(slots=True)
