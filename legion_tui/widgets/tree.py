@@ -22,6 +22,7 @@ from textual.binding import Binding, BindingType
 from textual.geometry import Region, Size
 from textual.message import Message
 from textual.scroll_view import ScrollView
+from textual.scrollbar import ScrollBarRender
 from textual.strip import Strip
 
 from legion_tui.costs import fmt_usd
@@ -87,6 +88,12 @@ def plan_columns(width: int, label_need: int, phase_need: int) -> Columns:
                    widths["rate"], widths["tokens"], cost)
 
 
+class WholeCellScrollBar(ScrollBarRender):
+    """A thumb of whole cells: no partial-block glyph at its ends (see RailwayTree's CSS)."""
+
+    VERTICAL_BARS: ClassVar[list[str]] = [" "] * len(ScrollBarRender.VERTICAL_BARS)
+
+
 class RailwayTree(ScrollView, can_focus=True):
     """One row per node: rails, station glyph, name, role, phase, elapsed, tok/s, tokens,
     activity."""
@@ -103,8 +110,18 @@ class RailwayTree(ScrollView, can_focus=True):
         Binding("enter,o", "open", "Detail"),
     ]
 
+    # The track a shade off the page and a grey thumb: in a chart colour, with Textual's
+    # sub-cell ends (▁▂▅), the scrollbar read as bars of the tok/s chart beside it.
     DEFAULT_CSS = """
-    RailwayTree { scrollbar-size-vertical: 1; overflow-x: hidden; }
+    RailwayTree {
+        scrollbar-size-vertical: 1; overflow-x: hidden;
+        scrollbar-background: $background-lighten-1;
+        scrollbar-background-hover: $background-lighten-1;
+        scrollbar-background-active: $background-lighten-1;
+        scrollbar-color: $foreground 35%;
+        scrollbar-color-hover: $foreground 55%;
+        scrollbar-color-active: $primary;
+    }
     """
 
     class SelectionChanged(Message):
@@ -158,6 +175,9 @@ class RailwayTree(ScrollView, can_focus=True):
         # a live row repaints every frame for its clocks and figures, these rarely move.
         self._left: dict[str, tuple[tuple[object, ...], list[tuple[str, Style]]]] = {}
         self.rebuild()
+
+    def on_mount(self) -> None:
+        self.vertical_scrollbar.renderer = WholeCellScrollBar
 
     # ----- public API --------------------------------------------------------------
     @property

@@ -1,0 +1,32 @@
+"""The tree's scrollbar reads as a scrollbar (issue 13): at 80×24 Textual's thumb, in
+an olive chart-like colour with sub-cell ends (▁▂▅), looked like debris of the tok/s
+chart under it. Now: a grey thumb of whole cells on a track a shade off the page."""
+
+from __future__ import annotations
+
+from app_helpers import FakeOps, big_model, capture, fixed_clock, terminal_screen
+
+from legion_tui.app import make_app
+
+BLOCKS = set("▁▂▃▄▅▆▇█")
+
+
+async def test_the_tree_scrollbar_is_whole_grey_cells_on_a_visible_track() -> None:
+    model = big_model(60)
+    app = make_app(model, FakeOps(model), clock=fixed_clock, timers=False)
+    capture(app)
+    async with app.run_test(headless=False, size=(80, 24)) as pilot:
+        await pilot.pause()
+        tree = app.railway.region
+        assert app.railway.max_scroll_y > 0  # 60 rows in a short tree: it scrolls
+        screen = terminal_screen(app)
+    x = tree.right - 1
+    cells = [screen.buffer[y][x] for y in range(tree.y, tree.bottom)]
+    assert not {c.data for c in cells} & BLOCKS, "a partial-block glyph in the scrollbar"
+    thumb = [c for c in cells if c.reverse]
+    track = [c for c in cells if not c.reverse]
+    assert thumb and track
+    page = screen.buffer[tree.y][0].bg
+    assert {c.bg for c in track} == {track[0].bg} and track[0].bg != page  # a visible track
+    r, g, b = (int(thumb[0].fg[i:i + 2], 16) for i in (0, 2, 4))
+    assert max(r, g, b) - min(r, g, b) < 24, f"the thumb is not grey: #{thumb[0].fg}"
