@@ -177,7 +177,9 @@ class RailwayTree(ScrollView, can_focus=True):
         self.rebuild()
 
     def on_mount(self) -> None:
-        self.vertical_scrollbar.renderer = WholeCellScrollBar
+        # Per instance, as Textual's ScrollBar.renderer documents (only this tree's bar
+        # changes); the attribute is annotated ClassVar, hence the ignore.
+        self.vertical_scrollbar.renderer = WholeCellScrollBar  # type: ignore[misc]
 
     # ----- public API --------------------------------------------------------------
     @property
