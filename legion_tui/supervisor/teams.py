@@ -1,6 +1,7 @@
-"""Teams (SPEC §6.4, §6.7): a centurion's worktree for its launch and its delivery, the
-`legion phase` op along the team's declared machine, stints (revive / restore), and the
-`legion-verify` run a move out of the verification phase needs.
+"""Teams (SPEC §6.4, §6.7): a centurion's worktree for its launch and its delivery
+(`team_worktrees.py`), the `legion phase` op along the team's declared machine and the
+`legion-verify` run a move out of the verification phase needs (`phase_op.py`), and
+stints (revive / restore) — one front for the launch path and the queries.
 
 Every write goes through the record; the roster's `verifying` mark lets a stop sweep a
 verification's commands; the mail service (when running) carries a declared failure to
@@ -9,23 +10,18 @@ the parent.
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import logging
-import os
-import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from legion_tui import receipts
-from legion_tui.model import EventType, Node, NodeStatus
-from legion_tui.ops import OpError
+from legion_tui.model import Node
+from legion_tui.supervisor.phase_op import PhaseOp
+from legion_tui.supervisor.team_worktrees import TeamWorktrees
 
 if TYPE_CHECKING:
     from legion_tui.agents.cards import RoleCard
     from legion_tui.mail.service import MailService
-    from legion_tui.phases import Machine, TransitionResult, Verification
     from legion_tui.phases.timeouts import ReviveStore
     from legion_tui.state import Clock, LegionModel
     from legion_tui.supervisor.admission import ChildRequest
@@ -33,17 +29,11 @@ if TYPE_CHECKING:
     from legion_tui.supervisor.record import Record
     from legion_tui.supervisor.roster import Roster
     from legion_tui.supervisor.runs import RunInfo
-    from legion_tui.supervisor.verify import VerificationResult
     from legion_tui.supervisor.worktree import Worktree
 
 __all__ = ["Teams"]
 
 log = logging.getLogger(__name__)
-
-
-def _exists(path: str) -> bool:
-    # One stat; cheap enough to do inline in the loop.
-    return os.path.exists(path)
 
 
 class Teams:
@@ -62,156 +52,54 @@ class Teams:
         echo: Callable[[], ReviveStore],
         mail: Callable[[], MailService | None],
     ) -> None:
-        self._model = model
-        self._names = names
-        self._record = record
-        self._roster = roster
-        self._run = run  # its dir and id: fixed for the run (a reopen keeps both)
-        self._project_dir = project_dir
         self._clock = clock
-        self._card_for = card_for  # the node's role card, None when it has none loaded
-        self._sandbox = sandbox  # the host's own repository, when it has one (the demo)
         self._echo = echo  # the ledger through which rows and events reach the model at once
-        self._mail = mail
-        self._worktrees: dict[str, Worktree] = {}  # centurion id → its worktree
-        self._worktree_lock = asyncio.Lock()
+        self.worktrees = TeamWorktrees(
+            model, record, run=run, project_dir=project_dir, card_for=card_for, sandbox=sandbox
+        )
+        self._phase_op = PhaseOp(
+            model,
+            names,
+            record,
+            roster,
+            run=run,
+            clock=clock,
+            mail=mail,
+            contract_path=self.worktrees.contract_path,
+            cwd_for=self.worktrees.cwd_for,
+        )
 
-    # ----- worktrees (SPEC §6.7) ------------------------------------------------------------
+    # ----- worktrees (team_worktrees.TeamWorktrees) -------------------------------------
     async def worktree_for_launch(
         self, node: Node, req: ChildRequest | None, *, resume: bool
     ) -> str | None:
-        """Give a centurion — and a worker or scout started from root, unless
-        `[worktrees] perAgent = false` — its worktree (git repositories only) before it
-        starts; return the one warning a demoted request gets. A resumed node finds its
-        old one. Simulated agents get one only from a sandbox (`worktree_repo`)."""
-        from legion_tui.settings import load_settings
-        from legion_tui.supervisor.naming import ROOT_ID
-        from legion_tui.supervisor.worktree import (
-            Worktree,
-            WorktreeError,
-            demote_worktree,
-            own_worktree,
-            prepare_worktree,
-        )
-
-        if node.id in self._worktrees:
-            return None
-        if resume:
-            event = self._record.last_event(node.id, EventType.NODE_LAUNCHED)
-            data = event.data if event is not None else {}
-            if data.get("worktree") and _exists(str(data["worktree"])):
-                self._worktrees[node.id] = Worktree(
-                    path=Path(str(data["worktree"])),
-                    branch=str(data.get("branch", "")),
-                    base_sha=str(data.get("base_sha", "")),
-                    cwd=Path(str(data.get("worktree_cwd", data["worktree"]))),
-                )
-            return None
-        card = self._card_for(node)
-        card_tree = card.worktree if card is not None else False
-        wants = req.worktree if req is not None and req.worktree is not None else card_tree
-        per_agent = load_settings(self._project_dir).settings.worktree_per_agent
-        asked = req.worktree if req is not None else None
-        own = own_worktree(node.parent_id == ROOT_ID, node.role, asked, per_agent)
-        repo = self.worktree_repo(node.kind)
-        if repo is None or (node.role == "centurion" and wants is False):
-            # No repository to branch from, or a lead dispatched without one on purpose.
-            return demote_worktree(node.role, node.name, wants, own=own).warning
-        try:
-            # Launches of one batch run together; git's own locks are not made for two
-            # `worktree add` at once in one repository.
-            async with self._worktree_lock:
-                tree, warning = await prepare_worktree(
-                    repo, node.role, node.name, wants, own=own
-                )
-        except WorktreeError as err:
-            log.warning("no worktree for %s: %s", node.path, err)
-            return f"no worktree for {node.name}: {err}"
-        if tree is not None:
-            self._worktrees[node.id] = tree
-        if warning:
-            log.warning("%s", warning)
-        return warning
+        """The node's worktree made (or found again) before it starts; the warning a
+        demoted request gets."""
+        return await self.worktrees.worktree_for_launch(node, req, resume=resume)
 
     def worktree_repo(self, kind: str) -> Path | None:
-        """The repository a centurion of `kind` branches from: the host's sandbox when it
-        has one, else the project — except for simulated agents, which never branch in
-        the user's repository (they would leave `legion/*` branches for a pretend run)."""
-        sandbox = self._sandbox()
-        if sandbox is not None:
-            return sandbox
-        return None if kind == "sim" else self._project_dir
+        return self.worktrees.worktree_repo(kind)
 
     def launch_warning(self, node_id: str) -> str | None:
-        """The warning a node's launch carried (a demoted worktree request), if any."""
-        event = self._record.last_event(node_id, EventType.NODE_LAUNCHED)
-        warning = event.data.get("warning") if event is not None else None
-        return str(warning) if warning else None
+        return self.worktrees.launch_warning(node_id)
 
     def worktree_data(self, node_id: str, warning: str | None) -> dict[str, Any]:
-        """What a `node_launched` event says of the node's worktree (and its warning)."""
-        data: dict[str, Any] = {}
-        tree = self._worktrees.get(node_id)
-        if tree is not None:
-            data.update(
-                worktree=str(tree.path),
-                worktree_cwd=str(tree.cwd),
-                branch=tree.branch,
-                base_sha=tree.base_sha,
-            )
-        if warning:
-            data["warning"] = warning
-        return data
+        return self.worktrees.worktree_data(node_id, warning)
 
     def worktree_of(self, node_id: str) -> Worktree | None:
-        """The worktree a node works in: its own (a centurion's) or its nearest
-        ancestor's; None when the team works in the project itself."""
-        holder = self.holder_of(node_id)
-        return None if holder is None else self._worktrees[holder]
+        return self.worktrees.worktree_of(node_id)
 
     def holder_of(self, node_id: str) -> str | None:
-        """The node whose worktree `node_id` works in: itself or its nearest ancestor
-        holding one; None when it works in the project itself."""
-        view = self._model.nodes.get(node_id)
-        while view is not None:
-            if view.node.id in self._worktrees:
-                return view.node.id
-            view = self._model.nodes.get(view.node.parent_id or "")
-        return None
+        return self.worktrees.holder_of(node_id)
 
     def cwd_for(self, node: Node) -> Path:
-        tree = self.worktree_of(node.id)
-        return Path(tree.cwd) if tree is not None else self._project_dir
+        return self.worktrees.cwd_for(node)
 
     def contract_path(self, node: Node) -> Path:
-        """`<run>/contracts/<name>.md` (where the sim writes it), else `contract.md` in
-        the team's working folder (the centurion card's wording)."""
-        in_run = self._run.dir / "contracts" / f"{node.name}.md"
-        if in_run.exists():
-            return in_run
-        local = self.cwd_for(node) / "contract.md"
-        return local if local.exists() else in_run
+        return self.worktrees.contract_path(node)
 
     async def delivery_of(self, node_id: str) -> dict[str, Any] | None:
-        """A centurion's delivery: its branch + HEAD sha (+ a PR/MR link only if gh/glab
-        reports one — never an invented URL, SPEC §6.7); None without a worktree."""
-        tree = self._worktrees.get(node_id)
-        if tree is None:
-            return None
-        from legion_tui.supervisor.worktree import WorktreeError, delivery
-
-        try:
-            d = await delivery(tree)
-        except WorktreeError as err:
-            log.warning("no delivery for %s: %s", node_id, err)
-            return None
-        return {
-            "branch": d.branch,
-            "head_sha": d.head_sha,
-            "link": d.link,
-            "commits": d.commits,
-            "dirty": d.dirty,
-        }
+        return await self.worktrees.delivery_of(node_id)
 
     # ----- stints ---------------------------------------------------------------------------
     async def revive_stint(self, node: Node) -> Node | None:
@@ -237,7 +125,7 @@ class Teams:
 
         await restore_stint(self._echo(), before)
 
-    # ----- the phase op (SPEC §6.4) ---------------------------------------------------------
+    # ----- the phase op (phase_op.PhaseOp) ----------------------------------------------
     async def phase(
         self,
         caller_id: str,
@@ -248,184 +136,7 @@ class Teams:
         reason: str | None = None,
         supersedes: Sequence[str] = (),
     ) -> dict[str, Any]:
-        """`legion phase --to P`: a team moves itself along its declared machine. Leaving
-        the machine's verification phase runs the contract's `legion-verify` commands
-        first (G6). Refusals list the legal next phases; nothing is written then."""
-        from legion_tui.supervisor.verify import needs_verification
-
-        lead = self._names.caller(caller_id)
-        machine = self._machine_of(lead)
-        current = str(lead.phase)
-        children = [self._model.nodes[c].node for c in self._model.children(lead.id)]
-        superseded = self._superseded(lead, children, supersedes)
-        verification: Verification | None = self._record.stint_verification(lead)
-        verified: VerificationResult | None = None
-        if needs_verification(machine, current, to):
-            verified, lead = await self._verify(lead, current)
-            verification = verified.outcome
-        decision = self._decide(
-            machine, lead, children, superseded, verification, current, to, reason
+        """`legion phase --to P` for the caller's team (see `phase_op`)."""
+        return await self._phase_op.phase(
+            caller_id, to, note=note, evidence=evidence, reason=reason, supersedes=supersedes
         )
-        await self._move(lead, current, to, decision, superseded, note, evidence, reason)
-        if to == "failed":
-            await self._report_failure(lead, reason)
-        return self._phase_reply(machine, lead, current, to, verified)
-
-    def _machine_of(self, lead: Node) -> Machine:
-        """The caller's live, declared machine, or the refusal that says why not."""
-        from legion_tui.phases import Machine, MachineError
-
-        if lead.machine is None or lead.phase is None:
-            raise OpError("NO_PHASES", receipts.no_phases(lead.name))
-        if not lead.live:
-            raise OpError("ENDED", f"{lead.name} has ended ({lead.status.value})")
-        try:
-            return Machine.from_json(lead.machine)
-        except (MachineError, ValueError) as err:
-            raise OpError(
-                "PHASES", f"{lead.name}'s stored phase machine is unreadable: {err}"
-            ) from err
-
-    @staticmethod
-    def _superseded(lead: Node, children: list[Node], supersedes: Sequence[str]) -> list[Node]:
-        """`--supersedes`: failed children of the lead a later one stands in for."""
-        by_name = {c.name: c for c in children}
-        superseded: list[Node] = []
-        for name in supersedes:
-            child = by_name.get(name)
-            if child is None:
-                raise OpError("NOT_FOUND", f"--supersedes: {lead.name} has no child {name!r}")
-            if child.status is not NodeStatus.FAILED:
-                raise OpError(
-                    "BAD_REQUEST", f"--supersedes: {name} has not failed ({child.status.value})"
-                )
-            superseded.append(child)
-        return superseded
-
-    async def _verify(self, lead: Node, current: str) -> tuple[VerificationResult, Node]:
-        """Run the contract's `legion-verify` commands (a stop sweeps them meanwhile) and
-        record the result; returns it with the lead's row as it is afterwards."""
-        from legion_tui.supervisor.verify import verify_contract
-
-        stamp = time.strftime("%Y%m%d-%H%M%S", time.gmtime(self._clock()))
-        self._roster.verifying.add(lead.id)  # a stop now sweeps the commands too
-        try:
-            verified = await verify_contract(
-                self.contract_path(lead),
-                cwd=self.cwd_for(lead),
-                output_file=self._run.dir / "verify" / f"{lead.name}-{stamp}.log",
-                run_id=self._run.run_id,
-                node_id=lead.id,
-            )
-        finally:
-            self._roster.verifying.discard(lead.id)
-        data = verified.event_data()
-        data.update(phase=current, phase_since=lead.phase_since)
-        await self._record.event(lead.id, EventType.VERIFICATION_RESULT, data)
-        # The run took a while (up to minutes): a stop may have retired the team (phase
-        # `aborted`) or another move may have landed. Decide on the row as it is now,
-        # never overwrite an ended team's phase.
-        lead = self._names.node(lead.id)
-        if not lead.live or lead.id in self._roster.stopping:
-            raise OpError("ENDED", f"{lead.name} has ended or is being stopped")
-        if lead.phase != current:
-            raise OpError(
-                "PHASE_REFUSED",
-                f"{lead.name} moved to {lead.phase} while verification ran; nothing written",
-            )
-        return verified, lead
-
-    def _decide(
-        self,
-        machine: Machine,
-        lead: Node,
-        children: list[Node],
-        superseded: list[Node],
-        verification: Verification | None,
-        current: str,
-        to: str,
-        reason: str | None,
-    ) -> TransitionResult:
-        """The machine's answer on the team as it stands; a refusal writes nothing."""
-        from legion_tui.phases import snapshot_of
-
-        snapshot = snapshot_of(
-            lead,
-            children,
-            contract_path=self.contract_path(lead),
-            handled=[*self._record.handled_ids(lead), *(c.id for c in superseded)],
-            verification=verification,
-            max_rework=machine.max_rework,
-        )
-        decision = machine.check_transition(snapshot, current, to, reason=reason, actor="self")
-        if not decision:
-            raise OpError("PHASE_REFUSED", decision.message)
-        return decision
-
-    async def _move(
-        self,
-        lead: Node,
-        current: str,
-        to: str,
-        decision: TransitionResult,
-        superseded: list[Node],
-        note: str | None,
-        evidence: str | None,
-        reason: str | None,
-    ) -> None:
-        """Write the move: handled children, the row (phase, stint, rework), the event."""
-        for child in superseded:
-            await self._record.event(
-                lead.id, EventType.NODE_HANDLED, {"node_id": child.id, "by": "supersedes"}
-            )
-        change: dict[str, Any] = {"from": current, "to": to}
-        for key, value in (("note", note), ("evidence", evidence), ("reason", reason)):
-            if value:
-                change[key] = value
-        if superseded:
-            change["supersedes"] = [c.name for c in superseded]
-        fields: dict[str, Any] = {"phase": to, "phase_since": self._clock()}
-        if decision.rework:
-            fields["rework_count"] = lead.rework_count + 1
-            change["rework"] = fields["rework_count"]
-        node: Node = await self._record.ledger.update_node(lead.id, **fields)
-        self._model.upsert(node)
-        await self._record.event(lead.id, EventType.PHASE_CHANGE, change)
-        self._record.notify()
-
-    async def _report_failure(self, lead: Node, reason: str | None) -> None:
-        """A declared failure is a verdict: the parent hears it (upstream #309)."""
-        mail = self._mail()
-        if lead.parent_id is None or mail is None:
-            return
-        with contextlib.suppress(OpError):
-            await mail.send(
-                lead.id,
-                "parent",
-                receipts.team_failed_subject(lead.name),
-                reason or "",
-                kind="report",
-                urgency="action-needed",
-            )
-
-    @staticmethod
-    def _phase_reply(
-        machine: Machine,
-        lead: Node,
-        current: str,
-        to: str,
-        verified: VerificationResult | None,
-    ) -> dict[str, Any]:
-        from legion_tui.supervisor.verify import verification_gate
-
-        reply: dict[str, Any] = {
-            "phase": to,
-            "from": current,
-            "receipt": receipts.phase_moved(lead.name, current, to),
-        }
-        if verified is not None:
-            gate = machine.phase(verification_gate(machine))
-            gated = gate is not None and "verification_passed" in gate.exit_requires("done")
-            reply["verification"] = verified.gate_summary(gated)
-            reply["receipt"] += f" Verification: {reply['verification']}"
-        return reply
