@@ -1,0 +1,134 @@
+"""Retires the ledger refused (a full disk): the agent is stopped all the same, so the model
+shows the retire at once (`running` would be a lie), and the writes are owed — retried
+every RETRY_OWED_EVERY s while the host runs, and once more as it closes, before the
+pause decides which live nodes were interrupted."""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import logging
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from legion_tui.ledger.errors import LedgerError
+from legion_tui.model import EventType, NodeStatus
+
+if TYPE_CHECKING:
+    from legion_tui.state import Clock, LegionModel
+    from legion_tui.supervisor.naming import Names
+    from legion_tui.supervisor.record import Record
+
+__all__ = ["RETRY_OWED_EVERY", "Owed", "OwedRetires"]
+
+log = logging.getLogger(__name__)
+
+# How often a retire the ledger refused is tried again while the host runs.
+RETRY_OWED_EVERY = 1.0
+
+
+@dataclass(slots=True)
+class Owed:
+    """The writes of one retire; once refused, the model already shows them."""
+
+    data: dict[str, Any]
+    fields: dict[str, Any]
+    phase_event: dict[str, Any] | None  # the team's `phase_change` to aborted, if unwritten
+    error: str | None = None  # the ledger's refusal, once one happened
+    # The status written: retired, or the ending an ended member keeps (then no
+    # `node_retired`: its `node_settled`/`node_failed` stays its last word — the results
+    # a parent collects read it).
+    status: NodeStatus = NodeStatus.RETIRED
+
+
+class OwedRetires:
+    def __init__(self, model: LegionModel, names: Names, record: Record, *, clock: Clock) -> None:
+        self._model = model
+        self._names = names
+        self._record = record
+        self._clock = clock
+        self._owed: dict[str, Owed] = {}
+        self._retry: asyncio.Task[None] | None = None
+        self._closing = False
+
+    def node_ids(self) -> list[str]:
+        """The ids of the nodes whose retire the ledger has not got yet."""
+        return list(self._owed)
+
+    async def write(self, node_id: str, owed: Owed) -> str | None:
+        """Write the retire; None once it is in the ledger, else the ledger's refusal —
+        then the model shows it anyway and the write is owed."""
+        compensated = owed.error is not None
+        try:
+            if owed.phase_event is not None:
+                await self._record.event(node_id, EventType.PHASE_CHANGE, owed.phase_event)
+                owed.phase_event = None
+            kept = owed.status is not NodeStatus.RETIRED
+            if compensated and self._names.node(node_id).status is not owed.status:
+                # Resumed since: its row is newer than this retire; only the history is owed.
+                if not kept:
+                    await self._record.event(node_id, EventType.NODE_RETIRED, owed.data)
+            else:
+                await self._record.set_status(
+                    node_id,
+                    owed.status,
+                    None if kept else EventType.NODE_RETIRED,
+                    owed.data,
+                    # The model already says so (or the status is kept): the write only
+                    # catches the ledger up.
+                    refresh=compensated or kept,
+                    **owed.fields,
+                )
+        except (LedgerError, OSError) as err:
+            if not compensated:
+                log.error(
+                    "%s is stopped, but the ledger refused its retire (%s); retrying",
+                    self._names.node(node_id).path,
+                    err,
+                )
+                node = self._names.node(node_id)
+                self._model.upsert(
+                    dataclasses.replace(
+                        node, status=owed.status, updated_at=self._clock(), **owed.fields
+                    )
+                )
+                self._record.notify()
+            owed.error = str(err)
+            self._owed[node_id] = owed
+            if not self._closing and (self._retry is None or self._retry.done()):
+                self._retry = asyncio.create_task(self._retry_owed(), name="owed-retires")
+            return owed.error
+        self._owed.pop(node_id, None)
+        if compensated:
+            log.warning("%s: its retire is in the ledger now", self._names.node(node_id).path)
+        return None
+
+    async def flush(self) -> None:
+        """Try every owed retire once more."""
+        for node_id, owed in list(self._owed.items()):
+            await self.write(node_id, owed)
+
+    def stop_retrying(self) -> None:
+        """The host is closing: no retry round starts from now on (`close` does the last)."""
+        self._closing = True
+
+    async def close(self) -> None:
+        """The last try, and a word in the log for each retire the ledger never got."""
+        self._closing = True
+        if self._retry is not None:
+            self._retry.cancel()
+            await asyncio.gather(self._retry, return_exceptions=True)
+            self._retry = None
+        await self.flush()
+        for node_id, owed in self._owed.items():
+            log.error(
+                "%s was stopped, but the ledger never recorded it (%s): the next open of "
+                "this session will list it as interrupted",
+                self._names.node(node_id).path,
+                owed.error,
+            )
+
+    async def _retry_owed(self) -> None:
+        while self._owed and not self._closing:
+            await asyncio.sleep(RETRY_OWED_EVERY)
+            await self.flush()
