@@ -1,7 +1,8 @@
 """Full dashboard frame: every widget re-rendered + composited + ANSI (SPEC §8).
 
 Scenario: 200 and 1000 nodes (the rest settled, 50 live and streaming), dark theme, at
-120×40 and 200×60. Run: `.venv/bin/python bench/bench_frame.py` (≈ 3 min).
+120×40 and 200×60. Run: `.venv/bin/python bench/bench_frame.py` (≈ 3 min);
+`--quick [--size 120x40] [--rounds N]`: the budget rows alone, for a before/after.
 
 How one frame is timed (inside the running app's event loop, headless):
   1. outside the timing: advance the clock 1/30 s and give each of the 50 live nodes a
@@ -41,6 +42,7 @@ counts and the chart's window cut never walk every node per frame.
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import gc
 import io
@@ -48,6 +50,7 @@ import statistics
 import sys
 import time
 import tracemalloc
+from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -262,25 +265,47 @@ def report(name: str, r: dict[str, float]) -> None:
 Config = tuple[tuple[int, int], int, str, bool, bool]
 
 
-def configurations() -> list[Config]:
+SIZES = ((120, 40), (200, 60))
+NODE_COUNTS = (200, 1000, 10_000)
+
+
+def configurations(sizes: Sequence[tuple[int, int]], quick: bool) -> list[Config]:
+    """Every configuration; `quick`: the railway with the app's gc tuning only (what the
+    budgets are about), for a before/after while cutting."""
     configs: list[Config] = []
-    for size in ((120, 40), (200, 60)):
+    for size in sizes:
         configs.append((size, 0, "floor", True, False))
-        for nodes in (200, 1000, 10_000):
-            trees = ("railway", "textual-Tree") if nodes <= 1000 else ("railway",)
-            if nodes <= 1000:
+        for nodes in NODE_COUNTS:
+            trees = ("railway", "textual-Tree") if nodes <= 1000 and not quick else ("railway",)
+            if nodes <= 1000 and not quick:
                 configs.append((size, nodes, "railway", False, False))
             configs += [(size, nodes, tree, True, False) for tree in trees]
             configs += [(size, nodes, tree, True, True) for tree in trees]
     return configs
 
 
+def options() -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--rounds", type=int, default=ROUNDS)
+    parser.add_argument("--size", action="append", metavar="WxH",
+                        help="only this size (repeatable; default: 120x40 and 200x60)")
+    parser.add_argument("--quick", action="store_true",
+                        help="the railway with the app's gc tuning only (no Textual Tree, "
+                             "no default-gc rows)")  # fmt: skip
+    return parser.parse_args()
+
+
 async def main() -> None:
+    args = options()
+    sizes = tuple(
+        (int(w), int(h)) for w, h in (s.split("x") for s in args.size)
+    ) if args.size else SIZES
+    rounds = args.rounds
     # Round-robin: a burst of load from the machine's other users lands in one round of
     # each configuration it meets, not in all the frames of one.
     samples: dict[Config, dict[str, list[float]]] = {}
-    for _round in range(ROUNDS):
-        for config in configurations():
+    for _round in range(rounds):
+        for config in configurations(sizes, args.quick):
             size, nodes, tree, gc_tuned, incremental = config
             if tree == "floor":
                 got = await textual_floor(size)
@@ -289,7 +314,7 @@ async def main() -> None:
             for key, values in got.items():
                 samples.setdefault(config, {}).setdefault(key, []).extend(values)
     results = {config: summary(s) for config, s in samples.items()}
-    print(f"frame rounds: {ROUNDS} rounds of {TIMED_FRAMES} frames per configuration")
+    print(f"frame rounds: {rounds} rounds of {TIMED_FRAMES} frames per configuration")
     for config, r in results.items():
         size, nodes, tree, gc_tuned, incremental = config
         size_name = f"{size[0]}x{size[1]}"
@@ -304,12 +329,14 @@ async def main() -> None:
         if tree == "railway" and gc_tuned and not incremental:
             print(f"frame {size_name} {nodes} nodes railway (app gc tuning) ours: "
                   f"{r['median'] - floor:.2f} ms + Textual's floor {floor:.2f} ms")  # fmt: skip
-    for size in ((120, 40), (200, 60)):
+    for size in sizes:
         size_name = f"{size[0]}x{size[1]}"
         small = results[(size, 200, "railway", True, False)]["median"]
         for nodes in (1000, 10_000):
             big = results[(size, nodes, "railway", True, False)]["median"]
             print(f"frame {size_name} railway {nodes}/200 node ratio: {big / small:.2f} x")
+        if args.quick:
+            continue
         alt = results[(size, 1000, "textual-Tree", True, False)]["median"]
         big = results[(size, 1000, "railway", True, False)]["median"]
         print(f"frame {size_name} 1000 nodes textual-Tree/railway: {alt / big:.2f} x")

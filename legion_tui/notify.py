@@ -18,13 +18,14 @@ the desktop notification still sound.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
 from legion_tui import receipts
 from legion_tui.model import EventType, NodeStatus
+from legion_tui.render.feed import ChangeFeed, LiveIndex
 from legion_tui.settings import DEFAULT_SETTINGS, Settings, load_settings
 from legion_tui.state import LegionModel, NodeView
 
@@ -55,26 +56,47 @@ def _key(kind: str, view: NodeView, detail: object) -> tuple[str, str, str]:
 
 
 class Notifier:
-    """What changed in the model since the last look that the user should hear of."""
+    """What changed in the model since the last look that the user should hear of.
+
+    Asked every frame: each look re-reads the nodes that changed since the last one and
+    the live ones (a tool call grows stuck with the clock alone), not every node — what
+    a node is worth telling depends on that node, its having members (a new node makes
+    the next look a whole walk) and the time. The order is the model's, as a whole walk
+    would find them."""
 
     def __init__(self, model: LegionModel) -> None:
         self._model = model
         self._told: set[tuple[str, str, str]] = set()
-        for key, _notice in self._occurrences(model.clock()):
+        self._feed = ChangeFeed(model)
+        self._live = LiveIndex(model)
+        self._order: dict[str, int] = {}  # node id → its place in the model
+        for key, _notice in self._occurrences(model.clock(), model.nodes.values()):
             self._told.add(key)  # history: already there when the dashboard started
 
     def news(self, now: float) -> list[Notice]:
         fresh: list[Notice] = []
-        for key, notice in self._occurrences(now):
+        for key, notice in self._occurrences(now, self._to_look_at()):
             if key not in self._told:
                 self._told.add(key)
                 fresh.append(notice)
         return fresh
 
-    def _occurrences(self, now: float) -> list[tuple[tuple[str, str, str], Notice]]:
+    def _to_look_at(self) -> Iterable[NodeView]:
+        nodes = self._model.nodes
+        changed = self._feed.take()
+        if changed is None or len(nodes) != len(self._order):
+            self._order = {nid: i for i, nid in enumerate(nodes)}
+            return nodes.values()
+        ids = {nid for nid in changed if nid in nodes}
+        ids.update(view.node.id for view in self._live.live() if view.progress.in_flight)
+        return [nodes[nid] for nid in sorted(ids, key=self._order.__getitem__)]
+
+    def _occurrences(
+        self, now: float, views: Iterable[NodeView]
+    ) -> list[tuple[tuple[str, str, str], Notice]]:
         found = []
         root = self._model.root_id
-        for view in self._model.nodes.values():
+        for view in views:
             node = view.node
             if node.id == root:
                 continue

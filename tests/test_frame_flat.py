@@ -1,22 +1,30 @@
 """A streaming frame is flat in the node count (SPEC §8, issue 16 item 3): with thousands
-of ended nodes and a few live ones, the chart's window cut and the galaxy's shading look
-at the live nodes and the changed ones only — and still draw what a full walk draws."""
+of ended nodes and a few live ones, the chart's window cut, the galaxy's shading, the
+header's spend and the notifier look at the live nodes and the changed ones only — and
+still find what a full walk finds."""
 
 from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterable
 
 import numpy as np
 import pytest
 from render_helpers import T0, node
 from test_chart_buckets import naive_buckets
 
-from legion_tui.model import NodeStatus
+from legion_tui import receipts
+from legion_tui.costs import Spend, total_spend
+from legion_tui.model import InFlightTool, NodeStatus, Usage
+from legion_tui.notify import Notice, Notifier
 from legion_tui.render import chart
+from legion_tui.render import feed as feed_module
 from legion_tui.render.chart import RateBuckets
-from legion_tui.render.feed import ChangeFeed
+from legion_tui.render.feed import ChangeFeed, SpendIndex
 from legion_tui.render.galaxy import GalaxyRenderer
 from legion_tui.render.inks import STYLES
 from legion_tui.session.progress import RateSegment, SessionProgress
-from legion_tui.state import LegionModel
+from legion_tui.state import LegionModel, NodeView
 from legion_tui.themes import palette
 
 ENDED, LIVE = 400, 4
@@ -98,3 +106,68 @@ def test_the_galaxy_shades_only_the_changed_stars_and_draws_what_a_full_walk_dra
         got = ours.render(model, now + frame, 80, 24, styles, changed=feed.take())
         assert ours.stars_read == LIVE  # the ended star is one of the changed live ones
         assert got == GalaxyRenderer().render(model, now + frame, 80, 24, styles)
+
+
+def test_the_headers_spend_reads_only_the_changed_sessions_and_sums_what_a_full_walk_does(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    model, live = legion()
+    index = SpendIndex(model)
+    assert index.total() == total_spend(v.progress for v in model.nodes.values())
+    read: list[int] = []
+    each = feed_module.spend_of
+
+    def counted(progress: SessionProgress) -> Spend:
+        read.append(1)
+        return each(progress)
+
+    monkeypatch.setattr(feed_module, "spend_of", counted)
+    for frame in range(1, 4):
+        stream(model, live, frame)
+        for k, nid in enumerate(live):  # each live session has spent a little more
+            progress = model.nodes[nid].progress
+            usage = Usage(input=100 * frame, output=10 * frame + k, cost=0.001 * frame * (k + 1))
+            model.set_progress(nid, dataclasses.replace(progress, tokens=usage))
+        model.flush()
+        read.clear()
+        got = index.total()
+        assert len(read) == LIVE  # not one per node
+        full = total_spend(v.progress for v in model.nodes.values())
+        assert got.tokens == full.tokens and got.usd == pytest.approx(full.usd, abs=1e-12)
+
+
+def test_the_notifier_reads_only_the_changed_and_live_nodes_and_tells_what_a_full_walk_does(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    model, live = legion()
+    notifier = Notifier(model)
+    assert notifier.news(model.clock()) == []  # the first look: whole, and all history
+    looked: list[int] = []
+    occurrences = Notifier._occurrences
+
+    def counted(
+        self: Notifier, now: float, views: Iterable[NodeView]
+    ) -> list[tuple[tuple[str, str, str], Notice]]:
+        views = list(views)
+        looked.append(len(views))
+        return occurrences(self, now, views)
+
+    monkeypatch.setattr(Notifier, "_occurrences", counted)
+    now = model.clock()
+    tool = InFlightTool("call-1", "bash", now - receipts.STALL_SECONDS - 1)
+    model.set_progress(live[0], dataclasses.replace(model.nodes[live[0]].progress,
+                                                    in_flight=[tool]))  # fmt: skip
+    model.flush()
+    stream(model, live[1:], 1)
+    (stuck,) = notifier.news(now)
+    assert stuck.text == receipts.stall_marker(live[0], "bash", receipts.STALL_SECONDS + 1)
+    assert looked == [LIVE]
+    looked.clear()
+    assert notifier.news(now + 1) == []  # nothing changed: the live node with a call only
+    assert looked == [1]
+    looked.clear()
+    model.upsert(dataclasses.replace(node(live[2], "root", "worker", NodeStatus.FAILED),
+                                     error="boom"))  # fmt: skip
+    model.flush()
+    (failed,) = notifier.news(now + 2)
+    assert failed.text == f"{live[2]} failed: boom" and looked == [2]

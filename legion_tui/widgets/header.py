@@ -12,7 +12,7 @@ from textual.strip import Strip
 
 from legion_tui import receipts
 from legion_tui.costs import Spend, fmt_usd, total_spend
-from legion_tui.render.feed import LiveIndex
+from legion_tui.render.feed import LiveIndex, SpendIndex
 from legion_tui.render.rates import node_rate
 from legion_tui.state import LegionModel
 from legion_tui.themes import DEFAULT_THEME
@@ -76,6 +76,7 @@ class HeaderBar(PaintedLine):
         self._spent_at: tuple[int, int] = (-1, 0)
         self._spent = Spend()
         self._index = LiveIndex(model)
+        self._spend_index = SpendIndex(model)
         # The tree's filter and the rows it shows: the figures follow them.
         self.filter_text = ""
         self._shown: frozenset[str] | None = None
@@ -132,13 +133,15 @@ class HeaderBar(PaintedLine):
 
     def spend(self) -> Spend:
         """$ and tokens of the run's sessions (of the rows a filter shows, with one on);
-        summed again only when the model changed."""
+        read again only when the model changed, and then only the changed nodes (a
+        filter's rows are a short list: summed whole)."""
         at = (self.model.version, self._scope)
         if self._spent_at != at:
-            nodes = self.model.nodes
-            views = nodes.values() if self._shown is None else (
-                nodes[n] for n in self._shown if n in nodes)
-            self._spent = total_spend(view.progress for view in views)
+            if self._shown is None:
+                self._spent = self._spend_index.total()
+            else:
+                nodes = self.model.nodes
+                self._spent = total_spend(nodes[n].progress for n in self._shown if n in nodes)
             self._spent_at = at
         return self._spent
 
