@@ -1,70 +1,35 @@
 """Agents on a real local Ray cluster (issue 15 item 2): two worker nodes on this machine
-(`ray.cluster_utils.Cluster`, a head with no CPUs so every agent lands on a worker node),
-the host configured through `.legion/settings.toml` exactly as a user's would be."""
+(tests/ray_helpers.py), the host configured through `.legion/settings.toml` exactly as a
+user's would be."""
 
 from __future__ import annotations
 
-import hashlib
 import subprocess
-from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import psutil
 import pytest
 import ray
+from process_helpers import launch_spec
 from ray.cluster_utils import Cluster
+from ray_helpers import BOX, NODE_CPUS, handle_of, project_on, sha
+from ray_helpers import cluster as cluster  # the module's fixture
 from supervisor_helpers import STUCK, hosted, spawn_one, until
 
 from legion_tui.agents.sim_script import SANDBOX_FILES
 from legion_tui.model import EventType, NodeStatus
 from legion_tui.phases import DEFAULT_MACHINE
+from legion_tui.settings import ClusterSettings
 from legion_tui.supervisor.backends.ray_handle import RayHandle
 from legion_tui.supervisor.continuity import NODE_LOST_REASON
-from legion_tui.supervisor.core import ROOT_ID, Supervisor
+from legion_tui.supervisor.core import ROOT_ID
 from legion_tui.supervisor.worktree import create_sandbox_repo
 
 pytestmark = pytest.mark.timeout(180)
 
-NODE_CPUS = 2  # each worker node: two agents at one CPU each
-
-
-@pytest.fixture(scope="module")
-def cluster() -> Iterator[Cluster]:
-    head: dict[str, Any] = {
-        "num_cpus": 0,
-        "include_dashboard": False,
-        # A dead node is known in ~1 s (its raylet's connection drops at once; this is the
-        # bound for a node that hangs instead).
-        "_system_config": {"health_check_period_ms": 500, "health_check_failure_threshold": 3},
-    }
-    made = Cluster(initialize_head=True, head_node_args=head)
-    for _ in range(2):
-        made.add_node(num_cpus=NODE_CPUS)
-    made.wait_for_nodes()
-    ray.init(address=made.address, log_to_driver=False)
-    try:
-        yield made
-    finally:
-        ray.shutdown()
-        made.shutdown()
-
 
 def _project(tmp_path: Path, cluster: Cluster) -> Path:
-    settings = tmp_path / ".legion" / "settings.toml"
-    settings.parent.mkdir(parents=True)
-    settings.write_text(f'[cluster]\nengine = "ray"\naddress = "{cluster.address}"\nnumCpus = 1\n')
-    return tmp_path
-
-
-def _handle(sup: Supervisor, node_id: str) -> RayHandle:
-    handle = sup.roster.handle(node_id)
-    assert isinstance(handle, RayHandle), handle
-    return handle
-
-
-def _sha(path: Path | str) -> str:
-    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+    return project_on(tmp_path, cluster)
 
 
 def _marked(run_id: str) -> list[int]:
@@ -85,7 +50,7 @@ async def test_agents_land_on_both_nodes_and_the_host_mirrors_their_sessions_who
     async with hosted(_project(tmp_path, cluster)) as sup:
         a = await spawn_one(sup, name="a", sim={"quick": True})
         b = await spawn_one(sup, name="b", sim={"quick": True})
-        handles = {n.id: _handle(sup, n.id) for n in (a, b)}
+        handles = {n.id: handle_of(sup, n.id) for n in (a, b)}
         places = {h.placement.node_id for h in handles.values() if h.placement is not None}
         assert len(places) == 2  # spread: one agent on each worker node
         for node in (a, b):
@@ -96,7 +61,7 @@ async def test_agents_land_on_both_nodes_and_the_host_mirrors_their_sessions_who
             host_file = sup.run.sessions_dir / f"{node.id}.jsonl"
             assert not host_file.is_symlink() and host_file.resolve() != Path(remote.session_file)
             # Every byte, in order: the node's file and the host's mirror are one file.
-            assert _sha(remote.session_file) == _sha(host_file)
+            assert sha(remote.session_file) == sha(host_file)
             progress = sup.model.nodes[node.id].progress
             assert progress.turns >= 1 and sup.node(node.id).verdict is not None
         assert sup.node(a.id).backend == "process"
@@ -105,7 +70,7 @@ async def test_agents_land_on_both_nodes_and_the_host_mirrors_their_sessions_who
 async def test_stop_leaves_no_process_on_either_node(tmp_path: Path, cluster: Cluster) -> None:
     async with hosted(_project(tmp_path, cluster)) as sup:
         nodes = [await spawn_one(sup, name=f"s{i}", sim=dict(STUCK)) for i in range(2)]
-        handles = [_handle(sup, n.id) for n in nodes]
+        handles = [handle_of(sup, n.id) for n in nodes]
         assert len({h.placement.node_id for h in handles if h.placement}) == 2
         pids = [h.placement.pid for h in handles if h.placement is not None]
         assert all(psutil.pid_exists(p) for p in pids)
@@ -135,7 +100,7 @@ async def test_a_workers_branch_comes_back_into_the_host_repository(
         tree = sup.worktree_of(worker.id)
         assert tree is not None and tree.path.is_relative_to(sandbox)
         await until(lambda: sup.node(worker.id).status is NodeStatus.SETTLED, 60.0, "settled")
-        remote = _handle(sup, worker.id).placement
+        remote = handle_of(sup, worker.id).placement
         assert remote is not None and not Path(remote.session_file).is_relative_to(sandbox)
         # The node's commits, made in its own clone, are on the branch in the sandbox.
         commits = _git(sandbox, "log", "--format=%an|%s", f"{base}..{tree.branch}").splitlines()
@@ -155,7 +120,7 @@ async def test_an_exec_agents_terminal_log_comes_back_and_its_exit_settles_it(
     )
     async with hosted(project, default_kind=None) as sup:
         node = await spawn_one(sup, name="echo")
-        assert _handle(sup, node.id).placement is not None
+        assert handle_of(sup, node.id).placement is not None
         await until(lambda: sup.node(node.id).status is NodeStatus.SETTLED, 60.0, "settled")
         log = sup.run.dir / "terminal" / f"{node.id}.log"
         assert "hello from echo" in log.read_text()
@@ -206,6 +171,28 @@ async def test_a_team_runs_end_to_end_over_both_nodes_and_delivers_its_branch(
         assert authors == {"worker-0"}  # made on the worker's node, back in the sandbox
 
 
+async def test_a_cards_resources_are_what_its_actor_holds_on_the_node_that_has_them(
+    tmp_path: Path, cluster: Cluster
+) -> None:
+    (box_node,) = [n["NodeID"] for n in ray.nodes() if n["Alive"] and BOX in n["Resources"]]
+    settings = ClusterSettings(engine="ray", address=cluster.address, num_cpus=1.0)
+    handles = []
+    for n in range(2):  # SPREAD alone would put the second on the other node
+        spec = launch_spec(tmp_path, node_id=f"box{n}", isolate=True, sim_behaviour=dict(STUCK))
+        asked = {"CPU": 1.0, BOX: 0.5} if n == 0 else {"CPU": 0.5, BOX: 0.5}
+        handles.append(RayHandle(spec, settings, resources=asked))
+    try:
+        for handle in handles:
+            await handle.start()
+        places = [h.placement for h in handles]
+        assert all(p is not None and p.node_id == box_node for p in places)
+        assert [p.resources for p in places if p is not None] == [
+            {"CPU": 1.0, BOX: 0.5}, {"CPU": 0.5, BOX: 0.5}]  # fmt: skip
+    finally:
+        for handle in handles:
+            await handle.stop(force=True, grace=0.0)
+
+
 # Last: it adds a node to the shared cluster and kills it; what follows a node's death on
 # a loaded machine (its actors' resources, the scheduler's view) is not the next test's.
 async def test_a_lost_node_interrupts_its_agents_and_resume_finishes_them_on_another(
@@ -215,7 +202,7 @@ async def test_a_lost_node_interrupts_its_agents_and_resume_finishes_them_on_ano
     cluster.wait_for_nodes()
     async with hosted(_project(tmp_path, cluster)) as sup:
         nodes = [await spawn_one(sup, name=f"w{i}", sim=dict(STUCK)) for i in range(3)]
-        on_doomed = [n for n in nodes if _handle(sup, n.id).placement.node_id == doomed.node_id]
+        on_doomed = [n for n in nodes if handle_of(sup, n.id).placement.node_id == doomed.node_id]
         assert on_doomed, "spread over three nodes, one agent lands on the doomed one"
         others = [n for n in nodes if n not in on_doomed]
         for node in on_doomed:  # inside its endless bash call, its start mirrored
@@ -233,13 +220,13 @@ async def test_a_lost_node_interrupts_its_agents_and_resume_finishes_them_on_ano
         assert all(sup.node(n.id).status is NodeStatus.RUNNING for n in others)
         for node in on_doomed:
             await sup.resume(ROOT_ID, node.name)
-            handle = _handle(sup, node.id)
+            handle = handle_of(sup, node.id)
             assert handle.placement is not None and handle.placement.node_id != doomed.node_id
         for node in on_doomed:
             await until(lambda n=node: sup.node(n.id).status is NodeStatus.SETTLED, 60.0,
                         f"{node.name} settled after its resume")
             mirror = (sup.run.sessions_dir / f"{node.id}.jsonl").read_bytes()
             assert mirror.startswith(before[node.id]) and len(mirror) > len(before[node.id])
-            remote = _handle(sup, node.id).placement
-            assert remote is not None and _sha(remote.session_file) == _sha(
+            remote = handle_of(sup, node.id).placement
+            assert remote is not None and sha(remote.session_file) == sha(
                 sup.run.sessions_dir / f"{node.id}.jsonl")

@@ -10,6 +10,11 @@ agent with the very handle a local launch uses (`backends.build`: the sim as a
 this actor's worker. Everything the host asks goes through the methods below; the host
 pulls the session file's and terminal log's new bytes by offset (`pull`).
 
+The folder's path is the same on every node (`node_folder`: the run's and the node's
+ids under the temp dir), so a resumed agent's working copy is where its session says it
+was: pi 1.6's `--continue` only reopens a session whose header `cwd` is pi's own cwd (and
+`--session` would run in the header's cwd, which a fresh node lacks).
+
 Nothing here imports Ray: the host wraps this class with `ray.remote`.
 """
 
@@ -21,14 +26,15 @@ import shutil
 import socket
 import tempfile
 from collections.abc import Collection
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from legion_tui.supervisor.backend import AbortResult, AgentHandle, LaunchSpec, backend_for
 from legion_tui.supervisor.backends.common import log_path
+from legion_tui.supervisor.backends.rpc_handle import pi_session_dir
 from legion_tui.supervisor.worktree import _git
 
-__all__ = ["Chunk", "NodeAgent", "Placement", "Shipment", "State"]
+__all__ = ["Chunk", "NodeAgent", "Placement", "Shipment", "State", "node_folder"]
 
 CHUNK_BYTES = 1 << 20  # the most one pull carries of each file
 POLL_STEP = 0.02  # how often a waiting pull looks at the files (on the node, not the host)
@@ -42,6 +48,10 @@ class Shipment:
     branch: str = ""  # the branch the bundle carries
     prefix: str = ""  # the team's folder inside the repository (the worktree's cwd)
     session: bytes = b""  # a resume: the host's mirror of the session so far
+    # The name pi gave that file (pi names its own, in its session folder): the resume
+    # puts the mirror back there under it, and pi's `--continue` reopens it. Empty: the
+    # agent writes the spec's file itself (the sim, exec).
+    session_name: str = ""
     # git's user.name / user.email in the host's checkout (a clone does not copy its
     # config: a sandbox's own identity would be lost and a commit refused)
     identity: tuple[str, str] = ("", "")
@@ -54,6 +64,12 @@ class Placement:
     pid: int  # the agent's pid on that node (not the host's: never signalled from there)
     backend: str
     session_file: str  # the file the agent writes there (the host holds its mirror)
+    # Bytes at the start of that file that are the host's mirror already: the shipped
+    # session the agent continues (0: a file of its own, new).
+    continued: int = 0
+    # What the actor holds of the node's resources ({"CPU": 1.0, ...}: the card's or
+    # the settings' ask, as Ray granted it).
+    resources: dict[str, float] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -82,6 +98,10 @@ def _size(path: Path) -> int:
         return 0
 
 
+def _same(path: Path, other: Path | None) -> bool:
+    return other is not None and path.resolve() == other.resolve()
+
+
 def _read(path: Path, at: int) -> bytes:
     try:
         with open(path, "rb") as file:
@@ -91,13 +111,22 @@ def _read(path: Path, at: int) -> bytes:
         return b""
 
 
+def node_folder(spec: LaunchSpec) -> Path:
+    """The agent's folder on whichever node runs it: one path for every launch of it."""
+    return Path(tempfile.gettempdir()) / f"legion-{spec.run_id}-{spec.node_id}"
+
+
 class NodeAgent:
     """One agent on one node. The host calls `start` once, then anything else."""
 
     def __init__(self, spec: LaunchSpec, shipment: Shipment) -> None:
         self._host_spec = spec
         self._shipment = shipment
-        self._dir = Path(tempfile.mkdtemp(prefix=f"legion-{spec.node_id}-"))
+        self._dir = node_folder(spec)
+        # Left by an earlier launch of this agent on this machine whose node died before
+        # the host could `forget` it (its agent died with the node): nothing to keep.
+        shutil.rmtree(self._dir, ignore_errors=True)
+        self._dir.mkdir(parents=True)
         self._work: Path | None = None  # the clone, when a bundle came
         self._base_sha = ""  # the clone's HEAD as shipped
         self.spec = spec
@@ -112,8 +141,7 @@ class NodeAgent:
         run_dir = self._dir / "run"
         session_file = run_dir / "sessions" / f"{spec.node_id}.jsonl"
         session_file.parent.mkdir(parents=True)
-        if self._shipment.session:  # a resume continues the session the host mirrored
-            session_file.write_bytes(self._shipment.session)
+        shipped = self._place_session(dataclasses.replace(spec, run_dir=run_dir), session_file)
         if spec.run_dir.is_dir():
             # The host's run folder is reachable here (this machine, a shared filesystem):
             # a lead's contract goes where the host's phase checks read it. Elsewhere it
@@ -139,13 +167,33 @@ class NodeAgent:
         await self.handle.start()
         pid = self.handle.pid
         assert pid is not None  # every backend built here is an OS process
+        # The file the agent really writes: pi names its own (the run's link points at
+        # it); the sim and exec write the spec's.
+        written = Path(getattr(self.handle, "session_file", session_file))
+        context = get_runtime_context()
         return Placement(
-            get_runtime_context().get_node_id(),
+            context.get_node_id(),
             socket.gethostname(),
             pid,
             backend,
-            str(self.spec.session_file),
+            str(written),
+            continued=len(self._shipment.session) if _same(written, shipped) else 0,
+            resources=dict(context.get_assigned_resources()),  # type: ignore[no-untyped-call]
         )
+
+    def _place_session(self, spec: LaunchSpec, session_file: Path) -> Path | None:
+        """A resume's session, as the host mirrored it, where the agent will continue it:
+        pi's in its session folder under the name pi gave it, anything else's at the
+        spec's file. Returns that path (None: nothing shipped)."""
+        shipment = self._shipment
+        if not shipment.session:
+            return None
+        if shipment.session_name:
+            folder = pi_session_dir(spec)
+            folder.mkdir(parents=True, exist_ok=True)
+            session_file = folder / Path(shipment.session_name).name  # a name, no path
+        session_file.write_bytes(shipment.session)
+        return session_file
 
     async def _working_copy(self, host_cwd: Path) -> Path:
         shipment = self._shipment

@@ -1,20 +1,23 @@
 """An agent on a Ray cluster (issue 15): the host side of `ray_actor.NodeAgent`.
 
-`RayHandle` is an `AgentHandle` whose agent (kind sim or exec) runs in a Ray actor on
-some cluster node (`[cluster] engine = "ray"`; the actor asks for `numCpus` and
-`resources`, spread over the nodes). Every control goes through an actor method; the
-stop is the same sweep a local agent gets, run by the actor on its node. The session
-file's and the terminal log's new bytes come back by a long poll and are appended, in
-order, to `<run>/sessions/<id>.jsonl` and `<run>/terminal/<id>.log` — the files a local
-agent writes — so the watcher, the model and the widgets read a remote agent as they read
-a local one. The team's branch goes out as a git bundle through the object store and
-comes back as one at every turn's end and at the stop (fetched into the host's worktree,
-fast-forward only).
+`RayHandle` is an `AgentHandle` whose agent (kind sim, exec or pi) runs in a Ray actor on
+some cluster node (`[cluster] engine = "ray"`; the actor asks for the role card's
+`resources:`, else the settings' `numCpus` and `resources`, spread over the nodes). Every
+control goes through an actor method; the stop is the same sweep a local agent gets, run
+by the actor on its node. The session file's and the terminal log's new bytes come back
+by a long poll and are appended, in order, to `<run>/sessions/<id>.jsonl` and
+`<run>/terminal/<id>.log` — the files a local agent writes; for pi, to
+`<run>/sessions/<id>/<the name pi gave it>` with the run's `<id>.jsonl` a link to it, as a
+local pi's — so the watcher, the model and the widgets read a remote agent as they read a
+local one. The team's branch goes out as a git bundle through the object store and comes
+back as one at every turn's end and at the stop
+(fetched into the host's worktree, fast-forward only).
 
 A node that dies takes its actor with it (and, by the parent-death signal, the agent):
 the handle reports it once through `on_lost` and its `idle` then never returns — the
 node is retired as interrupted by whoever heard it, and a resume starts a new actor on a
-live node from the mirrored session.
+live node from the mirrored session (pi's under the name pi gave it, so pi's `--continue`
+reopens it there).
 """
 
 from __future__ import annotations
@@ -25,7 +28,7 @@ import dataclasses
 import logging
 import os
 import socket
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -40,7 +43,7 @@ from legion_tui.supervisor.backend import (
     SweepReport,
     backend_for,
 )
-from legion_tui.supervisor.backends.common import log_path
+from legion_tui.supervisor.backends.common import log_path, point_session_link
 from legion_tui.supervisor.backends.ray_actor import Chunk, NodeAgent, Placement, Shipment, State
 from legion_tui.supervisor.backends.rpc_handle import START_BOUND
 from legion_tui.supervisor.worktree import WorktreeError, _git, run_tool
@@ -49,10 +52,10 @@ __all__ = ["RAY_KINDS", "RayHandle", "connect"]
 
 log = logging.getLogger(__name__)
 
-# What runs on a node today: processes the actor can start and sweep there, whose session
-# file is the one the spec names (pi picks its own file in its session folder: a resumed
-# pi would not continue the mirror shipped to its node — not yet).
-RAY_KINDS = frozenset({"sim", "exec"})
+# What runs on a node: processes the actor can start and sweep there, whose session file
+# the host can mirror and ship back for a resume. (Claude Code's and Codex's files live
+# under their own config folders, keyed by ids they choose: not yet.)
+RAY_KINDS = frozenset({"sim", "exec", "pi"})
 PULL_WAIT = 1.0  # a long poll's most: one call per second from a quiet agent
 LOST_EXIT = -1  # the exit status a lost agent reports (it is retired, never judged by it)
 TEAM_BRANCH_PREFIX = "legion/"  # only a team's own branch travels; a user's never does
@@ -106,6 +109,7 @@ class RayHandle:
         cluster: ClusterSettings,
         *,
         on_lost: Callable[[str], None] | None = None,
+        resources: Mapping[str, float] | None = None,
     ) -> None:
         self.spec = spec
         self.node_id = spec.node_id
@@ -114,6 +118,7 @@ class RayHandle:
         self.placement: Placement | None = None
         self.lost: str | None = None  # why, once its node died
         self._cluster = cluster
+        self._resources = resources  # the role card's `resources:` (None: the settings')
         self._on_lost = on_lost
         self._ray: Any = None
         self._actor: Any = None
@@ -135,13 +140,7 @@ class RayHandle:
             )
         ray = self._ray = connect(self._cluster)
         shipment = await self._shipment()
-        self._session_at = len(shipment.session)
-        options: dict[str, Any] = {
-            "num_cpus": self._cluster.num_cpus,
-            "scheduling_strategy": "SPREAD",  # a legion's agents over all the nodes
-        }
-        if self._cluster.resources:
-            options["resources"] = dict(self._cluster.resources)
+        options = actor_options(self._cluster, self._resources)
         self._actor = _actor_class.options(**options).remote(self.spec, ray.put(shipment))
         try:
             # Bounded: an actor no node has room for waits in Ray's queue for ever, and
@@ -154,29 +153,40 @@ class RayHandle:
                 ray.kill(self._actor)
             raise RuntimeError(
                 f"on the Ray cluster: no node took it within {START_BOUND:g} s (it asks for "
-                f"{options['num_cpus']} CPU{'' if options['num_cpus'] == 1 else 's'}"
-                + (f" and {options['resources']}" if "resources" in options else "")
-                + "; `ray status` shows what is free)"
+                f"{_asked(options)}; `ray status` shows what is free)"
             ) from err
         except Exception as err:
             with contextlib.suppress(Exception):
                 ray.kill(self._actor)
             raise RuntimeError(f"on the Ray cluster: {_first_line(err)}") from err
         self.placement = placement
+        self._mirror(placement)
         log.info("%s runs on Ray node %s (%s)", self.spec.name, placement.node_id, placement.host)
         if placement.host == socket.gethostname():
             self.pid = placement.pid
         self._pump = asyncio.create_task(self._stream(), name=f"ray-pump-{self.spec.name}")
 
+    def _mirror(self, placement: Placement) -> None:
+        """Where the node's session bytes land here, and how many it holds already."""
+        self._session_at = placement.continued
+        if placement.backend == "pi-rpc":
+            # As a local pi's: pi's own file in `sessions/<id>/`, the run's file a link.
+            name = Path(placement.session_file).name
+            self.session_file = self.spec.run_dir / "sessions" / self.spec.node_id / name
+            point_session_link(self.spec.session_file, self.session_file)
+
     async def _shipment(self) -> Shipment:
         spec = self.spec
         session = spec.session_file.read_bytes() if spec.resume and _exists(spec) else b""
+        # pi's file is the link's target, named by pi: the node puts it back under that name.
+        linked = session and spec.session_file.is_symlink()
+        name = spec.session_file.resolve().name if linked else ""
         code, branch, _ = await run_tool(
             ["git", "rev-parse", "--abbrev-ref", "HEAD"], spec.cwd
         )
         branch = branch.strip()
         if code != 0 or not branch.startswith(TEAM_BRANCH_PREFIX):
-            return Shipment(session=session)  # no team branch: the folder as it is
+            return Shipment(session=session, session_name=name)  # no team branch: as it is
         prefix = await _git(spec.cwd, "rev-parse", "--show-prefix")
         self._head = await _git(spec.cwd, "rev-parse", "HEAD")
         bundle = spec.run_dir / "bundles" / f"{spec.node_id}.out.bundle"
@@ -196,6 +206,7 @@ class RayHandle:
             branch=branch,
             prefix=prefix,
             session=session,
+            session_name=name,
             identity=(identity[0], identity[1]),
         )
 
@@ -349,5 +360,42 @@ class RayHandle:
         self._take(chunk)
         await self._catch_up(chunk.state)
 
+
 def _exists(spec: LaunchSpec) -> bool:
     return spec.session_file.is_file()
+
+
+# Ray takes these two as keywords; every other name is a custom resource.
+_RAY_KEYWORDS = {"CPU": "num_cpus", "GPU": "num_gpus"}
+
+
+def actor_options(
+    cluster: ClusterSettings, resources: Mapping[str, float] | None
+) -> dict[str, Any]:
+    """The actor's Ray options: the role card's `resources:` (CPU, GPU and custom
+    names, as the card load checked them), else the settings' `numCpus` and
+    `[cluster.resources]`; spread over the nodes."""
+    options: dict[str, Any] = {
+        "scheduling_strategy": "SPREAD",  # a legion's agents over all the nodes
+        "num_cpus": cluster.num_cpus,  # unless the card names its CPUs
+    }
+    asked = cluster.resources if resources is None else resources
+    custom = {name: amount for name, amount in asked.items() if name not in _RAY_KEYWORDS}
+    for name, keyword in _RAY_KEYWORDS.items():
+        if name in asked:
+            options[keyword] = asked[name]
+    if custom:
+        options["resources"] = custom
+    return options
+
+
+def _asked(options: Mapping[str, Any]) -> str:
+    """`2 CPUs, 1 GPU and {'box': 1.0}`: what an actor asked for, for a refusal."""
+    cpus = options.get("num_cpus", 1)
+    parts = [f"{cpus:g} CPU{'' if cpus == 1 else 's'}"]
+    gpus = options.get("num_gpus")
+    if gpus:
+        parts.append(f"{gpus:g} GPU{'' if gpus == 1 else 's'}")
+    if options.get("resources"):
+        parts.append(str(options["resources"]))
+    return ", ".join(parts[:-1]) + " and " + parts[-1] if len(parts) > 1 else parts[0]

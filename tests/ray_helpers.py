@@ -1,0 +1,66 @@
+"""A real local Ray cluster for the Ray tests (issue 15): a head with no CPUs, so every
+agent lands on a worker node, and two worker nodes on this machine
+(`ray.cluster_utils.Cluster`); the host configured through `.legion/settings.toml`
+exactly as a user's would be.
+
+The first worker node also holds one unit of the custom resource `BOX`: an agent whose
+role card asks for it can only land there.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import ray
+from ray.cluster_utils import Cluster
+
+from legion_tui.supervisor.backends.ray_handle import RayHandle
+from legion_tui.supervisor.core import Supervisor
+
+__all__ = ["BOX", "NODE_CPUS", "cluster", "handle_of", "project_on", "sha"]
+
+NODE_CPUS = 2  # each worker node: two agents at one CPU each
+BOX = "legion-test-box"  # a custom resource only the first worker node has
+
+
+@pytest.fixture(scope="module")
+def cluster() -> Iterator[Cluster]:
+    head: dict[str, Any] = {
+        "num_cpus": 0,
+        "include_dashboard": False,
+        # A dead node is known in ~1 s (its raylet's connection drops at once; this is the
+        # bound for a node that hangs instead).
+        "_system_config": {"health_check_period_ms": 500, "health_check_failure_threshold": 3},
+    }
+    made = Cluster(initialize_head=True, head_node_args=head)
+    made.add_node(num_cpus=NODE_CPUS, resources={BOX: 1})
+    made.add_node(num_cpus=NODE_CPUS)
+    made.wait_for_nodes()
+    ray.init(address=made.address, log_to_driver=False)
+    try:
+        yield made
+    finally:
+        ray.shutdown()
+        made.shutdown()
+
+
+def project_on(project: Path, cluster: Cluster) -> Path:
+    """`project`'s `.legion/settings.toml` puts its agents on `cluster`, one CPU each."""
+    settings = project / ".legion" / "settings.toml"
+    settings.parent.mkdir(parents=True, exist_ok=True)
+    settings.write_text(f'[cluster]\nengine = "ray"\naddress = "{cluster.address}"\nnumCpus = 1\n')
+    return project
+
+
+def handle_of(sup: Supervisor, node_id: str) -> RayHandle:
+    handle = sup.roster.handle(node_id)
+    assert isinstance(handle, RayHandle), handle
+    return handle
+
+
+def sha(path: Path | str) -> str:
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
