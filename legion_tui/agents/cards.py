@@ -5,6 +5,7 @@
     description: ...
     kind: auto           # auto | sim | pi | exec (auto: the configured or installed agent)
     command: [my-agent, --task, "{task}"]
+    resources: {num_cpus: 2, GPU: 0, my-resource: 1}   # on a Ray cluster: what its actor asks
     ---
     The body is the system prompt.
 
@@ -24,6 +25,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any, cast
 
 import yaml
@@ -71,6 +73,7 @@ CARD_FIELDS: tuple[str, ...] = (
     "renewable",
     "isolate",
     "budgetUsd",
+    "resources",
     "phases",
 )
 _REQUIRED = ("name", "description", "kind")
@@ -121,6 +124,9 @@ class RoleCard:
     renewable: bool = True
     isolate: bool = False  # a sim card that must run as an OS process
     budget_usd: float | None = None  # `budgetUsd`: its subtree is stopped past it (costs)
+    # `resources:` on a Ray cluster ({"CPU": 2.0, "GPU": 0.0, "my-resource": 1.0}: Ray's
+    # names); None: the settings' `[cluster] numCpus` / `resources` ask for it.
+    resources: Mapping[str, float] | None = None
     phases: Machine | None = None
     source: str = ""  # where it was read from (display path)
     bundled: bool = False
@@ -276,6 +282,61 @@ def _usd(
     return float(value)
 
 
+# `resources:` keys that are Ray's own (the actor's num_cpus / num_gpus), by what a card
+# may call them; any other name is a custom resource some node declares.
+_RAY_RESOURCES = {"num_cpus": "CPU", "CPU": "CPU", "num_gpus": "GPU", "GPU": "GPU"}
+# Ray's own options that are not resource amounts a card can ask for this way.
+_NOT_RESOURCES = frozenset({"memory", "object_store_memory"})
+_RESOURCE_STEP = 10_000  # Ray counts resources in units of 0.0001
+_RESOURCES_HINT = (
+    "write e.g. resources: {num_cpus: 2, GPU: 0, my-resource: 1} — num_cpus (or CPU), "
+    "num_gpus (or GPU), or a custom resource your Ray nodes declare, each an amount ≥ 0 "
+    "in steps of 0.0001 (whole numbers above 1 GPU)"
+)
+
+
+def _resource_problem(name: object, amount: object, canonical: str | None) -> str | None:
+    if not isinstance(name, str) or not name.strip() or name != name.strip():
+        return f"expected a resource name, got {_got(name)}"
+    if name in _NOT_RESOURCES:
+        return f"'{name}' is not a resource amount a card can ask for"
+    if not isinstance(amount, int | float) or isinstance(amount, bool):
+        return f"'{name}': expected an amount ≥ 0, got {_got(amount)}"
+    if not amount >= 0 or amount == float("inf"):
+        return f"'{name}': expected an amount ≥ 0, got {amount!r}"
+    if amount * _RESOURCE_STEP != int(amount * _RESOURCE_STEP):
+        return f"'{name}': Ray counts in steps of 0.0001, got {amount!r}"
+    if canonical == "GPU" and amount > 1 and amount != int(amount):
+        return f"'{name}': more than one GPU is a whole number, got {amount!r}"
+    return None
+
+
+def _resources(
+    data: dict[str, Any], lines: Mapping[str, int | None], out: _Collector
+) -> Mapping[str, float] | None:
+    """`resources:` as Ray's names and amounts; None when the card names none."""
+    value = data.get("resources")
+    if value is None:
+        return None
+    line = lines.get("resources")
+    if not isinstance(value, dict):
+        out.add(line, "resources", f"expected a mapping of name: amount, got {_got(value)}",
+                _RESOURCES_HINT)  # fmt: skip
+        return None
+    asked: dict[str, float] = {}
+    for name, amount in value.items():
+        canonical = _RAY_RESOURCES.get(name) if isinstance(name, str) else None
+        problem = _resource_problem(name, amount, canonical)
+        key = canonical or str(name)
+        if problem is None and key in asked:
+            problem = f"'{name}': {key} is asked for twice"
+        if problem is not None:
+            out.add(line, "resources", problem, _RESOURCES_HINT)
+            continue
+        asked[key] = float(amount)
+    return MappingProxyType(asked)
+
+
 def _bool(
     data: dict[str, Any], key: str, lines: Mapping[str, int | None], out: _Collector, default: bool
 ) -> bool:
@@ -429,6 +490,7 @@ def parse_card(
     renewable = _bool(data, "renewable", lines, out, True)
     isolate = _bool(data, "isolate", lines, out, False)
     budget_usd = _usd(data, "budgetUsd", lines, out)
+    asked = _resources(data, lines, out)
     _check_command(command, kind, lines, out)
     machine = _check_phases(data, role, root, lines, out)
 
@@ -451,6 +513,7 @@ def parse_card(
         renewable=renewable,
         isolate=isolate,
         budget_usd=budget_usd,
+        resources=asked,
         phases=machine,
         source=path,
         bundled=bundled,
