@@ -11,7 +11,8 @@ from typing import Any
 import pytest
 from process_helpers import HangingClock
 
-from legion_tui.agents.sim import FakeClock, SimAgent, SimConfig, _seed_material
+from legion_tui.agents.sim import FakeClock, SimAgent, SimConfig
+from legion_tui.agents.sim_config import seed_material
 from legion_tui.session.reader import read_session
 
 
@@ -243,7 +244,7 @@ async def test_resume_continues_the_same_file(tmp_path: Path) -> None:
     assert after[len(before)]["parentId"] == before[-1]["id"]
     assert len({e["id"] for e in after}) == len(after)
     # The resumed life draws from its own stream, not a replay of the first one.
-    assert _seed_material(resumed) != _seed_material(cfg) == 7
+    assert seed_material(resumed) != seed_material(cfg) == 7
     assert read_session(cfg.session_file).verdict is not None
 
 
