@@ -2,14 +2,16 @@
 
 Every closed set lives here once; the ledger's CHECK constraints, the CLI's choices and
 the dashboard's glyph tables are generated from these definitions.
+
+The records (Node, Usage, Verdict, ...) are defined in `model_records` and handed out
+from here on first use (PEP 562): a control verb that needs a status word or the kinds
+for its parser imports this module without `dataclasses` (SPEC §8's verb budget).
 """
 
 from __future__ import annotations
 
 import enum
-import json
-from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Literal
 
 __all__ = [
     "BACKENDS",
@@ -39,6 +41,19 @@ __all__ = [
     "check_mail_move",
     "outcome_of",
 ]
+
+if TYPE_CHECKING:
+    from legion_tui.model_records import (
+        Event,
+        InFlightTool,
+        MailboxStats,
+        Message,
+        Node,
+        Usage,
+        Verdict,
+    )
+
+_RECORDS = ("Event", "InFlightTool", "MailboxStats", "Message", "Node", "Usage", "Verdict")
 
 
 class NodeStatus(enum.StrEnum):
@@ -181,118 +196,12 @@ def outcome_of(status: NodeStatus, phase: str | None) -> NodeStatus:
     return status
 
 
-@dataclass(frozen=True, slots=True)
-class Verdict:
-    """The `{"ok": bool, "reason": ...}` object an agent ends with."""
+def __getattr__(name: str) -> object:
+    """A record, on first use: imported from `model_records` and kept in this module."""
+    if name not in _RECORDS:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    from legion_tui import model_records
 
-    ok: bool
-    reason: str | None = None
-    raw: dict[str, Any] = field(default_factory=dict, compare=False)
-
-
-@dataclass(slots=True)
-class Usage:
-    """Token counts and cost; also the ledger's `usage` row (plus node id)."""
-
-    input: int = 0
-    output: int = 0
-    cache_read: int = 0
-    cache_write: int = 0
-    cost: float = 0.0
-    generation_ms: float = 0.0
-    turns: int = 0
-
-
-@dataclass(frozen=True, slots=True)
-class InFlightTool:
-    """A tool call of the active path without a result yet."""
-
-    id: str
-    name: str
-    started_at: float  # epoch seconds
-    parent_id: str | None = None  # parentToolCallId, when RPC events give it
-
-
-@dataclass(slots=True)
-class Node:
-    """One agent of the legion: a `nodes` row."""
-
-    id: str
-    run_id: str
-    parent_id: str | None
-    name: str
-    path: str
-    role: Role
-    kind: Kind
-    backend: Backend
-    status: NodeStatus = NodeStatus.STARTING
-    phase: str | None = None
-    phase_since: float | None = None
-    rework_count: int = 0
-    machine: str | None = None  # declared phase machine, JSON
-    session_file: str | None = None
-    pid: int | None = None
-    task: str = ""
-    verdict: str | None = None  # verdict JSON
-    error: str | None = None
-    created_at: float = 0.0
-    updated_at: float = 0.0
-
-    @property
-    def live(self) -> bool:
-        return self.status in LIVE_STATUSES
-
-    @property
-    def outcome(self) -> NodeStatus:
-        """The status every view shows: a team whose agent settled in its machine's
-        `failed` phase has failed (its glyph, colour and the header's ✗ count), though
-        its agent ended without an error."""
-        return outcome_of(self.status, self.phase)
-
-    @property
-    def simulated(self) -> bool:
-        """A simulated agent: its edits, cost and verdict are pretend, so every view
-        labels it. The host's root is recorded as `sim` but is no agent (it is the user)."""
-        return self.kind == "sim" and self.role != "root"
-
-    @property
-    def verdict_data(self) -> Any:
-        """The stored verdict JSON, parsed; None when there is none or it is not JSON."""
-        if not self.verdict:
-            return None
-        try:
-            return json.loads(self.verdict)
-        except ValueError:
-            return None
-
-
-@dataclass(frozen=True, slots=True)
-class Event:
-    id: int
-    node_id: str | None
-    type: EventType
-    data: dict[str, Any]
-    at: float
-
-
-@dataclass(frozen=True, slots=True)
-class Message:
-    id: int
-    from_node: str
-    to_node: str
-    kind: MailKind
-    urgency: Urgency
-    subject: str
-    body: str
-    delivered: MailState
-    delivered_at: float | None
-    created_at: float
-
-
-@dataclass(frozen=True, slots=True)
-class MailboxStats:
-    pending: int = 0
-    accepted: int = 0
-    delivered: int = 0
-    bounced: int = 0
-    obsolete: int = 0
+    for record in _RECORDS:
+        globals()[record] = getattr(model_records, record)
+    return globals()[name]

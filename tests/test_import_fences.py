@@ -56,8 +56,13 @@ RENDERED_FORBIDDEN = (
     # spawn's admission rules and the role cards are the supervisor's to apply
     "legion_tui.supervisor.admission", "legion_tui.agents",
 )  # fmt: skip
-# ... nor the model (its dataclasses): only `legion status` prints its words and glyphs.
-VERB_FORBIDDEN = (*RENDERED_FORBIDDEN, "legion_tui.model")
+# ... nor the model's records (`dataclasses`, and `inspect` with it: ~15 ms of a verb):
+# only `legion status` prints them; the closed sets (`--kind`'s choices) come without.
+RECORDS = ("dataclasses", "legion_tui.model_records")
+VERB_FORBIDDEN = (*RENDERED_FORBIDDEN, *RECORDS)
+# `spawn --name` checks the name with the supervisor's own NAME_RE (`supervisor.naming`,
+# which brings `legion_tui.ops` and its dataclass): the records stay out all the same.
+SPAWN_FORBIDDEN = (*RENDERED_FORBIDDEN, "legion_tui.model_records")
 # A user's shell finds the live run in ./.legion first (`supervisor.runs`, which looks at
 # the host's pid in /proc): the UI, numpy, the ledger's driver, psutil and asyncio stay out.
 SHELL_FORBIDDEN = ("textual", "numpy", "aiosqlite", "psutil", "asyncio", "legion_tui.widgets")
@@ -65,7 +70,7 @@ SHELL_FORBIDDEN = ("textual", "numpy", "aiosqlite", "psutil", "asyncio", "legion
 # imports its parts on first use, so neither its writer nor aiosqlite comes along.
 MAIL_FORBIDDEN = (
     "textual", "numpy", "aiosqlite", "psutil", "asyncio", "legion_tui.widgets",
-    "legion_tui.ledger.ledger", "legion_tui.ledger.writer",
+    "legion_tui.ledger.ledger", "legion_tui.ledger.writer", *RECORDS,
 )  # fmt: skip
 
 PROBE = """
@@ -104,11 +109,11 @@ async def test_the_control_verbs_import_only_what_a_socket_request_needs(
     project.mkdir()
     async with hosted(project) as sup:
         agent_env = cli_env() | {"LEGION_SOCKET": str(sup.socket_path), "LEGION_NODE_ID": "root"}
-        # (the host runs cards simulated; a `--kind` given would read the model's kinds)
-        spawn = ["spawn", "worker", "--name", "c1", "--task", "t"]
+        # (the host runs cards simulated; `--kind` reads the model's kinds, not its records)
+        spawn = ["spawn", "worker", "--name", "c1", "--task", "t", "--kind", "sim"]
         mail = ["mail", "--to", "c1", "--subject", "s", "--body", "b"]
         verbs: list[tuple[list[str], dict[str, str], tuple[str, ...]]] = [
-            (spawn, agent_env, VERB_FORBIDDEN),
+            (spawn, agent_env, SPAWN_FORBIDDEN),
             (["wait", "c1", "--timeout", "30"], agent_env, VERB_FORBIDDEN),
             (["collect", "c1"], agent_env, VERB_FORBIDDEN),
             (["status"], agent_env, RENDERED_FORBIDDEN),

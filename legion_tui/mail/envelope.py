@@ -10,10 +10,13 @@ confirmation.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
+from typing import TYPE_CHECKING
 
 from legion_tui.ledger.errors import MailInvalidText
 from legion_tui.ledger.mailtext import check_mail_text as ledger_check
-from legion_tui.model import Message, Node
+
+if TYPE_CHECKING:  # annotations only: `legion mail` checks its text without the records
+    from legion_tui.model import Message, Node
 
 __all__ = [
     "AddressError",

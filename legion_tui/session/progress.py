@@ -4,9 +4,12 @@ from __future__ import annotations
 
 from collections import deque
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from legion_tui.model import InFlightTool, Usage, Verdict
-from legion_tui.session.formats import Format
+
+if TYPE_CHECKING:  # a name only: the parsers (formats, entries) stay out of a verb's imports
+    from legion_tui.session.formats import Format
 
 
 @dataclass(frozen=True, slots=True)
