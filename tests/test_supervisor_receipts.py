@@ -177,17 +177,27 @@ async def test_wait_and_collect(tmp_path: Path) -> None:
 
 
 async def test_status_leads_with_the_activity_and_marks_a_stall(tmp_path: Path) -> None:
-    from legion_tui.supervisor.status import render_status
+    """The sim replays a history whose bash call began 7 minutes before its launch: status
+    counts the call from the launch (as the dashboard does), and marks a stall once the
+    call has really run that long — the same document read 7 minutes later."""
+    from legion_tui.supervisor.status import render_status, status_document
 
     async with hosted(tmp_path) as sup:
         team = {"history_seconds": 420.0, "stall_seconds": 1e7}
-        await spawn_one(sup, name="worker-2", sim=team)
+        worker = await spawn_one(sup, name="worker-2", sim=team)
         await until(lambda: bool(sup.status(ROOT_ID, "worker-2")["nodes"][0]["activity"]))
         doc = sup.status(ROOT_ID, "worker-2")
         activity = doc["nodes"][0]["activity"]
-        assert activity["tool"] == "bash" and activity["stalled"] is True
-        text = render_status(doc)
-        block = text.split("\n\n")[1].splitlines()
+        assert activity["tool"] == "bash" and activity["stalled"] is False
+        assert activity["seconds"] < 60  # not the replayed 7 minutes
+        block = render_status(doc).split("\n\n")[1].splitlines()
+        assert re.fullmatch(r"  working · bash 00:00:\d\d", block[1])
+        node = sup.node(worker.id)
+        later = status_document(doc["run_id"], doc["session"],
+                                [(node, sup.progress(worker.id))], now=node.created_at + 425)
+        activity = later["nodes"][0]["activity"]
+        assert activity["stalled"] is True
+        block = render_status(later).split("\n\n")[1].splitlines()
         assert re.fullmatch(r"  working · bash 00:0[7-9]:\d\d", block[1])
         assert block[2] == (
             f"  stuck {int(activity['seconds'] // 60)}m in bash — steer cannot reach a running "
