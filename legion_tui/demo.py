@@ -301,12 +301,18 @@ def summary(supervisor: Supervisor, demo: Demo, elapsed: float) -> dict[str, Any
     model = supervisor.model
     counts = model.counts()
     processes = sum(1 for v in model.nodes.values() if v.node.backend == "process")
+    from legion_tui.receipts import STALL_SECONDS
+    from legion_tui.supervisor.status import tool_seconds
+
+    # Stuck as the dashboard and `legion status` count it: a replayed history's call
+    # runs from the agent's launch, not from its replayed start.
+    now = model.clock()
     stalled = sum(
         1
         for v in model.nodes.values()
         if v.node.live
         and v.progress.in_flight
-        and model.clock() - v.progress.in_flight[-1].started_at >= 300
+        and tool_seconds(v.node, v.progress.in_flight[-1].started_at, now) >= STALL_SECONDS
     )
     handled = supervisor.events_written + supervisor.progress_updates
     peak_kb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss

@@ -95,7 +95,9 @@ async def test_demo_headless(tmp_path: Path) -> None:
     report = json.loads(out)
     assert report["nodes"] == 20 == report["planned_nodes"]
     assert report["process_children"] >= 1
-    assert report["stalled"] >= 1
+    # The stuck agent's replayed 7 minutes do not count 4 s in: stuck as the dashboard
+    # says it (tool time from the launch), never from the replayed history.
+    assert report["stalled"] == 0
     assert report["failed"] >= 1
     assert report["tokens_out"] > 0
 
