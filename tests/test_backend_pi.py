@@ -14,7 +14,7 @@ from legion_tui import receipts
 from legion_tui.supervisor.backend import LaunchSpec
 from legion_tui.supervisor.backends.registry import make_handle
 from legion_tui.supervisor.backends.rpc_handle import RpcHandle
-from legion_tui.supervisor.rpc import RpcError
+from legion_tui.supervisor.wire import RequestError
 
 
 @pytest.fixture
@@ -164,7 +164,7 @@ async def test_a_refused_launch_prompt_leaves_no_process(
     monkeypatch.setenv("FAKE_PI_MODE", "refuse")
     handle = make_handle(_spec(tmp_path))
     assert isinstance(handle, RpcHandle)
-    with pytest.raises(RpcError, match="No API key"):
+    with pytest.raises(RequestError, match="No API key"):
         await handle.start()
     assert handle.exited is not None
     assert marked(handle.spec.run_id) == []

@@ -7,7 +7,9 @@ import json
 
 from process_helpers import until
 
-from legion_tui.supervisor.rpc import RpcClient, RpcError, split_lines
+from legion_tui.supervisor.lines import split_lines
+from legion_tui.supervisor.rpc import RpcClient
+from legion_tui.supervisor.wire import RequestError
 
 
 class Sink:
@@ -84,7 +86,7 @@ async def test_events_and_responses_across_arbitrary_chunks() -> None:
     reader.feed_data(json.dumps({**reply, "error": "no"}).encode() + b"\n")
     try:
         await refused
-    except RpcError as err:
+    except RequestError as err:
         assert err.message == "no"
     else:
         raise AssertionError("a success:false reply must raise")
@@ -92,7 +94,7 @@ async def test_events_and_responses_across_arbitrary_chunks() -> None:
     reader.feed_eof()
     await asyncio.wait_for(rpc.closed.wait(), 2.0)
     assert isinstance(await asyncio.gather(pending, return_exceptions=True), list)
-    assert isinstance(pending.exception(), RpcError)
+    assert isinstance(pending.exception(), RequestError)
     await rpc.close()
     assert sink.closed
 

@@ -12,7 +12,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 from process_helpers import until
 
-from legion_tui.supervisor.rpc import LineSplitter, RpcClient, split_lines
+from legion_tui.supervisor.lines import LineSplitter, split_lines
+from legion_tui.supervisor.rpc import RpcClient
 
 
 class Sink:

@@ -39,7 +39,7 @@ from supervisor_helpers import GIT_ENV, LEGION
 from legion_tui.model import EventType, MailState, Node, NodeStatus
 from legion_tui.session.reader import read_session
 from legion_tui.supervisor.backends.claude_handle import NOTIFICATION_TURN_BOUND
-from legion_tui.supervisor.backends.rpc_handle import RESUME_PROMPT
+from legion_tui.supervisor.backends.common import RESUME_PROMPT
 from legion_tui.supervisor.core import ROOT_ID, ChildRequest, Supervisor
 
 ABORT_WITHIN = 1.0  # an abort answers `interrupted` within a second

@@ -41,7 +41,7 @@ from supervisor_helpers import GIT_ENV, run_cli
 
 from legion_tui.model import EventType, MailState, Node, NodeStatus
 from legion_tui.session.reader import read_session
-from legion_tui.supervisor.backends.rpc_handle import RESUME_PROMPT
+from legion_tui.supervisor.backends.common import RESUME_PROMPT
 from legion_tui.supervisor.core import ROOT_ID, ChildRequest, Supervisor
 
 START_LIMIT = 60.0  # a cold `codex app-server` start on 2 loaded cores, then a model call

@@ -34,7 +34,7 @@ from supervisor_helpers import run_cli
 
 from legion_tui import receipts
 from legion_tui.model import EventType, NodeStatus
-from legion_tui.supervisor.backends.rpc_handle import RESUME_PROMPT
+from legion_tui.supervisor.backends.common import RESUME_PROMPT
 from legion_tui.supervisor.core import ROOT_ID, ChildRequest
 
 SIX = 6

@@ -29,7 +29,8 @@ import pytest
 from supervisor_helpers import LEGION, cli_env, hosted, run_cli, until
 
 from legion_tui.supervisor import intake
-from legion_tui.supervisor.client import LegionClient, LegionRequestError
+from legion_tui.supervisor.client import LegionClient
+from legion_tui.supervisor.wire import RequestError
 
 # The host: argv project, soft RLIMIT_NOFILE (0: as inherited), idle timeout in seconds.
 # One JSON line when it serves; then one JSON line per command on stdin: "spawn" launches
@@ -517,7 +518,7 @@ async def test_a_full_connection_queue_is_retried_then_one_clear_line(tmp_path: 
 
 async def test_a_reset_connection_is_retried_then_a_clear_error(tmp_path: Path) -> None:
     """A server that closes every connection with the request unread (the kernel resets
-    it): the client tries again within its bound, then raises LegionRequestError."""
+    it): the client tries again within its bound, then raises RequestError."""
     path = str(tmp_path / "reset.sock")
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     listener.bind(path)
@@ -543,7 +544,7 @@ async def test_a_reset_connection_is_retried_then_a_clear_error(tmp_path: Path) 
     try:
         client = LegionClient(path, retry_seconds=2.0)
         started = time.monotonic()
-        with pytest.raises(LegionRequestError) as refused:
+        with pytest.raises(RequestError) as refused:
             await client.request("status")
         took = time.monotonic() - started
         print(f"\n{resets} resets in {took:.1f} s: {refused.value.code}: {refused.value.message}")

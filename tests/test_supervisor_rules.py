@@ -10,8 +10,9 @@ from supervisor_helpers import hosted, spawn_one, stuck_worker, until
 
 from legion_tui.model import EventType, NodeStatus
 from legion_tui.ops import OpError
-from legion_tui.supervisor.client import LegionClient, LegionRequestError
+from legion_tui.supervisor.client import LegionClient
 from legion_tui.supervisor.core import ROOT_ID, Budgets, ChildRequest, Supervisor
+from legion_tui.supervisor.wire import RequestError
 
 
 async def _rows(sup: Supervisor) -> list[str]:
@@ -42,7 +43,7 @@ async def test_worker_may_not_stop_its_sibling(tmp_path: Path) -> None:
         b = await stuck_worker(sup, "b")
         # Through the socket, as the sibling's own `legion stop` would call it.
         async with LegionClient(sup.socket_path, caller=a.id) as client:
-            with pytest.raises(LegionRequestError) as err:
+            with pytest.raises(RequestError) as err:
                 await client.request("stop", name="b", force=False)
         assert err.value.code == "NOT_FOUND"  # a sibling is not below `a`: not even found
         assert sup.node(b.id).status is NodeStatus.RUNNING
@@ -57,7 +58,7 @@ async def test_worker_may_not_spawn_a_centurion_g1(tmp_path: Path) -> None:
     async with hosted(tmp_path) as sup:
         w = await stuck_worker(sup, "w")
         async with LegionClient(sup.socket_path, caller=w.id) as client:
-            with pytest.raises(LegionRequestError) as err:
+            with pytest.raises(RequestError) as err:
                 await client.request("spawn", children=[{"role": "centurion", "task": "x"}])
         assert err.value.code == "FORBIDDEN"
         assert "centurion" in err.value.message

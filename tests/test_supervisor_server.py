@@ -10,8 +10,10 @@ from typing import Any
 import pytest
 from supervisor_helpers import hosted, stuck_worker, until
 
-from legion_tui.supervisor.client import MAX_LINE, LegionClient, LegionRequestError
+from legion_tui.supervisor.client import LegionClient
 from legion_tui.supervisor.core import ROOT_ID
+from legion_tui.supervisor.lines import MAX_LINE_BYTES
+from legion_tui.supervisor.wire import RequestError
 
 
 async def _ask(
@@ -27,7 +29,9 @@ async def _ask(
 
 async def test_malformed_requests_get_errors_and_the_server_keeps_serving(tmp_path: Path) -> None:
     async with hosted(tmp_path) as sup:
-        reader, writer = await asyncio.open_unix_connection(sup.socket_path, limit=MAX_LINE * 2)
+        reader, writer = await asyncio.open_unix_connection(
+            sup.socket_path, limit=MAX_LINE_BYTES * 2
+        )
         try:
             cases: list[tuple[bytes, str]] = [
                 (b"{not json\n", "BAD_JSON"),
@@ -63,7 +67,7 @@ async def test_malformed_requests_get_errors_and_the_server_keeps_serving(tmp_pa
                     json.dumps({"id": 8, "op": "status", "from": "nobody"}).encode() + b"\n",
                     "UNKNOWN_CALLER",
                 ),
-                (b"x" * (MAX_LINE + 10) + b"\n", "TOO_LONG"),
+                (b"x" * (MAX_LINE_BYTES + 10) + b"\n", "TOO_LONG"),
             ]
             for raw, code in cases:
                 reply = await _ask(reader, writer, raw)
@@ -133,7 +137,7 @@ async def test_mail_travels_and_a_wait_returns_early_with_it(tmp_path: Path) -> 
             assert result["message_ids"] == [sent["message_id"]]
             assert "Which branch?" in result["text"] and f"#{sent['message_id']}" in result["text"]
             assert sup.node(w.id).live  # the wait ended; nothing was stopped
-            with pytest.raises(LegionRequestError) as bad:
+            with pytest.raises(RequestError) as bad:
                 await client.request("mail", to="parent", subject="x", body="a\x00b")
             assert bad.value.code == "MAIL_INVALID_TEXT"
             # Siblings may write to each other.

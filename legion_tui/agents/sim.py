@@ -64,6 +64,7 @@ from legion_tui.agents.sim_clock import CatchUpClock, FakeClock, SimClock, WallC
 from legion_tui.agents.sim_config import SimConfig, contract_path
 from legion_tui.agents.sim_script import MODEL, PROVIDER
 from legion_tui.supervisor.client import ENV_NODE_ID, ENV_RUN_DIR, ENV_SOCKET
+from legion_tui.supervisor.lines import lines_of
 
 __all__ = [
     "CatchUpClock",
@@ -255,20 +256,10 @@ async def _serve(cfg: SimConfig, task: str | None) -> int:
         agent.prompt(task)
 
     async def read_commands() -> None:
-        buffer = b""
-        while True:
-            chunk = await reader.read(65536)
-            if not chunk:
-                if task is None:
-                    stop.set()  # our controller is gone
-                return
-            buffer += chunk
-            # Strict LF framing (U+2028 inside a JSON string is not a line break).
-            *lines, buffer = buffer.split(b"\n")
-            for line in lines:
-                line = line.removesuffix(b"\r")
-                if line.strip():
-                    await front.handle(line)
+        async for line in lines_of(reader):  # strict LF framing, as pi's
+            await front.handle(line)
+        if task is None:
+            stop.set()  # our controller is gone
 
     commands = loop.create_task(read_commands())
     waits = {

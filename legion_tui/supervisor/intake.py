@@ -22,7 +22,7 @@ from json.decoder import scanstring  # type: ignore[attr-defined]
 from typing import Any
 
 from legion_tui.ops import OpError
-from legion_tui.supervisor.client import MAX_LINE
+from legion_tui.supervisor.lines import MAX_LINE_BYTES, LineFramer
 
 __all__ = [
     "DEFAULT_LIMITS",
@@ -48,7 +48,7 @@ class SocketLimits:
     evictable_after: float = 1.0
     send_seconds: float = 30.0  # a reply the client does not read within this: closed
     backlog: int = 1024  # the kernel's queue of connections not yet accepted
-    max_request: int = MAX_LINE  # bytes in one request line (16 MiB)
+    max_request: int = MAX_LINE_BYTES  # bytes in one request line (16 MiB)
     max_depth: int = 64  # nesting of arrays and objects (a real request nests < 10)
     max_values: int = 100_000  # strings, containers and commas in one request
     total_bytes: int = 32 * MiB  # the shared budget of request bytes held (ByteBudget)
@@ -91,80 +91,63 @@ class Line:
     charged: int
 
 
-class RequestFramer:
+class RequestFramer(LineFramer[Line | OpError]):
     """Request lines out of one connection's bytes, in order, each at most `max_request`
     bytes; what an unfinished line holds beyond `free_bytes` is charged to the budget.
 
     `feed` returns, in the order the lines were sent, each complete `Line` and an OpError
     for each line that was not read: TOO_LONG (over `max_request`) or BUSY (the budget
-    could not take it). Such a line is skipped to its newline as it streams, never kept.
-    (`rpc.LineSplitter` frames agents' stdout the same way, but drops an over-long line
-    silently and knows no shared budget.)
+    could not take it). Such a line is skipped to its newline as it streams, never kept
+    (the framing is `lines`', which frames agents' stdout the same way).
     """
 
     def __init__(self, limits: SocketLimits, budget: ByteBudget) -> None:
+        super().__init__()
         self._limits = limits
         self._budget = budget
-        self._pieces: list[bytes] = []
-        self._size = 0
         self._charged = 0
-        self._skipping = False  # inside a refused line: drop bytes up to its newline
-
-    def feed(self, chunk: bytes) -> list[Line | OpError]:
-        out: list[Line | OpError] = []
-        start = 0
-        while True:
-            newline = chunk.find(b"\n", start)
-            refused = self._keep(chunk[start:] if newline < 0 else chunk[start:newline])
-            if refused is not None:
-                out.append(refused)
-            if newline < 0:
-                return out
-            if self._skipping:
-                self._skipping = False
-            else:
-                out.append(self._take())
-            start = newline + 1
 
     def finish(self) -> Line | None:
         """At EOF: the last line if it lacks only its newline."""
-        if self._skipping or not self._pieces:
+        if self._dropping or not self._pieces:
             return None
-        return self._take()
+        line = self._finished(b"".join(self._pieces))
+        self._discard()
+        return line
 
     def release(self) -> None:
         """The connection is gone: what its unfinished line held goes back."""
         self._budget.give(self._charged)
-        self._pieces, self._size, self._charged = [], 0, 0
+        self._charged = 0
+        self._discard()
 
-    def _take(self) -> Line:
-        line = Line(b"".join(self._pieces), self._charged)
-        self._pieces, self._size, self._charged = [], 0, 0
-        return line
+    def _finished(self, line: bytes) -> Line:
+        taken = Line(line, self._charged)
+        self._charged = 0  # the line holds its charge now, not the framer
+        return taken
 
-    def _keep(self, piece: bytes) -> OpError | None:
-        if self._skipping or not piece:
-            return None
-        size = self._size + len(piece)
+    def _discard(self) -> None:
+        super()._discard()
+        if self._charged:  # a refused line's charge: nothing holds it any more
+            self._budget.give(self._charged)
+            self._charged = 0
+
+    def _admit(self, size: int, out: list[Line | OpError]) -> bool:
         limits = self._limits
         if size > limits.max_request:
-            self._drop()
-            return OpError(
-                "TOO_LONG",
-                f"request line too long: over {limits.max_request} bytes; it was not read",
+            out.append(
+                OpError(
+                    "TOO_LONG",
+                    f"request line too long: over {limits.max_request} bytes; it was not read",
+                )
             )
+            return False
         need = max(0, size - limits.free_bytes) - self._charged
         if need > 0 and not self._budget.take(need):
-            self._drop()
-            return busy_error(limits)
+            out.append(busy_error(limits))
+            return False
         self._charged += need
-        self._pieces.append(piece)
-        self._size = size
-        return None
-
-    def _drop(self) -> None:
-        self.release()
-        self._skipping = True
+        return True
 
 
 def busy_error(limits: SocketLimits) -> OpError:

@@ -33,6 +33,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from legion_tui.supervisor import cgroups
+from legion_tui.supervisor.lines import LineSplitter
 from legion_tui.supervisor.procfs import ProcStat, all_stats
 
 __all__ = ["KILL_BOUND", "Tracked", "main"]
@@ -49,12 +50,10 @@ class Tracked:
     def __init__(self) -> None:
         self.sessions: set[int] = set()
         self.procs: set[tuple[int, int]] = set()
-        self._partial = b""
+        self._lines = LineSplitter()
 
     def feed(self, data: bytes) -> None:
-        lines = (self._partial + data).split(b"\n")
-        self._partial = lines.pop()
-        for line in lines:
+        for line in self._lines.feed(data):
             self._apply(line.decode("ascii", "replace").split())
 
     def _apply(self, words: list[str]) -> None:

@@ -11,32 +11,24 @@ The app server speaks JSON-RPC 2.0 without the `"jsonrpc"` field: one object per
   answer: the node is BLOCKED meanwhile); any other is refused at once with an error
   reply, so the tool that asked fails instead of Codex waiting forever.
 
-The read loop must outlive any output (as for pi's RPC, `supervisor/rpc.py`): framing
-is LF (`LineSplitter`: incremental, an over-long line dropped and counted), each line is
-decoded and handled alone, and a bad line or a hook that raises is counted or logged,
-never fatal. Writes are bounded: a child that stops draining its stdin fails the write
-after `WRITE_BOUND`, never hangs the caller.
+The channel (`supervisor/channel.py`, shared with pi's RPC and Claude's stream-json)
+keeps the read loop alive through any output; a hook that raises is logged here, never
+fatal. A request refused or unanswered raises `wire.RequestError` with its method as
+the code.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import itertools
-import json
 import logging
 from collections.abc import Callable
 from typing import Any
 
-from legion_tui.supervisor.rpc import (
-    MAX_LINE_BYTES,
-    WRITE_BOUND,
-    CommandSink,
-    LineSplitter,
-    pump_lines,
-)
+from legion_tui.supervisor.channel import CommandSink, JsonLinesChannel
+from legion_tui.supervisor.lines import MAX_LINE_BYTES
+from legion_tui.supervisor.wire import RequestError
 
-__all__ = ["JsonRpcClient", "JsonRpcError", "NotificationHook", "RequestHook"]
+__all__ = ["JsonRpcClient", "NotificationHook", "RequestHook"]
 
 log = logging.getLogger(__name__)
 
@@ -47,17 +39,7 @@ RequestHook = Callable[[Any, str, dict[str, Any]], bool]
 METHOD_NOT_FOUND = -32601  # JSON-RPC's code for a method the peer does not serve
 
 
-class JsonRpcError(Exception):
-    """A request answered with an error, not answered in time, or the channel is gone."""
-
-    def __init__(self, method: str, message: str, code: int | None = None) -> None:
-        super().__init__(f"{method}: {message}")
-        self.method = method
-        self.message = message
-        self.code = code
-
-
-class JsonRpcClient:
+class JsonRpcClient(JsonLinesChannel):
     """One JSON-RPC connection to a child process."""
 
     def __init__(
@@ -69,18 +51,10 @@ class JsonRpcClient:
         on_request: RequestHook | None = None,
         max_line_bytes: int = MAX_LINE_BYTES,
     ) -> None:
-        self._stdin = stdin
-        self._stdout = stdout
+        super().__init__(stdin, stdout, max_line_bytes=max_line_bytes)
         self._on_notification = on_notification
         self._on_request = on_request
-        self._ids = itertools.count(1)
-        self._pending: dict[int, tuple[str, asyncio.Future[dict[str, Any]]]] = {}
-        self._lines = LineSplitter(max_line_bytes)
-        self._tasks: set[asyncio.Task[Any]] = set()
-        self.closed = asyncio.Event()  # stdout reached EOF: the agent is gone
-        self.skipped_lines = 0  # lines that were not a JSON object (or too long)
         self.refused: list[str] = []  # methods of the server requests we refused
-        self._reader = asyncio.get_running_loop().create_task(self._read_loop())
 
     # -- writing -----------------------------------------------------------------------
 
@@ -89,21 +63,20 @@ class JsonRpcClient:
     ) -> dict[str, Any]:
         """Send one request and return its `result` (a non-object result reads as {}).
 
-        Raises JsonRpcError on an error reply, a closed channel or no answer in `bound`.
+        Raises RequestError on an error reply, a closed channel or no answer in `bound`.
         """
         fut = self.send(method, params)
         try:
             reply = await asyncio.wait_for(fut, bound)
         except TimeoutError:
-            raise JsonRpcError(method, f"no answer within {bound:g} s") from None
+            raise RequestError(method, f"no answer within {bound:g} s") from None
         finally:
             if not fut.done():
                 fut.cancel()
         error = reply.get("error")
         if error is not None:
             message = error.get("message") if isinstance(error, dict) else error
-            code = error.get("code") if isinstance(error, dict) else None
-            raise JsonRpcError(method, str(message), code if isinstance(code, int) else None)
+            raise RequestError(method, str(message))
         result = reply.get("result")
         return result if isinstance(result, dict) else {}
 
@@ -111,92 +84,42 @@ class JsonRpcClient:
         self, method: str, params: dict[str, Any] | None = None
     ) -> asyncio.Future[dict[str, Any]]:
         """Write one request now; the future resolves with its raw reply object."""
-        fut: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
         if self.closed.is_set():
-            fut.set_exception(JsonRpcError(method, "the agent's channel is closed"))
-            return fut
-        req_id = next(self._ids)
-        self._pending[req_id] = (method, fut)
-        fut.add_done_callback(lambda _f: self._pending.pop(req_id, None))
+            return self._failed(RequestError(method, "the agent's channel is closed"))
+        req_id, fut = self._expect(method)
         message: dict[str, Any] = {"id": req_id, "method": method}
         if params is not None:
             message["params"] = params
-        if not self._write(message):
-            fut.set_exception(JsonRpcError(method, "cannot write to the agent"))
+        if not self._send(message):
+            fut.set_exception(RequestError(method, "cannot write to the agent"))
         return fut
 
     def respond(self, req_id: Any, result: dict[str, Any]) -> None:
         """The answer to a server request `on_request` took."""
-        self._write({"id": req_id, "result": result})
+        self._send({"id": req_id, "result": result})
 
     def notify(self, method: str, params: dict[str, Any] | None = None) -> None:
         """A notification (no id, no answer)."""
         message: dict[str, Any] = {"method": method}
         if params is not None:
             message["params"] = params
-        self._write(message)
+        self._send(message)
 
-    def _write(self, message: dict[str, Any]) -> bool:
-        line = json.dumps(message, ensure_ascii=False, separators=(",", ":")) + "\n"
+    def _send(self, message: dict[str, Any]) -> bool:
+        """Write `message`; False when the agent's stdin is gone."""
         try:
-            self._stdin.write(line.encode())
+            self._write(message)
         except (ConnectionError, RuntimeError):
             return False
-        self._spawn(self._drain())
         return True
-
-    async def _drain(self) -> None:
-        with contextlib.suppress(ConnectionError, TimeoutError, RuntimeError):
-            await asyncio.wait_for(self._stdin.drain(), WRITE_BOUND)
-
-    def _spawn(self, coro: Any) -> None:
-        task = asyncio.get_running_loop().create_task(coro)
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
-
-    async def close(self) -> None:
-        """Close stdin (the app server exits on EOF) and stop reading; never blocks long."""
-        with contextlib.suppress(Exception):
-            self._stdin.close()
-        self._reader.cancel()
-        for task in list(self._tasks):
-            task.cancel()
-        with contextlib.suppress(BaseException):
-            await asyncio.wait_for(asyncio.gather(self._reader, return_exceptions=True), 1.0)
-        self._fail_pending("closed")
 
     # -- reading -----------------------------------------------------------------------
 
-    def _dropped(self, count: int) -> None:
-        self.skipped_lines += count
-
-    async def _read_loop(self) -> None:
-        try:
-            await pump_lines(self._stdout, self._lines, self._dispatch, self._dropped)
-        finally:
-            self.closed.set()
-            self._fail_pending("the agent closed its output")
-
-    def _fail_pending(self, why: str) -> None:
-        for method, fut in list(self._pending.values()):
-            if not fut.done():
-                fut.set_exception(JsonRpcError(method, why))
-
-    def _dispatch(self, line: bytes) -> None:
-        try:
-            obj = json.loads(line)
-        except (ValueError, RecursionError):  # not UTF-8 / not JSON / nested too deep
-            self.skipped_lines += 1
-            return
-        if not isinstance(obj, dict):
-            self.skipped_lines += 1
-            return
+    def _take(self, obj: dict[str, Any]) -> None:
         method = obj.get("method")
         req_id = obj.get("id")
         if not isinstance(method, str):
-            pending = self._pending.get(req_id) if isinstance(req_id, int) else None
-            if pending is not None and not pending[1].done():
-                pending[1].set_result(obj)
+            self._answer(req_id, obj)
             return
         params = obj.get("params")
         if req_id is not None:
@@ -221,7 +144,7 @@ class JsonRpcClient:
 
     def _refuse(self, req_id: Any, method: str) -> None:
         self.refused.append(method)
-        self._write({
+        self._send({
             "id": req_id,
             "error": {"code": METHOD_NOT_FOUND,
                       "message": f"legion runs Codex unattended and cannot answer {method}"},

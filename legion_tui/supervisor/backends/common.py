@@ -1,5 +1,6 @@
-"""What the backends share: paths, env, argv placeholders, the bounded abort, the steer
-outcome words, and the exit status and stop of a process child (`ProcessChildHandle`)."""
+"""What the backends share: the launch bounds, paths, env, argv placeholders, the bounded
+abort, the steer outcome words, and the exit status and stop of a process child
+(`ProcessChildHandle`)."""
 
 from __future__ import annotations
 
@@ -24,6 +25,8 @@ from legion_tui.supervisor.sweep import sweep
 
 __all__ = [
     "MAX_BOUND",
+    "RESUME_PROMPT",
+    "START_BOUND",
     "STEER_OUTCOMES",
     "ProcessChildHandle",
     "bounded_abort",
@@ -42,6 +45,16 @@ __all__ = [
 ]
 
 MAX_BOUND = 3600.0
+# Spawn until pi answers. One pi starts in 2–5 s on this 2-core machine; six started
+# together share the cores and took over 10 s each (the old bound failed all six). A
+# start that truly fails ends sooner: the process exits and the pipe closes.
+START_BOUND = 90.0
+# Sent on resume instead of the task: the session already holds the task (pi reopens it
+# with --continue), so sending the task again would show the agent two copies of it.
+RESUME_PROMPT = (
+    "You were stopped and have been resumed. Continue the task where you left off; "
+    "end with the verdict line as instructed."
+)
 
 # The in-process sim and pi's RPC answer a steer/prompt with the same disposition words.
 STEER_OUTCOMES: dict[str, SteerOutcome] = {

@@ -26,9 +26,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from legion_tui.supervisor.backends.codex_rpc import JsonRpcClient, JsonRpcError
+from legion_tui.supervisor.backends.codex_rpc import JsonRpcClient
 from legion_tui.supervisor.backends.common import has_option, option_value
 from legion_tui.supervisor.backends.pi_cli import VERSION_BOUND
+from legion_tui.supervisor.lines import lines_of
+from legion_tui.supervisor.wire import RequestError
 
 __all__ = ["StartProbe", "claude_dry_start", "codex_dry_start", "pi_dry_start"]
 
@@ -119,8 +121,8 @@ async def pi_dry_start(
 
 async def _get_state(stdout: asyncio.StreamReader) -> dict[str, object] | None:
     """The get_state reply's data; None when the output ends first or it failed."""
-    while line := await stdout.readline():
-        with contextlib.suppress(ValueError):
+    async for line in lines_of(stdout):
+        with contextlib.suppress(ValueError, RecursionError):
             reply = json.loads(line)
             if isinstance(reply, dict) and reply.get("command") == "get_state":
                 data = reply.get("data")
@@ -171,8 +173,8 @@ async def claude_dry_start(
 
 
 async def _control_response(stdout: asyncio.StreamReader) -> dict[str, Any] | None:
-    while line := await stdout.readline():
-        with contextlib.suppress(ValueError):
+    async for line in lines_of(stdout):
+        with contextlib.suppress(ValueError, RecursionError):
             obj = json.loads(line)
             response = obj.get("response") if isinstance(obj, dict) else None
             if isinstance(response, dict) and response.get("request_id") == _REQUEST_ID:
@@ -210,7 +212,7 @@ async def codex_dry_start(
         config = found if isinstance(found, dict) else {}
     except TimeoutError:
         why = f"no answer within {bound:g} s"
-    except JsonRpcError as err:
+    except RequestError as err:
         why = err.message
     finally:
         await client.close()

@@ -8,8 +8,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
-import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -24,6 +22,8 @@ from legion_tui.supervisor.backend import (
 )
 from legion_tui.supervisor.backends.asking import InputSink, Questions, is_yes
 from legion_tui.supervisor.backends.common import (
+    RESUME_PROMPT,
+    START_BOUND,
     STEER_OUTCOMES,
     ProcessChildHandle,
     bounded_abort,
@@ -33,81 +33,16 @@ from legion_tui.supervisor.backends.common import (
     log_tail,
     point_session_link,
     require_executable,
-    resolve_argv,
 )
 from legion_tui.supervisor.backends.pi_cli import PiVersion, pi_version
+from legion_tui.supervisor.backends.rpc_argv import pi_argv, pi_session_dir, sim_argv
 from legion_tui.supervisor.process import ChildProcess, spawn_child
-from legion_tui.supervisor.rpc import RpcClient, RpcError
+from legion_tui.supervisor.rpc import RpcClient
+from legion_tui.supervisor.wire import RequestError
 
-__all__ = ["RpcHandle", "pi_argv", "sim_argv"]
-
-# Spawn until pi answers. One pi starts in 2–5 s on this 2-core machine; six started
-# together share the cores and took over 10 s each (the old bound failed all six). A
-# start that truly fails ends sooner: the process exits and the pipe closes.
-START_BOUND = 90.0
-# Sent on resume instead of the task: the session already holds the task (pi reopens it
-# with --continue), so sending the task again would show the agent two copies of it.
-RESUME_PROMPT = (
-    "You were stopped and have been resumed. Continue the task where you left off; "
-    "end with the verdict line as instructed."
-)
-
-
-def sim_argv(spec: LaunchSpec) -> list[str]:
-    argv = [
-        sys.executable,
-        "-m",
-        "legion_tui.agents.sim",
-        "--node-id",
-        spec.node_id,
-        "--name",
-        spec.name,
-        "--role",
-        spec.role,
-        "--session-file",
-        str(spec.session_file),
-        "--run-dir",
-        str(spec.run_dir),
-        "--cwd",
-        str(spec.cwd),
-        "--socket",
-        str(spec.socket_path),
-        "--seed",
-        str(spec.seed),
-        "--speed",
-        repr(spec.speed),
-        "--behaviour",
-        json.dumps(spec.sim_behaviour),
-    ]
-    if spec.resume:
-        argv.append("--resume")
-    return argv
-
-
-def pi_session_dir(spec: LaunchSpec) -> Path:
-    return spec.run_dir / "sessions" / spec.node_id
-
-
-def pi_argv(spec: LaunchSpec) -> list[str]:
-    """`pi --mode rpc --session-dir <run>/sessions/<nodeId>/` (+ `--continue` to resume),
-    with the role card's body appended to pi's system prompt and its tools as pi's.
-
-    pi names its own file inside that folder; `get_state` tells us which. Flags the
-    card's own command already gives are left as the card wrote them.
-    """
-    argv = resolve_argv(spec.command or ["pi"], spec)
-    if "--mode" not in argv:
-        argv += ["--mode", "rpc"]
-    if "--session-dir" not in argv:
-        argv += ["--session-dir", str(pi_session_dir(spec))]
-    if spec.system_prompt and not {"--system-prompt", "--append-system-prompt"} & set(argv):
-        argv += ["--append-system-prompt", spec.system_prompt]
-    if spec.tools and "--tools" not in argv:
-        argv += ["--tools", ",".join(spec.tools)]
-    if spec.resume and "--continue" not in argv and "-c" not in argv:
-        argv.append("--continue")
-    return argv
-
+# Names other modules still import from here: the launch bounds live in `common`, the
+# command lines in `rpc_argv`.
+__all__ = ["RESUME_PROMPT", "START_BOUND", "RpcHandle", "pi_argv", "pi_session_dir", "sim_argv"]
 
 def _succeeded(fut: asyncio.Future[Any]) -> bool:
     if fut.cancelled() or fut.exception() is not None:
@@ -192,7 +127,7 @@ class RpcHandle(ProcessChildHandle):
             # must not leave its process behind: the caller gets no handle to stop. Its
             # reason is the agent's own last words, not an empty TimeoutError.
             await self._abandon_start(version)
-            raise RpcError("start", self._start_failure(err)) from err
+            raise RequestError("start", self._start_failure(err)) from err
         except BaseException:
             await self._abandon_start(version)
             raise
@@ -210,7 +145,7 @@ class RpcHandle(ProcessChildHandle):
         what = "pi" if self.backend == "pi-rpc" else "the agent"
         if isinstance(err, TimeoutError):
             why = f"{what} did not answer within {START_BOUND:g} s"
-        elif isinstance(err, RpcError) and err.command == "rpc":
+        elif isinstance(err, RequestError) and err.code == "rpc":
             why = f"{what} closed its output before it answered"
         else:
             why = str(err) or type(err).__name__
@@ -309,7 +244,7 @@ class RpcHandle(ProcessChildHandle):
         runs = self.rpc.runs
         try:
             data = await self.rpc.request(command, bound=ABORT_BOUND, message=text)
-        except (RpcError, TimeoutError):
+        except (RequestError, TimeoutError):
             if running:
                 raise
             # Raced with a turn that just started: pi refuses prompt while streaming.
@@ -353,7 +288,7 @@ class RpcHandle(ProcessChildHandle):
 
     async def deliver(self, envelope: str) -> None:
         if self.rpc is None or self.exited is not None:
-            raise RpcError("follow_up", "the agent is not running")
+            raise RequestError("follow_up", "the agent is not running")
         command = "follow_up" if self.turn_running() else "prompt"
         runs = self.rpc.runs
         data = await self.rpc.request(command, bound=ABORT_BOUND, message=envelope)

@@ -1,0 +1,45 @@
+"""What the supervisor, its agents and its clients agree on beyond the JSON lines
+themselves (framed in `lines`): the environment a child is started with, the caller
+name of a user's own shell, and the one error a refused or failed request raises.
+
+Imported by the control verbs' client, so it imports nothing (SPEC §8's verb budget).
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "ENV_INBOX",
+    "ENV_NODE_ID",
+    "ENV_NO_CGROUP",
+    "ENV_RUN_DIR",
+    "ENV_RUN_ID",
+    "ENV_SESSION_FILE",
+    "ENV_SOCKET",
+    "ROOT_CALLER",
+    "RequestError",
+]
+
+# A child's environment (process.marker_env): where to reach its supervisor and who it
+# is there. LEGION_RUN_ID + LEGION_NODE_ID are also the marker the sweep finds it by.
+ENV_SOCKET = "LEGION_SOCKET"
+ENV_NODE_ID = "LEGION_NODE_ID"
+ENV_RUN_ID = "LEGION_RUN_ID"
+ENV_RUN_DIR = "LEGION_RUN_DIR"
+ENV_SESSION_FILE = "LEGION_SESSION_FILE"
+ENV_INBOX = "LEGION_INBOX"  # an exec command's mail, appended as it comes
+# In the host's own environment: "1" runs agents without a cgroup of their own.
+ENV_NO_CGROUP = "LEGION_NO_CGROUP"
+
+ROOT_CALLER = "root"  # the `from` of a request from a user's own shell: it acts as root
+
+
+class RequestError(Exception):
+    """A request refused or failed — by the supervisor (`code` is its machine-readable
+    code: BUSY, FORBIDDEN, NO_SUPERVISOR…) or by an agent's RPC channel (`code` names the
+    request it did not take: "prompt", "turn/steer", "start"…); `message` says why in
+    words. `str()` gives both: "code: message"."""
+
+    def __init__(self, code: str, message: str) -> None:
+        super().__init__(f"{code}: {message}")
+        self.code = code
+        self.message = message
