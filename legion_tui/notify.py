@@ -100,6 +100,8 @@ class Notifier:
             node = view.node
             if node.id == root:
                 continue
+            if node.live and node.status is not NodeStatus.BLOCKED and not view.progress.in_flight:
+                continue  # at work with no tool call open: nothing to tell (most, each frame)
             by_root = node.parent_id == root  # its ending is a completion notice already
             team = bool(self._model.children(node.id))
             outcome = node.outcome

@@ -459,11 +459,13 @@ class RailwayTree(ScrollView, can_focus=True):
         ys = sorted(
             y for y in (self._index.get(nid, -1) - top for nid in node_ids) if 0 <= y < height
         )
+        if not ys:
+            return
+        width = self.size.width
         if len(ys) > 8:
-            self.refresh(Region(0, ys[0], self.size.width, ys[-1] - ys[0] + 1))
-        else:
-            for y in ys:
-                self.refresh(Region(0, y, self.size.width, 1))
+            self.refresh(Region(0, ys[0], width, ys[-1] - ys[0] + 1))
+        else:  # one call: each refresh walks Textual's dirty-region bookkeeping once
+            self.refresh(*(Region(0, y, width, 1) for y in ys))
 
     def _refresh_row(self, node_id: str) -> None:
         idx = self._index.get(node_id)
