@@ -63,8 +63,8 @@ from legion_tui.agents.sim_agent import Disposition, SimAgent
 from legion_tui.agents.sim_clock import CatchUpClock, FakeClock, SimClock, WallClock
 from legion_tui.agents.sim_config import SimConfig, contract_path
 from legion_tui.agents.sim_script import MODEL, PROVIDER
-from legion_tui.supervisor.client import ENV_NODE_ID, ENV_RUN_DIR, ENV_SOCKET
 from legion_tui.supervisor.lines import lines_of
+from legion_tui.supervisor.wire import ENV_NODE_ID, ENV_RUN_DIR, ENV_SESSION_FILE, ENV_SOCKET
 
 __all__ = [
     "CatchUpClock",
@@ -179,7 +179,7 @@ def _parse_args(argv: list[str] | None) -> tuple[SimConfig, str | None]:
     p.add_argument("--node-id", default=env.get(ENV_NODE_ID, "sim"))
     p.add_argument("--name", default=None)
     p.add_argument("--role", default="worker", choices=("root", "centurion", "worker", "scout"))
-    p.add_argument("--session-file", default=env.get("LEGION_SESSION_FILE"))
+    p.add_argument("--session-file", default=env.get(ENV_SESSION_FILE))
     p.add_argument("--run-dir", default=env.get(ENV_RUN_DIR, "."))
     p.add_argument("--cwd", default=os.getcwd())
     p.add_argument("--socket", default=env.get(ENV_SOCKET))
