@@ -9,6 +9,9 @@ of load during the run touches the floor and the verbs alike. Two callers:
     `LEGION_NODE_ID` in the environment;
   * "shell": a user's own shell in the project — the verb finds the live run in
     ./.legion first.
+Then the requests behind spawn, stop, status and wait are timed from a client already
+connected in this process: the host's part of those verbs (the rest is the verb's own:
+interpreter, imports, connect, print).
 Bytecode is cached (in a temporary PYTHONPYCACHEPREFIX, warmed by one run of each
 command before the rounds), as an installed `legion` has it; without that every run
 would compile legion_tui's sources again.
@@ -64,6 +67,28 @@ def until_live(env: dict[str, str], cwd: Path, host: subprocess.Popen[bytes]) ->
     if sock is None:
         raise SystemExit("the live run has no socket")
     return {"LEGION_SOCKET": str(sock), "LEGION_NODE_ID": "root"}
+
+
+def host_round_trips(sock: str, rounds: int) -> dict[str, list[float]]:
+    """ms of each request the verbs make, from a client already connected in this process
+    (no interpreter, no imports): the host's part of each verb's wall time."""
+    from legion_tui.supervisor.client import BlockingClient
+
+    trips: dict[str, list[float]] = {"agent spawn": [], "agent stop": [], "agent status": [],
+                                     "agent wait": []}  # fmt: skip
+    child = {"role": "worker", "kind": "sim", "task": "bench: round trip"}
+    with BlockingClient(sock, "root") as client:
+        for i in range(rounds):
+            for label, op, fields in (
+                ("agent spawn", "spawn", {"children": [child | {"name": f"bench-rt-{i}"}]}),
+                ("agent stop", "stop", {"name": f"bench-rt-{i}", "force": False}),
+                ("agent status", "status", {"name": None}),
+                ("agent wait", "wait", {"names": [CHILD], "timeout": None}),
+            ):
+                t0 = time.perf_counter()
+                client.request(op, **fields)
+                trips[label].append((time.perf_counter() - t0) * 1000.0)
+    return trips
 
 
 def main() -> int:
@@ -124,6 +149,7 @@ def main() -> int:
                         raise SystemExit(f"{label} exited {code}: {out[-2000:]}")
                     if i:
                         times[label].append(ms)
+            trips = host_round_trips(agent_env["LEGION_SOCKET"], rounds)
         finally:
             host.send_signal(signal.SIGTERM)
             host.wait(timeout=60)
@@ -137,6 +163,10 @@ def main() -> int:
             verdict = "within" if median / floor <= BUDGET else "OVER"
             print(f"verb {name} / python -c pass: {median / floor:.2f} x "
                   f"({verdict} the {BUDGET:g} x budget)")  # fmt: skip
+        if label in trips:
+            host_ms = statistics.median(trips[label])
+            print(f"verb {name} host round trip median: {host_ms:.1f} ms "
+                  f"(the verb's own part, interpreter included: {median - host_ms:.1f} ms)")
     return 0
 
 
