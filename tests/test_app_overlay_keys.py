@@ -113,10 +113,12 @@ def test_the_overlay_header_says_failed_for_a_team_settled_in_its_failed_phase()
 async def test_w_wraps_the_transcripts_long_entries_and_cuts_them_again(tmp_path: Path) -> None:
     import json
 
-    from legion_tui.widgets.transcript_view import TranscriptView
+    from legion_tui.widgets.transcript_view import LABEL_WIDTH, TranscriptView
 
     run_dir = write_run_files(tmp_path)
-    words = " ".join(f"word{i:03d}" for i in range(60))  # ≈ 480 characters
+    # ≈ 1 900 characters (under the transcript's cut): more wrapped rows than the tab
+    # has, so its scrollbar shows
+    words = " ".join(f"word{i:03d}" for i in range(240))
     entry = {
         "type": "message", "id": "a5", "parentId": "a4",
         "timestamp": "2026-09-21T12:00:05.000Z",
@@ -140,13 +142,21 @@ async def test_w_wraps_the_transcripts_long_entries_and_cuts_them_again(tmp_path
             return [view.render_line(y).text.rstrip() for y in range(view.size.height)]
 
         cut = shown()
-        assert sum("word000" in row for row in cut) == 1 and not any("word059" in r for r in cut)
+        assert sum("word000" in row for row in cut) == 1 and not any("word239" in r for r in cut)
         await pilot.press("w")
         await pilot.pause()
-        wrapped = shown()
-        joined = " ".join(row.strip() for row in wrapped)
-        assert "word000" in joined and "word059" in joined  # the whole entry, over rows
-        assert all(len(row) <= view.size.width for row in wrapped)
+        await pilot.press("end")  # the entry's last rows
+        await pilot.pause()
+        assert view.scrollbars_enabled[0]  # the scrollbar takes two of the tab's columns
+        seen = view.scrollable_content_region.width  # the columns the scrollbar leaves
+        rows = [view.render_line(y).text for y in range(view.size.height)]
+        # Every row's text within those columns: nothing sits under the scrollbar.
+        assert all(not row[seen:].strip() for row in rows)
+        joined = "".join(row[LABEL_WIDTH:seen] for row in rows).rstrip()
+        assert joined.endswith("word238 word239")  # the entry's end, over rows
+        assert view.scrollable_content_region.height == view.size.height  # no sideways bar
+        words_seen = joined.split()[1:]  # the first may be cut by the scroll
+        assert all(len(w) == 7 for w in words_seen), "a word lost characters at a break"
         await pilot.press("w")
         await pilot.pause()
         assert shown() == cut

@@ -36,8 +36,10 @@ LABEL_WIDTH = 12  # " assistant " and its padding
 
 
 class TranscriptView(ScrollView, can_focus=True):
+    # Rows are cut or wrapped to the width: nothing to scroll sideways (the virtual width
+    # is the widget's, which the vertical scrollbar, once shown, overflows by two).
     DEFAULT_CSS = """
-    TranscriptView { height: 1fr; }
+    TranscriptView { height: 1fr; overflow-x: hidden; }
     """
 
     def __init__(self, path: Path | None, *, theme: str, id: str | None = None) -> None:
@@ -81,7 +83,9 @@ class TranscriptView(ScrollView, can_focus=True):
     def _wrapped_rows(self) -> list[tuple[TranscriptItem, str, bool]]:
         """The newest WRAP_ITEMS entries cut into rows of the text width (cached)."""
         known = self.pager.count_known() if self.pager is not None else 0
-        width = max(8, self.size.width - LABEL_WIDTH)
+        # The text's width is what the scrollbar leaves: wrapped to the whole width, each
+        # row's last two characters sat under the scrollbar, lost at every break.
+        width = max(8, self.scrollable_content_region.width - LABEL_WIDTH)
         key = (known, width, self._generation)
         if self._wrapped[0] != key:
             # Claimed first: the pages read below update the height, which asks again.
