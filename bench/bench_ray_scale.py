@@ -58,6 +58,7 @@ class Figures:
     writes: int
     rss_mb: float
     machine_mb: float  # the machine's used memory growth at all-launched
+    failed: int  # launches that failed (a Ray actor no worker started within its bound)
 
 
 def _cpu(times: Any) -> float:  # a process's or the machine's psutil cpu_times()
@@ -103,9 +104,11 @@ async def run_mode(agents: int, cluster: str | None) -> Figures:
         ]
         spawn = asyncio.create_task(sup.spawn(ROOT_ID, batch))
 
-        def launched() -> bool:
+        ends = {EventType.NODE_LAUNCHED, EventType.NODE_FAILED}
+
+        def launched() -> bool:  # or failed to: a failed launch is told, not waited for
             return sum(
-                any(e.type is EventType.NODE_LAUNCHED for e in view.events)
+                any(e.type in ends for e in view.events)
                 for node_id, view in sup.model.nodes.items() if node_id != ROOT_ID
             ) >= agents  # fmt: skip
 
@@ -132,13 +135,18 @@ async def run_mode(agents: int, cluster: str | None) -> Figures:
             writes=0,
             rss_mb=(me.memory_info().rss - rss) / 2**20,
             machine_mb=machine_mb,
-        )
+            failed=sum(
+                any(e.type is EventType.NODE_FAILED for e in view.events)
+                for node_id, view in sup.model.nodes.items() if node_id != ROOT_ID
+            ),
+        )  # fmt: skip
         ledger = sup.run.ledger_path
         await sup.close()
         return dataclasses.replace(figures, writes=ledger_writes(ledger))
 
 
 def report(label: str, f: Figures, agents: int) -> None:
+    print(f"{label} failed launches: {f.failed} of {agents}")
     print(f"{label} all launched: {f.launched_s:.2f} s")
     print(f"{label} all settled: {f.settled_s:.2f} s")
     print(f"{label} host CPU: {f.host_cpu_s:.2f} s ({f.host_cpu_s / f.settled_s * 100:.0f} % "
