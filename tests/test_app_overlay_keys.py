@@ -160,3 +160,24 @@ async def test_w_wraps_the_transcripts_long_entries_and_cuts_them_again(tmp_path
         await pilot.press("w")
         await pilot.pause()
         assert shown() == cut
+
+
+def test_the_head_keeps_its_figures_over_the_branch_at_80x24() -> None:
+    """At 80×24 the worktree's branch note left the header 28 columns: the overlay said
+    `worker-0 · … · 0` with `tok/s now` cut at the frame's edge. The figures win now; the
+    branch shows where there is room for both (and always on the Diff tab)."""
+    from dataclasses import replace
+
+    from legion_tui.widgets.detail_text import header_line, overlay_head
+
+    view = canned_model().nodes["n2"]  # worker-0: live, simulated
+    branch = " · branch legion/lead-api-7f3a @ 1a2b3c4"
+    narrow = overlay_head(view, NOW, 58, branch)  # 80 columns: 75 % less the border
+    assert len(narrow) <= 58 and "branch" not in narrow
+    assert narrow.endswith(" tok/s now") and "simulated" in narrow
+    wide = overlay_head(view, NOW, 118, branch)
+    assert wide.endswith(branch) and " tok/s now" in wide and len(wide) <= 118
+    long_name = replace(view.node, name="worker-" + "x" * 60)
+    view.node = long_name
+    cut = header_line(view, NOW, 40)
+    assert len(cut) == 40 and cut.endswith("…")

@@ -29,7 +29,7 @@ from legion_tui.widgets.detail_text import (
     activity_lines,
     event_lines,
     footer_text,
-    header_line,
+    overlay_head,
     skipped_line,
     stall_line,
 )
@@ -231,9 +231,9 @@ class DetailScreen(ModalScreen[None]):
 
     def _header(self, view: NodeView, now: float | None = None) -> str:
         """The head line cut to the frame (75 % of the screen, inside its border)."""
-        width = max(20, self.app.size.width * 3 // 4 - 2) - len(self._branch)
+        width = max(20, self.app.size.width * 3 // 4 - 2)
         at = self.clock() if now is None else now
-        return header_line(view, at, width) + self._branch
+        return overlay_head(view, at, width, self._branch)
 
     def _name_of(self, node_id: str) -> str:
         view = self.model.nodes.get(node_id)

@@ -19,7 +19,7 @@ def clock_text(at: float) -> str:
 
 # Parts of the overlay header dropped first when the frame is too narrow (an 80×24
 # terminal leaves ≈ 58 columns): the cost and the live rate outlast the token counts.
-HEADER_DROP_ORDER = ("avg", "pid", "tokens", "role")
+HEADER_DROP_ORDER = ("avg", "pid", "tokens", "role", "phase")
 
 
 def header_line(view: NodeView, now: float | None = None, width: int | None = None) -> str:
@@ -54,7 +54,21 @@ def header_line(view: NodeView, now: float | None = None, width: int | None = No
             break
         parts = [(k, t) for k, t in parts if k != drop]
         text = " · ".join(t for _k, t in parts)
+    if width is not None and len(text) > width:
+        # Still too long (a long name): cut visibly, never mid-figure at the frame's edge.
+        text = text[: max(0, width - 1)] + "…"
     return text
+
+
+def overlay_head(view: NodeView, now: float, width: int, branch: str = "") -> str:
+    """The overlay's head line: the header and the worktree's branch note when both fit
+    in `width`; without room, the figures win (the branch is on the Diff tab) — at 80×24
+    the branch note left the header 28 columns and a bare `0` of `0 tok/s now`."""
+    if branch:
+        with_branch = header_line(view, now, width - len(branch)) + branch
+        if len(with_branch) <= width and "…" not in with_branch:
+            return with_branch
+    return header_line(view, now, width)
 
 
 def skipped_line(view: NodeView) -> str:
