@@ -94,6 +94,26 @@ class WholeCellScrollBar(ScrollBarRender):
     VERTICAL_BARS: ClassVar[list[str]] = [" "] * len(ScrollBarRender.VERTICAL_BARS)
 
 
+def _runs(
+    pieces: Iterable[tuple[str, Style]], opened: tuple[str, Style] | None = None
+) -> list[tuple[str, Style]]:
+    """Neighbouring pieces in the same style (the same object) joined into one run, the
+    last run still open: fewer segments for Textual to crop and filter per line. With
+    `opened`, the run the pieces continue from (a cached left part's last run): joining
+    in two steps gives exactly the runs of one."""
+    runs: list[tuple[str, Style]] = []
+    it = iter(pieces)
+    run_text, run_style = opened if opened is not None else next(it)
+    for text, style in it:
+        if style is run_style:
+            run_text += text
+        else:
+            runs.append((run_text, run_style))
+            run_text, run_style = text, style
+    runs.append((run_text, run_style))
+    return runs
+
+
 class RailwayTree(ScrollView, can_focus=True):
     """One row per node: rails, station glyph, name, role, phase, elapsed, tok/s, tokens,
     activity."""
@@ -173,7 +193,7 @@ class RailwayTree(ScrollView, can_focus=True):
         self._cache: dict[str, tuple[tuple[object, ...], Strip]] = {}
         # The row's left columns (rail, glyph, name, role, phase) per node, with their key:
         # a live row repaints every frame for its clocks and figures, these rarely move.
-        self._left: dict[str, tuple[tuple[object, ...], list[tuple[str, Style]]]] = {}
+        self._left: dict[str, tuple[tuple[object, ...], list[tuple[str, Style]], int]] = {}
         self.rebuild()
 
     def on_mount(self) -> None:
@@ -346,17 +366,18 @@ class RailwayTree(ScrollView, can_focus=True):
         self._cache[row.node_id] = (key, strip)
         return strip
 
-    def _left_pieces(
+    def _left_runs(
         self, row: TreeRow, view: NodeView, cols: Columns, paint: Paint
-    ) -> list[tuple[str, Style]]:
+    ) -> tuple[list[tuple[str, Style]], int]:
         """Rail, glyph, name (+ fold count, sim marker), role and phase, each padded or
-        cut to its column; kept per node while what they show is unchanged."""
+        cut to its column, as `_runs` joins them, and their width; kept per node while
+        what they show is unchanged."""
         node = view.node
         key = (row, node.outcome, node.name, node.simulated, node.live, node.role,
                node.phase, cols, paint)  # fmt: skip
         cached = self._left.get(row.node_id)
         if cached is not None and cached[0] == key:
-            return cached[1]
+            return cached[1], cached[2]
         ended = not node.live
         role_style = paint.dim if ended else paint.roles[node.role]
         glyph_style = paint.fail if node.outcome is NodeStatus.FAILED else role_style
@@ -383,8 +404,9 @@ class RailwayTree(ScrollView, can_focus=True):
         if cols.phase:
             phase = (node.phase or "")[: cols.phase - 1].ljust(cols.phase)
             pieces.append((phase, paint.dim if ended else paint.accent))
-        self._left[row.node_id] = (key, pieces)
-        return pieces
+        runs, used = _runs(pieces), sum(len(text) for text, _ in pieces)
+        self._left[row.node_id] = (key, runs, used)
+        return runs, used
 
     def _paint_row(
         self, row: TreeRow, view: NodeView, cols: Columns, width: int, now: float
@@ -395,27 +417,32 @@ class RailwayTree(ScrollView, can_focus=True):
         node = view.node
         ended = not node.live
         text_style = paint.dim if ended else paint.base
-        pieces = list(self._left_pieces(row, view, cols, paint))
+        left, used = self._left_runs(row, view, cols, paint)
+        # The figures share one style: one piece (joined as `_runs` would join them).
+        figures: list[str] = []
         if cols.elapsed:
             parent = self.model.nodes.get(node.parent_id or "")
             launched = parent.node.created_at if parent is not None else None
             elapsed = fmt_duration(elapsed_seconds(view, now, launched))
-            pieces.append((elapsed.rjust(cols.elapsed - 1) + " ", text_style))
+            figures.append(elapsed.rjust(cols.elapsed - 1) + " ")
         if cols.rate:
             rate = fmt_rate(node_rate(view, now)) if node.live else ""
-            pieces.append((rate.rjust(cols.rate - 1) + " ", text_style))
+            figures.append(rate.rjust(cols.rate - 1) + " ")
         if cols.tokens:
             # Output tokens so far, the message still streaming included (the file
             # holds a message only once it ends).
             pending = open_message(view.progress, view.streaming)
             out = view.progress.tokens.output + (pending.tokens if pending else 0)
-            tokens = fmt_tokens(out)
-            pieces.append((tokens.rjust(cols.tokens - 1) + " ", text_style))
+            figures.append(fmt_tokens(out).rjust(cols.tokens - 1) + " ")
         if cols.cost:
             usd = view.progress.cost
             spent = fmt_usd(usd) if usd else ""  # the node's own session (root: none)
-            pieces.append((spent.rjust(cols.cost - 1) + " ", text_style))
-        used = sum(len(text) for text, _ in pieces)
+            figures.append(spent.rjust(cols.cost - 1) + " ")
+        tail: list[tuple[str, Style]] = []
+        if figures:
+            text = "".join(figures)
+            used += len(text)
+            tail.append((text, text_style))
         act = activity(view, now)
         act_style = paint.dim if act.tone == "text" and ended else paint.tone(act.tone)
         # The activity is free text (an agent's verdict reason): measure it in cells; a
@@ -424,19 +451,11 @@ class RailwayTree(ScrollView, can_focus=True):
         text = " " + act.text
         if cell_len(text) > room > 1:
             text = set_cell_size(text, room - 1) + "…"
-        pieces.append((set_cell_size(text, room), act_style))
+        tail.append((set_cell_size(text, room), act_style))
         selected = row.node_id == self.selected_id
-        # Neighbouring pieces in the same style become one segment (fewer objects for
-        # Textual to crop and filter per line).
-        segments: list[Segment] = []
-        run_text, run_style = pieces[0]
-        for text, style in pieces[1:]:
-            if style is run_style:
-                run_text += text
-            else:
-                segments.append(Segment(run_text, run_style))
-                run_text, run_style = text, style
-        segments.append(Segment(run_text, run_style))
+        # The left runs' last one stays open: the figures or the activity may join it.
+        segments = [Segment(text, style) for text, style in left[:-1]]
+        segments += [Segment(text, style) for text, style in _runs(tail, left[-1])]
         if selected:
             # Layered on top so the selection background wins over the page floor.
             segments = [Segment(t, (st or paint.blank) + paint.selection) for t, st, _ in segments]
