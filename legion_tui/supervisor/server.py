@@ -14,7 +14,9 @@ line too long, too deep, with too many values, or beyond the shared byte budget 
 answered with an error line. BUSY and IDLE_CLOSED say the request was not read: the
 client sends it again. Refusals and failed accepts are logged once, then counted.
 
-`OPS` is the dispatch table: later ops (`mail`, `phase`) plug in by adding one entry.
+The ops themselves are `server_ops` (the dispatch table, `OPS`, offered here too) and a
+request's way to its op is `dispatch`; this module is the socket: accepting, framing,
+and answering each connection in order.
 """
 
 from __future__ import annotations
@@ -22,22 +24,20 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import errno
-import json
 import logging
 import os
 import resource
 import socket
 import time
 from collections import deque
-from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from legion_tui.ops import OpError
 from legion_tui.supervisor import intake
-from legion_tui.supervisor.client import ROOT_CALLER
-from legion_tui.supervisor.identity import Peer, caller_of, peer_of
+from legion_tui.supervisor.dispatch import Dispatcher, encode_reply, error_reply
+from legion_tui.supervisor.identity import Peer, peer_of
 from legion_tui.supervisor.intake import (
     ByteBudget,
     Line,
@@ -46,169 +46,14 @@ from legion_tui.supervisor.intake import (
     connection_cap,
     parse_request,
 )
+from legion_tui.supervisor.server_ops import OPS, Handler, register_op
 
 if TYPE_CHECKING:
-    from legion_tui.supervisor.core import Supervisor
+    from legion_tui.supervisor.front import Front
 
 __all__ = ["OPS", "Handler", "SupervisorServer", "register_op"]
 
 log = logging.getLogger(__name__)
-
-Handler = Callable[["Supervisor", str, dict[str, Any]], Awaitable[dict[str, Any]]]
-
-
-def _str(req: dict[str, Any], key: str) -> str:
-    value = req.get(key)
-    if not isinstance(value, str) or not value:
-        raise OpError("MISSING_FIELD", f"field {key!r} is required (a non-empty string)")
-    return value
-
-
-def _opt_str(req: dict[str, Any], key: str) -> str | None:
-    value = req.get(key)
-    if value is None:
-        return None
-    if not isinstance(value, str):
-        raise OpError("BAD_REQUEST", f"field {key!r} must be a string")
-    return value
-
-
-def _bool(req: dict[str, Any], key: str) -> bool:
-    value = req.get(key, False)
-    if not isinstance(value, bool):
-        raise OpError("BAD_REQUEST", f"field {key!r} must be true or false")
-    return value
-
-
-async def _spawn(sup: Supervisor, caller: str, req: dict[str, Any]) -> dict[str, Any]:
-    from legion_tui.supervisor.core import ChildRequest
-
-    children = req.get("children")
-    if not isinstance(children, list) or not children:
-        raise OpError("MISSING_FIELD", "field 'children' is required (a non-empty list)")
-    nodes = await sup.spawn(caller, [ChildRequest.from_wire(c) for c in children])
-    result: dict[str, Any] = {
-        "nodes": [
-            # status + error: a child whose agent failed to start is reported as such.
-            {"id": n.id, "name": n.name, "path": n.path, "status": n.status.value}
-            | ({"error": n.error} if n.error else {})
-            for n in nodes
-        ]
-    }
-    for entry, node in zip(result["nodes"], nodes, strict=True):
-        # The kind each child resolved to (`auto` cards): a simulated one is said so.
-        entry["kind"] = node.kind
-        entry["simulated"] = node.simulated
-    warnings = [w for n in nodes if (w := sup.launch_warning(n.id))]
-    if warnings:  # e.g. a worker that asked for a worktree was demoted (SPEC §6.7)
-        result["warnings"] = warnings
-    return result
-
-
-async def _wait(sup: Supervisor, caller: str, req: dict[str, Any]) -> dict[str, Any]:
-    names = req.get("names")
-    if names is not None and (
-        not isinstance(names, list) or not all(isinstance(n, str) for n in names)
-    ):
-        raise OpError("BAD_REQUEST", "field 'names' must be a list of strings or null")
-    timeout = req.get("timeout")
-    if timeout is not None and (isinstance(timeout, bool) or not isinstance(timeout, int | float)):
-        raise OpError("BAD_REQUEST", "field 'timeout' must be a number of seconds or null")
-    return await sup.wait(caller, names, None if timeout is None else float(timeout))
-
-
-async def _collect(sup: Supervisor, caller: str, req: dict[str, Any]) -> dict[str, Any]:
-    return await sup.collect(caller, _str(req, "name"), again=_bool(req, "again"))
-
-
-async def _stop(sup: Supervisor, caller: str, req: dict[str, Any]) -> dict[str, Any]:
-    return {"receipt": await sup.stop(caller, _str(req, "name"), force=_bool(req, "force"))}
-
-
-async def _abort(sup: Supervisor, caller: str, req: dict[str, Any]) -> dict[str, Any]:
-    outcome, receipt = await sup.abort(
-        caller, _str(req, "name"), keep_queue=_bool(req, "keep_queue")
-    )
-    return {"outcome": outcome, "receipt": receipt}
-
-
-async def _steer(sup: Supervisor, caller: str, req: dict[str, Any]) -> dict[str, Any]:
-    text = req.get("text")
-    if not isinstance(text, str):
-        raise OpError("MISSING_FIELD", "field 'text' is required (a string)")
-    outcome, receipt = await sup.steer(caller, _str(req, "name"), text)
-    return {"outcome": outcome, "receipt": receipt}
-
-
-async def _status(sup: Supervisor, caller: str, req: dict[str, Any]) -> dict[str, Any]:
-    return sup.status(caller, _opt_str(req, "name"))
-
-
-async def _tree(sup: Supervisor, caller: str, req: dict[str, Any]) -> dict[str, Any]:
-    return {"text": sup.tree_text(caller)}
-
-
-async def _resume(sup: Supervisor, caller: str, req: dict[str, Any]) -> dict[str, Any]:
-    return {"receipt": await sup.resume(caller, _str(req, "name"))}
-
-
-async def _mail(sup: Supervisor, caller: str, req: dict[str, Any]) -> dict[str, Any]:
-    if sup.mail is None:
-        raise OpError("NOT_READY", "mail is not running in this supervisor")
-    result: dict[str, Any] = await sup.mail.op(sup, caller, req)
-    return result
-
-
-async def _phase(sup: Supervisor, caller: str, req: dict[str, Any]) -> dict[str, Any]:
-    supersedes = req.get("supersedes") or []
-    if not isinstance(supersedes, list) or not all(isinstance(n, str) for n in supersedes):
-        raise OpError("BAD_REQUEST", "field 'supersedes' must be a list of names")
-    return await sup.phase(
-        caller,
-        _str(req, "to"),
-        note=_opt_str(req, "note"),
-        evidence=_opt_str(req, "evidence"),
-        reason=_opt_str(req, "reason"),
-        supersedes=supersedes,
-    )
-
-
-OPS: dict[str, Handler] = {
-    "spawn": _spawn,
-    "wait": _wait,
-    "collect": _collect,
-    "stop": _stop,
-    "abort": _abort,
-    "steer": _steer,
-    "status": _status,
-    "tree": _tree,
-    "resume": _resume,
-    "mail": _mail,
-    "phase": _phase,
-}
-
-
-def register_op(name: str, handler: Handler) -> None:
-    """Add or replace an op (the postman and phase engine register theirs)."""
-    OPS[name] = handler
-
-
-def _error(req_id: Any, code: str, message: str) -> dict[str, Any]:
-    return {"id": req_id, "ok": False, "error": {"code": code, "message": message}}
-
-
-def _encode(reply: dict[str, Any]) -> bytes:
-    """One reply line. A lone surrogate (a request may carry `\\ud800` in its id) cannot be
-    UTF-8: escaped then; a result that is not JSON (a bug) is an INTERNAL error line."""
-    try:
-        text = json.dumps(reply, ensure_ascii=False)
-    except (TypeError, ValueError) as err:
-        log.exception("unencodable reply")
-        text = json.dumps(_error(None, "INTERNAL", f"unencodable reply: {err}"))
-    try:
-        return text.encode() + b"\n"
-    except UnicodeEncodeError:
-        return json.dumps(reply).encode() + b"\n"
 
 
 class _Throttled:
@@ -267,8 +112,9 @@ class SupervisorServer:
     retried behind its back), one task per connection, at most `max_connections` from
     outside the host, idle ones closed, every request bounded (`intake`)."""
 
-    def __init__(self, supervisor: Supervisor, limits: SocketLimits | None = None) -> None:
+    def __init__(self, supervisor: Front, limits: SocketLimits | None = None) -> None:
         self.supervisor = supervisor
+        self.dispatcher = Dispatcher(supervisor)
         self.limits = limits
         self._listener: socket.socket | None = None
         self._accepting: asyncio.Task[None] | None = None
@@ -279,8 +125,6 @@ class SupervisorServer:
         self._budget = ByteBudget(0)
         self._throttled = _Throttled()
         self.max_connections = 0
-        self.requests = 0
-        self.errors = 0
 
     async def start(self, path: Path, *, link: Path | None = None) -> None:
         # The limits in force when serving starts (tests set intake.DEFAULT_LIMITS first).
@@ -327,6 +171,14 @@ class SupervisorServer:
             if p is not None:
                 with contextlib.suppress(FileNotFoundError):
                     os.unlink(p)
+
+    @property
+    def requests(self) -> int:
+        return self.dispatcher.requests
+
+    @property
+    def errors(self) -> int:
+        return self.dispatcher.errors
 
     # -- accepting ---------------------------------------------------------------------
 
@@ -395,7 +247,7 @@ class SupervisorServer:
             "this one was not read — try again"
         )
         with contextlib.suppress(OSError):
-            sock.send(_encode(_error(None, "BUSY", message)))
+            sock.send(encode_reply(error_reply(None, "BUSY", message)))
         sock.close()
         self._throttled.warn(
             "refused",
@@ -428,7 +280,10 @@ class SupervisorServer:
                     # A wait/collect that handed an ending over claimed it; a reply that
                     # never reaches the caller hands the claim back (completion notices).
                     with self.supervisor.notices.answering() as answer:
-                        reply = req if held < 0 else await self.dispatch(req, conn.peer)
+                        if held < 0:
+                            reply = req
+                        else:
+                            reply = await self.dispatcher.dispatch(req, conn.peer)
                         await self._send(conn, reply)
                         answer.sent = True
                 finally:
@@ -478,14 +333,14 @@ class SupervisorServer:
             )
         else:
             why = f"closed after {self.limits.idle_seconds:g} s without a request"
-        return _error(None, "IDLE_CLOSED", f"{why}; nothing was read — connect again")
+        return error_reply(None, "IDLE_CLOSED", f"{why}; nothing was read — connect again")
 
     async def _send(
         self, conn: _Connection, reply: dict[str, Any], bound: float | None = None
     ) -> None:
         assert self.limits is not None
         async with asyncio.timeout(self.limits.send_seconds if bound is None else bound):
-            await asyncio.get_running_loop().sock_sendall(conn.sock, _encode(reply))
+            await asyncio.get_running_loop().sock_sendall(conn.sock, encode_reply(reply))
 
     def _parse(self, item: Line | OpError) -> tuple[Any, int]:
         """(the request, what it holds of the budget) — or (its error reply, -1) for a
@@ -496,54 +351,4 @@ class SupervisorServer:
                 raise item
             return parse_request(item, self.limits, self._budget)
         except OpError as err:
-            self.requests += 1
-            self.errors += 1
-            return _error(None, err.code, err.message), -1
-
-    def _identify(self, peer: Peer, claimed: str) -> str:
-        """The node the kernel says the peer is (identity.caller_of)."""
-        sup = self.supervisor
-        agents = {h.pid: node_id for node_id, h in sup.roster.handles().items() if h.pid}
-
-        def name_of(node_id: str) -> str:  # only a refusal names anyone
-            view = sup.model.nodes.get(node_id)
-            return view.node.name if view is not None else node_id
-
-        return caller_of(peer, claimed, agents, name_of)
-
-    async def dispatch(self, req: Any, peer: Peer) -> dict[str, Any]:
-        """Check and run one parsed request from `peer`; never raises."""
-        self.requests += 1
-        if not isinstance(req, dict):
-            self.errors += 1
-            return _error(None, "BAD_REQUEST", "a request must be a JSON object")
-        req_id = req.get("id")
-        op = req.get("op")
-        if not isinstance(op, str) or not op:
-            self.errors += 1
-            return _error(req_id, "MISSING_FIELD", "field 'op' is required")
-        handler = OPS.get(op)
-        if handler is None:
-            self.errors += 1
-            return _error(req_id, "UNKNOWN_OP", f"unknown op {op!r} (known: {', '.join(OPS)})")
-        caller = req.get("from")
-        if not isinstance(caller, str) or not caller:
-            self.errors += 1
-            return _error(
-                req_id, "MISSING_FIELD", "field 'from' (the caller's node id) is required"
-            )
-        if caller == ROOT_CALLER:
-            from legion_tui.supervisor.core import ROOT_ID
-
-            caller = ROOT_ID
-        try:
-            caller = self._identify(peer, caller)
-            result = await handler(self.supervisor, caller, req)
-        except OpError as err:
-            self.errors += 1
-            return _error(req_id, err.code, err.message)
-        except Exception as err:  # a bug must not take the server down
-            self.errors += 1
-            log.exception("op %s failed", op)
-            return _error(req_id, "INTERNAL", f"{type(err).__name__}: {err}")
-        return {"id": req_id, "ok": True, "result": result}
+            return self.dispatcher.refused(err), -1
