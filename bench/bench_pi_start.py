@@ -42,8 +42,7 @@ from agent_bins import PI_LINES  # noqa: E402
 from pi_env import PiEnv, pi_env  # noqa: E402
 from real_pi_helpers import PI_TOOLS, write_card  # noqa: E402
 
-import legion_tui.supervisor.core as core  # noqa: E402
-from legion_tui.supervisor import backend  # noqa: E402
+from legion_tui.supervisor import backend, launching  # noqa: E402
 from legion_tui.supervisor.backends import registry  # noqa: E402
 from legion_tui.supervisor.core import ROOT_ID, ChildRequest, Supervisor  # noqa: E402
 
@@ -281,11 +280,11 @@ async def cpu_figures(line: str, root: Path) -> None:
                 pi = pi_env(line, server.base_url, root / f"cpu-{mode}-{count}")
                 apply_env(pi)
                 project, _ = project_for(root / f"cpu-{mode}-{count}")
-                core.make_handle = real if mode == "live" else deaf  # type: ignore[assignment]
+                launching.make_handle = real if mode == "live" else deaf  # type: ignore[assignment]
                 try:
                     results[mode] = await stream_cpu(project, f"c-{mode}-{count}", server, count)
                 finally:
-                    core.make_handle = real  # type: ignore[assignment]
+                    launching.make_handle = real  # type: ignore[assignment]
             finally:
                 server.close()
         key = f"pi_{line.replace('.', '_')}_host_cpu_per_streaming_node_{count}_streaming"

@@ -98,8 +98,8 @@ async def _measure(sup: Supervisor, files: dict[str, Path], mode: str) -> list[f
         async def poll() -> None:
             while True:
                 await asyncio.sleep(1.0)
-                assert sup._watcher is not None
-                sup._watcher.poll_all()
+                assert sup.progress_watch.watcher is not None
+                sup.progress_watch.watcher.poll_all()
 
         poller = asyncio.create_task(poll())
     try:
@@ -149,7 +149,8 @@ async def _run(mode: str) -> list[float]:
         if mode != "watcher":
             from legion_tui.session.watcher import SessionWatcher
 
-            sup._watcher = SessionWatcher(sup.run.sessions_dir, sup._on_progress, sup.clock)
+            watch = sup.progress_watch
+            watch.watcher = SessionWatcher(sup.run.sessions_dir, watch.on_progress, sup.clock)
         try:
             now = time.time()
             nodes = [
@@ -166,11 +167,11 @@ async def _run(mode: str) -> list[float]:
             for node in nodes:
                 sup.model.upsert(node)
                 files[node.id] = _create(Path(node.session_file or ""))
-            if sup._watcher is not None and mode == "watcher":
-                await asyncio.wait_for(sup._watcher.started.wait(), 10)
+            if sup.progress_watch.watcher is not None and mode == "watcher":
+                await asyncio.wait_for(sup.progress_watch.watcher.started.wait(), 10)
             else:
-                assert sup._watcher is not None
-                sup._watcher.poll_all()
+                assert sup.progress_watch.watcher is not None
+                sup.progress_watch.watcher.poll_all()
             return await _measure(sup, files, mode)
         finally:
             await sup.close()

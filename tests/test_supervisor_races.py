@@ -13,7 +13,8 @@ import pytest
 from supervisor_helpers import STUCK, hosted, until
 
 from legion_tui.model import NodeStatus
-from legion_tui.supervisor import core
+from legion_tui.ops import OpError
+from legion_tui.supervisor import launching
 from legion_tui.supervisor.core import ROOT_ID, ChildRequest, Supervisor
 
 
@@ -54,7 +55,7 @@ async def test_a_stop_while_the_process_starts_leaves_no_process(
 ) -> None:
     gate, entered = asyncio.Event(), asyncio.Event()
     made: list[Any] = []
-    real_make = core.make_handle
+    real_make = launching.make_handle
 
     def gated_make(spec: Any, **kw: Any) -> Any:
         handle = real_make(spec, **kw)
@@ -69,7 +70,7 @@ async def test_a_stop_while_the_process_starts_leaves_no_process(
         made.append(handle)
         return handle
 
-    monkeypatch.setattr(core, "make_handle", gated_make)
+    monkeypatch.setattr(launching, "make_handle", gated_make)
     async with hosted(tmp_path) as sup:
         spawn = asyncio.create_task(
             sup.spawn(
@@ -104,13 +105,13 @@ async def test_two_resumes_at_once_start_one_agent(tmp_path: Path) -> None:
             sup.resume(ROOT_ID, "w"), sup.resume(ROOT_ID, "w"), return_exceptions=True
         )
         ok = [r for r in results if isinstance(r, str)]
-        refused = [r for r in results if isinstance(r, core.OpError)]
+        refused = [r for r in results if isinstance(r, OpError)]
         assert len(ok) == 1 and ok[0].startswith("Resumed w")
         assert len(refused) == 1 and refused[0].code == "ALREADY_RUNNING"
         assert "already resuming" in refused[0].message
         assert sup.launches == 1 and sup.roster.monitored() == [w.id]
         # Once it runs, a third resume is refused too (steer it instead).
-        with pytest.raises(core.OpError) as err:
+        with pytest.raises(OpError) as err:
             await sup.resume(ROOT_ID, "w")
         assert err.value.code == "ALREADY_RUNNING"
 

@@ -14,7 +14,8 @@ import asyncio
 import dataclasses
 import json
 import logging
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from legion_tui import receipts
@@ -33,7 +34,7 @@ if TYPE_CHECKING:
     from legion_tui.supervisor.roster import Roster
     from legion_tui.supervisor.teams import Teams
 
-__all__ = ["Lifecycle"]
+__all__ = ["Lifecycle", "TurnWatchingDelivery"]
 
 log = logging.getLogger(__name__)
 
@@ -42,6 +43,22 @@ def _verdict_json(progress: SessionProgress) -> str | None:
     """The verdict as the ledger stores it (read back with `Node.verdict_data`)."""
     verdict = verdict_of(progress)
     return None if verdict is None else json.dumps(verdict, ensure_ascii=False)
+
+
+@dataclass(frozen=True, slots=True)
+class TurnWatchingDelivery:
+    """An agent handle as the postman sees it (`mail.service.Deliverable`): delivering
+    to an idle agent starts a turn, and the lifecycle is told (`turn_began`)."""
+
+    node_id: str
+    handle: AgentHandle
+    turn_began: Callable[[str], Awaitable[None]]
+
+    async def deliver(self, envelope: str) -> None:
+        was_running = self.handle.turn_running()
+        await self.handle.deliver(envelope)
+        if not was_running and self.handle.turn_running():
+            await self.turn_began(self.node_id)
 
 
 class Lifecycle:
@@ -207,6 +224,13 @@ class Lifecycle:
                 )
             )
             self._record.notify()
+
+    def deliverable(self, node_id: str) -> TurnWatchingDelivery | None:
+        """The postman's way to a node's agent: a letter handed to an idle agent starts a
+        turn, which must be heard of like a steer's (else the node stays `settled` while
+        it works and its monitor never looks again)."""
+        handle = self._roster.handle(node_id)
+        return None if handle is None else TurnWatchingDelivery(node_id, handle, self.turn_began)
 
     async def turn_began(self, node_id: str) -> None:
         """A turn started outside the monitor (steer, mail): a settled node runs again

@@ -16,7 +16,7 @@ from legion_tui.ops import OpError
 if TYPE_CHECKING:
     from legion_tui.model import Node
     from legion_tui.state import LegionModel
-    from legion_tui.supervisor.admission import ChildRequest
+    from legion_tui.supervisor.spawn_request import ChildRequest
 
 __all__ = ["NAME_RE", "RESERVED_NAMES", "ROOT_ID", "Names"]
 

@@ -31,7 +31,7 @@ if TYPE_CHECKING:
     from legion_tui.supervisor.results import Result
     from legion_tui.supervisor.runs import RunInfo
 
-__all__ = ["Queries", "verdict_of"]
+__all__ = ["Queries", "output_file", "verdict_of"]
 
 log = logging.getLogger(__name__)
 
@@ -48,6 +48,14 @@ def _reported(claim: Claim) -> dict[str, Any]:
     if claim.message_id is not None:
         out["message_id"] = claim.message_id
     return out
+
+
+def output_file(run: RunInfo, node: Node) -> Path:
+    """Where a node's final text is written. Direct children of root get exactly
+    `<name>.output.md`; deeper nodes are prefixed by their parents' names so two
+    `worker-0`s never overwrite each other."""
+    rel = node.path.split("/", 1)[1] if "/" in node.path else node.name
+    return run.outputs_dir / f"{rel.replace('/', '.')}.output.md"
 
 
 def verdict_of(progress: SessionProgress) -> dict[str, Any] | None:
@@ -213,10 +221,7 @@ class Queries:
         return result
 
     def output_file(self, node: Node) -> Path:
-        # Direct children of root get exactly `<name>.output.md`; deeper nodes are
-        # prefixed by their parents' names so two `worker-0`s never overwrite each other.
-        rel = node.path.split("/", 1)[1] if "/" in node.path else node.name
-        return self._run.outputs_dir / f"{rel.replace('/', '.')}.output.md"
+        return output_file(self._run, node)
 
     def status(self, caller_id: str, name: str | None = None) -> dict[str, Any]:
         from legion_tui.supervisor.status import status_document

@@ -102,3 +102,13 @@ class Roster:
     def turn_event(self, node_id: str) -> asyncio.Event | None:
         slot = self._slots.get(node_id)
         return None if slot is None else slot.turn
+
+    def turn_running(self, node_id: str) -> bool:
+        """Its agent is in a turn now."""
+        handle = self.handle(node_id)
+        return handle is not None and handle.turn_running()
+
+    def between_turns(self, node_id: str) -> bool:
+        """Its agent is attached and in no turn now (idle, or exited)."""
+        handle = self.handle(node_id)
+        return handle is not None and not handle.turn_running()

@@ -1,0 +1,96 @@
+"""`legion_tui.ops.Operations` for the dashboard: node ids, acting as root, on the
+supervisor of this process (`front.Front`; `core` re-exports this class)."""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from legion_tui.model import NodeStatus
+from legion_tui.ops import OpError
+from legion_tui.supervisor.naming import ROOT_ID
+
+if TYPE_CHECKING:
+    from legion_tui.agents.cards import CardSet
+    from legion_tui.attach import AttachPlan
+    from legion_tui.ops import Workspace
+    from legion_tui.supervisor.front import Front
+    from legion_tui.supervisor.spawn_request import ChildRequest
+
+__all__ = ["RootOperations"]
+
+log = logging.getLogger(__name__)
+
+
+class RootOperations:
+    def __init__(self, supervisor: Front) -> None:
+        self.supervisor = supervisor
+
+    async def stop(self, node_id: str, *, force: bool = False) -> str:
+        return await self.supervisor.stop(ROOT_ID, node_id, force=force)
+
+    async def abort(self, node_id: str, *, keep_queue: bool = False) -> str:
+        _outcome, receipt = await self.supervisor.abort(ROOT_ID, node_id, keep_queue=keep_queue)
+        return receipt
+
+    async def steer(self, node_id: str, text: str) -> str:
+        _outcome, receipt = await self.supervisor.steer(ROOT_ID, node_id, text)
+        return receipt
+
+    async def resume(self, node_id: str) -> str:
+        return await self.supervisor.resume(ROOT_ID, node_id)
+
+    async def spawn(self, parent_id: str, request: ChildRequest) -> str:
+        """The dashboard's new agent: the socket's `spawn` op for one child, the caller
+        being its parent (root, or the lead it joins). A phases file is read here, from
+        the project, with its own lines in a refusal — as `legion spawn --phases` does."""
+        if isinstance(request.phases, str):
+            from legion_tui.phases import MachineError, load_machine_file
+
+            path = self.supervisor.project_dir / request.phases
+            try:
+                machine = load_machine_file(str(path)).to_dict()
+            except MachineError as err:
+                raise OpError("PHASES", str(err)) from err
+            request = dataclasses.replace(request, phases=machine)
+        (node,) = await self.supervisor.spawn(parent_id, [request])
+        if node.status is NodeStatus.FAILED:
+            raise OpError("START_FAILED", f"Failed to start {node.path}: {node.error}")
+        said = f"Spawned {node.path} ({node.id})" + (" — simulated" if node.simulated else "")
+        warning = self.supervisor.launch_warning(node.id)
+        return said + (f"\nwarning: {warning}" if warning else "")
+
+    async def role_cards(self) -> CardSet:
+        return self.supervisor.admission.reload_cards()
+
+    def workspace(self, node_id: str) -> Workspace | None:
+        from legion_tui.ops import Workspace
+
+        teams = self.supervisor.teams
+        holder = teams.holder_of(node_id)
+        tree = teams.worktree_of(node_id)
+        return None if holder is None or tree is None else Workspace(holder, tree)
+
+    def attach_plan(self, node_id: str) -> AttachPlan:
+        """The node's agent UI on its session, as its backend would run it (legion_tui.attach)."""
+        from legion_tui import attach
+
+        sup = self.supervisor
+        node = sup.node(node_id)
+        link = Path(node.session_file or sup.run.dir / "sessions" / f"{node.id}.jsonl")
+        link = link if link.is_absolute() else sup.run.dir / link
+        cwd = sup.teams.cwd_for(node)
+        command = sup.admission.command_of(sup.admission.card_name(node), node.kind)
+        argv, session = attach.attach_argv(node.kind, node.name, link, command, cwd, path=None)
+        handle = sup.roster.handle(node_id)
+        live = handle is not None and handle.exited is None
+        return attach.AttachPlan(node.name, Path(argv[0]).name, argv, cwd, session, live)
+
+    def terminal_input(self, node_id: str, data: bytes) -> bool:
+        handle = self.supervisor.roster.handle(node_id)
+        terminal = getattr(handle, "terminal", None)  # an exec child's pty (ExecHandle)
+        if handle is None or handle.exited is not None or terminal is None:
+            return False
+        return bool(terminal.write(data))

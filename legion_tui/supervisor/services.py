@@ -1,0 +1,131 @@
+"""What runs beside the agents once a host has started: the ledger, and the echo the
+mail service, the postman and the phase clock write through (the events the ledger
+writes for them reach the live model at once, like the supervisor's own); the postman;
+the phase clock; the orphan reaper; the socket server; the session watcher.
+
+Each is started in that order and closed alone: one that fails to close (a postman or
+phase clock that died of an error) is logged and must not keep the next one open.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import logging
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from legion_tui.ledger import Ledger
+    from legion_tui.mail.service import Deliverable, EchoingLedger, MailService
+    from legion_tui.state import Clock, LegionModel
+    from legion_tui.supervisor.orphans import OrphanReaper
+    from legion_tui.supervisor.phase_watch import PhaseWatch
+    from legion_tui.supervisor.progress_watch import ProgressWatch
+    from legion_tui.supervisor.runs import RunInfo
+    from legion_tui.supervisor.server import SupervisorServer
+
+__all__ = ["Services"]
+
+log = logging.getLogger(__name__)
+
+CLOSE_STEP_BOUND = 5.0  # seconds each service of a failed start gets to close
+
+
+class Services:
+    def __init__(
+        self,
+        model: LegionModel,
+        run: RunInfo,
+        phase_watch: PhaseWatch,
+        progress_watch: ProgressWatch,
+        orphans: OrphanReaper,
+        *,
+        clock: Clock,
+        deliverable: Callable[[str], Deliverable | None],
+        server: Callable[[], SupervisorServer] | None,
+        watch: bool,
+    ) -> None:
+        self._model = model
+        self._run = run  # its ledger, socket link and sessions: fixed for the run
+        self._phase_watch = phase_watch
+        self._progress_watch = progress_watch
+        self._orphans = orphans
+        self._clock = clock
+        self._deliverable = deliverable  # the postman's way to a node's agent
+        self._make_server = server  # None: this host does not serve the socket
+        self._watch = watch  # follow the session files (else read when asked)
+        self.ledger: Ledger | None = None
+        self.echo: EchoingLedger | None = None
+        self.mail: MailService | None = None
+        self.server: SupervisorServer | None = None
+
+    async def open_ledger(self) -> Ledger:
+        from legion_tui.ledger import open_ledger
+
+        self.ledger = await open_ledger(self._run.ledger_path, create=True, clock=self._clock)
+        return self.ledger
+
+    def echoing(self) -> EchoingLedger:
+        if self.echo is None:
+            raise RuntimeError("the supervisor is not started: no ledger to write through")
+        return self.echo
+
+    async def start(self, ledger: Ledger, socket_path: Path) -> None:
+        from legion_tui.mail.service import EchoingLedger, MailService
+
+        self.echo = EchoingLedger(ledger, self._model)
+        # Mail (SPEC §6.5): the postman hands letters over through the agents' handles.
+        self.mail = MailService(self.echo, self._model, self._deliverable)
+        self.mail.start()
+        self._phase_watch.start(self.echo)  # one `Phase timeout:` notice per stint
+        self._orphans.start()  # the agents' double-forked helpers re-parent to us
+        if self._make_server is not None:
+            self.server = self._make_server()
+            await self.server.start(socket_path, link=self._run.socket_link)
+        if self._watch:
+            self._progress_watch.start()
+
+    async def undo(self) -> None:
+        """A start that failed half-way: end what it began; nothing else runs after."""
+        steps: list[Callable[[], Awaitable[object]]] = []
+        if self.mail is not None:
+            steps.append(self.mail.close)
+        if self.server is not None:
+            steps.append(self.server.close)
+        self._progress_watch.stop()
+        steps.append(self._phase_watch.close)
+        if (task := self._progress_watch.task) is not None:
+            task.cancel()
+            steps.append(functools.partial(asyncio.gather, task, return_exceptions=True))
+        if self.ledger is not None:
+            steps.append(self.ledger.close)
+        steps.append(self._orphans.close)
+        for step in steps:
+            try:
+                await asyncio.wait_for(step(), CLOSE_STEP_BOUND)
+            except Exception:
+                log.exception("closing after a failed start")
+
+    async def stop_mail_and_clock(self) -> None:
+        """Before the pause: no hand-over to an agent that is being paused, no report.
+        A postman that died of an error is logged, and the pause goes on."""
+        if self.mail is not None:
+            try:
+                await self.mail.close()
+            except Exception:
+                log.exception("the postman had failed")
+        await self._phase_watch.close()
+
+    async def close(self) -> None:
+        """After the pause: the socket, the watcher, the ledger (flushed), the reaper
+        (after the agents' stop: their last orphans too)."""
+        if self.server is not None:
+            await self.server.close()
+            self.server = None
+        await self._progress_watch.close()
+        if self.ledger is not None:
+            await self.ledger.flush()
+            await self.ledger.close()
+        await self._orphans.close()
