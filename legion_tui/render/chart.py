@@ -426,8 +426,11 @@ class RateBuckets:
         flat = self._flat[:n]  # (band, bucket) → index into the raveled V / W
         np.multiply(band, n_buckets + 1, out=flat)
         np.add(flat, m, out=flat)
-        np.add.at(V.ravel(), flat, v)
-        np.add.at(W.ravel(), flat, ramp)
+        # Σ per (band, bucket): bincount adds in the points' order from zero, as
+        # np.add.at into the zeroed grids did — the same sums, several times faster.
+        size = V.size
+        np.copyto(V.reshape(size), np.bincount(flat, weights=v, minlength=size))
+        np.copyto(W.reshape(size), np.bincount(flat, weights=ramp, minlength=size))
         np.cumsum(W, axis=1, out=W)
         out[:, 0] = V[:, 0]
         np.add(V[:, 1:n_buckets], W[:, : n_buckets - 1], out=out[:, 1:])
