@@ -25,6 +25,7 @@ from textual.notifications import SeverityLevel
 from textual.screen import Screen
 from textual.timer import Timer
 from textual.widgets import Static
+from textual.widgets._toast import ToastRack  # the screen's own rack: kept above the prompts
 
 from legion_tui import receipts
 from legion_tui.notify import Alerts, Notifier, settings_near
@@ -86,6 +87,16 @@ class Backdrop(Container):
     BLANK = True
 
 
+class Body(Backdrop):
+    """The panels' container (1fr): everything under it is prompt rows and key hints,
+    which grow and shrink (a message box, a steer's receipt row, the confirm bar)."""
+
+    def on_resize(self) -> None:
+        screen = self.screen
+        if isinstance(screen, MainScreen):
+            screen.keep_toasts_above(self.region.bottom)
+
+
 class MainScreen(Screen[None]):
     """Header, banner, tree, galaxy, chart, confirm bar, inputs, footer."""
 
@@ -102,7 +113,7 @@ class MainScreen(Screen[None]):
         legion = self.legion
         yield legion.header
         yield Static("", id="banner")
-        with Backdrop(id="body"):
+        with Body(id="body"):
             with Backdrop(id="tree-pane"):
                 yield legion.tree_header
                 yield legion.railway
@@ -121,6 +132,14 @@ class MainScreen(Screen[None]):
 
     def on_mount(self) -> None:
         self.legion.main_mounted()
+
+    def keep_toasts_above(self, prompts_top: int) -> None:
+        """Toasts sit above the rows under the body, whatever their height: a receipt
+        must never cover the question being asked (a fixed margin did, once a steer's
+        receipt row pushed the prompt up one row)."""
+        margin = max(1, self.size.height - prompts_top)
+        for rack in self.query(ToastRack):
+            rack.styles.margin = (0, 0, margin, 0)
 
     def on_screen_suspend(self) -> None:
         # An overlay, the help or the palette now covers the stop/quit prompt: a prompt

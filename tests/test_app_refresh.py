@@ -74,7 +74,7 @@ async def test_the_overlay_touches_a_tab_only_when_its_text_changes() -> None:
         screen = app.screen
         assert isinstance(screen, DetailScreen)
         updates: list[str] = []
-        for selector in ("#detail-head", "#mail", "#events"):
+        for selector in ("#detail-head", "#letters-counts", "#letter-body", "#events"):
             static = screen.query_one(selector, Static)
             original = static.update
 

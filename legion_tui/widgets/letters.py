@@ -50,7 +50,7 @@ class Letters(Vertical):
         self._body = Static(id="letter-body", markup=False)
         self._letters: dict[str, Message] = {}
         self._shown: tuple[tuple[int, int], ...] = ()  # (id, state) of the rows on screen
-        self._own_id = ""
+        self._counts_shown = ""
 
     def compose(self) -> ComposeResult:
         yield self._counts
@@ -60,8 +60,10 @@ class Letters(Vertical):
 
     def show(self, view: NodeView) -> None:
         """The node's mailbox as it is now; the open letter stays open as mail arrives."""
-        self._own_id = view.node.id
-        self._counts.update(mailbox_line(view))
+        counts = mailbox_line(view)
+        if counts != self._counts_shown:  # every update is a layout pass: only on change
+            self._counts_shown = counts
+            self._counts.update(counts)
         rows = tuple((m.id, int(m.delivered)) for m in view.messages)
         if rows == self._shown:
             return  # nothing moved: no rebuild, no lost scroll position
