@@ -18,8 +18,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from legion_tui.ops import OpError, Workspace
-from legion_tui.supervisor.client import ROOT_CALLER, LegionClient, LegionRequestError
+from legion_tui.supervisor.client import LegionClient
 from legion_tui.supervisor.runs import RunInfo, resolve_socket
+from legion_tui.supervisor.wire import ROOT_ID, RequestError
 
 if TYPE_CHECKING:
     from legion_tui.agents.cards import CardSet
@@ -62,7 +63,7 @@ class SocketOperations(_Looking):
         self._workspaces = workspaces
         self.retry_seconds = retry_seconds
 
-    async def _request(self, op: str, caller: str = ROOT_CALLER, **fields: Any) -> dict[str, Any]:
+    async def _request(self, op: str, caller: str = ROOT_ID, **fields: Any) -> dict[str, Any]:
         sock = resolve_socket(self.run)
         if sock is None:
             raise OpError(
@@ -73,7 +74,7 @@ class SocketOperations(_Looking):
         try:
             async with LegionClient(sock, caller, retry_seconds=self.retry_seconds) as client:
                 return await client.request(op, **fields)
-        except LegionRequestError as err:
+        except RequestError as err:
             raise OpError(err.code, err.message) from None
 
     async def _receipt(self, op: str, **fields: Any) -> str:

@@ -17,7 +17,8 @@ from typing import Any
 
 from legion_tui.agents.sim_config import SimConfig, contract_path
 from legion_tui.agents.sim_script import EDIT_NEW, EDIT_OLD, Step, ToolStep
-from legion_tui.supervisor.client import LegionClient, LegionRequestError
+from legion_tui.supervisor.client import LegionClient
+from legion_tui.supervisor.wire import RequestError
 
 __all__ = ["SocketPlayer"]
 
@@ -44,10 +45,10 @@ class SocketPlayer:
             return await self._edit_for_real(tool)
         try:
             return await self._act(tool.action, tool, step), False
-        except (LegionRequestError, OSError) as err:
+        except (RequestError, OSError) as err:
             # A refused request (e.g. a phase the machine does not allow) is logged in the
             # transcript and the agent carries on, as a real agent would.
-            if isinstance(err, LegionRequestError):
+            if isinstance(err, RequestError):
                 text = f"{err.code}: {err.message}"
             else:
                 text = f"{type(err).__name__}: {err}"
@@ -77,7 +78,7 @@ class SocketPlayer:
 
     async def _request(self, op: str, **fields: Any) -> dict[str, Any]:
         if self.cfg.socket_path is None:
-            raise LegionRequestError("NO_SOCKET", "no supervisor socket in this run")
+            raise RequestError("NO_SOCKET", "no supervisor socket in this run")
         if self._client is None:
             self._client = LegionClient(self.cfg.socket_path, self.cfg.node_id)
         return await self._client.request(op, **fields)
@@ -143,7 +144,7 @@ class SocketPlayer:
         if kind == "mail":
             letter = tool.letter
             if letter is None:
-                raise LegionRequestError("BAD_REQUEST", "a mail step without a letter")
+                raise RequestError("BAD_REQUEST", "a mail step without a letter")
             to, mail_kind, subject, body = letter
             result = await self._request(
                 "mail",
@@ -154,7 +155,7 @@ class SocketPlayer:
                 urgency="normal",
             )
             return json.dumps(result)
-        raise LegionRequestError("UNKNOWN_ACTION", action)
+        raise RequestError("UNKNOWN_ACTION", action)
 
     async def _phase(self, to: str) -> str:
         """`legion phase --to <to>`. When `done` is refused and the machine leaves only
@@ -162,7 +163,7 @@ class SocketPlayer:
         whose verification failed and whose rework is spent would."""
         try:
             result = await self._request("phase", to=to, note=f"{self.cfg.name} → {to}")
-        except LegionRequestError as err:
+        except RequestError as err:
             legal = err.message.rpartition("Legal next phases")[2]
             if to != "done" or err.code != "PHASE_REFUSED" or "failed" not in legal:
                 raise

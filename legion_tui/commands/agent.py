@@ -68,12 +68,12 @@ def run_client(verb: str, handler: Handler) -> Callable[[argparse.Namespace], in
     """Connect (env or the live run of ./.legion), run `handler`, map refusals to exit 1."""
 
     def run(args: argparse.Namespace) -> int:
-        from legion_tui.supervisor.client import LegionRequestError
+        from legion_tui.supervisor.wire import RequestError
 
         try:
             with verb_client(args.session) as client:
                 return handler(args, client)
-        except LegionRequestError as err:
+        except RequestError as err:
             return fail(verb, err.code, err.message, args.json)
 
     return run
@@ -83,7 +83,8 @@ def verb_client(session: str | None) -> BlockingClient:
     """The blocking client of `runs.client_for`'s choice: the env's socket inside a
     legion, else the live run of ./.legion. The env's case is decided here too, so an
     agent's verb never imports `runs` (psutil, tempfile, secrets: a third of its time)."""
-    from legion_tui.supervisor.client import ENV_SOCKET, BlockingClient
+    from legion_tui.supervisor.client import BlockingClient
+    from legion_tui.supervisor.wire import ENV_SOCKET
 
     if os.environ.get(ENV_SOCKET) and session is None:
         return BlockingClient.from_env()
@@ -97,12 +98,12 @@ def phases_payload(path: str) -> dict[str, Any]:
     """`--phases FILE` is read here, where the file is, and sent inline: problems are
     reported with the file's own lines before the supervisor is asked anything."""
     from legion_tui.phases import MachineError, load_machine_file
-    from legion_tui.supervisor.client import LegionRequestError
+    from legion_tui.supervisor.wire import RequestError
 
     try:
         return load_machine_file(path).to_dict()
     except MachineError as err:
-        raise LegionRequestError("PHASES", str(err)) from err
+        raise RequestError("PHASES", str(err)) from err
 
 
 def _spawn_args(p: argparse.ArgumentParser) -> None:
@@ -117,12 +118,12 @@ def _spawn_args(p: argparse.ArgumentParser) -> None:
 
 
 def _spawn(args: argparse.Namespace, client: BlockingClient) -> int:
-    from legion_tui.supervisor.client import LegionRequestError
+    from legion_tui.supervisor.wire import RequestError
 
     try:
         task = task_text(args)
     except ValueError as err:
-        raise LegionRequestError("BAD_REQUEST", str(err)) from err
+        raise RequestError("BAD_REQUEST", str(err)) from err
     child: dict[str, Any] = {"role": args.role, "task": task}
     if args.name:
         child["name"] = args.name
@@ -283,7 +284,7 @@ def _offline_doc(session: str | None) -> dict[str, Any] | None:
 
 def _status_or_tree(verb: str) -> Callable[[argparse.Namespace], int]:
     def run(args: argparse.Namespace) -> int:
-        from legion_tui.supervisor.client import LegionRequestError
+        from legion_tui.supervisor.wire import RequestError
 
         name = getattr(args, "name", None)
 
@@ -295,7 +296,7 @@ def _status_or_tree(verb: str) -> Callable[[argparse.Namespace], int]:
 
         try:
             doc = live()
-        except LegionRequestError as err:
+        except RequestError as err:
             if err.code not in ("NO_SUPERVISOR", "NO_SOCKET", "DISCONNECTED"):
                 return fail(verb, err.code, err.message, args.json)
             try:

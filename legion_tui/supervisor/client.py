@@ -46,32 +46,11 @@ from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, Self, TypeVar
 
 from legion_tui.supervisor.client_protocol import RECV_BYTES, Again, Backoff, ClientProtocol
-from legion_tui.supervisor.wire import (
-    ENV_NODE_ID,
-    ENV_RUN_DIR,
-    ENV_RUN_ID,
-    ENV_SOCKET,
-    ROOT_CALLER,
-    RequestError,
-)
 
 if TYPE_CHECKING:
     import asyncio
 
-__all__ = [
-    "ENV_NODE_ID",
-    "ENV_RUN_DIR",
-    "ENV_RUN_ID",
-    "ENV_SOCKET",
-    "ROOT_CALLER",
-    "BlockingClient",
-    "LegionClient",
-    "LegionRequestError",
-]
-
-# The names modules outside the supervisor's wire still import from here (the env names
-# above too): the one request error is `wire.RequestError`.
-LegionRequestError = RequestError
+__all__ = ["BlockingClient", "LegionClient"]
 
 _T = TypeVar("_T")
 

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any, Self
 
 from legion_tui.supervisor.lines import MAX_LINE_BYTES, LineSplitter
-from legion_tui.supervisor.wire import ENV_NODE_ID, ENV_SOCKET, ROOT_CALLER, RequestError
+from legion_tui.supervisor.wire import ENV_NODE_ID, ENV_SOCKET, ROOT_ID, RequestError
 
 __all__ = ["MAX_LINE", "RECV_BYTES", "RETRY_SECONDS", "Again", "Backoff", "ClientProtocol"]
 
@@ -71,7 +71,7 @@ class ClientProtocol:
     def __init__(
         self,
         socket_path: str | Path,
-        caller: str = ROOT_CALLER,
+        caller: str = ROOT_ID,
         *,
         retry_seconds: float = RETRY_SECONDS,
     ) -> None:
@@ -88,7 +88,7 @@ class ClientProtocol:
         socket_path = os.environ.get(ENV_SOCKET)
         if not socket_path:
             raise RequestError("NO_SOCKET", f"{ENV_SOCKET} is not set")
-        return cls(socket_path, os.environ.get(ENV_NODE_ID) or ROOT_CALLER)
+        return cls(socket_path, os.environ.get(ENV_NODE_ID) or ROOT_ID)
 
     def _drop(self) -> None:
         if self._sock is not None:

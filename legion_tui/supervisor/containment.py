@@ -37,12 +37,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from legion_tui.supervisor import cgroups
-from legion_tui.supervisor.client import ENV_NODE_ID, ENV_RUN_ID
 from legion_tui.supervisor.procfs import ProcStat, children_of, environ_of, stat_of
 from legion_tui.supervisor.watchdog_link import WatchdogLink
+from legion_tui.supervisor.wire import ENV_NO_CGROUP, ENV_NODE_ID, ENV_RUN_ID
 
 __all__ = [
-    "ENV_NO_CGROUP",
     "RECORD_EVERY",
     "Containment",
     "Key",
@@ -52,7 +51,6 @@ __all__ = [
     "launching",
 ]
 
-ENV_NO_CGROUP = "LEGION_NO_CGROUP"
 RECORD_EVERY = 1.0  # without cgroups: how often the host's tree is walked for new pids
 
 Key = tuple[str, str]  # (run id, node id): whose processes these are

@@ -10,7 +10,6 @@ import logging
 from typing import TYPE_CHECKING, Any
 
 from legion_tui.ops import OpError
-from legion_tui.supervisor.client import ROOT_CALLER
 from legion_tui.supervisor.identity import Peer, caller_of
 from legion_tui.supervisor.naming import ROOT_ID
 from legion_tui.supervisor.server_ops import OPS
@@ -89,7 +88,7 @@ class Dispatcher:
             return error_reply(
                 req_id, "MISSING_FIELD", "field 'from' (the caller's node id) is required"
             )
-        if caller == ROOT_CALLER:
+        if caller == ROOT_ID:
             caller = ROOT_ID
         try:
             caller = self._identify(peer, caller)

@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from legion_tui.ops import OpError
+from legion_tui.supervisor.wire import ROOT_ID
 
 if TYPE_CHECKING:
     from legion_tui.model import Node
@@ -22,7 +23,6 @@ __all__ = ["NAME_RE", "RESERVED_NAMES", "ROOT_ID", "Names"]
 
 log = logging.getLogger(__name__)
 
-ROOT_ID = "root"  # the host's own node; a user's shell acts as it (client.ROOT_CALLER)
 NAME_RE = re.compile(r"[a-z0-9][a-z0-9._-]{0,63}")
 # `stop all` and the host's `root` already mean something wherever a name is read.
 RESERVED_NAMES = frozenset({"all", ROOT_ID})

@@ -36,11 +36,16 @@ from pathlib import Path
 
 from legion_tui.supervisor import containment, orphans
 from legion_tui.supervisor.child_process import ChildProcess, ExitReportingProtocol, exit_code_of
-from legion_tui.supervisor.client import ENV_NODE_ID, ENV_RUN_DIR, ENV_RUN_ID, ENV_SOCKET
+from legion_tui.supervisor.wire import (
+    ENV_INBOX,
+    ENV_NODE_ID,
+    ENV_RUN_DIR,
+    ENV_RUN_ID,
+    ENV_SESSION_FILE,
+    ENV_SOCKET,
+)
 
 __all__ = [
-    "ENV_INBOX",
-    "ENV_SESSION_FILE",
     "ChildProcess",
     "death_signal_prefix",
     "enable_subreaper",
@@ -52,8 +57,6 @@ __all__ = [
     "wait_pid_exit",
 ]
 
-ENV_SESSION_FILE = "LEGION_SESSION_FILE"
-ENV_INBOX = "LEGION_INBOX"
 
 _PR_SET_PDEATHSIG = 1
 _PR_SET_CHILD_SUBREAPER = 36

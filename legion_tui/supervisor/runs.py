@@ -16,12 +16,7 @@ import os
 import time
 from pathlib import Path
 
-from legion_tui.supervisor.client import (
-    ENV_SOCKET,
-    ROOT_CALLER,
-    LegionClient,
-    LegionRequestError,
-)
+from legion_tui.supervisor.client import LegionClient
 from legion_tui.supervisor.host_lock import HostLock, SessionBusy, claim_session
 from legion_tui.supervisor.run_folder import (
     RUN_SUBDIRS,
@@ -46,6 +41,7 @@ from legion_tui.supervisor.run_socket import (
     socket_refusal,
     socket_target,
 )
+from legion_tui.supervisor.wire import ENV_SOCKET, ROOT_ID, RequestError
 
 __all__ = [
     "DEFAULT_SESSION",
@@ -213,17 +209,17 @@ def client_for(cwd: Path | None = None, session_name: str | None = None) -> Legi
     """The client the CLI verbs use: env `LEGION_SOCKET`/`LEGION_NODE_ID` (an agent inside
     a legion), else root on the newest live run of `./.legion/` (a user's own shell).
 
-    Raises LegionRequestError("NO_SUPERVISOR") when there is no live run."""
+    Raises RequestError("NO_SUPERVISOR") when there is no live run."""
     if os.environ.get(ENV_SOCKET) and session_name is None:
         return LegionClient.from_env()
     project = find_project_dir(cwd or Path.cwd())
     info = find_live_run(project, session_name)
     if info is None:
-        raise LegionRequestError(
+        raise RequestError(
             "NO_SUPERVISOR",
             f"no live legion supervisor in {legion_dir(project)} "
             "(start one with `legion tui`, `legion run` or `legion demo`)",
         )
     sock = resolve_socket(info)
     assert sock is not None
-    return LegionClient(sock, ROOT_CALLER)
+    return LegionClient(sock, ROOT_ID)

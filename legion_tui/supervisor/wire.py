@@ -15,7 +15,7 @@ __all__ = [
     "ENV_RUN_ID",
     "ENV_SESSION_FILE",
     "ENV_SOCKET",
-    "ROOT_CALLER",
+    "ROOT_ID",
     "RequestError",
 ]
 
@@ -30,7 +30,9 @@ ENV_INBOX = "LEGION_INBOX"  # an exec command's mail, appended as it comes
 # In the host's own environment: "1" runs agents without a cgroup of their own.
 ENV_NO_CGROUP = "LEGION_NO_CGROUP"
 
-ROOT_CALLER = "root"  # the `from` of a request from a user's own shell: it acts as root
+# The root node's id: the host's own node, and the `from` of a request from a user's own
+# shell (which acts as root).
+ROOT_ID = "root"
 
 
 class RequestError(Exception):
