@@ -21,6 +21,7 @@ from legion_tui.model import CARD_KINDS, EventType, Kind, Node, NodeStatus
 from legion_tui.ops import OpError
 from legion_tui.supervisor.backend import LaunchSpec, backend_for
 from legion_tui.supervisor.naming import ROOT_ID
+from legion_tui.supervisor.run_folder import session_file
 from legion_tui.supervisor.spawn_request import MAX_TASK_BYTES, Budgets, ChildRequest, check_task
 
 if TYPE_CHECKING:
@@ -153,7 +154,7 @@ class Admission:
                 role=card.role,
                 kind=kind,
                 task=req.task,
-                session_file=self._run.sessions_dir / f"{node_id}.jsonl",
+                session_file=session_file(self._run.dir, node_id),
                 run_dir=self._run.dir,
                 cwd=self._project_dir,
                 socket_path=self._socket_path,

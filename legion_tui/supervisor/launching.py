@@ -19,6 +19,7 @@ from legion_tui.ops import OpError
 from legion_tui.supervisor.backend import AgentHandle, LaunchSpec
 from legion_tui.supervisor.backends.registry import make_handle
 from legion_tui.supervisor.naming import ROOT_ID
+from legion_tui.supervisor.run_folder import session_file
 
 if TYPE_CHECKING:
     from legion_tui.settings import ClusterSettings
@@ -147,7 +148,7 @@ class Launcher:
             role=node.role,
             kind=node.kind,
             task=node.task,
-            session_file=Path(node.session_file or run.sessions_dir / f"{node.id}.jsonl"),
+            session_file=Path(node.session_file or session_file(run.dir, node.id)),
             run_dir=run.dir,
             cwd=self._teams.cwd_for(node),
             socket_path=self._socket_path,

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 from legion_tui.model import NodeStatus
 from legion_tui.ops import OpError
 from legion_tui.supervisor.naming import ROOT_ID
+from legion_tui.supervisor.run_folder import session_file
 
 if TYPE_CHECKING:
     from legion_tui.agents.cards import CardSet
@@ -79,7 +80,7 @@ class RootOperations:
 
         sup = self.supervisor
         node = sup.node(node_id)
-        link = Path(node.session_file or sup.run.dir / "sessions" / f"{node.id}.jsonl")
+        link = Path(node.session_file or session_file(sup.run.dir, node.id))
         link = link if link.is_absolute() else sup.run.dir / link
         cwd = sup.teams.cwd_for(node)
         command = sup.admission.command_of(sup.admission.card_name(node), node.kind)

@@ -21,11 +21,15 @@ __all__ = [
     "RUN_SUBDIRS",
     "RunInfo",
     "SessionNameError",
+    "agent_sessions_dir",
     "atomic_write",
+    "inbox_file",
     "legion_dir",
     "read_run",
     "runs_dir",
+    "session_file",
     "session_pointer",
+    "terminal_log",
     "validate_session_name",
     "write_run",
 ]
@@ -76,6 +80,27 @@ class RunInfo:
             "ownerPid": self.owner_pid,
             "task": self.task,
         }
+
+
+# One node's files in its run folder: every part that reads or writes them asks here.
+def session_file(run_dir: Path, node_id: str) -> Path:
+    """The node's session file, as the spec names it (a pi agent's is a link to its own)."""
+    return run_dir / "sessions" / f"{node_id}.jsonl"
+
+
+def agent_sessions_dir(run_dir: Path, node_id: str) -> Path:
+    """The folder an agent that names its own session file (pi) writes it in."""
+    return run_dir / "sessions" / node_id
+
+
+def terminal_log(run_dir: Path, node_id: str) -> Path:
+    """A process child's terminal output, as written (ANSI and all)."""
+    return run_dir / "terminal" / f"{node_id}.log"
+
+
+def inbox_file(run_dir: Path, node_id: str) -> Path:
+    """An exec command's mail, appended as it comes (ENV_INBOX)."""
+    return run_dir / "inbox" / f"{node_id}.md"
 
 
 def legion_dir(project_dir: Path) -> Path:

@@ -23,6 +23,7 @@ from textual.widgets import Static, TabbedContent, TabPane
 from legion_tui.land import Review, review
 from legion_tui.ops import Workspace
 from legion_tui.state import Clock, LegionModel, NodeView
+from legion_tui.supervisor.run_folder import terminal_log
 from legion_tui.talk import MessageHistory
 from legion_tui.widgets.confirm import ConfirmBar
 from legion_tui.widgets.detail_text import (
@@ -113,7 +114,7 @@ class DetailScreen(ModalScreen[None]):
     def _terminal_path(self) -> Path | None:
         if self.run_dir is None:
             return None
-        path = self.run_dir / "terminal" / f"{self.node_id}.log"
+        path = terminal_log(self.run_dir, self.node_id)
         view = self.model.nodes[self.node_id]
         return path if view.node.backend == "process" or path.exists() else None
 

@@ -21,6 +21,7 @@ from legion_tui.supervisor.backend import (
     SweepReport,
 )
 from legion_tui.supervisor.process import ChildProcess, marker_env
+from legion_tui.supervisor.run_folder import inbox_file, terminal_log
 from legion_tui.supervisor.sweep import sweep
 
 __all__ = [
@@ -75,7 +76,7 @@ def normalize_bound(bound: float) -> float:
 
 
 def log_path(spec: LaunchSpec) -> Path:
-    return spec.run_dir / "terminal" / f"{spec.node_id}.log"
+    return terminal_log(spec.run_dir, spec.node_id)
 
 
 def log_tail(spec: LaunchSpec, *, max_lines: int = 6, max_bytes: int = 4096) -> str:
@@ -130,7 +131,7 @@ def point_session_link(link: Path, target: Path) -> None:
 
 
 def inbox_path(spec: LaunchSpec) -> Path:
-    return spec.run_dir / "inbox" / f"{spec.node_id}.md"
+    return inbox_file(spec.run_dir, spec.node_id)
 
 
 def child_env(spec: LaunchSpec, *, inbox: Path | None = None) -> dict[str, str]:

@@ -9,6 +9,7 @@ from pathlib import Path
 
 from legion_tui.supervisor.backend import LaunchSpec
 from legion_tui.supervisor.backends.common import resolve_argv
+from legion_tui.supervisor.run_folder import agent_sessions_dir
 
 __all__ = ["pi_argv", "pi_session_dir", "sim_argv"]
 
@@ -45,7 +46,7 @@ def sim_argv(spec: LaunchSpec) -> list[str]:
 
 
 def pi_session_dir(spec: LaunchSpec) -> Path:
-    return spec.run_dir / "sessions" / spec.node_id
+    return agent_sessions_dir(spec.run_dir, spec.node_id)
 
 
 def pi_argv(spec: LaunchSpec) -> list[str]:
