@@ -43,13 +43,13 @@ async def test_close_pauses_the_children_even_when_postman_and_clock_died(
         raise RuntimeError("broken on purpose")
 
     # The postman and the phase clock die of an error (their real tasks end first).
-    for real in (sup.mail._task, sup.phase_watch.task):
+    for real in (sup.mail.task, sup.phase_watch.task):
         real.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await real
-    sup.mail._task = asyncio.create_task(broken())
+    sup.mail.task = asyncio.create_task(broken())
     sup.phase_watch.task = asyncio.create_task(broken())
-    await until(lambda: sup.mail._task.done() and sup.phase_watch.task.done(), what="both to die")
+    await until(lambda: sup.mail.task.done() and sup.phase_watch.task.done(), what="both to die")
     await sup.close()  # neither error stops the pause
     node = sup.node(w.id)
     assert node.status is NodeStatus.RETIRED

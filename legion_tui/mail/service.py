@@ -201,7 +201,9 @@ class MailService:
         self._handle_of = handle_of
         self.tick = tick
         self.postman = Postman(self.ledger, ModelDirectory(model), self._hand_over)
-        self._task: asyncio.Task[None] | None = None
+        # The postman's loop while the service runs (public: as the phase clock's task,
+        # a collaborator may watch it end; `close` ends it).
+        self.task: asyncio.Task[None] | None = None
         self._rounds = 0
         self._open: set[str] = set()  # recipients whose last tick saw PENDING/ACCEPTED mail
         self._seen: dict[str, int] = {}  # model.version after a recipient's last tick
@@ -345,11 +347,11 @@ class MailService:
             await asyncio.sleep(self.tick)
 
     def start(self) -> None:
-        if self._task is None:
-            self._task = asyncio.create_task(self._run(), name="postman")
+        if self.task is None:
+            self.task = asyncio.create_task(self._run(), name="postman")
 
     async def close(self) -> None:
-        task, self._task = self._task, None
+        task, self.task = self.task, None
         if task is not None:
             task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
