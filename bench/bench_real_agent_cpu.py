@@ -123,15 +123,15 @@ async def streaming_windows(
 
 
 async def measure(
-    project: Path, rounds: int, window: float, profiler: cProfile.Profile | None
+    project: Path, rounds: int, window: float, profiler: cProfile.Profile | None,
+    profiled: int = COUNTS[-1],
 ) -> dict[str, list[float]]:
     results: dict[str, list[float]] = {}
     async with agent_host(project) as sup:
         await until(lambda: sup.model.nodes.get(ROOT_ID) is not None, 10, "the host's root")
         results["idle"] = [await host_cpu(window) for _ in range(rounds)]
         for count in COUNTS:
-            # --profile: the windows of the most agents only
-            watch = profiler if count == COUNTS[-1] else None
+            watch = profiler if count == profiled else None  # --profile: one count's windows
             results[str(count)] = await streaming_windows(
                 sup, count, rounds, window, f"talker{count}", watch
             )
@@ -158,9 +158,11 @@ def main() -> int:
     parser.add_argument("--window", type=float, default=5.0, help="seconds per window")
     parser.add_argument("--rate", type=float, default=100.0, help="tok/s each agent streams")
     parser.add_argument("--profile", type=int, metavar="TOP", default=0,
-                        help="cProfile the host's loop while the most agents stream; print "
+                        help="cProfile the host's loop while agents stream; print "
                              "the TOP functions (the CPU figures are then not the host's)")
     parser.add_argument("--sort", default="tottime", help="the profile's order (pstats)")
+    parser.add_argument("--profile-agents", type=int, choices=COUNTS, default=COUNTS[-1],
+                        help="whose windows --profile profiles (default: the most agents)")
     args = parser.parse_args()
     profiler = cProfile.Profile() if args.profile else None
     # Long enough that no stream ends before its agent's windows do (+ the start).
@@ -176,7 +178,9 @@ def main() -> int:
             subprocess.run(["git", "init", "-q", "-b", "main"], cwd=project, check=True,
                            env={**os.environ, **GIT_ENV})  # fmt: skip
             write_card(project)
-            results = asyncio.run(measure(project, args.rounds, args.window, profiler))
+            results = asyncio.run(
+                measure(project, args.rounds, args.window, profiler, args.profile_agents)
+            )
     finally:
         patch.undo()
         assert server.stdin is not None
