@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -21,14 +22,17 @@ from ray.cluster_utils import Cluster
 from legion_tui.supervisor.backends.ray_handle import RayHandle
 from legion_tui.supervisor.core import Supervisor
 
-__all__ = ["BOX", "NODE_CPUS", "cluster", "handle_of", "project_on", "sha"]
+__all__ = ["BOX", "NODE_CPUS", "cluster", "handle_of", "local_cluster", "project_on", "sha"]
 
 NODE_CPUS = 2  # each worker node: two agents at one CPU each
 BOX = "legion-test-box"  # a custom resource only the first worker node has
 
 
-@pytest.fixture(scope="module")
-def cluster() -> Iterator[Cluster]:
+@contextmanager
+def local_cluster(*node_cpus: int, first_resources: dict[str, float] | None = None
+                  ) -> Iterator[Cluster]:
+    """A head without CPUs and one worker node per entry of `node_cpus` on this machine,
+    the first also holding `first_resources`; this process connected to it."""
     head: dict[str, Any] = {
         "num_cpus": 0,
         "include_dashboard": False,
@@ -37,8 +41,8 @@ def cluster() -> Iterator[Cluster]:
         "_system_config": {"health_check_period_ms": 500, "health_check_failure_threshold": 3},
     }
     made = Cluster(initialize_head=True, head_node_args=head)
-    made.add_node(num_cpus=NODE_CPUS, resources={BOX: 1})
-    made.add_node(num_cpus=NODE_CPUS)
+    for n, cpus in enumerate(node_cpus):
+        made.add_node(num_cpus=cpus, resources=(first_resources or {}) if n == 0 else {})
     made.wait_for_nodes()
     ray.init(address=made.address, log_to_driver=False)
     try:
@@ -46,6 +50,12 @@ def cluster() -> Iterator[Cluster]:
     finally:
         ray.shutdown()
         made.shutdown()
+
+
+@pytest.fixture(scope="module")
+def cluster() -> Iterator[Cluster]:
+    with local_cluster(NODE_CPUS, NODE_CPUS, first_resources={BOX: 1}) as made:
+        yield made
 
 
 def project_on(project: Path, cluster: Cluster) -> Path:

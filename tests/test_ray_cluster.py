@@ -10,7 +10,6 @@ from pathlib import Path
 import psutil
 import pytest
 import ray
-from process_helpers import launch_spec
 from ray.cluster_utils import Cluster
 from ray_helpers import BOX, NODE_CPUS, handle_of, project_on, sha
 from ray_helpers import cluster as cluster  # the module's fixture
@@ -19,7 +18,6 @@ from supervisor_helpers import STUCK, hosted, spawn_one, until
 from legion_tui.agents.sim_script import SANDBOX_FILES
 from legion_tui.model import EventType, NodeStatus
 from legion_tui.phases import DEFAULT_MACHINE
-from legion_tui.settings import ClusterSettings
 from legion_tui.supervisor.backends.ray_handle import RayHandle
 from legion_tui.supervisor.continuity import NODE_LOST_REASON
 from legion_tui.supervisor.core import ROOT_ID
@@ -171,26 +169,28 @@ async def test_a_team_runs_end_to_end_over_both_nodes_and_delivers_its_branch(
         assert authors == {"worker-0"}  # made on the worker's node, back in the sandbox
 
 
+# Asks half a CPU and half the box: both agents fit only on the node that has the box,
+# where SPREAD alone would put the second on the other node.
+BOXED_CARD = (
+    "---\nname: boxed\ndescription: Works by the box.\nkind: sim\nrole: worker\n"
+    f"resources: {{num_cpus: 0.5, {BOX}: 0.5}}\n---\nWork by the box.\n"
+)
+
+
 async def test_a_cards_resources_are_what_its_actor_holds_on_the_node_that_has_them(
     tmp_path: Path, cluster: Cluster
 ) -> None:
     (box_node,) = [n["NodeID"] for n in ray.nodes() if n["Alive"] and BOX in n["Resources"]]
-    settings = ClusterSettings(engine="ray", address=cluster.address, num_cpus=1.0)
-    handles = []
-    for n in range(2):  # SPREAD alone would put the second on the other node
-        spec = launch_spec(tmp_path, node_id=f"box{n}", isolate=True, sim_behaviour=dict(STUCK))
-        asked = {"CPU": 1.0, BOX: 0.5} if n == 0 else {"CPU": 0.5, BOX: 0.5}
-        handles.append(RayHandle(spec, settings, resources=asked))
-    try:
-        for handle in handles:
-            await handle.start()
-        places = [h.placement for h in handles]
-        assert all(p is not None and p.node_id == box_node for p in places)
-        assert [p.resources for p in places if p is not None] == [
-            {"CPU": 1.0, BOX: 0.5}, {"CPU": 0.5, BOX: 0.5}]  # fmt: skip
-    finally:
-        for handle in handles:
-            await handle.stop(force=True, grace=0.0)
+    project = _project(tmp_path, cluster)  # the settings ask one CPU: the card's ask wins
+    (project / ".legion" / "agents").mkdir(parents=True)
+    (project / ".legion" / "agents" / "boxed.md").write_text(BOXED_CARD)
+    async with hosted(project) as sup:
+        nodes = [await spawn_one(sup, "boxed", name=f"box{n}", sim=dict(STUCK)) for n in range(2)]
+        places = [handle_of(sup, n.id).placement for n in nodes]
+        assert [p.node_id if p is not None else None for p in places] == [box_node] * 2
+        assert [p.resources for p in places if p is not None] == [{"CPU": 0.5, BOX: 0.5}] * 2
+        for node in nodes:
+            await sup.stop(ROOT_ID, node.name)
 
 
 # Last: it adds a node to the shared cluster and kills it; what follows a node's death on

@@ -20,6 +20,7 @@ the contract only: it imports no backend (they all import it). The handles are b
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, Protocol, runtime_checkable
@@ -86,6 +87,9 @@ class LaunchSpec:
     # (pi: --append-system-prompt / --tools). Empty: the agent's own defaults.
     system_prompt: str = ""
     tools: tuple[str, ...] = ()
+    # The role card's `resources:` in Ray's names ({"CPU": 2.0, "my-box": 1.0}): what the
+    # agent's actor asks of a node on a Ray cluster. None: the settings' ask; unused locally.
+    resources: Mapping[str, float] | None = None
 
 
 @runtime_checkable

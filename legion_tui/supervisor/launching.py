@@ -160,6 +160,7 @@ class Launcher:
             resume=resume,
             system_prompt=card.prompt if card is not None else "",
             tools=card.tools if card is not None else (),
+            resources=card.resources if card is not None else None,
         )
         handle = self._handle_for(spec)
         self._roster.attach(node.id, handle)

@@ -25,7 +25,6 @@ import dataclasses
 import shutil
 import socket
 import tempfile
-from collections.abc import Collection
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -280,9 +279,7 @@ class NodeAgent:
         await _git(work, "bundle", "create", "--quiet", str(out), self._shipment.branch)
         return head, out.read_bytes()
 
-    async def stop(
-        self, force: bool, grace: float, node_ids: Collection[str]
-    ) -> tuple[list[int], list[int]]:
+    async def stop(self, force: bool, grace: float) -> tuple[list[int], list[int]]:
         """The sweep of the agent's tree on this node (its group, its run marker)."""
         if self.handle is None:
             return [], []

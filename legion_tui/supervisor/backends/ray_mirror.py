@@ -1,0 +1,97 @@
+"""The host's mirror of an agent on a Ray node (issue 15): the node's session file and
+terminal log, appended here in order as the actor's `pull` hands their new bytes over,
+and the agent's state as last pulled.
+
+The bytes land in `<run>/sessions/<id>.jsonl` and `<run>/terminal/<id>.log` — the files
+a local agent writes; for pi, in `<run>/sessions/<id>/<the name pi gave it>` with the
+run's `<id>.jsonl` a link to it, as a local pi's — so the watcher, the model and the
+widgets read a remote agent as they read a local one.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from pathlib import Path
+from typing import Any
+
+from legion_tui.supervisor.backend import LaunchSpec
+from legion_tui.supervisor.backends.common import log_path, point_session_link
+from legion_tui.supervisor.backends.ray_actor import Chunk, Placement, State
+
+__all__ = ["PULL_WAIT", "Mirror"]
+
+PULL_WAIT = 1.0  # a long poll's most: one call per second from a quiet agent
+
+
+def _append(path: Path, data: bytes) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o644)
+    try:
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view) :]
+    finally:
+        os.close(fd)
+
+
+class Mirror:
+    """One agent's files as far as the host holds them, kept by pulls from its actor."""
+
+    def __init__(self, spec: LaunchSpec) -> None:
+        self.spec = spec
+        self.session_file = spec.session_file  # where the node's session bytes land
+        self.state = State(running=False, exited=None, session_size=0, log_size=0)
+        self.actor: Any = None  # set once the actor has started
+        self._session_at = 0  # bytes of the node's session file the mirror holds
+        self._log_at = 0  # of its terminal log (the host's log may hold earlier launches)
+
+    def place(self, placement: Placement) -> None:
+        """Where the node's session bytes land here, and how many it holds already."""
+        self._session_at = placement.continued
+        if placement.backend == "pi-rpc":
+            # As a local pi's: pi's own file in `sessions/<id>/`, the run's file a link.
+            name = Path(placement.session_file).name
+            self.session_file = self.spec.run_dir / "sessions" / self.spec.node_id / name
+            point_session_link(self.spec.session_file, self.session_file)
+
+    async def follow(self) -> None:
+        """Long polls until the agent has exited, then the rest of its bytes."""
+        while self.state.exited is None:
+            await self.pull(PULL_WAIT)
+        await self.catch_up(self.state)
+
+    async def pull(self, wait: float) -> None:
+        chunk: Chunk = await self.actor.pull.remote(
+            self._session_at, self._log_at, wait, self.state
+        )
+        self._take(chunk)
+
+    async def final_bytes(self) -> None:
+        """Everything the agent wrote up to its end (it is stopped): into the mirror."""
+        chunk: Chunk = await self.actor.pull.remote(self._session_at, self._log_at, 0.0, None)
+        self._take(chunk)
+        await self.catch_up(chunk.state)
+
+    async def catch_up(self, state: State) -> None:
+        """Pull until the mirror holds what the node's files held at `state`."""
+        while self._session_at < state.session_size or self._log_at < state.log_size:
+            await self.pull(0.0)
+
+    def update(self, state: State) -> None:
+        """The agent's state as an actor call returned it; an exit once heard stays."""
+        exited = state.exited if state.exited is not None else self.state.exited
+        self.state = dataclasses.replace(state, exited=exited)
+
+    def _take(self, chunk: Chunk) -> None:
+        """Append what the mirror lacks. Two pulls may cross (the stream's long poll and
+        a catch-up): each carries its own offset, so a byte is appended once, in order."""
+        fresh = chunk.session[self._session_at - chunk.session_at :]
+        if fresh:
+            _append(self.session_file, fresh)
+            self._session_at += len(fresh)
+        fresh = chunk.log[self._log_at - chunk.log_at :]
+        if fresh:
+            _append(log_path(self.spec), fresh)
+            self._log_at += len(fresh)
+        self.update(chunk.state)

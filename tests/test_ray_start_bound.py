@@ -1,0 +1,97 @@
+"""The bound on an agent's Ray actor start (issue 15): it fails a launch no node takes,
+but not one that only waits its turn behind a big batch.
+
+Two worker nodes of one CPU each: a raylet starts at most min(its CPUs, the machine's
+cores) worker processes at a time, so these nodes start one actor each at a time — a
+batch of BATCH over them starts over about BATCH / 2 actor starts, while every actor
+(a twentieth of a CPU) has room from the first second. The start bound is set to a few
+of this machine's single starts, measured first: far shorter than the batch, far longer
+than any one actor's wait for its own turn.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from process_helpers import launch_spec
+from ray.cluster_utils import Cluster
+from ray_helpers import local_cluster
+from supervisor_helpers import STUCK
+
+from legion_tui.settings import ClusterSettings
+from legion_tui.supervisor.backend import LaunchSpec
+from legion_tui.supervisor.backends.ray_handle import RayHandle
+
+pytestmark = pytest.mark.timeout(240)
+
+BATCH = 20
+BOUND_IN_STARTS = 3.0  # the bound, in this machine's single actor starts
+SETTINGS_CPUS = 0.05  # each actor's ask: room for every one of the batch on either node
+
+
+@pytest.fixture(scope="module")
+def one_at_a_time() -> Iterator[Cluster]:
+    with local_cluster(1, 1) as made:
+        yield made
+
+
+def _spec(tmp_path: Path, node_id: str, **fields: object) -> LaunchSpec:
+    spec = launch_spec(tmp_path, node_id=node_id, isolate=True, sim_behaviour=dict(STUCK),
+                       **fields)  # fmt: skip
+    assert isinstance(spec, LaunchSpec)
+    return spec
+
+
+async def _single_start(tmp_path: Path, settings: ClusterSettings) -> float:
+    """Seconds one actor takes to start here, now (the cluster warm)."""
+    handle = RayHandle(_spec(tmp_path, "alone"), settings)
+    began = time.monotonic()
+    await handle.start()
+    took = time.monotonic() - began
+    await handle.stop(force=True, grace=0.0)
+    return took
+
+
+async def test_a_batch_longer_than_the_bound_all_starts_each_in_its_turn(
+    tmp_path: Path, one_at_a_time: Cluster
+) -> None:
+    settings = ClusterSettings(engine="ray", address=one_at_a_time.address,
+                               num_cpus=SETTINGS_CPUS)  # fmt: skip
+    await _single_start(tmp_path, settings)  # the nodes' first worker start is slower
+    bound = max(BOUND_IN_STARTS * await _single_start(tmp_path, settings), 3.0)
+    handles = [
+        RayHandle(_spec(tmp_path, f"b{n}"), settings, start_bound=bound) for n in range(BATCH)
+    ]
+    began = time.monotonic()
+    try:
+        outcomes = await asyncio.gather(*(h.start() for h in handles), return_exceptions=True)
+        took = time.monotonic() - began
+        failed = [str(o) for o in outcomes if isinstance(o, BaseException)]
+        assert failed == [], f"{len(failed)} of {BATCH} failed: {failed[0]}"
+        # It is the case the bound must not fail: the batch outlasted it.
+        assert took > bound, (took, bound)
+        assert len({h.placement.node_id for h in handles if h.placement is not None}) == 2
+    finally:
+        await asyncio.gather(*(h.stop(force=True, grace=0.0) for h in handles))
+
+
+async def test_a_launch_no_node_can_take_still_fails_at_the_bound_saying_what_it_asked(
+    tmp_path: Path, one_at_a_time: Cluster
+) -> None:
+    settings = ClusterSettings(engine="ray", address=one_at_a_time.address,
+                               num_cpus=SETTINGS_CPUS)  # fmt: skip
+    spec = _spec(tmp_path, "huge", resources={"CPU": 0.5, "legion-no-such-box": 1.0})
+    handle = RayHandle(spec, settings, start_bound=2.0)
+    began = time.monotonic()
+    with pytest.raises(RuntimeError) as caught:
+        await handle.start()
+    assert 2.0 <= time.monotonic() - began < 10.0
+    assert str(caught.value) == (
+        "on the Ray cluster: no node took it within 2 s (it asks for 0.5 CPUs and "
+        "{'legion-no-such-box': 1.0}; `ray status` shows what is free)"
+    )
+    await handle.stop(force=True, grace=0.0)  # nothing started: nothing to sweep
