@@ -9,20 +9,20 @@ the budget all sum the same fields, so they agree.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
+from typing import TYPE_CHECKING, NamedTuple
 
-from legion_tui.session.progress import SessionProgress
+if TYPE_CHECKING:  # a name only: `legion status` formats a document and needs no parser
+    from legion_tui.session.progress import SessionProgress
 
 __all__ = ["Spend", "fmt_usd", "spend_of", "total_spend"]
 
 
-@dataclass(frozen=True, slots=True)
-class Spend:
+class Spend(NamedTuple):
+    """A NamedTuple, not a dataclass: `dataclasses` (and `inspect` under it) was most of
+    what a control verb's import of this module cost."""
+
     usd: float = 0.0
     tokens: int = 0  # input + output (cache reads and writes are in the cost, not here)
-
-    def __add__(self, other: Spend) -> Spend:
-        return Spend(self.usd + other.usd, self.tokens + other.tokens)
 
 
 def spend_of(progress: SessionProgress) -> Spend:
@@ -31,10 +31,12 @@ def spend_of(progress: SessionProgress) -> Spend:
 
 
 def total_spend(progresses: Iterable[SessionProgress]) -> Spend:
-    total = Spend()
+    usd, tokens = 0.0, 0
     for progress in progresses:
-        total += spend_of(progress)
-    return total
+        usage = progress.tokens
+        usd += usage.cost
+        tokens += usage.input + usage.output
+    return Spend(usd, tokens)
 
 
 def fmt_usd(usd: float) -> str:

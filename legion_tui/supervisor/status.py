@@ -22,12 +22,15 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from legion_tui import receipts
 from legion_tui.costs import fmt_usd, spend_of, total_spend
-from legion_tui.model import InFlightTool, Node, NodeStatus, outcome_of
-from legion_tui.session.progress import SessionProgress
+from legion_tui.model import NodeStatus, outcome_of
+
+if TYPE_CHECKING:  # names only: `legion status` formats a document (SPEC §8's verb budget)
+    from legion_tui.model import InFlightTool, Node
+    from legion_tui.session.progress import SessionProgress
 
 __all__ = [
     "activity_of",
@@ -243,6 +246,7 @@ def offline_status(
     died without pausing its nodes (SIGKILL), so the ledger's `running` is stale — said
     so per node; the next start of that session marks them `node_orphaned`."""
     from legion_tui.ledger.snapshot import read_retired_reasons, read_snapshot
+    from legion_tui.session.progress import SessionProgress
     from legion_tui.session.reader import read_session
     from legion_tui.supervisor.continuity import INTERRUPT_REASONS
 
