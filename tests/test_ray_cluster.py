@@ -73,6 +73,9 @@ async def test_stop_leaves_no_process_on_either_node(tmp_path: Path, cluster: Cl
         pids = [h.placement.pid for h in handles if h.placement is not None]
         assert all(psutil.pid_exists(p) for p in pids)
         assert set(pids) <= set(_marked(sup.run.run_id))
+        for node in nodes:  # its endless bash call, in flight, read from the mirror
+            await until(lambda n=node: bool(sup.model.nodes[n.id].progress.in_flight), 30.0,
+                        f"{node.name}'s tool call in flight")  # fmt: skip
         for node in nodes:
             await sup.stop(ROOT_ID, node.name)
         for pid in pids:
@@ -122,6 +125,8 @@ async def test_an_exec_agents_terminal_log_comes_back_and_its_exit_settles_it(
         await until(lambda: sup.node(node.id).status is NodeStatus.SETTLED, 60.0, "settled")
         log = sup.run.dir / "terminal" / f"{node.id}.log"
         assert "hello from echo" in log.read_text()
+        # Its row's activity: the line the node's terminal showed, as a local exec's.
+        assert sup.model.nodes[node.id].terminal_line == "hello from echo"
 
 
 QUICK_TEAM = [

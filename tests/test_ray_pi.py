@@ -110,6 +110,11 @@ async def test_a_pi_on_a_cluster_node_mirrors_its_session_and_resumes_it_on_the_
         assert first is not None and first.backend == "pi-rpc"
         assert first.node_id in {n.node_id for n in cluster.worker_nodes}
         await asyncio.to_thread(world.server.wait_for_hang, timeout=START_LIMIT)
+        # The message pi is streaming (its file says nothing of it until it ends): its
+        # live tok/s reaches the tree from the node as a local pi's does.
+        view = sup.model.nodes[node.id]
+        await until(lambda: view.streaming is not None, 10.0,
+                    "the open message's segment from the node")
 
         # pi's own file, mirrored as a local pi's: sessions/<id>/<pi's name>, linked.
         link = sup.run.sessions_dir / f"{node.id}.jsonl"

@@ -28,12 +28,13 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from legion_tui.session.progress import RateSegment
 from legion_tui.supervisor.backend import AbortResult, AgentHandle, LaunchSpec, backend_for
 from legion_tui.supervisor.backends.common import log_path
 from legion_tui.supervisor.backends.rpc_handle import pi_session_dir
 from legion_tui.supervisor.worktree import _git
 
-__all__ = ["Chunk", "NodeAgent", "Placement", "Shipment", "State", "node_folder"]
+__all__ = ["Chunk", "Live", "NodeAgent", "Placement", "Shipment", "State", "node_folder"]
 
 CHUNK_BYTES = 1 << 20  # the most one pull carries of each file
 POLL_STEP = 0.02  # how often a waiting pull looks at the files (on the node, not the host)
@@ -72,11 +73,24 @@ class Placement:
 
 
 @dataclass(frozen=True)
+class Live:
+    """What the agent's handle hears besides its files, which a local agent's handle
+    tells the model directly: the message it is generating now (pi's RPC deltas — its
+    file says nothing of it until it ends: the live tok/s), an exec command's current
+    terminal line, the question it waits on its user for (None: nothing asked)."""
+
+    streaming: RateSegment | None = None
+    line: str = ""
+    question: str | None = None
+
+
+@dataclass(frozen=True)
 class State:
     running: bool
     exited: int | None
     session_size: int
     log_size: int
+    live: Live = field(default_factory=Live)
 
 
 @dataclass(frozen=True)
@@ -110,6 +124,11 @@ def _read(path: Path, at: int) -> bytes:
         return b""
 
 
+def _same_state(state: State, known: State) -> bool:
+    """Nothing the host has not heard (the files' sizes aside)."""
+    return (state.running, state.exited, state.live) == (known.running, known.exited, known.live)
+
+
 def node_folder(spec: LaunchSpec) -> Path:
     """The agent's folder on whichever node runs it: one path for every launch of it."""
     return Path(tempfile.gettempdir()) / f"legion-{spec.run_id}-{spec.node_id}"
@@ -130,6 +149,7 @@ class NodeAgent:
         self._base_sha = ""  # the clone's HEAD as shipped
         self.spec = spec
         self.handle: AgentHandle | None = None
+        self._live = Live()
 
     async def start(self) -> Placement:
         from ray import get_runtime_context  # only ever called inside a Ray worker
@@ -162,7 +182,8 @@ class NodeAgent:
             isolate=True,
         )
         backend = backend_for(self.spec)
-        self.handle = build(self.spec, backend)
+        self.handle = build(self.spec, backend, self._hear_stream, self._hear_line,
+                            self._hear_question)  # fmt: skip
         await self.handle.start()
         pid = self.handle.pid
         assert pid is not None  # every backend built here is an OS process
@@ -211,6 +232,16 @@ class NodeAgent:
         cwd.mkdir(parents=True, exist_ok=True)
         return cwd
 
+    # The handle's hooks: kept for the host's next pull (a change ends its long poll).
+    def _hear_stream(self, segment: RateSegment | None) -> None:
+        self._live = dataclasses.replace(self._live, streaming=segment)
+
+    def _hear_line(self, line: str) -> None:
+        self._live = dataclasses.replace(self._live, line=line)
+
+    def _hear_question(self, question: str | None) -> None:
+        self._live = dataclasses.replace(self._live, question=question)
+
     def _state(self) -> State:
         handle = self.handle
         return State(
@@ -218,19 +249,21 @@ class NodeAgent:
             exited=handle.exited if handle is not None else None,
             session_size=_size(self.spec.session_file),
             log_size=_size(log_path(self.spec)),
+            live=self._live,
         )
 
     async def pull(self, session_at: int, log_at: int, wait: float, known: State | None) -> Chunk:
         """The bytes past both offsets; with `wait`, waits (≤ wait s) for some, or for a
         state other than `known` — a long poll, so a quiet agent costs the host one call
-        per `wait`, and a busy one's bytes leave within POLL_STEP of being written."""
+        per `wait`, and a busy one's bytes leave within POLL_STEP of being written (a
+        streaming pi's segment: as often as it is published, every 0.1 s)."""
         loop = asyncio.get_running_loop()
         deadline = loop.time() + wait
         state = self._state()
         while (
             state.session_size <= session_at
             and state.log_size <= log_at
-            and (known is None or (state.running, state.exited) == (known.running, known.exited))
+            and (known is None or _same_state(state, known))
             and loop.time() < deadline
         ):
             await asyncio.sleep(POLL_STEP)

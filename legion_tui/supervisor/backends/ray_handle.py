@@ -5,7 +5,9 @@ some cluster node (`[cluster] engine = "ray"`; the actor asks for what `ray_clus
 says: the role card's `resources:`, else the settings'). Every control goes through an
 actor method; the stop is the same sweep a local agent gets, run by the actor on its
 node. The session file's and the terminal log's new bytes come back by a long poll into
-the run folder (`ray_mirror`); the team's branch travels as git bundles
+the run folder (`ray_mirror`), with what the node's handle heard besides (the message pi
+is streaming, an exec's terminal line, a question for its user: `live`, told to the
+hooks a local handle calls); the team's branch travels as git bundles
 (`ray_shipping`). A start no node takes within its bound fails the launch, the bound
 counted as `ray_starts` says.
 
@@ -46,7 +48,7 @@ from legion_tui.supervisor.backends.ray_cluster import (
     connect,
     create_actor,
 )
-from legion_tui.supervisor.backends.ray_mirror import Mirror
+from legion_tui.supervisor.backends.ray_mirror import LiveHooks, Mirror
 from legion_tui.supervisor.backends.ray_shipping import TeamBranch
 from legion_tui.supervisor.backends.ray_starts import NotStarted, host_starts
 
@@ -78,6 +80,7 @@ class RayHandle:
         cluster: ClusterSettings,
         *,
         on_lost: Callable[[str], None] | None = None,
+        live: LiveHooks | None = None,
         start_bound: float = START_BOUND,
     ) -> None:
         self.spec = spec
@@ -90,7 +93,7 @@ class RayHandle:
         self._on_lost = on_lost
         self._ray: Any = None
         self._actor: Any = None
-        self._mirror = Mirror(spec)
+        self._mirror = Mirror(spec, live or LiveHooks())
         self._branch = TeamBranch(spec)
         self._pump: asyncio.Task[None] | None = None
         self._gone = asyncio.Event()  # never set: what a lost agent's idle waits on

@@ -1,6 +1,7 @@
 """The host's mirror of an agent on a Ray node (issue 15): the node's session file and
 terminal log, appended here in order as the actor's `pull` hands their new bytes over,
-and the agent's state as last pulled.
+and the agent's state as last pulled — with what its handle on the node heard besides
+the files (`Live`), told to the hooks a local handle would have called.
 
 The bytes land in `<run>/sessions/<id>.jsonl` and `<run>/terminal/<id>.log` — the files
 a local agent writes; for pi, in `<run>/sessions/<id>/<the name pi gave it>` with the
@@ -12,14 +13,18 @@ from __future__ import annotations
 
 import dataclasses
 import os
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from legion_tui.session.streaming import StreamSink
 from legion_tui.supervisor.backend import LaunchSpec
+from legion_tui.supervisor.backends.asking import InputSink
 from legion_tui.supervisor.backends.common import log_path, point_session_link
-from legion_tui.supervisor.backends.ray_actor import Chunk, Placement, State
+from legion_tui.supervisor.backends.ray_actor import Chunk, Live, Placement, State
 
-__all__ = ["PULL_WAIT", "Mirror"]
+__all__ = ["PULL_WAIT", "LiveHooks", "Mirror"]
 
 PULL_WAIT = 1.0  # a long poll's most: one call per second from a quiet agent
 
@@ -35,11 +40,29 @@ def _append(path: Path, data: bytes) -> None:
         os.close(fd)
 
 
+@dataclass(frozen=True)
+class LiveHooks:
+    """`registry.make_handle`'s hooks, for what a remote handle hears (`Live`)."""
+
+    on_stream: StreamSink | None = None
+    on_line: Callable[[str], None] | None = None
+    on_input: InputSink | None = None
+
+    def tell(self, before: Live, now: Live) -> None:
+        if now.streaming != before.streaming and self.on_stream is not None:
+            self.on_stream(now.streaming)
+        if now.line != before.line and self.on_line is not None:
+            self.on_line(now.line)
+        if now.question != before.question and self.on_input is not None:
+            self.on_input(now.question)
+
+
 class Mirror:
     """One agent's files as far as the host holds them, kept by pulls from its actor."""
 
-    def __init__(self, spec: LaunchSpec) -> None:
+    def __init__(self, spec: LaunchSpec, hooks: LiveHooks) -> None:
         self.spec = spec
+        self._hooks = hooks
         self.session_file = spec.session_file  # where the node's session bytes land
         self.state = State(running=False, exited=None, session_size=0, log_size=0)
         self.actor: Any = None  # set once the actor has started
@@ -81,7 +104,8 @@ class Mirror:
     def update(self, state: State) -> None:
         """The agent's state as an actor call returned it; an exit once heard stays."""
         exited = state.exited if state.exited is not None else self.state.exited
-        self.state = dataclasses.replace(state, exited=exited)
+        before, self.state = self.state, dataclasses.replace(state, exited=exited)
+        self._hooks.tell(before.live, state.live)
 
     def _take(self, chunk: Chunk) -> None:
         """Append what the mirror lacks. Two pulls may cross (the stream's long poll and
