@@ -13,6 +13,9 @@ How one frame is timed (inside the running app's event loop, headless):
      cleared), the screen's compositor renders a full update and it is turned into the
      ANSI string the driver would write, written into a StringIO.
   So the figure is an upper bound of a real frame (real frames repaint only dirty rows).
+  Beside the wall time each frame's CPU time (this thread's) is taken too: on a machine
+  other work keeps busy the wall time also counts the waits for a core, the CPU time only
+  the frame's own work.
   The panels hand Textual their own strips (widgets/lines.py), so for them the cleared
   styles cache is not in the path; their own caches above are what is forced.
 "incremental" (an extra line, not a replacement): the same streaming step, but nothing
@@ -196,13 +199,15 @@ async def measure(
             stream(model, clock, live, frame)
             render(app, alt, out)
         times: list[float] = []
+        cpu: list[float] = []
         for _ in range(TIMED_FRAMES):
             frame += 1
             stream(model, clock, live, frame)
             out.seek(0)
             out.truncate()
-            t0 = time.perf_counter()
+            t0, c0 = time.perf_counter(), time.thread_time()
             render(app, alt, out)
+            cpu.append((time.thread_time() - c0) * 1000.0)
             times.append((time.perf_counter() - t0) * 1000.0)
         allocs: list[float] = []
         tracemalloc.start()
@@ -220,7 +225,7 @@ async def measure(
         ansi_bytes = len(out.getvalue().encode())
     gc.unfreeze()  # back to CPython's defaults for the next configuration
     gc.set_threshold(*DEFAULT_GC)
-    return {"times": times, "allocs": allocs, "ansi": [ansi_bytes / 1024.0]}
+    return {"times": times, "cpu": cpu, "allocs": allocs, "ansi": [ansi_bytes / 1024.0]}
 
 
 async def textual_floor(size: tuple[int, int]) -> dict[str, list[float]]:
@@ -230,10 +235,11 @@ async def textual_floor(size: tuple[int, int]) -> dict[str, list[float]]:
         await pilot.pause()
         out = io.StringIO()
         times: list[float] = []
+        cpu: list[float] = []
         for frame in range(10 + TIMED_FRAMES):
             out.seek(0)
             out.truncate()
-            t0 = time.perf_counter()
+            t0, c0 = time.perf_counter(), time.thread_time()
             app.screen._styles_cache.clear()
             update = app.screen._compositor.render_update(
                 full=True, screen_stack=app._background_screens
@@ -241,14 +247,16 @@ async def textual_floor(size: tuple[int, int]) -> dict[str, list[float]]:
             assert update is not None
             out.write(update.render_segments(app.console))
             if frame >= 10:
+                cpu.append((time.thread_time() - c0) * 1000.0)
                 times.append((time.perf_counter() - t0) * 1000.0)
-    return {"times": times}
+    return {"times": times, "cpu": cpu}
 
 
 def summary(samples: dict[str, list[float]]) -> dict[str, float]:
     return {
         "median": statistics.median(samples["times"]),
         "p95": percentile(samples["times"], 0.95),
+        "cpu": statistics.median(samples["cpu"]),
         "alloc": statistics.median(samples.get("allocs", [0.0])),
         "ansi": statistics.median(samples.get("ansi", [0.0])),
     }
@@ -257,6 +265,7 @@ def summary(samples: dict[str, list[float]]) -> dict[str, float]:
 def report(name: str, r: dict[str, float]) -> None:
     print(f"{name} median: {r['median']:.2f} ms")
     print(f"{name} p95: {r['p95']:.2f} ms")
+    print(f"{name} CPU median: {r['cpu']:.2f} ms")
     print(f"{name} alloc per frame: {r['alloc']:.0f} KB")
     print(f"{name} ansi per frame: {r['ansi']:.0f} KB")
 
@@ -319,8 +328,11 @@ async def main() -> None:
         size, nodes, tree, gc_tuned, incremental = config
         size_name = f"{size[0]}x{size[1]}"
         floor = results[(size, 0, "floor", True, False)]["median"]
+        floor_cpu = results[(size, 0, "floor", True, False)]["cpu"]
         if tree == "floor":
             print(f"frame {size_name} Textual's floor (empty screen) median: {floor:.2f} ms")
+            print(f"frame {size_name} Textual's floor (empty screen) CPU median: "
+                  f"{floor_cpu:.2f} ms")  # fmt: skip
             continue
         how = ("incremental " if incremental else "") + (
             "(app gc tuning)" if gc_tuned else "(CPython default gc)"
@@ -329,12 +341,17 @@ async def main() -> None:
         if tree == "railway" and gc_tuned and not incremental:
             print(f"frame {size_name} {nodes} nodes railway (app gc tuning) ours: "
                   f"{r['median'] - floor:.2f} ms + Textual's floor {floor:.2f} ms")  # fmt: skip
+            ours_cpu = r["cpu"] - floor_cpu
+            print(f"frame {size_name} {nodes} nodes railway (app gc tuning) ours CPU: "
+                  f"{ours_cpu:.2f} ms + Textual's floor {floor_cpu:.2f} ms")  # fmt: skip
     for size in sizes:
         size_name = f"{size[0]}x{size[1]}"
-        small = results[(size, 200, "railway", True, False)]["median"]
+        small = results[(size, 200, "railway", True, False)]
         for nodes in (1000, 10_000):
-            big = results[(size, nodes, "railway", True, False)]["median"]
-            print(f"frame {size_name} railway {nodes}/200 node ratio: {big / small:.2f} x")
+            big = results[(size, nodes, "railway", True, False)]
+            print(f"frame {size_name} railway {nodes}/200 node ratio: "
+                  f"{big['median'] / small['median']:.2f} x "
+                  f"(CPU {big['cpu'] / small['cpu']:.2f} x)")  # fmt: skip
         if args.quick:
             continue
         alt = results[(size, 1000, "textual-Tree", True, False)]["median"]
