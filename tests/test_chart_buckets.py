@@ -53,11 +53,15 @@ legion = st.lists(
 
 
 def build(
-    nodes: list[tuple[Role, list[tuple[float, float, int]]]], base: float = T0
+    nodes: list[tuple[Role, list[tuple[float, float, int]]]],
+    base: float = T0,
+    settled: frozenset[int] = frozenset(),
 ) -> LegionModel:
+    """One node per entry, live but for the indices in `settled`."""
     model = LegionModel("run-1", "s", started_at=base, clock=lambda: base + 100)
     for i, (role, segs) in enumerate(nodes):
-        model.upsert(node(f"n{i}", None, role, NodeStatus.RUNNING))
+        status = NodeStatus.SETTLED if i in settled else NodeStatus.RUNNING
+        model.upsert(node(f"n{i}", None, role, status))
         series = sorted(
             (RateSegment(base + s, base + s + d, tok) for s, d, tok in segs),
             key=lambda r: r.start,
@@ -92,6 +96,47 @@ def test_buckets_equal_the_naive_reference(
     scale = max(1.0, float(np.abs(want).max()))
     assert got.shape == (N_BANDS, n)
     np.testing.assert_allclose(got, want, rtol=0, atol=1e-9 * scale)
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    nodes=legion,
+    start=st.floats(-20.0, 120.0),
+    span=st.floats(0.5, 200.0),
+    n=st.integers(1, 130),
+    data=st.data(),
+)
+def test_ended_nodes_bucketed_from_prefix_sums_equal_the_naive_reference(
+    nodes: list[tuple[Role, list[tuple[float, float, int]]]],
+    start: float,
+    span: float,
+    n: int,
+    data: st.DataObject,
+) -> None:
+    # Settled nodes' ramps take the prefix-sum path (render/ramp_integral.py), their
+    # instants and the live nodes the per-point one; together they are the reference.
+    settled = data.draw(st.frozensets(st.integers(0, len(nodes) - 1)))
+    model = build(nodes, base=0.0, settled=settled)
+    got = RateBuckets().compute(model, start, start + span, n)
+    want = naive_buckets(model, start, start + span, n)
+    scale = max(1.0, float(np.abs(want).max()))
+    np.testing.assert_allclose(got, want, rtol=0, atol=1e-9 * scale)
+
+
+def test_ended_nodes_at_epoch_scale_match_the_live_path_within_float_rounding() -> None:
+    # The same legion live and settled: the two paths agree far below the time grain
+    # (the prefix sums' edges are taken relative to the points, not at epoch scale).
+    rng = np.random.default_rng(7)
+    nodes: list[tuple[Role, list[tuple[float, float, int]]]] = [
+        (ROLES[i % 4], [(float(s), float(d), int(k)) for s, d, k in zip(
+            rng.uniform(-30, 100, 30), rng.uniform(0.1, 8, 30), rng.integers(1, 900, 30),
+            strict=True,
+        )])
+        for i in range(40)
+    ]  # fmt: skip
+    live = RateBuckets().compute(build(nodes), T0, T0 + 60, 120)
+    ended = RateBuckets().compute(build(nodes, settled=frozenset(range(40))), T0, T0 + 60, 120)
+    np.testing.assert_allclose(ended, live, rtol=0, atol=1e-9 * float(live.max()))
 
 
 def test_buckets_at_epoch_scale_match_within_the_time_grain() -> None:

@@ -41,6 +41,7 @@ from legion_tui.model import Role
 from legion_tui.render.arrays import F64
 from legion_tui.render.braille import codes_to_rows
 from legion_tui.render.inks import BAND_INKS, BAND_ROLES, Ink
+from legion_tui.render.ramp_integral import RampIntegral
 from legion_tui.render.rates import node_rate
 from legion_tui.render.reentry import not_reentrant
 from legion_tui.render.rows import RunFinder
@@ -207,11 +208,14 @@ class RateBuckets:
         self._members_of: tuple[LegionModel, frozenset[str] | None, int] | None = None
         self.rescans = 0  # full membership walks (tests: a streaming frame needs none)
         # The members split for `_join`: the live ones (their points move every frame,
-        # joined one by one) and the ended ones, whose points do not move: held as one
-        # array with each point's `reach` beside it, so which of them reach the window
-        # is one comparison however many there are (a frame stays flat in the node
-        # count). `_ended_version` is bumped whenever the ended set or its points change.
+        # joined one by one) and the ended ones, whose points do not move. Their ramps
+        # are bucketed from prefix sums (`RampIntegral`: a frame costs the buckets, not
+        # the points); their point masses are held as one array with each point's
+        # `reach` beside it, so which of them reach the window is one comparison however
+        # many there are (a frame stays flat in the node count). `_ended_version` is
+        # bumped whenever the ended set or its points change.
         self._moving: dict[str, _Points] = {}
+        self._ended_ramps = RampIntegral()
         self._ended_version = 0
         self._ended_built = -1
         self._ended: tuple[_Points, ...] = ()  # the points objects the array was built from
@@ -239,8 +243,9 @@ class RateBuckets:
         self.values = np.zeros((N_BANDS, n), dtype=np.float64)  # the result, tok/s
 
     def buffers(self) -> tuple[object, ...]:
-        return (self._joined, self._band, self._u, self._f, self._v,
-                self._m, self._flat, self._before, self._V, self._W, self.values)  # fmt: skip
+        return (self._joined, self._band, self._u, self._f, self._v, self._m, self._flat,
+                self._before, self._V, self._W, self.values,
+                *self._ended_ramps.buffers())  # fmt: skip
 
     def begin(self, n_buckets: int) -> None:
         """Start a frame: the accumulators zeroed in place (reallocated on a new width)."""
@@ -320,15 +325,21 @@ class RateBuckets:
         self._members_of = (model, visible, len(model.nodes))
 
     def _build_ended(self) -> None:
-        """The ended members' points side by side (model order), and each point's reach."""
+        """The ended members' ramps into the prefix sums; their point masses side by side
+        (model order), with each point's reach."""
         ended = [p for nid, p in self._members.items() if nid not in self._moving]
         self._ended = tuple(ended)
         if ended:
-            self._ended_data = np.concatenate([p.data for p in ended], axis=1)
-            self._ended_reach = np.repeat(np.concatenate([p.reach for p in ended]), 2)
+            data = np.concatenate([p.data for p in ended], axis=1)
+            reach = np.repeat(np.concatenate([p.reach for p in ended]), 2)
+            masses = data[MASS] != 0.0
+            self._ended_data, self._ended_reach = data[:, masses], reach[masses]
+            # A point with neither (a point mass's end, a segment of no tokens) adds 0.
+            self._ended_ramps.build(data[:, data[RAMP] != 0.0])
         else:
             self._ended_data = np.zeros((4, 0), dtype=np.float64)
             self._ended_reach = np.zeros(0, dtype=np.float64)
+            self._ended_ramps.build(self._ended_data)
         self._ended_built = self._ended_version
         self._ended_written = None
 
@@ -338,7 +349,8 @@ class RateBuckets:
 
     @property
     def points(self) -> int:
-        """Points the last compute bucketed (tests: an old history is not re-joined)."""
+        """Points the last compute bucketed one by one (tests: an old history is not
+        re-joined; the ended nodes' ramps are not among them)."""
         return self._n_points
 
     def live_views(self) -> list[NodeView]:
@@ -434,6 +446,7 @@ class RateBuckets:
         np.cumsum(W, axis=1, out=W)
         out[:, 0] = V[:, 0]
         np.add(V[:, 1:n_buckets], W[:, : n_buckets - 1], out=out[:, 1:])
+        self._ended_ramps.add_to(out, t0, per_s)
         np.maximum(out, 0.0, out=out)  # float dust below zero
         return out
 
