@@ -24,6 +24,10 @@ class Spend(NamedTuple):
     usd: float = 0.0
     tokens: int = 0  # input + output (cache reads and writes are in the cost, not here)
 
+    # Sums, never concatenates (a tuple's own + would give a 4-tuple).
+    def __add__(self, other: Spend) -> Spend:  # type: ignore[override]
+        return Spend(self.usd + other.usd, self.tokens + other.tokens)
+
 
 def spend_of(progress: SessionProgress) -> Spend:
     usage = progress.tokens

@@ -28,6 +28,15 @@ def test_resources_are_read_as_rays_names() -> None:
     assert dict(card.resources or {}) == {"CPU": 2.0, "GPU": 0.0, "gpu-box": 1.0, "half": 0.5}
 
 
+@pytest.mark.parametrize("amount", ["0.0003", "2.0001", "0.0006", "0.1234", "7"])
+def test_every_whole_step_of_a_ten_thousandth_is_taken(amount: str) -> None:
+    """In floats 0.0003 × 10 000 is 2.9999999999999996: an exact test refused 1 149 of the
+    10 000 valid amounts in (0, 1] (found in review)."""
+    card, _, problems = parse_card(_card(f"{{num_cpus: {amount}}}"), PATH)
+    assert problems == [] and card is not None
+    assert dict(card.resources or {}) == {"CPU": float(amount)}
+
+
 def test_a_card_without_resources_leaves_them_to_the_settings() -> None:
     card, _, _ = parse_card("---\nname: w\ndescription: W.\nkind: sim\n---\nW.\n", PATH)
     assert card is not None and card.resources is None

@@ -304,7 +304,8 @@ def _resource_problem(name: object, amount: object, canonical: str | None) -> st
         return f"'{name}': expected an amount ≥ 0, got {_got(amount)}"
     if not amount >= 0 or amount == float("inf"):
         return f"'{name}': expected an amount ≥ 0, got {amount!r}"
-    if amount * _RESOURCE_STEP != int(amount * _RESOURCE_STEP):
+    steps = amount * _RESOURCE_STEP  # in floats 0.0003 * 10 000 is 2.9999999999999996
+    if abs(steps - round(steps)) > 1e-6:
         return f"'{name}': Ray counts in steps of 0.0001, got {amount!r}"
     if canonical == "GPU" and amount > 1 and amount != int(amount):
         return f"'{name}': more than one GPU is a whole number, got {amount!r}"

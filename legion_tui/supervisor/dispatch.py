@@ -11,7 +11,6 @@ from typing import TYPE_CHECKING, Any
 
 from legion_tui.ops import OpError
 from legion_tui.supervisor.identity import Peer, caller_of
-from legion_tui.supervisor.naming import ROOT_ID
 from legion_tui.supervisor.server_ops import OPS
 
 if TYPE_CHECKING:
@@ -88,8 +87,6 @@ class Dispatcher:
             return error_reply(
                 req_id, "MISSING_FIELD", "field 'from' (the caller's node id) is required"
             )
-        if caller == ROOT_ID:
-            caller = ROOT_ID
         try:
             caller = self._identify(peer, caller)
             result = await handler(self._front, caller, req)
