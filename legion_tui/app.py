@@ -23,6 +23,7 @@ from textual.filter import ANSIToTruecolor
 from textual.message import Message
 from textual.notifications import SeverityLevel
 from textual.screen import Screen
+from textual.scrollbar import ScrollBar
 from textual.timer import Timer
 from textual.widgets import Static
 from textual.widgets._toast import ToastRack  # the screen's own rack: kept above the prompts
@@ -49,7 +50,7 @@ from legion_tui.widgets.new_agent import EMPTY_HINT, NewAgentScreen
 from legion_tui.widgets.palette import LegionCommands, SlashStop
 from legion_tui.widgets.rate_chart import RateChart
 from legion_tui.widgets.steer import FilterLine
-from legion_tui.widgets.tree import RailwayTree
+from legion_tui.widgets.tree import RailwayTree, WholeCellScrollBar
 from legion_tui.widgets.tree_header import TreeHeader
 
 MAX_APPLY_HZ = 30.0
@@ -188,6 +189,9 @@ class LegionApp(App[None]):
         # A driver named in TEXTUAL_DRIVER is Textual's choice as usual: textual-serve
         # names its WebDriver for the view it runs per browser (`legion serve`).
         super().__init__(driver_class=None if os.environ.get("TEXTUAL_DRIVER") else LegionDriver)
+        # Every scrollbar's thumb in whole cells (Textual's documented class-wide switch):
+        # its sub-cell ends (▁▂▅) read as chart bars beside the tok/s chart and the galaxy.
+        ScrollBar.renderer = WholeCellScrollBar
         self.gc_tuning = gc_tuning
         # False: a view of a run another process hosts (legion_tui.view); quitting it
         # pauses nothing, so it asks nothing.
