@@ -16,12 +16,15 @@ line. Side by side:
 
 Host CPU per remote agent: this process's CPU time (the loop, Ray's core-worker threads)
 while AGENTS remote agents stream, minus the same span with Ray connected and none, / AGENTS.
+And what an idle remote agent costs (an exec agent asleep: no byte to mirror, its long
+polls only): the host's CPU as above, and its actor's worker process on the node.
 """
 
 from __future__ import annotations
 
 import asyncio
 import bisect
+import dataclasses
 import json
 import os
 import statistics
@@ -38,6 +41,7 @@ from legion_tui.session.progress import SessionProgress
 from legion_tui.session.watcher import SessionWatcher
 from legion_tui.settings import ClusterSettings
 from legion_tui.supervisor.backend import AgentHandle, LaunchSpec
+from legion_tui.supervisor.backends.ray_actor import QUIET_AFTER
 
 LINES = 100  # per agent, latency runs
 HZ = 10.0  # lines per second per agent
@@ -118,14 +122,59 @@ async def latency(label: str, make: Any) -> None:
         print(f"{label} p95: {pct(values, 0.95):.1f} ms")
 
 
+def _cpu_s(proc: Any) -> float:  # a psutil.Process
+    t = proc.cpu_times()
+    return float(t.user + t.system)
+
+
+def _actors_cpu() -> dict[int, float]:
+    """CPU seconds of this machine's NodeAgent actor workers, by pid."""
+    import psutil
+
+    found = {}
+    for proc in psutil.process_iter(["cmdline"]):
+        try:
+            if "NodeAgent" in " ".join(proc.info["cmdline"] or []):
+                found[proc.pid] = _cpu_s(proc)
+        except psutil.Error:
+            continue
+    return found
+
+
+async def idle_cost(make: Any) -> None:
+    import psutil
+
+    me = psutil.Process()
+    start = _cpu_s(me)
+    await asyncio.sleep(CPU_SECONDS)
+    baseline = _cpu_s(me) - start
+    with tempfile.TemporaryDirectory() as d:
+        run = Path(d)
+        (run / "sessions").mkdir()
+        asleep = [dataclasses.replace(_spec(run, f"i{n}", 0, HZ), command=["sleep", "600"])
+                  for n in range(AGENTS)]  # fmt: skip
+        handles = [make(spec) for spec in asleep]
+        await asyncio.gather(*(h.start() for h in handles))
+        await asyncio.sleep(QUIET_AFTER + 1.0)  # past the node's first quick looks
+        host, actors, began = _cpu_s(me), _actors_cpu(), time.monotonic()
+        await asyncio.sleep(CPU_SECONDS)
+        span = time.monotonic() - began
+        host_s, after = _cpu_s(me) - host, _actors_cpu()
+        node_s = sum(after[pid] - actors[pid] for pid in actors if pid in after)
+        await asyncio.gather(*(h.stop(force=True, grace=0.0) for h in handles))
+    per_host = (host_s - baseline * span / CPU_SECONDS) / AGENTS / span * 100
+    print(f"host CPU per idle remote agent: {per_host:.3f} % of a core")
+    print(f"its actor's CPU on the node per idle agent: {node_s / AGENTS / span * 100:.2f} % "
+          "of a core")
+
+
 async def host_cpu(make: Any) -> None:
     import psutil
 
     me = psutil.Process()
 
     def cpu() -> float:
-        t = me.cpu_times()
-        return t.user + t.system
+        return _cpu_s(me)
 
     start = cpu()
     await asyncio.sleep(CPU_SECONDS)
@@ -166,6 +215,7 @@ async def main() -> int:
         await latency("Ray node append → host mirror → model",
                       lambda spec: RayHandle(spec, settings))
         await host_cpu(lambda spec: RayHandle(spec, settings))
+        await idle_cost(lambda spec: RayHandle(spec, settings))
     finally:
         ray.shutdown()
         cluster.shutdown()
