@@ -100,8 +100,14 @@ class Notifier:
             node = view.node
             if node.id == root:
                 continue
-            if node.live and node.status is not NodeStatus.BLOCKED and not view.progress.in_flight:
-                continue  # at work with no tool call open: nothing to tell (most, each frame)
+            if node.live and node.status is not NodeStatus.BLOCKED:
+                # At work: only a tool call grown stuck is worth telling (a live node has
+                # not failed nor settled) — nothing, for most of them, each frame.
+                if view.progress.in_flight:
+                    stuck = self._stuck(view, now)
+                    if stuck is not None:
+                        found.append(stuck)
+                continue
             by_root = node.parent_id == root  # its ending is a completion notice already
             team = bool(self._model.children(node.id))
             outcome = node.outcome
@@ -121,13 +127,20 @@ class Notifier:
                               Notice(f"team {node.name} done", "information",
                                      toast=not by_root)))
             if node.live and view.progress.in_flight:
-                top = view.progress.in_flight[-1]
-                secs = now - max(top.started_at, node.created_at)
-                if secs >= receipts.STALL_SECONDS:
-                    found.append((_key("stuck", view, (top.name, top.started_at)),
-                                  Notice(receipts.stall_marker(node.name, top.name, secs),
-                                         "warning")))
+                stuck = self._stuck(view, now)
+                if stuck is not None:
+                    found.append(stuck)
         return found
+
+    @staticmethod
+    def _stuck(view: NodeView, now: float) -> tuple[tuple[str, str, str], Notice] | None:
+        """The notice of a live node's open tool call once it has run long enough."""
+        node, top = view.node, view.progress.in_flight[-1]
+        secs = now - max(top.started_at, node.created_at)
+        if secs < receipts.STALL_SECONDS:
+            return None
+        return (_key("stuck", view, (top.name, top.started_at)),
+                Notice(receipts.stall_marker(node.name, top.name, secs), "warning"))
 
 
 def _clean(text: str) -> str:

@@ -27,9 +27,16 @@ def live_tok_s(
     series = progress.rate_series
     tokens = 0.0
     for seg in reversed(series):
-        if seg.end <= lo:
+        end = seg.end
+        if end <= lo:
             break
-        tokens += _share(seg, lo, now)
+        # `_share(seg, lo, now)` inline (every live node, every frame): the same
+        # operations — min(end, now), max(start, lo) — in the same order.
+        start = seg.start
+        overlap = (now if now < end else end) - (lo if lo > start else start)
+        span = end - start
+        if overlap > 0 and span > 0:
+            tokens += seg.tokens * (overlap / span)
     pending = open_message(progress, streaming)
     if pending is not None:
         tokens += _share(pending, lo, now)

@@ -454,8 +454,11 @@ class RailwayTree(ScrollView, can_focus=True):
         tail.append((set_cell_size(text, room), act_style))
         selected = row.node_id == self.selected_id
         # The left runs' last one stays open: the figures or the activity may join it.
-        segments = [Segment(text, style) for text, style in left[:-1]]
-        segments += [Segment(text, style) for text, style in _runs(tail, left[-1])]
+        # tuple.__new__ skips NamedTuple's Python-level __new__ (a row is ~5 segments,
+        # 57 rows a forced frame at 200×60); the same Segment(text, style, None).
+        new = tuple.__new__
+        segments = [new(Segment, (text, style, None)) for text, style in left[:-1]]
+        segments += [new(Segment, (text, style, None)) for text, style in _runs(tail, left[-1])]
         if selected:
             # Layered on top so the selection background wins over the page floor.
             segments = [Segment(t, (st or paint.blank) + paint.selection) for t, st, _ in segments]
