@@ -48,15 +48,27 @@ def _spec(tmp_path: Path, node_id: str, **fields: object) -> LaunchSpec:
     return spec
 
 
+async def _start_all(handles: list[RayHandle]) -> tuple[list[str], float]:
+    """Every handle started at once: the failures' reasons, and the seconds until the
+    last start ended (the caller stops them: `_stopped`)."""
+    began = time.monotonic()
+    outcomes = await asyncio.gather(*(h.start() for h in handles), return_exceptions=True)
+    return [str(o) for o in outcomes if isinstance(o, BaseException)], time.monotonic() - began
+
+
+async def _stopped(handles: list[RayHandle]) -> None:
+    await asyncio.gather(*(h.stop(force=True, grace=0.0) for h in handles))
+
+
 async def _cold_start(tmp_path: Path, settings: ClusterSettings) -> float:
     """Seconds the slowest of CALIBRATION actors started at once takes here, now."""
     handles = [RayHandle(_spec(tmp_path, f"c{n}"), settings) for n in range(CALIBRATION)]
-    began = time.monotonic()
     try:
-        await asyncio.gather(*(h.start() for h in handles))
-        return time.monotonic() - began
+        failed, took = await _start_all(handles)
     finally:
-        await asyncio.gather(*(h.stop(force=True, grace=0.0) for h in handles))
+        await _stopped(handles)
+    assert failed == []
+    return took
 
 
 async def test_a_batch_longer_than_the_bound_all_starts_each_in_its_turn(
@@ -68,17 +80,14 @@ async def test_a_batch_longer_than_the_bound_all_starts_each_in_its_turn(
     handles = [
         RayHandle(_spec(tmp_path, f"b{n}"), settings, start_bound=bound) for n in range(BATCH)
     ]
-    began = time.monotonic()
     try:
-        outcomes = await asyncio.gather(*(h.start() for h in handles), return_exceptions=True)
-        took = time.monotonic() - began
-        failed = [str(o) for o in outcomes if isinstance(o, BaseException)]
+        failed, took = await _start_all(handles)
         assert failed == [], f"{len(failed)} of {BATCH} failed: {failed[0]}"
         # It is the case the bound must not fail: the batch outlasted it.
         assert took > bound, (took, bound)
         assert len({h.placement.node_id for h in handles if h.placement is not None}) == 2
     finally:
-        await asyncio.gather(*(h.stop(force=True, grace=0.0) for h in handles))
+        await _stopped(handles)
 
 
 async def test_a_launch_no_node_can_take_still_fails_at_the_bound_saying_what_it_asked(
