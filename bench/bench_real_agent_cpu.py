@@ -12,7 +12,10 @@ session watcher, the ledger's thread.
 For N = 1 and N = 4 agents: spawn N, wait until every one is streaming, then measure
 WINDOW_S of wall time (ROUNDS windows, the median), check every agent streamed through
 the whole window, stop them. The same windows with no agent running give the idle host
-(its own timers); each agent's share is (host with N − idle host) ÷ N.
+(its own timers): measured once the host has settled (a first window is thrown away:
+the host's start is still finishing then) and again after the last agent stopped, the
+median of both; each agent's share is (host with N − idle host) ÷ N. The load average
+is printed beside each configuration: a figure from a loaded machine reads high.
 
     .venv/bin/python bench/bench_real_agent_cpu.py [--rounds 3] [--window 5] [--rate 100]
                                                    [--profile TOP]
@@ -122,31 +125,43 @@ async def streaming_windows(
     return samples
 
 
+def load_1min() -> float:
+    return os.getloadavg()[0]
+
+
 async def measure(
     project: Path, rounds: int, window: float, profiler: cProfile.Profile | None,
     profiled: int = COUNTS[-1],
-) -> dict[str, list[float]]:
+) -> tuple[dict[str, list[float]], dict[str, float]]:
+    """The windows of each configuration, and the 1-minute load average as each began."""
     results: dict[str, list[float]] = {}
+    loads: dict[str, float] = {}
     async with agent_host(project) as sup:
         await until(lambda: sup.model.nodes.get(ROOT_ID) is not None, 10, "the host's root")
+        await host_cpu(window)  # the host's start settles (its first sweeps, the ledger)
+        loads["idle"] = load_1min()
         results["idle"] = [await host_cpu(window) for _ in range(rounds)]
         for count in COUNTS:
             watch = profiler if count == profiled else None  # --profile: one count's windows
+            loads[str(count)] = load_1min()
             results[str(count)] = await streaming_windows(
                 sup, count, rounds, window, f"talker{count}", watch
             )
-    return results
+        await host_cpu(window)  # the stopped agents' endings are recorded
+        results["idle"] += [await host_cpu(window) for _ in range(rounds)]
+    return results, loads
 
 
-def report(results: dict[str, list[float]], rate: float) -> None:
+def report(results: dict[str, list[float]], loads: dict[str, float], rate: float) -> None:
     idle = statistics.median(results["idle"])
     print(f"real agent cpu: pi {PI_LINE}, deltas at {rate:g} tok/s per agent")
-    print(f"real agent cpu idle host: {idle:.2f} % of a core")
+    print(f"real agent cpu idle host: {idle:.2f} % of a core (load {loads['idle']:.2f})")
     for count in COUNTS:
         host = statistics.median(results[str(count)])
         each = (host - idle) / count
         verdict = "within" if each <= BUDGET_PCT else "OVER"
-        print(f"real agent cpu {count} streaming: host {host:.2f} % of a core")
+        load = loads[str(count)]
+        print(f"real agent cpu {count} streaming: host {host:.2f} % of a core (load {load:.2f})")
         print(f"real agent cpu {count} streaming: per agent {each:.2f} % of a core "
               f"({verdict} the {BUDGET_PCT:g} % budget)")  # fmt: skip
     print(f"real agent cpu windows: {json.dumps(results)}")
@@ -178,7 +193,7 @@ def main() -> int:
             subprocess.run(["git", "init", "-q", "-b", "main"], cwd=project, check=True,
                            env={**os.environ, **GIT_ENV})  # fmt: skip
             write_card(project)
-            results = asyncio.run(
+            results, loads = asyncio.run(
                 measure(project, args.rounds, args.window, profiler, args.profile_agents)
             )
     finally:
@@ -186,7 +201,7 @@ def main() -> int:
         assert server.stdin is not None
         server.stdin.close()
         server.wait(timeout=30)
-    report(results, args.rate)
+    report(results, loads, args.rate)
     if profiler is not None:
         pstats.Stats(profiler).sort_stats(args.sort).print_stats(args.profile)
     return 0

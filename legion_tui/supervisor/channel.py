@@ -10,6 +10,14 @@ enough for RecursionError: counted in `skipped_lines`), and a subclass's `_take`
 each object alone (what it cannot take it logs, never raises). Writes are bounded: a
 child that stops draining its stdin fails the write after `WRITE_BOUND`, never hangs the
 caller.
+
+The loop reads a chunk at a time and takes all its lines before the next read; after a
+small chunk that ended on a line's end it holds the pipe (`pipe_reader`) until the next
+`READ_PACE` tick, so a streaming agent's ~100 lines a second wake the host ~10 times, not
+100 (each wake-up costs more than the lines it reads). A hold never delays an answer: no
+hold while a request waits for its reply, and a request sent during one ends it; a
+big chunk or a line still coming is read on at once (no throughput is lost). What the
+lines of one read changed is told once, after them (`_read_done`).
 """
 
 from __future__ import annotations
@@ -18,16 +26,26 @@ import asyncio
 import contextlib
 import itertools
 import json
+import logging
 from collections.abc import Coroutine
 from typing import Any, Protocol
 
-from legion_tui.supervisor.lines import MAX_LINE_BYTES, LineSplitter, pump_lines
+from legion_tui.supervisor.lines import MAX_LINE_BYTES, LineSplitter, chunks_of, nonblank
+from legion_tui.supervisor.pipe_reader import PipeReader, next_tick
 from legion_tui.supervisor.wire import RequestError
 
-__all__ = ["WRITE_BOUND", "CommandSink", "JsonLinesChannel", "json_line"]
+__all__ = ["READ_PACE", "WRITE_BOUND", "CommandSink", "JsonLinesChannel", "json_line"]
+
+log = logging.getLogger(__name__)
 
 WRITE_BOUND = 5.0  # a child that does not drain its stdin for this long is stuck
 CLOSE_BOUND = 1.0  # how long a close waits for the read loop to end
+# The reads of a trickle: the dashboard shows a stream at ~10 Hz (`session/streaming`
+# publishes at most every 0.1 s), so lines held for up to this long are shown no later.
+READ_PACE = 0.1
+# A chunk this big is a burst (a tool's whole output, a backlog): read on without a hold.
+HOLD_BELOW = 16 * 1024
+CATCH_UP_BOUND = 1.0  # a decision waits this long at most for the lines a hold kept
 
 
 class CommandSink(Protocol):
@@ -82,6 +100,7 @@ class JsonLinesChannel:
         req_id = next(self._ids)
         self._pending[req_id] = (name, fut)
         fut.add_done_callback(lambda _f: self._pending.pop(req_id, None))
+        self._hurry()
         return req_id, fut
 
     @staticmethod
@@ -127,13 +146,50 @@ class JsonLinesChannel:
     def _skipped(self) -> None:
         self.skipped_lines += 1
 
+    async def catch_up(self) -> None:
+        """Take the lines the agent wrote until now (a hold may keep some) before a
+        decision on the state they tell (is a turn running?)."""
+        if isinstance(self._stdout, PipeReader):
+            await self._stdout.caught_up(CATCH_UP_BOUND)
+
     async def _read_loop(self) -> None:
+        pipe = self._stdout if isinstance(self._stdout, PipeReader) else None
         try:
-            await pump_lines(self._stdout, self._lines, self._dispatch)
+            async for chunk in chunks_of(self._stdout):
+                self._received(chunk)
+                if pipe is not None and self._may_hold(chunk):
+                    loop = asyncio.get_running_loop()
+                    await pipe.hold(next_tick(loop.time(), READ_PACE))
         finally:
             self.closed.set()
             self._on_closed()
             self._fail_pending("the agent closed its output")
+
+    def _received(self, chunk: bytes) -> None:
+        """Every whole line of one read, then `_read_done` once."""
+        for line in nonblank(self._lines.feed(chunk)):
+            self._dispatch(line)
+        try:
+            self._read_done()
+        except Exception:
+            log.exception("a read's lines were taken, but telling it failed")
+
+    def _may_hold(self, chunk: bytes) -> bool:
+        """Hold the pipe after this read? Only a small one that ended on a line's end (the
+        rest of a long line is coming now), with no reply awaited."""
+        return len(chunk) < HOLD_BELOW and not self._lines.pending and not self._awaiting_reply()
+
+    def _awaiting_reply(self) -> bool:
+        """A request of ours waits for its answer (a subclass adds its own kinds)."""
+        return bool(self._pending)
+
+    def _hurry(self) -> None:
+        """An answer is now awaited: end a hold of the pipe, so it is read as it comes."""
+        if isinstance(self._stdout, PipeReader):
+            self._stdout.release()
+
+    def _read_done(self) -> None:
+        """The lines of one read were all taken (a subclass tells what they changed)."""
 
     def _fail_pending(self, why: str) -> None:
         for name, fut in list(self._pending.values()):

@@ -17,6 +17,7 @@ import signal
 from pathlib import Path
 
 from legion_tui.supervisor import containment, orphans
+from legion_tui.supervisor.pipe_reader import PipeReader
 
 __all__ = ["REAP_BOUND", "ChildProcess", "ExitReportingProtocol", "exit_code_of"]
 
@@ -42,6 +43,7 @@ class ExitReportingProtocol(asyncio.subprocess.SubprocessStreamProtocol):
 
     def __init__(self, limit: int, loop: asyncio.AbstractEventLoop) -> None:
         super().__init__(limit=limit, loop=loop)
+        self._stdout_limit, self._stdout_loop = limit, loop
         self.reaped: asyncio.Future[None] = loop.create_future()
         self.close_when_reaped = False
         self._own_transport: asyncio.SubprocessTransport | None = None
@@ -50,6 +52,13 @@ class ExitReportingProtocol(asyncio.subprocess.SubprocessStreamProtocol):
         super().connection_made(transport)
         assert isinstance(transport, asyncio.SubprocessTransport)
         self._own_transport = transport
+        stdout = transport.get_pipe_transport(1)
+        if self.stdout is not None and stdout is not None:
+            # The same reader, able to hold its pipe (the channels pace a trickle of
+            # lines with it); nothing was fed to asyncio's one yet: pipe data is
+            # delivered only after connection_made.
+            self.stdout = PipeReader(self._stdout_limit, self._stdout_loop)
+            self.stdout.set_transport(stdout)
 
     def process_exited(self) -> None:
         # The base class closes the transport itself once no pipe is open either; with

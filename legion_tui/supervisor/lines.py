@@ -25,8 +25,9 @@ __all__ = [
     "MAX_LINE_BYTES",
     "LineFramer",
     "LineSplitter",
+    "chunks_of",
     "lines_of",
-    "pump_lines",
+    "nonblank",
     "split_lines",
 ]
 
@@ -123,26 +124,23 @@ class LineSplitter(LineFramer[bytes]):
         return line.removesuffix(b"\r")
 
 
+async def chunks_of(stdout: asyncio.StreamReader) -> AsyncIterator[bytes]:
+    """Every chunk `stdout` gives until EOF or a broken pipe (at most READ_CHUNK each)."""
+    with contextlib.suppress(ConnectionError, OSError):
+        while chunk := await stdout.read(READ_CHUNK):
+            yield chunk
+
+
+def nonblank(lines: list[bytes]) -> list[bytes]:
+    """The lines that say something (a blank line between JSON objects is no object)."""
+    return [line for line in lines if line.strip()]
+
+
 async def lines_of(
     stdout: asyncio.StreamReader, splitter: LineSplitter | None = None
 ) -> AsyncIterator[bytes]:
     """Every whole, non-blank line of `stdout` until EOF or a broken pipe."""
     splitter = splitter if splitter is not None else LineSplitter()
-    with contextlib.suppress(ConnectionError, OSError):
-        while chunk := await stdout.read(READ_CHUNK):
-            for line in splitter.feed(chunk):
-                if line.strip():
-                    yield line
-
-
-async def pump_lines(
-    stdout: asyncio.StreamReader, splitter: LineSplitter, dispatch: Callable[[bytes], None]
-) -> None:
-    """Hand every whole, non-blank line of `stdout` to `dispatch` until EOF or a broken
-    pipe (a line dropped for its length is the splitter's to tell).
-
-    The one read loop of the three JSON-lines clients — pi's RPC, Claude Code's
-    stream-json, Codex's app-server: it must outlive any output, so `dispatch` handles
-    each line alone and never raises."""
-    async for line in lines_of(stdout, splitter):
-        dispatch(line)
+    async for chunk in chunks_of(stdout):
+        for line in nonblank(splitter.feed(chunk)):
+            yield line

@@ -28,6 +28,7 @@ __all__ = ["RpcClient"]
 log = logging.getLogger(__name__)
 
 EventHook = Callable[[dict[str, Any]], None]
+ReadHook = Callable[[], None]
 
 STATE_BOUND = 5.0
 
@@ -41,11 +42,13 @@ class RpcClient(JsonLinesChannel):
         stdout: asyncio.StreamReader,
         *,
         on_event: EventHook | None = None,
+        on_read: ReadHook | None = None,
         clock: Callable[[], float] = time.time,
         max_line_bytes: int = MAX_LINE_BYTES,
     ) -> None:
         super().__init__(stdin, stdout, max_line_bytes=max_line_bytes)
         self._on_event = on_event
+        self._on_read = on_read  # after the events of one read (e.g. publish what they moved)
         self._clock = clock
         self.in_flight: dict[str, InFlightTool] = {}
         self.streaming = False
@@ -130,6 +133,10 @@ class RpcClient(JsonLinesChannel):
             # One event the supervisor could not take (a bug, a malformed field) must
             # not end the read loop: that would read as idle and settle a running node.
             log.exception("rpc event not handled: %.200r", obj)
+
+    def _read_done(self) -> None:
+        if self._on_read is not None:
+            self._on_read()
 
     def _track(self, event: dict[str, Any]) -> None:
         kind = event.get("type")

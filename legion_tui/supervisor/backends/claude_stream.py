@@ -81,7 +81,10 @@ class ClaudeChannel(JsonLinesChannel):
         self.changed = asyncio.Event()  # pulsed on every move of the turn state
         self.started = asyncio.Event()  # Claude showed life (its first system/init)
         self._controls: dict[str, asyncio.Future[dict[str, Any]]] = {}
-        self._streaming = StreamingMessage(on_stream, time.time) if on_stream else None
+        # Batched: flushed after each read of the pipe (`_read_done`), one count per read.
+        self._streaming = (
+            StreamingMessage(on_stream, time.time, batched=True) if on_stream else None
+        )
         self.questions = Questions(on_input)  # permission requests waiting on the user
 
     # -- state -------------------------------------------------------------------------
@@ -135,6 +138,7 @@ class ClaudeChannel(JsonLinesChannel):
         reply: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
         self._controls[request_id] = reply
         reply.add_done_callback(lambda _f: self._controls.pop(request_id, None))
+        self._hurry()  # its answer is read as it comes, not at the next read pace
         self._send({
             "type": "control_request",
             "request_id": request_id,
@@ -177,6 +181,13 @@ class ClaudeChannel(JsonLinesChannel):
         if self._streaming is not None:
             self._streaming.feed({"type": "agent_end"})  # a message cut off never ends
         self._moved()
+
+    def _awaiting_reply(self) -> bool:
+        return bool(self._controls) or super()._awaiting_reply()
+
+    def _read_done(self) -> None:
+        if self._streaming is not None:
+            self._streaming.flush()
 
     def _take(self, obj: dict[str, Any]) -> None:
         try:

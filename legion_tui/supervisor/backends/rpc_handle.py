@@ -88,7 +88,11 @@ class RpcHandle(ProcessChildHandle):
         self.child: ChildProcess | None = None
         self.rpc: RpcClient | None = None
         self.version: PiVersion | None = None  # pi's (None: the sim, or pi would not say)
-        self._streaming = StreamingMessage(on_stream, time.time) if on_stream else None
+        # Batched: the RPC client reads pi's lines a chunk at a time and flushes after
+        # each (`_on_read`), so the tree hears one count per read, not one per token.
+        self._streaming = (
+            StreamingMessage(on_stream, time.time, batched=True) if on_stream else None
+        )
         self.questions = Questions(on_input)  # an extension's dialogs waiting on the user
 
     # -- lifecycle ---------------------------------------------------------------------
@@ -114,7 +118,9 @@ class RpcHandle(ProcessChildHandle):
             self.pid = self.child.pid
             proc = self.child.proc
             assert proc.stdin is not None and proc.stdout is not None
-            self.rpc = RpcClient(proc.stdin, proc.stdout, on_event=self._on_event)
+            self.rpc = RpcClient(
+                proc.stdin, proc.stdout, on_event=self._on_event, on_read=self._on_read
+            )
             if is_pi:
                 await self._learn_session_file()
             if version is not None:
@@ -188,6 +194,8 @@ class RpcHandle(ProcessChildHandle):
     # -- control -----------------------------------------------------------------------
 
     async def abort(self, *, keep_queue: bool = False, bound: float = ABORT_BOUND) -> AbortResult:
+        if self.rpc is not None:
+            await self.rpc.catch_up()  # the lines pi wrote until now tell the snapshot
         # One snapshot of "is a turn running", taken before anything is sent (upstream D4).
         if not self.turn_running():
             return AbortResult("no-turn", 0)
@@ -236,6 +244,9 @@ class RpcHandle(ProcessChildHandle):
     async def steer(self, text: str) -> SteerOutcome:
         if self.rpc is None or self.exited is not None:
             return "intercepted"  # nobody will ever read it
+        # pi queues a steer sent to an idle agent and starts no turn: whether it runs
+        # (or asks something) is read from every line it wrote until now.
+        await self.rpc.catch_up()
         if self.questions.answer(text):
             return "accepted"  # the answer to the extension's dialog pi waits on
         running = self.turn_running()
@@ -266,6 +277,10 @@ class RpcHandle(ProcessChildHandle):
         if self._streaming is not None:
             self._streaming.feed(event)
 
+    def _on_read(self) -> None:
+        if self._streaming is not None:
+            self._streaming.flush()
+
     def _on_ui_request(self, event: dict[str, Any]) -> None:
         """pi's extension asks the user (notes/pi-format.md: select, confirm, input,
         editor wait for an `extension_ui_response`; the others only show something)."""
@@ -289,6 +304,7 @@ class RpcHandle(ProcessChildHandle):
     async def deliver(self, envelope: str) -> None:
         if self.rpc is None or self.exited is not None:
             raise RequestError("follow_up", "the agent is not running")
+        await self.rpc.catch_up()
         command = "follow_up" if self.turn_running() else "prompt"
         runs = self.rpc.runs
         data = await self.rpc.request(command, bound=ABORT_BOUND, message=envelope)
