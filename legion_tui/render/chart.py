@@ -30,6 +30,7 @@ window, not its whole history (segments wholly before the window add exactly not
 from __future__ import annotations
 
 import math
+from bisect import bisect_left
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -113,12 +114,16 @@ class _Points:
     reach: F64
     first: float  # earliest start
     last: float  # latest end
+    # `reach` as a list, for `bisect`: each live node's cut is searched every frame, and
+    # one numpy call costs more than the search in a few hundred segments.
+    reach_list: list[float]
 
     def from_segment(self, t0: float) -> int:
-        """The first segment that can add anything to a window starting at `t0`."""
+        """The first segment that can add anything to a window starting at `t0` (what
+        `np.searchsorted(reach, t0, side="left")` finds)."""
         if self.first >= t0:
             return 0
-        return int(np.searchsorted(self.reach, t0, side="left"))
+        return bisect_left(self.reach_list, t0)
 
     @property
     def t(self) -> F64:
@@ -185,6 +190,7 @@ def _points(view: NodeView, previous: _Points | None = None) -> tuple[_Points, b
         reach=reach,
         first=first,
         last=last,
+        reach_list=reach.tolist(),
     )
     return points, previous is not None
 
@@ -264,7 +270,10 @@ class RateBuckets:
             same
             and cached is not None
             and cached.n_segments == len(series)
-            and (not series or series[-1] == cached.last_segment)
+            # `is` first: a streaming node's series keeps its segment objects, and this
+            # runs for every live node every frame (a dataclass == costs ~1 µs).
+            and (not series or series[-1] is cached.last_segment
+                 or series[-1] == cached.last_segment)
         ):
             # The node changed (a tool call, a status) but its series did not: keep the
             # same points object, so the frame's joined buffers stay valid.

@@ -193,6 +193,7 @@ class GalaxyRenderer:
         self._tmpb = np.zeros((cap, K), dtype=np.bool_)
         r = len(RING_X)
         self._ring = tuple(np.zeros(r, dtype=np.intp) for _ in range(4))
+        self._ring_at: tuple[int, int, int, int] | None = None  # what `_ring` holds
         self._ring_ok = np.zeros(r, dtype=np.bool_)
         self._ring_tmp = np.zeros(r, dtype=np.bool_)
         self._ring_keys = np.full(r, SELECTED_KEY, dtype=np.uint32)
@@ -405,13 +406,10 @@ class GalaxyRenderer:
     def _to_indices(self, px: Idx, py: Idx, ok: Bool, tmp: Bool, flat: Idx, cell: Idx) -> None:
         """Pixel coords → flat pixel and cell indices; masked/off-canvas → the trash."""
         c = self.canvas
-        np.greater_equal(px, 0, out=tmp)
+        # 0 ≤ p < size as one unsigned comparison: a negative p reads as a huge one.
+        np.less(px.view(np.uintp), c.px_w, out=tmp)
         np.logical_and(ok, tmp, out=ok)
-        np.less(px, c.px_w, out=tmp)
-        np.logical_and(ok, tmp, out=ok)
-        np.greater_equal(py, 0, out=tmp)
-        np.logical_and(ok, tmp, out=ok)
-        np.less(py, c.px_h, out=tmp)
+        np.less(py.view(np.uintp), c.px_h, out=tmp)
         np.logical_and(ok, tmp, out=ok)
         np.logical_not(ok, out=tmp)
         np.multiply(py, c.px_w, out=flat)
@@ -425,11 +423,17 @@ class GalaxyRenderer:
 
     def _ring_around(self, k: int) -> None:
         rx, ry, flat, cell = self._ring
-        np.add(RING_X, self.star_x[k], out=rx)
-        np.add(RING_Y, self.star_y[k], out=ry)
-        self._ring_ok.fill(True)
-        self._to_indices(rx, ry, self._ring_ok, self._ring_tmp, flat, cell)
-        self.canvas.plot(flat, cell, self._ring_keys)
+        c = self.canvas
+        # The ring's indices stay in its buffers: recomputed only when the selected star
+        # changes pixel (or the canvas its size).
+        key = (int(self.star_x[k]), int(self.star_y[k]), c.px_w, c.px_h)
+        if key != self._ring_at:
+            np.add(RING_X, key[0], out=rx)
+            np.add(RING_Y, key[1], out=ry)
+            self._ring_ok.fill(True)
+            self._to_indices(rx, ry, self._ring_ok, self._ring_tmp, flat, cell)
+            self._ring_at = key
+        c.plot(flat, cell, self._ring_keys)
 
     # ----- hit testing -----------------------------------------------------------------
     def star_at(self, col: int, row: int) -> str | None:
