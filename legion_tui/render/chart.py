@@ -296,10 +296,27 @@ class RateBuckets:
         if changed is None or self._members_of != (model, visible, len(model.nodes)):
             self._rescan(model, visible)
             return
+        nodes, moving = model.nodes, self._moving
         for nid in changed:
-            view = model.nodes.get(nid)
+            view = nodes.get(nid)
             if view is None:
                 continue
+            points = moving.get(nid)
+            if (
+                points is not None
+                and points.view is view
+                and view.node.live
+                and (visible is None or nid in visible)
+            ):
+                series = view.progress.rate_series
+                if series and len(series) == points.n_segments and (
+                    series[-1] is points.last_segment
+                ):
+                    # A streaming node whose series stood still (its tokens moved): what
+                    # the walk below and `_node_points` would keep, without them (every
+                    # live node, every frame).
+                    points.revision = view.revision
+                    continue
             if (visible is not None and nid not in visible) or not view.progress.rate_series:
                 if self._members.pop(nid, None) is not None and nid not in self._moving:
                     self._ended_version += 1

@@ -21,8 +21,10 @@ class RunFinder:
 
     def __init__(self) -> None:
         self._change: Bool = np.zeros((0, 0), dtype=np.bool_)
-        # Per row: ((text, ink bytes, prefix), segments) of the previous frame.
-        self._rows: list[tuple[tuple[str, bytes, tuple[Segment, ...]], list[Segment]] | None] = []
+        # Per row: ((text, prefix), segments) of the previous frame; its inks in `_inks`.
+        self._rows: list[tuple[tuple[str, tuple[Segment, ...]], list[Segment]] | None] = []
+        self._inks: U8 = np.zeros((0, 0), dtype=np.uint8)
+        self._ink_moved: Bool = np.zeros((0, 0), dtype=np.bool_)
         self._styles: Sequence[Style] | None = None
 
     def runs(
@@ -57,12 +59,20 @@ class RunFinder:
 
         A row whose text, inks and prefix equal the previous frame's gets the previous
         frame's segment list back (blank rows, a chart's settled part): no new objects.
+        The inks are compared for the whole grid at once, and the runs are found only
+        when some row is new.
         """
         n_rows = inks.shape[0]
-        if styles is not self._styles or len(self._rows) != n_rows:
+        if styles is not self._styles or self._inks.shape != inks.shape:
             self._styles = styles
             self._rows = [None] * n_rows
-        bounds, starts, ends, run_inks = self.runs(inks)
+            self._inks = np.zeros_like(inks)
+            self._ink_moved = np.zeros(inks.shape, dtype=np.bool_)
+        # Which rows' inks moved since the previous frame: for the whole grid at once.
+        np.not_equal(inks, self._inks, out=self._ink_moved)
+        inks_moved: list[bool] = np.any(self._ink_moved, axis=1).tolist()
+        np.copyto(self._inks, inks)
+        runs: tuple[list[int], list[int], list[int], list[int]] | None = None
         # tuple.__new__ skips NamedTuple's Python-level __new__: this is the one place
         # Python runs per run, and a busy chart has thousands of runs.
         new = tuple.__new__
@@ -70,11 +80,14 @@ class RunFinder:
         for row in range(n_rows):
             text = texts[row]
             prefix = prefixes[row] if prefixes is not None else _NO_PREFIX
-            key = (text, inks[row].tobytes(), tuple(prefix))
+            key = (text, tuple(prefix))
             cached = self._rows[row]
-            if cached is not None and cached[0] == key:
+            if cached is not None and not inks_moved[row] and cached[0] == key:
                 out.append(cached[1])
                 continue
+            if runs is None:  # only when some row is new
+                runs = self.runs(inks)
+            bounds, starts, ends, run_inks = runs
             a, b = bounds[row], bounds[row + 1]
             segs = [*prefix]
             segs += [
