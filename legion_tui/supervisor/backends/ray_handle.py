@@ -56,6 +56,10 @@ __all__ = ["RAY_KINDS", "RayHandle", "connect"]
 
 log = logging.getLogger(__name__)
 
+# An actor call on a live node answers in well under this (a stop adds its grace); one
+# whose node died waits until Ray notices, which is not bounded by us otherwise.
+CALL_BOUND = 30.0
+
 # What runs on a node: processes the actor can start and sweep there, whose session file
 # the host can mirror and ship back for a resume. (Claude Code's and Codex's files live
 # under their own config folders, keyed by ids they choose: not yet.)
@@ -220,12 +224,18 @@ class RayHandle:
             return SweepReport(signalled=[], survivors=[])
         report = SweepReport(signalled=[], survivors=[])
         if self.lost is None:
-            try:
+
+            async def sweep_there() -> SweepReport:
                 signalled, survivors = await actor.stop.remote(force, grace)
-                report = SweepReport(signalled=signalled, survivors=survivors)
                 await self._mirror.final_bytes()
                 await self._branch.bring_back(actor)
                 await actor.forget.remote()
+                return SweepReport(signalled=signalled, survivors=survivors)
+
+            try:
+                # Bounded like every stop: a node that died under the stop can leave the
+                # call waiting until Ray notices, and a host closing waits on this.
+                report = await asyncio.wait_for(sweep_there(), grace + CALL_BOUND)
             except Exception as err:  # its node died under the stop: nothing is left there
                 self._lose(err)
         if self._pump is not None:
