@@ -153,14 +153,19 @@ async def test_the_root_is_never_offered_for_a_stop() -> None:
         assert ops.calls == []
 
 
-async def test_a_toast_never_covers_the_force_stop_prompt() -> None:
+async def ask_under_a_toast(*keys: str) -> None:
+    """A toast showing ("Cancelled — nothing stopped."), then `keys` on worker-1 ask a
+    question: no toast may cover the prompt row."""
     app, _ = build()
     async with app.run_test(size=SIZE, notifications=True) as pilot:
         app.railway.select("n3")
         await pilot.pause()
-        await pilot.press("x", "n")  # "Cancelled — nothing stopped." stays as a toast
+        for key in keys[:-1]:
+            await pilot.press(key)
         await pilot.pause()
-        await pilot.press("X")
+        await pilot.press("x", "n")
+        await pilot.pause()
+        await pilot.press(keys[-1])
         await pilot.pause()
         await pilot.pause()
         bar = app.screen.query_one(ConfirmBar)
@@ -169,25 +174,13 @@ async def test_a_toast_never_covers_the_force_stop_prompt() -> None:
         assert toasts
         for toast in toasts:
             assert not toast.region.overlaps(bar.region), (toast.region, bar.region)
+
+
+async def test_a_toast_never_covers_the_force_stop_prompt() -> None:
+    await ask_under_a_toast("X")
 
 
 async def test_no_toast_covers_the_prompt_with_a_steer_receipt_open() -> None:
     """A steer's receipt row under the prompt pushed the prompt up one row, into the
     toasts' fixed margin: the abort question was covered from column 59 (seen in tmux)."""
-    app, _ = build()
-    async with app.run_test(size=SIZE, notifications=True) as pilot:
-        app.railway.select("n3")
-        await pilot.pause()
-        await pilot.press("s", *"use the v2 api", "enter")  # its receipt row stays open
-        await pilot.pause()
-        await pilot.press("x", "n")  # "Cancelled — nothing stopped." stays as a toast
-        await pilot.pause()
-        await pilot.press("a")
-        await pilot.pause()
-        await pilot.pause()
-        bar = app.screen.query_one(ConfirmBar)
-        assert bar.asking
-        toasts = list(app.screen.query(Toast))
-        assert toasts
-        for toast in toasts:
-            assert not toast.region.overlaps(bar.region), (toast.region, bar.region)
+    await ask_under_a_toast("s", *"use the v2 api", "enter", "a")  # its receipt row stays open
