@@ -22,9 +22,12 @@ rewritten series is converted whole. The frame concatenates the cached arrays in
 preallocated buffers (`out=`, skipped when no contributing node changed) and leaves out
 nodes with nothing inside the window. A node's points are laid out segment by segment
 (start, end, start, end, …) next to a running maximum of the segments' ends, so a
-`searchsorted` finds the first segment that can reach the window and only the points
+binary search finds the first segment that can reach the window and only the points
 from there on are joined: a node 8 h into a run adds its last minute to the 60 s
 window, not its whole history (segments wholly before the window add exactly nothing).
+The ended nodes' ramps do not move at all: they are bucketed from prefix sums
+(`render/ramp_integral.py`), so a frame costs the live nodes' points and the buckets,
+not the settled agents' history in the window.
 """
 
 from __future__ import annotations
