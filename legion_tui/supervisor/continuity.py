@@ -18,6 +18,12 @@ from typing import TYPE_CHECKING
 from legion_tui.model import EventType, Node, NodeStatus
 from legion_tui.supervisor.naming import ROOT_ID
 from legion_tui.supervisor.record import DECISION_EVENTS
+from legion_tui.supervisor.retire_reasons import (
+    INTERRUPT_REASONS,
+    NODE_LOST_REASON,
+    ORPHAN_REASON,
+    SHUTDOWN_REASON,
+)
 from legion_tui.supervisor.verify import verify_marker
 
 if TYPE_CHECKING:
@@ -38,10 +44,6 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
-SHUTDOWN_REASON = "session-shutdown"
-ORPHAN_REASON = "orphaned"
-NODE_LOST_REASON = "node-lost"  # its cluster node died under it (supervisor/node_loss.py)
-INTERRUPT_REASONS = frozenset({SHUTDOWN_REASON, ORPHAN_REASON, NODE_LOST_REASON})
 
 
 class Continuity:

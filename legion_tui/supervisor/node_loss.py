@@ -4,7 +4,8 @@ The agent did nothing wrong — its machine went away — so its node is retired
 `node-lost` (one of the interrupt reasons: the tree, `legion status` and a reopened
 session show it interrupted) and `r` resumes it on a live node from the session the host
 mirrored. The retire is the ordinary one (`Stops.retire`: the handle detached, its monitor
-ended, the ledger first), run as a task because the loss is heard inside the handle.
+ended, the ledger first, the interrupted mark with its status), run as a task because the
+loss is heard inside the handle.
 """
 
 from __future__ import annotations
@@ -50,5 +51,4 @@ class NodeLoss:
         except Exception:
             log.exception("retiring %s after its node was lost failed", node.path)
             return
-        self._model.mark_interrupted(node_id)
         self._model.announce(node_id, f"{node.name} interrupted: {why} — r resumes it")

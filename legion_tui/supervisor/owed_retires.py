@@ -39,6 +39,7 @@ class Owed:
     # `node_retired`: its `node_settled`/`node_failed` stays its last word — the results
     # a parent collects read it).
     status: NodeStatus = NodeStatus.RETIRED
+    interrupted: bool = False  # retired for a reason `r` resumes from (INTERRUPT_REASONS)
 
 
 class OwedRetires:
@@ -77,6 +78,7 @@ class OwedRetires:
                     # The model already says so (or the status is kept): the write only
                     # catches the ledger up.
                     refresh=compensated or kept,
+                    interrupted=None if kept else owed.interrupted,
                     **owed.fields,
                 )
         except (LedgerError, OSError) as err:
@@ -92,6 +94,8 @@ class OwedRetires:
                         node, status=owed.status, updated_at=self._clock(), **owed.fields
                     )
                 )
+                if not kept:
+                    self._model.mark_interrupted(node_id, owed.interrupted)
                 self._record.notify()
             owed.error = str(err)
             self._owed[node_id] = owed

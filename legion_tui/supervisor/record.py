@@ -91,6 +91,7 @@ class Record:
         data: dict[str, Any],
         *,
         refresh: bool = False,
+        interrupted: bool | None = None,
         **fields: Any,
     ) -> Node | None:
         """The one status write: ledger first, then model, then the event.
@@ -98,7 +99,10 @@ class Record:
         The move is checked against NODE_MOVES from the status the node will have once
         the writes already in flight land (`_status_ahead`, claimed before the first
         await), so of two writers racing on one node the loser writes nothing and gets
-        None. `refresh`: a same-status write that only updates fields (root's pid)."""
+        None. `refresh`: a same-status write that only updates fields (root's pid).
+        `interrupted`: a retire's mark, set in the model in the same step as its status
+        (set after, the tree and `legion status` read a lost node as plainly retired in
+        between)."""
         ahead = self._status_ahead.get(node_id) or self._names.node(node_id).status
         if not (refresh and status is ahead) and status not in NODE_MOVES[ahead]:
             log.debug("%s: %s → %s lost a race; not written", node_id, ahead, status)
@@ -110,6 +114,8 @@ class Record:
             self._status_ahead.pop(node_id, None)  # the model's status is the truth again
             raise
         self._model.upsert(node)
+        if interrupted is not None:
+            self._model.mark_interrupted(node_id, interrupted)
         if etype is not None:
             await self.event(node_id, etype, data)
         if status is not ahead:

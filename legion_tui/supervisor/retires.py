@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from legion_tui.mail.postman import TERMINAL_PHASES
 from legion_tui.model import Node, NodeStatus
 from legion_tui.supervisor.owed_retires import Owed, OwedRetires
+from legion_tui.supervisor.retire_reasons import INTERRUPT_REASONS
 from legion_tui.supervisor.verify import verify_marker
 
 if TYPE_CHECKING:
@@ -223,8 +224,8 @@ class Retires:
             # "being stopped" (a retired node leaves `stopping` by its resume).
             self._roster.stopping.discard(node_id)
             return Retired(survivors, unrecorded)
-        unrecorded = await self._owed.write(node_id, Owed(data, fields, phase_event))
-        self._model.mark_interrupted(node_id, False)
+        owed = Owed(data, fields, phase_event, interrupted=reason in INTERRUPT_REASONS)
+        unrecorded = await self._owed.write(node_id, owed)
         return Retired(survivors, unrecorded)
 
 
