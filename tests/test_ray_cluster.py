@@ -186,6 +186,12 @@ async def test_a_cards_resources_are_what_its_actor_holds_on_the_node_that_has_t
     tmp_path: Path, cluster: Cluster
 ) -> None:
     (box_node,) = [n["NodeID"] for n in ray.nodes() if n["Alive"] and BOX in n["Resources"]]
+    # Both agents can only go to the box's node: the earlier tests' actors must have let go
+    # of its CPUs first (a kill frees them when the worker exits), or each spawn would wait
+    # out its start bound there.
+    await until(lambda: ray.available_resources().get("CPU", 0.0)
+                >= ray.cluster_resources().get("CPU", 0.0), 60.0,
+                "the earlier tests' actors to free the cluster's CPUs")
     project = _project(tmp_path, cluster)  # the settings ask one CPU: the card's ask wins
     (project / ".legion" / "agents").mkdir(parents=True)
     (project / ".legion" / "agents" / "boxed.md").write_text(BOXED_CARD)
