@@ -6,6 +6,7 @@ runs it, its sim worker placed, mirrored and settled through the client connecti
 
 from __future__ import annotations
 
+import os
 import socket
 import subprocess
 from collections.abc import Iterator
@@ -32,6 +33,13 @@ def _free_port() -> int:
 def client_address() -> Iterator[str]:
     port = _free_port()
     head = {"num_cpus": 0, "include_dashboard": False, "ray_client_server_port": port}
+    # The head's client proxy starts one Python server per client and gives it 30 s to
+    # answer; on this 2-core machine inside a full run that start took longer once (the
+    # proxy gave up: "Starting Ray client server failed"). Ray's own bound, read by the
+    # head's processes from their environment: still a bound, with room for a busy box.
+    key = "RAY_CLIENT_SERVER_CHECK_CHANNEL_TIMEOUT_S"
+    before = os.environ.get(key)
+    os.environ[key] = "120"
     made = Cluster(initialize_head=True, head_node_args=head)
     made.add_node(num_cpus=2)
     made.wait_for_nodes()
@@ -39,6 +47,10 @@ def client_address() -> Iterator[str]:
         yield f"ray://127.0.0.1:{port}"
     finally:
         made.shutdown()
+        if before is None:
+            os.environ.pop(key, None)
+        else:
+            os.environ[key] = before
 
 
 def test_legion_run_on_a_ray_client_address_settles_its_agent_there(
