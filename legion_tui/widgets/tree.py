@@ -89,7 +89,8 @@ def plan_columns(width: int, label_need: int, phase_need: int) -> Columns:
 
 
 class WholeCellScrollBar(ScrollBarRender):
-    """A thumb of whole cells: no partial-block glyph at its ends (see RailwayTree's CSS)."""
+    """A thumb of whole cells: no partial-block glyph at its ends (the app sets it for
+    every scrollbar; their colours are in app.tcss)."""
 
     VERTICAL_BARS: ClassVar[list[str]] = [" "] * len(ScrollBarRender.VERTICAL_BARS)
 
@@ -130,18 +131,8 @@ class RailwayTree(ScrollView, can_focus=True):
         Binding("enter,o", "open", "Detail"),
     ]
 
-    # The track a shade off the page and a grey thumb: in a chart colour, with Textual's
-    # sub-cell ends (▁▂▅), the scrollbar read as bars of the tok/s chart beside it.
     DEFAULT_CSS = """
-    RailwayTree {
-        scrollbar-size-vertical: 1; overflow-x: hidden;
-        scrollbar-background: $background-lighten-1;
-        scrollbar-background-hover: $background-lighten-1;
-        scrollbar-background-active: $background-lighten-1;
-        scrollbar-color: $foreground 35%;
-        scrollbar-color-hover: $foreground 55%;
-        scrollbar-color-active: $primary;
-    }
+    RailwayTree { scrollbar-size-vertical: 1; overflow-x: hidden; }
     """
 
     class SelectionChanged(Message):
@@ -195,11 +186,6 @@ class RailwayTree(ScrollView, can_focus=True):
         # a live row repaints every frame for its clocks and figures, these rarely move.
         self._left: dict[str, tuple[tuple[object, ...], list[tuple[str, Style]], int]] = {}
         self.rebuild()
-
-    def on_mount(self) -> None:
-        # Per instance, as Textual's ScrollBar.renderer documents (only this tree's bar
-        # changes); the attribute is annotated ClassVar, hence the ignore.
-        self.vertical_scrollbar.renderer = WholeCellScrollBar  # type: ignore[misc]
 
     # ----- public API --------------------------------------------------------------
     @property
