@@ -42,7 +42,7 @@ test: lint agents
 RUNS ?= 5
 LOAD ?= 2
 soak: $(STAMP) agents
-	$(BIN)/python tools/soak.py --runs $(RUNS) --load $(LOAD)
+	$(BIN)/python tools/soak.py --runs $(RUNS) --load $(LOAD) --logs .soak
 
 bench: $(STAMP) agents
 	@for f in bench/bench_*.py; do echo "== $$f"; $(BIN)/python $$f || exit 1; done

@@ -1,6 +1,6 @@
 """Run the whole suite N times, optionally under CPU load, and count failures per test.
 
-    python tools/soak.py [--runs N] [--load K] [-- PYTEST ARGS]
+    python tools/soak.py [--runs N] [--load K] [--logs DIR] [-- PYTEST ARGS]
 
 `--load K` starts K busy processes (one spinning core each) for the whole soak: on this
 project's 2-core machine, 2 of them is the load under which races between the
@@ -26,6 +26,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--load", type=int, default=0, help="busy processes beside it")
+    parser.add_argument("--logs", default="", help="folder for each failed run's whole output")
     parser.add_argument("pytest_args", nargs="*", help="after --: passed to pytest")
     args = parser.parse_args()
     busy = [subprocess.Popen([sys.executable, "-c", SPIN]) for _ in range(args.load)]
@@ -49,6 +50,13 @@ def main() -> int:
             print(f"run {run}/{args.runs}: {tail[0]} ({time.monotonic() - started:.0f} s)")
             for name in names:
                 print(f"  failed: {name}")
+            if args.logs and result.returncode != 0:
+                # The names alone do not say why; the tracebacks are in the run's output.
+                os.makedirs(args.logs, exist_ok=True)
+                path = os.path.join(args.logs, f"run-{run}.txt")
+                with open(path, "w", encoding="utf-8") as log:
+                    log.write(result.stdout + result.stderr)
+                print(f"  output: {path}")
     finally:
         for proc in busy:
             proc.kill()
