@@ -106,7 +106,7 @@ class MainScreen(Screen[None]):
     def __init__(self, app: LegionApp) -> None:
         super().__init__(id="main")
         self.legion = app
-        self.confirm_bar = ConfirmBar(theme=app.theme_name, floor=app.floor, id="confirm")
+        self.confirm_bar = ConfirmBar(floor=app.floor, id="confirm")
         self.steer_line = MessageBox(app.history, id="steer")
         self.filter_line = FilterLine(id="filter")
 
@@ -232,12 +232,12 @@ class LegionApp(App[None]):
         # offers only the themes that style everything.
         for stock in [name for name in self.available_themes if name not in THEME_ORDER]:
             self.unregister_theme(stock)
-        self.header = HeaderBar(model, theme=theme, floor=floor, id="header")
-        self.railway = RailwayTree(model, clock=self.clock, theme=theme, floor=floor, id="tree")
+        self.header = HeaderBar(model, floor=floor, id="header")
+        self.railway = RailwayTree(model, clock=self.clock, floor=floor, id="tree")
         self.tree_header = TreeHeader(self.railway, id="tree-header")
         self.galaxy = GalaxyView(model, id="galaxy")
         self.chart = RateChart(model, id="chart")
-        self.key_hints = KeyHints(theme=theme, floor=floor, id="keys")
+        self.key_hints = KeyHints(floor=floor, id="keys")
         self.main_screen = MainScreen(self)
         self.landing = Landing(
             model,
@@ -658,7 +658,6 @@ class LegionApp(App[None]):
                 self.model,
                 event.node_id,
                 clock=self.clock,
-                theme=self.theme_name,
                 floor=self.floor,
                 run_dir=self.run_dir,
                 workspace=self.ops.workspace(event.node_id),
@@ -757,15 +756,7 @@ class LegionApp(App[None]):
         name = getattr(theme, "name", str(theme))
         self.theme_name = name
         self._skip_ansi_filter()
-        self.railway.set_theme(name)
-        self.tree_header.refresh()
-        self.header.set_theme(name)
-        self.key_hints.set_theme(name)
-        for bar in self.query(ConfirmBar):
-            bar.set_theme(name)
-        self.galaxy.refresh()
-        self.chart.refresh()
-        self._save_theme(name)
+        self._save_theme(name)  # the widgets follow App.theme themselves (FollowsTheme)
 
     def _save_theme(self, name: str) -> None:
         """A theme the user picked (t, the palette) is said and kept for next time, in

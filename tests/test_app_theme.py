@@ -9,7 +9,11 @@ from app_helpers import FakeOps, canned_model, fixed_clock, write_run_files
 
 from legion_tui.app import LegionApp, make_app
 from legion_tui.settings import load_settings
-from legion_tui.themes import THEME_ORDER
+from legion_tui.themes import THEME_ORDER, palette
+from legion_tui.widgets.detail import DetailScreen
+from legion_tui.widgets.paint import FollowsTheme
+from legion_tui.widgets.terminal_view import TerminalView
+from legion_tui.widgets.transcript_view import TranscriptView
 
 
 def build(run_dir: Path) -> LegionApp:
@@ -59,3 +63,40 @@ async def test_the_palette_offers_only_the_legion_themes(tmp_path: Path) -> None
         await pilot.press("t")  # no project folder around the run: said, not saved
         await pilot.pause()
         assert notes(app) == ["Theme legion-light."]
+
+
+async def test_every_painted_widget_follows_a_theme_change_with_the_overlay_open(
+    tmp_path: Path,
+) -> None:
+    """The widgets read the app's theme themselves (issue 8): nothing is handed a theme
+    name, so a change while the overlay is open reaches its transcript and terminal too
+    — their cells are painted on the new theme's page, not the one they opened with."""
+    app = build(write_run_files(tmp_path))
+    async with app.run_test(size=(120, 40)) as pilot:
+        app.railway.select("n2")
+        await pilot.press("o")
+        await pilot.pause()
+        detail = app.screen
+        assert isinstance(detail, DetailScreen)
+        app.theme = "legion-light"
+        await pilot.pause()
+        # isinstance, not query(): a CSS query matches type names along the first bases
+        # only, and the scrolling views have FollowsTheme as their second.
+        followers = [
+            widget
+            for screen in (app.main_screen, detail)
+            for widget in screen.walk_children()
+            if isinstance(widget, FollowsTheme)
+        ]
+        names = {type(widget).__name__ for widget in followers}
+        assert {"RailwayTree", "HeaderBar", "KeyHints", "GalaxyView", "TranscriptView",
+                "TerminalView", "ConfirmBar", "TreeHeader"} <= names
+        assert {widget.theme_name for widget in followers} == {"legion-light"}
+        light = palette("legion-light").page.lower()
+        for view in (detail.query_one(TranscriptView), detail.query_one(TerminalView)):
+            backgrounds = {
+                segment.style.bgcolor.get_truecolor().hex.lower()
+                for segment in view.render_line(0)
+                if segment.style is not None and segment.style.bgcolor is not None
+            }
+            assert backgrounds == {light}, type(view).__name__

@@ -111,7 +111,7 @@ def held_node(sup: Supervisor) -> str:
 
 def detail_for(app: LegionApp, node_id: str) -> DetailScreen:
     return DetailScreen(
-        app.model, node_id, clock=app.clock, theme=app.theme_name, floor=True, run_dir=app.run_dir
+        app.model, node_id, clock=app.clock, floor=True, run_dir=app.run_dir
     )
 
 

@@ -16,7 +16,6 @@ from textual.message import Message
 from textual.strip import Strip
 from textual.widget import Widget
 
-from legion_tui.themes import DEFAULT_THEME
 from legion_tui.widgets.lines import PaintedLine
 
 ConfirmKind = Literal["stop", "force-stop", "abort", "quit", "land", "push", "attach"]
@@ -41,10 +40,8 @@ class ConfirmBar(PaintedLine, can_focus=True):
             self.request = request
             self.confirmed = confirmed
 
-    def __init__(
-        self, *, theme: str = DEFAULT_THEME, floor: bool = True, id: str | None = None
-    ) -> None:
-        super().__init__(theme=theme, floor=floor, id=id)
+    def __init__(self, *, floor: bool = True, id: str | None = None) -> None:
+        super().__init__(floor=floor, id=id)
         self.request: ConfirmRequest | None = None
         self._return_focus: Widget | None = None
 

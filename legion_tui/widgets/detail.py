@@ -77,7 +77,6 @@ class DetailScreen(ModalScreen[None]):
         node_id: str,
         *,
         clock: Clock,
-        theme: str,
         floor: bool,
         run_dir: Path | None,
         workspace: Workspace | None = None,
@@ -88,7 +87,6 @@ class DetailScreen(ModalScreen[None]):
         self.model = model
         self.node_id = node_id
         self.clock = clock
-        self.theme_name = theme
         self.floor = floor
         self.run_dir = run_dir
         self._shown: dict[str, str | Text] = {}  # what each Static shows now
@@ -97,7 +95,7 @@ class DetailScreen(ModalScreen[None]):
         self._dismissed = False
         # The message box (s): its history is the app's, shared with the tree's box.
         self.steer_line = MessageBox(history or MessageHistory(None), id="detail-steer")
-        self.confirm_bar = ConfirmBar(theme=theme, floor=floor, id="detail-confirm")
+        self.confirm_bar = ConfirmBar(floor=floor, id="detail-confirm")
         self.workspace = workspace  # its git worktree: a Diff tab, its branch in the header
         self._branch = ""  # ` · branch @ sha` once the worktree has been read
         self.terminal_input = terminal_input  # keys to an exec child's pty (the host's)
@@ -128,21 +126,18 @@ class DetailScreen(ModalScreen[None]):
             "events": Static(id="events", classes="detail-text", markup=False),
         }
         self._letters = Letters(self._name_of, id="mail")
-        self._transcript_view = TranscriptView(
-            self._session_path(), theme=self.theme_name, id="transcript"
-        )
+        self._transcript_view = TranscriptView(self._session_path(), id="transcript")
         log = self._terminal_path()
         self._terminal_view = (
             None
             if log is None
-            else TerminalView(log, theme=self.theme_name, send=self._send_keys(), id="terminal")
+            else TerminalView(log, send=self._send_keys(), id="terminal")
         )
         self._diff_view = None
         if self.workspace is not None:
             tree = self.workspace.tree
             self._diff_view = DiffView(
                 lambda: review(tree),
-                theme=self.theme_name,
                 owner=self.workspace.owner_id == self.node_id,
                 id="diff",
             )
@@ -221,7 +216,7 @@ class DetailScreen(ModalScreen[None]):
         stall = stall_line(view, now)
         if stall is not None:
             # the stall marker in the warning colour, as in the tree
-            activity.highlight_words([stall], style=paint_for(self.theme_name).warning)
+            activity.highlight_words([stall], style=paint_for(self.app.theme).warning)
         self._show("activity", activity)
         self._letters.show(view)
         self._show("events", "\n".join(event_lines(view, self._name_of)))

@@ -21,7 +21,7 @@ from textual.worker import Worker
 
 from legion_tui.land import MAX_DIFF_BYTES, LandRefused, Review
 from legion_tui.supervisor.worktree import WorktreeError
-from legion_tui.widgets.paint import paint_for
+from legion_tui.widgets.paint import FollowsTheme, paint_for
 
 Tone = Literal["text", "dim", "warning", "ok", "fail", "accent"]
 Line = tuple[str, Tone]
@@ -87,7 +87,7 @@ def review_lines(review: Review, *, owner: bool = True) -> Iterator[Line]:
         yield f"… the diff is cut at {MAX_DIFF_BYTES // (1024 * 1024)} MiB", "warning"
 
 
-class DiffView(ScrollView, can_focus=True):
+class DiffView(ScrollView, FollowsTheme, can_focus=True):
     DEFAULT_CSS = """
     DiffView { height: 1fr; overflow-x: hidden; }
     """
@@ -96,13 +96,11 @@ class DiffView(ScrollView, can_focus=True):
         self,
         load: Callable[[], Awaitable[Review]],
         *,
-        theme: str,
         owner: bool = True,
         id: str | None = None,
     ) -> None:
         super().__init__(id=id)
         self._load = load
-        self.theme_name = theme
         self.owner = owner  # the node holds this worktree (its branch is the one to land)
         self.lines: list[Line] = [("reading the worktree…", "dim")]
         self.review: Review | None = None

@@ -17,7 +17,6 @@ from textual import events
 from textual.geometry import Region
 from textual.message import Message
 from textual.strip import Strip
-from textual.widget import Widget
 
 from legion_tui.render.feed import ChangeFeed
 from legion_tui.render.galaxy import GalaxyRenderer
@@ -25,9 +24,10 @@ from legion_tui.render.inks import STYLES, Ink
 from legion_tui.state import LegionModel
 from legion_tui.themes import Palette, palette
 from legion_tui.widgets.lines import PanelStrip, direct_lines
+from legion_tui.widgets.paint import FollowsTheme
 
 
-class FrameWidget(Widget):
+class FrameWidget(FollowsTheme):
     """A Line API widget whose content is one whole-frame render, cached per frame.
 
     Subclasses implement `draw(cols, rows, styles)`; the base keeps the strips, the
@@ -53,21 +53,16 @@ class FrameWidget(Widget):
         self._lines: list[list[Segment]] = []  # the segment lists behind `_strips`
         self._frame_size: tuple[int, int] = (-1, -1)
         self._stale = True
-        self.palette: Palette = palette("")
+        self.palette: Palette = palette(self.theme_name)
         self.frames_rendered = 0
 
     def setup(self) -> None:
         """The subclass's own state (its renderer); called once from `__init__`."""
 
     # ----- scheduling ------------------------------------------------------------------
-    def on_mount(self) -> None:
-        self.watch(self.app, "theme", self._theme_changed, init=True)
-
-    def _theme_changed(self, theme: str) -> None:
-        new = palette(theme)
-        if new is not self.palette:
-            self.palette = new
-            self.invalidate()
+    def theme_changed(self) -> None:
+        self.palette = palette(self.theme_name)
+        self.invalidate()
 
     def invalidate(self) -> None:
         """The next paint renders a new frame (once, however many lines it paints)."""

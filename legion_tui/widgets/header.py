@@ -15,7 +15,6 @@ from legion_tui.costs import Spend, fmt_usd, total_spend
 from legion_tui.render.feed import LiveIndex, SpendIndex
 from legion_tui.render.rates import node_rate
 from legion_tui.state import LegionModel
-from legion_tui.themes import DEFAULT_THEME
 from legion_tui.widgets.lines import PaintedLine, PanelStrip
 from legion_tui.widgets.tree_rows import fmt_tokens
 
@@ -62,11 +61,10 @@ class HeaderBar(PaintedLine):
         self,
         model: LegionModel,
         *,
-        theme: str = DEFAULT_THEME,
         floor: bool = True,
         id: str | None = None,
     ) -> None:
-        super().__init__(theme=theme, floor=floor, id=id)
+        super().__init__(floor=floor, id=id)
         self.model = model
         self.paused = False
         self._key: tuple[object, ...] | None = None

@@ -18,7 +18,6 @@ from textual import events
 from textual.binding import Binding
 from textual.strip import Strip
 
-from legion_tui.themes import DEFAULT_THEME
 from legion_tui.widgets.lines import PaintedLine, PanelStrip
 
 # (key, action on the app, description, shown in the main screen's hints)
@@ -88,10 +87,8 @@ class KeyHints(PaintedLine):
     KeyHints { dock: bottom; height: 1; }
     """
 
-    def __init__(
-        self, *, theme: str = DEFAULT_THEME, floor: bool = True, id: str | None = None
-    ) -> None:
-        super().__init__(theme=theme, floor=floor, id=id)
+    def __init__(self, *, floor: bool = True, id: str | None = None) -> None:
+        super().__init__(floor=floor, id=id)
         self._strip: tuple[tuple[int, str, bool], Strip] | None = None
         self._spans: list[tuple[int, int, Hint]] = []  # [start, end) columns of each hint
 

@@ -25,8 +25,7 @@ from textual.geometry import Region, Spacing
 from textual.strip import Strip
 from textual.widget import Widget
 
-from legion_tui.themes import DEFAULT_THEME
-from legion_tui.widgets.paint import Paint, paint_for
+from legion_tui.widgets.paint import FollowsTheme, Paint, paint_for
 
 NO_SPACING = Spacing(0, 0, 0, 0)
 
@@ -128,25 +127,17 @@ def direct_lines(
     return strips
 
 
-class PaintedLine(Widget):
-    """A one-line widget that paints itself in the theme's `Paint` (header, key hints,
-    confirm bar): the theme name and the page-floor switch, `set_theme`, and direct
-    lines."""
+class PaintedLine(FollowsTheme):
+    """A one-line widget that paints itself in the app theme's `Paint` (header, key
+    hints, confirm bar): the page-floor switch and direct lines."""
 
-    def __init__(
-        self, *, theme: str = DEFAULT_THEME, floor: bool = True, id: str | None = None
-    ) -> None:
+    def __init__(self, *, floor: bool = True, id: str | None = None) -> None:
         super().__init__(id=id)
-        self.theme_name = theme
         self.floor = floor
 
     @property
     def paint(self) -> Paint:
         return paint_for(self.theme_name, self.floor)
-
-    def set_theme(self, theme: str) -> None:
-        self.theme_name = theme
-        self.refresh()
 
     def render_lines(self, crop: Region) -> list[Strip]:
         strips = direct_lines(self, crop, self.render_line)

@@ -1,4 +1,5 @@
-"""Rich styles for the Line API widgets, built once per (theme, floor) and cached.
+"""Rich styles for the Line API widgets, built once per (theme, floor) and cached, and
+`FollowsTheme`, the one way a widget learns which theme to paint in.
 
 Every style carries the page background unless the floor is switched off: a segment
 without a background is painted in the terminal's default colour, which is exactly the
@@ -12,9 +13,10 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from rich.style import Style
+from textual.widget import Widget
 
 from legion_tui.model import ROLES, Role
-from legion_tui.themes import Palette, palette
+from legion_tui.themes import DEFAULT_THEME, Palette, palette
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,3 +70,29 @@ def paint_for(theme: str, floor: bool = True) -> Paint:
         roles={role: fg(p.role(role)) for role in ROLES},
         selection=Style(bgcolor=_colour(p.selection_bg)),
     )
+
+
+class FollowsTheme(Widget):
+    """A widget painted in the app's theme: `theme_name` follows `App.theme` from mount
+    (`self.app` does not exist before), and `theme_changed()` runs on each change.
+
+    A base, or mixed in *after* the widget's own base (`class Tree(ScrollView,
+    FollowsTheme)`): Textual takes default CSS and CSS type names only along each class's
+    first base, so ahead of ScrollView this would drop ScrollView's CSS (its scrollbars).
+    Textual calls every class's `on_mount` along the MRO, so a subclass's own `on_mount`
+    needs no `super()` call for this one to run.
+    """
+
+    theme_name: str = DEFAULT_THEME
+
+    def on_mount(self) -> None:
+        self.watch(self.app, "theme", self._follow_theme, init=True)
+
+    def _follow_theme(self, theme: str) -> None:
+        if theme != self.theme_name:
+            self.theme_name = theme
+            self.theme_changed()
+
+    def theme_changed(self) -> None:
+        """What a new theme costs this widget: by default one repaint."""
+        self.refresh()

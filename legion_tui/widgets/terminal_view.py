@@ -34,7 +34,7 @@ from textual.strip import Strip
 from textual.timer import Timer
 from textual.widgets import Static
 
-from legion_tui.widgets.paint import paint_for
+from legion_tui.widgets.paint import FollowsTheme, paint_for
 
 TAIL_BYTES = 256 * 1024  # the last 256 KiB: a progress bar can write megabytes of \r
 MAX_ROWS = 5000
@@ -117,13 +117,13 @@ def read_tail(path: Path) -> tuple[bytes, int]:
     return data, size - len(data)
 
 
-class TerminalView(ScrollView, can_focus=True):
+class TerminalView(ScrollView, FollowsTheme, can_focus=True):
     DEFAULT_CSS = """
     TerminalView { height: 1fr; overflow-x: hidden; }
     """
 
     def __init__(
-        self, path: Path, *, theme: str, send: Send | None = None, id: str | None = None
+        self, path: Path, *, send: Send | None = None, id: str | None = None
     ) -> None:
         super().__init__(id=id)
         self.path = path
@@ -131,7 +131,6 @@ class TerminalView(ScrollView, can_focus=True):
         self.inserting = False
         self.mode_line = Static(NORMAL_LINE, classes="terminal-mode", markup=False)
         self.mode_line.display = send is not None  # no keys to send: no mode to show
-        self.theme_name = theme
         self.skipped_bytes = 0
         self._lines: list[Strip] = []
         self._columns = 0
@@ -214,6 +213,12 @@ class TerminalView(ScrollView, can_focus=True):
         data = key_bytes(event)
         if data is not None and self.send is not None and not self.send(data):
             self._leave(NOT_TYPING_LINE)  # the command ended under the keys
+
+    def theme_changed(self) -> None:
+        # The painted rows carry the old page colour in their styles: paint them again.
+        self._style_cache.clear()
+        if self._columns:
+            self.reload()
 
     def on_resize(self) -> None:
         # The emulated terminal is as wide as the view: long lines wrap as they would

@@ -22,7 +22,7 @@ from textual.strip import Strip
 from textual.worker import Worker
 
 from legion_tui.session.transcript import SCAN_CHUNK, TranscriptItem, TranscriptPager
-from legion_tui.widgets.paint import Paint, paint_for
+from legion_tui.widgets.paint import FollowsTheme, Paint, paint_for
 
 PAGE = 200  # items per pager call
 MAX_PAGES = 64  # pages kept decoded; older ones are dropped and re-read if scrolled back
@@ -35,17 +35,16 @@ WRAP_ITEMS = 2000
 LABEL_WIDTH = 12  # " assistant " and its padding
 
 
-class TranscriptView(ScrollView, can_focus=True):
+class TranscriptView(ScrollView, FollowsTheme, can_focus=True):
     # Rows are cut or wrapped to the width: nothing to scroll sideways (the virtual width
     # is the widget's, which the vertical scrollbar, once shown, overflows by two).
     DEFAULT_CSS = """
     TranscriptView { height: 1fr; overflow-x: hidden; }
     """
 
-    def __init__(self, path: Path | None, *, theme: str, id: str | None = None) -> None:
+    def __init__(self, path: Path | None, *, id: str | None = None) -> None:
         super().__init__(id=id)
         self.pager = TranscriptPager(path) if path is not None else None
-        self.theme_name = theme
         self._pages: dict[int, list[TranscriptItem]] = {}
         self.error: str | None = None if path is not None else "no session file"
         self.follow = True  # keep the newest entry in view (off while scrolled up)

@@ -31,9 +31,8 @@ from legion_tui.receipts import fmt_duration
 from legion_tui.render.rates import node_rate
 from legion_tui.session.live_rate import open_message
 from legion_tui.state import Clock, LegionModel, NodeView
-from legion_tui.themes import DEFAULT_THEME
 from legion_tui.widgets.lines import PanelStrip, direct_lines
-from legion_tui.widgets.paint import Paint, paint_for
+from legion_tui.widgets.paint import FollowsTheme, Paint, paint_for
 from legion_tui.widgets.tree_rows import (
     GLYPHS,
     TreeRow,
@@ -115,7 +114,7 @@ def _runs(
     return runs
 
 
-class RailwayTree(ScrollView, can_focus=True):
+class RailwayTree(ScrollView, FollowsTheme, can_focus=True):
     """One row per node: rails, station glyph, name, role, phase, elapsed, tok/s, tokens,
     activity."""
 
@@ -162,7 +161,6 @@ class RailwayTree(ScrollView, can_focus=True):
         model: LegionModel,
         *,
         clock: Clock | None = None,
-        theme: str = DEFAULT_THEME,
         floor: bool = True,
         id: str | None = None,
     ) -> None:
@@ -170,7 +168,6 @@ class RailwayTree(ScrollView, can_focus=True):
         self.model = model
         self.clock: Clock = clock or model.clock
         self.floor = floor
-        self.theme_name = theme
         self.folded: set[str] = set()
         self.filter_text = ""
         self.rows: list[TreeRow] = []
@@ -192,8 +189,7 @@ class RailwayTree(ScrollView, can_focus=True):
     def paint(self) -> Paint:
         return paint_for(self.theme_name, self.floor)
 
-    def set_theme(self, theme: str) -> None:
-        self.theme_name = theme
+    def theme_changed(self) -> None:
         self._cache.clear()
         self._left.clear()
         self.refresh()

@@ -7,10 +7,9 @@ from __future__ import annotations
 from rich.segment import Segment
 from textual.geometry import Region
 from textual.strip import Strip
-from textual.widget import Widget
 
 from legion_tui.widgets.lines import PanelStrip, direct_lines
-from legion_tui.widgets.paint import paint_for
+from legion_tui.widgets.paint import FollowsTheme, paint_for
 from legion_tui.widgets.tree import Columns, RailwayTree
 
 
@@ -34,7 +33,7 @@ def header_text(cols: Columns, width: int) -> str:
     return text[:width].ljust(width)
 
 
-class TreeHeader(Widget):
+class TreeHeader(FollowsTheme):
     DEFAULT_CSS = """
     TreeHeader { height: 1; }
     """
@@ -52,10 +51,10 @@ class TreeHeader(Widget):
         tree = self.railway
         width = self.size.width
         cols = tree.columns()
-        key = (width, cols, tree.theme_name, tree.floor)
+        key = (width, cols, self.theme_name, tree.floor)
         if self._strip is not None and self._strip[0] == key:
             return self._strip[1]
-        paint = paint_for(tree.theme_name, tree.floor)
+        paint = paint_for(self.theme_name, tree.floor)
         strip = PanelStrip([Segment(header_text(cols, width), paint.dim)], width)
         self._strip = (key, strip)
         return strip
