@@ -12,5 +12,6 @@
   `terminal_view.py` (a process child's log through pyte)
 - `confirm.py` — the in-place `y` confirm; `steer.py` — the steer and filter lines
 - `palette.py` — the Ctrl+P commands; `help.py` — `?`; `layout.py` — size → layout
-- `paint.py` — Rich styles per theme, every one on the page floor
+- `paint.py` — Rich styles per theme, every one on the page floor, and `FollowsTheme`,
+  the base every painted widget reads the app's theme through (no theme is handed in)
 """
