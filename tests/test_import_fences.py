@@ -60,12 +60,15 @@ RENDERED_FORBIDDEN = (
 # a verb prints a document's fields; the closed sets (`--kind`'s choices) come without.
 RECORDS = ("dataclasses", "legion_tui.model_records")
 VERB_FORBIDDEN = (*RENDERED_FORBIDDEN, *RECORDS)
-# `spawn --name` checks the name with the supervisor's own NAME_RE (`supervisor.naming`,
-# which brings `legion_tui.ops` and its dataclass): the records stay out all the same.
-SPAWN_FORBIDDEN = (*RENDERED_FORBIDDEN, "legion_tui.model_records")
+# `spawn --name` checks the name against the wire's NAME_PATTERN, which the supervisor's
+# naming compiles too — not through `naming` (logging, `legion_tui.ops` and its dataclass).
+SPAWN_FORBIDDEN = (*VERB_FORBIDDEN, "logging", "legion_tui.ops", "legion_tui.supervisor.naming")
 # A user's shell finds the live run in ./.legion first (`supervisor.runs`, which looks at
-# the host's pid in /proc): the UI, numpy, the ledger's driver, psutil and asyncio stay out.
-SHELL_FORBIDDEN = ("textual", "numpy", "aiosqlite", "psutil", "asyncio", "legion_tui.widgets")
+# the host's pid in /proc): the UI, numpy, the ledger's driver, psutil and asyncio stay out,
+# and so do the records (the run's pointer and a /proc stat are NamedTuples).
+SHELL_FORBIDDEN = (
+    "textual", "numpy", "aiosqlite", "psutil", "asyncio", "legion_tui.widgets", *RECORDS,
+)  # fmt: skip
 # `legion mail` checks the text with the ledger's own rules first: the ledger package
 # imports its parts on first use, so neither its writer nor aiosqlite comes along.
 MAIL_FORBIDDEN = (

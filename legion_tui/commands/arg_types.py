@@ -29,12 +29,15 @@ def session_name(text: str) -> str:
 
 
 def child_name(text: str) -> str:
-    """A node name (`naming.NAME_RE`); empty is not "pick one for me" (omit --name)."""
-    from legion_tui.supervisor.naming import NAME_RE
+    """A node name (`wire.NAME_PATTERN`); empty is not "pick one for me" (omit --name).
+    Not through `naming`: that one imports logging and the ops (25 ms of `legion spawn`)."""
+    import re
+
+    from legion_tui.supervisor.wire import NAME_PATTERN
 
     if not text.strip():
         raise argparse.ArgumentTypeError("a name cannot be empty (omit --name to get <role>-N)")
-    if not NAME_RE.fullmatch(text):
+    if not re.fullmatch(NAME_PATTERN, text):
         raise argparse.ArgumentTypeError(
             f"invalid name {text!r}: use 1-64 of [a-z0-9._-], starting with a letter or digit"
         )

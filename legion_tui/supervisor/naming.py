@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from legion_tui.ops import OpError
-from legion_tui.supervisor.wire import ROOT_ID
+from legion_tui.supervisor.wire import NAME_PATTERN, ROOT_ID
 
 if TYPE_CHECKING:
     from legion_tui.model import Node
@@ -23,7 +23,7 @@ __all__ = ["NAME_RE", "RESERVED_NAMES", "ROOT_ID", "Names"]
 
 log = logging.getLogger(__name__)
 
-NAME_RE = re.compile(r"[a-z0-9][a-z0-9._-]{0,63}")
+NAME_RE = re.compile(NAME_PATTERN)
 # `stop all` and the host's `root` already mean something wherever a name is read.
 RESERVED_NAMES = frozenset({"all", ROOT_ID})
 

@@ -9,13 +9,12 @@ from __future__ import annotations
 import contextlib
 import os
 from collections.abc import Iterator
-from dataclasses import dataclass
+from typing import NamedTuple
 
 __all__ = ["ProcStat", "all_stats", "children_of", "environ_of", "pids", "stat_of"]
 
 
-@dataclass(frozen=True)
-class ProcStat:
+class ProcStat(NamedTuple):  # not a dataclass: the verbs read one (see run_folder.RunInfo)
     pid: int
     state: str  # R, S, D, Z (a zombie: dead, only awaiting its reaper), X …
     ppid: int

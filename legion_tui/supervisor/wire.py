@@ -15,6 +15,7 @@ __all__ = [
     "ENV_RUN_ID",
     "ENV_SESSION_FILE",
     "ENV_SOCKET",
+    "NAME_PATTERN",
     "ROOT_ID",
     "RequestError",
 ]
@@ -29,6 +30,10 @@ ENV_SESSION_FILE = "LEGION_SESSION_FILE"
 ENV_INBOX = "LEGION_INBOX"  # an exec command's mail, appended as it comes
 # In the host's own environment: "1" runs agents without a cgroup of their own.
 ENV_NO_CGROUP = "LEGION_NO_CGROUP"
+
+# A node's name: what `spawn --name` and every resolver accept (checked by the verbs'
+# argument parser before they connect, and by the supervisor's naming).
+NAME_PATTERN = r"[a-z0-9][a-z0-9._-]{0,63}"
 
 # The root node's id: the host's own node, and the `from` of a request from a user's own
 # shell (which acts as root).
