@@ -41,7 +41,10 @@ from legion_tui.state import LegionModel
 from legion_tui.supervisor.admission import ChildRequest
 
 if TYPE_CHECKING:
+    from textual.pilot import Pilot
+
     from legion_tui.app import LegionApp
+    from legion_tui.widgets.detail import DetailScreen
 
 NOW = 1_790_000_000.0  # a fixed "now" (2026-09-21); every timestamp is relative to it
 RUN_ID = "r-7f3a"
@@ -49,6 +52,17 @@ RUN_ID = "r-7f3a"
 
 def fixed_clock() -> float:
     return NOW
+
+
+async def open_detail(pilot: Pilot[None], app: LegionApp, node_id: str) -> DetailScreen:
+    """Select `node_id` in the tree, press o, and return the overlay it opened."""
+    from legion_tui.widgets.detail import DetailScreen
+
+    app.railway.select(node_id)
+    await pilot.press("o")
+    await pilot.pause()
+    assert isinstance(app.screen, DetailScreen)
+    return app.screen
 
 
 def _progress(

@@ -8,12 +8,18 @@ import time
 from pathlib import Path
 
 import pytest
-from app_helpers import SESSION_LINES, FakeOps, canned_model, fixed_clock, write_run_files
+from app_helpers import (
+    SESSION_LINES,
+    FakeOps,
+    canned_model,
+    fixed_clock,
+    open_detail,
+    write_run_files,
+)
 from textual.widgets import Static, TabbedContent
 
 from legion_tui.app import LegionApp, make_app
 from legion_tui.widgets import terminal_view
-from legion_tui.widgets.detail import DetailScreen
 from legion_tui.widgets.terminal_view import TerminalView, emulate, pyte_colour
 from legion_tui.widgets.transcript_view import INDEX_STEP_BYTES, TranscriptView
 
@@ -24,14 +30,6 @@ def build(run_dir: Path) -> tuple[LegionApp, FakeOps]:
     model = canned_model()
     ops = FakeOps(model)
     return make_app(model, ops, clock=fixed_clock, timers=False, run_dir=run_dir), ops
-
-
-async def open_detail(pilot, app: LegionApp, node_id: str) -> DetailScreen:  # type: ignore[no-untyped-def]
-    app.railway.select(node_id)
-    await pilot.press("o")
-    await pilot.pause()
-    assert isinstance(app.screen, DetailScreen)
-    return app.screen
 
 
 async def until(pilot, condition, what: str) -> None:  # type: ignore[no-untyped-def]

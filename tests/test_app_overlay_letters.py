@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from app_helpers import NOW, FakeOps, canned_model, fixed_clock, write_run_files
+from app_helpers import NOW, FakeOps, canned_model, fixed_clock, open_detail, write_run_files
 from textual.widgets import Static
 
 from legion_tui.app import make_app
@@ -43,11 +43,7 @@ async def test_the_mail_tab_opens_the_newest_letter_and_the_cursor_opens_another
     app = make_app(model, FakeOps(model), clock=fixed_clock, timers=False,
                    run_dir=write_run_files(tmp_path))
     async with app.run_test(size=(120, 40)) as pilot:
-        app.railway.select("n2")
-        await pilot.press("o")
-        await pilot.pause()
-        detail = app.screen
-        assert isinstance(detail, DetailScreen)
+        detail = await open_detail(pilot, app, "n2")
         await pilot.press("3")  # the Mail tab
         await pilot.pause()
         opened = body(detail)

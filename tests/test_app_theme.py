@@ -5,12 +5,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from app_helpers import FakeOps, canned_model, fixed_clock, write_run_files
+from app_helpers import FakeOps, canned_model, fixed_clock, open_detail, write_run_files
 
 from legion_tui.app import LegionApp, make_app
 from legion_tui.settings import load_settings
 from legion_tui.themes import THEME_ORDER, palette
-from legion_tui.widgets.detail import DetailScreen
 from legion_tui.widgets.paint import FollowsTheme
 from legion_tui.widgets.terminal_view import TerminalView
 from legion_tui.widgets.transcript_view import TranscriptView
@@ -73,11 +72,7 @@ async def test_every_painted_widget_follows_a_theme_change_with_the_overlay_open
     — their cells are painted on the new theme's page, not the one they opened with."""
     app = build(write_run_files(tmp_path))
     async with app.run_test(size=(120, 40)) as pilot:
-        app.railway.select("n2")
-        await pilot.press("o")
-        await pilot.pause()
-        detail = app.screen
-        assert isinstance(detail, DetailScreen)
+        detail = await open_detail(pilot, app, "n2")
         app.theme = "legion-light"
         await pilot.pause()
         # isinstance, not query(): a CSS query matches type names along the first bases
