@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import signal
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -80,6 +82,36 @@ async def test_exec_logs_reads_its_inbox_and_aborts_with_sigint(tmp_path: Path) 
     finally:
         report = await handle.stop(force=False, grace=1.0)
     assert report.survivors == []
+
+
+@pytest.fixture
+def host_ignores_interrupts() -> Iterator[None]:
+    """The host started as a background job of a shell without job control (`legion …
+    &` in a script): SIGINT and SIGQUIT ignored, which exec passes on to every child."""
+    saved = {sig: signal.signal(sig, signal.SIG_IGN) for sig in (signal.SIGINT, signal.SIGQUIT)}
+    try:
+        yield
+    finally:
+        for sig, old in saved.items():
+            signal.signal(sig, old)
+
+
+@pytest.mark.usefixtures("host_ignores_interrupts")
+async def test_abort_interrupts_a_command_whose_host_ignores_sigint(tmp_path: Path) -> None:
+    # Found by `make soak`, whose suite ran as such a job: every exec abort was a
+    # `timeout`, and ^C typed into an exec command's terminal did not end it.
+    spec = _spec(tmp_path, ECHO, "{task}", "{name}")
+    handle = make_handle(spec)
+    await handle.start()
+    log = spec.run_dir / "terminal" / "n1.log"
+    try:
+        assert await until(lambda: log.exists() and log.read_text() != "")
+        assert (await handle.abort()).outcome == "interrupted"
+    finally:
+        report = await handle.stop(force=True)
+    assert report.survivors == []
+    # The host keeps its own choice: ^C still does not end it.
+    assert signal.getsignal(signal.SIGINT) not in (signal.SIG_DFL, signal.default_int_handler)
 
 
 async def test_exec_that_ignores_sigint_is_a_timeout_and_keeps_running(tmp_path: Path) -> None:

@@ -21,6 +21,11 @@ Why it looks like this (see notes/runtime-facts.md "Processes"):
   of its own before its command runs, where the machine allows one, and the host's
   watchdog is running before it starts (`containment.py`) — what it starts can shed the
   marker, its group and its session, not that; and outlives the host only by 2 s.
+- A child's ^C and abort are SIGINT, so a child never starts with SIGINT (or SIGQUIT)
+  ignored — which is what every child of a host started as a background job (`legion
+  … &` in a script, a CI step) inherits across exec: a shell without job control starts
+  its `&` commands with both ignored. The host keeps its own choice (a handler that
+  does nothing stands in for the ignore); handlers, unlike an ignore, are not inherited.
 """
 
 from __future__ import annotations
@@ -30,7 +35,9 @@ import contextlib
 import ctypes
 import os
 import shutil
+import signal
 import sys
+import threading
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
@@ -213,6 +220,21 @@ async def spawn_child(
         os.close(log)
 
 
+def _ignore(signum: int, frame: object) -> None:
+    """The host's stand-in for an inherited SIG_IGN (see the module's docstring)."""
+
+
+def interrupts_reach_children() -> None:
+    """No SIGINT/SIGQUIT ignore for the next child to inherit: an ignored one becomes a
+    handler that does nothing. Only the main thread may set a handler; from any other
+    (a Ray actor's loop thread, say) nothing changes."""
+    if threading.current_thread() is not threading.main_thread():
+        return
+    for signum in (signal.SIGINT, signal.SIGQUIT):
+        if signal.getsignal(signum) is signal.SIG_IGN:
+            signal.signal(signum, _ignore)
+
+
 async def _spawn(
     argv: Sequence[str],
     *,
@@ -224,6 +246,7 @@ async def _spawn(
     stderr: int,
 ) -> ChildProcess:
     enable_subreaper()
+    interrupts_reach_children()
     loop = asyncio.get_running_loop()
     # The group is joined after the parent-death launcher (first: the host may die at any
     # moment) and before the command: nothing the command starts is ever outside it.
