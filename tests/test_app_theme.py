@@ -68,13 +68,14 @@ async def test_every_painted_widget_follows_a_theme_change_with_the_overlay_open
     tmp_path: Path,
 ) -> None:
     """The widgets read the app's theme themselves (issue 8): nothing is handed a theme
-    name, so a change while the overlay is open reaches its transcript and terminal too
-    — their cells are painted on the new theme's page, not the one they opened with."""
+    name, so `t` pressed in the overlay reaches its transcript and terminal too — their
+    cells are painted on the new theme's page, not the one they opened with."""
     app = build(write_run_files(tmp_path))
     async with app.run_test(size=(120, 40)) as pilot:
         detail = await open_detail(pilot, app, "n2")
-        app.theme = "legion-light"
+        await pilot.press("t")  # the app's key, in the overlay as on the tree
         await pilot.pause()
+        assert app.theme == "legion-light" and app.screen is detail
         # isinstance, not query(): a CSS query matches type names along the first bases
         # only, and the scrolling views have FollowsTheme as their second.
         followers = [

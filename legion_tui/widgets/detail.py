@@ -69,6 +69,8 @@ class DetailScreen(ModalScreen[None]):
         Binding("right_square_bracket", "tab_step(1)", show=False),
         Binding("w", "wrap", "Wrap", show=False),
         Binding("i", "insert", "Type into the command", show=False),
+        # The app's own `t`: a modal screen passes none of the app's bindings on.
+        Binding("t", "app.cycle_theme", "Theme", show=False),
     ]
 
     def __init__(

@@ -37,7 +37,7 @@ KEYS: tuple[tuple[str, str], ...] = (
     ("q / Ctrl+Q", "quit (asks first while agents are live: quitting pauses them)"),
     ("mouse", "click selects a row or a star; the wheel scrolls"),
 )
-# Inside the detail overlay, besides x X a s r n L (they act on its agent).
+# Inside the detail overlay, besides x X a s r n L (they act on its agent) and t.
 OVERLAY_KEYS: tuple[tuple[str, str], ...] = (
     ("1 … 6", "pick a tab (Transcript, Activity, Mail, Events, Terminal, Diff)"),
     ("[ / ]", "previous / next tab"),
