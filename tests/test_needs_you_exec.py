@@ -49,7 +49,11 @@ async def test_a_command_reading_its_terminal_blocks_until_the_steer_answers(
         # The first 0.6 s it sleeps: running, not waiting.
         await until(lambda: sup.node(node.id).status is NodeStatus.RUNNING, 15, "running")
         assert sup.node(node.id).status is NodeStatus.RUNNING
-        await until(lambda: sup.node(node.id).status is NodeStatus.BLOCKED, 15, "blocked")
+        # The move's event is its last write (ledger, model, then the event): waiting on
+        # the status alone read the events before it under load (`make soak`).
+        await until(lambda: bool(_questions(sup.model.nodes[node.id].events)), 15,
+                    "blocked, with its question")
+        assert sup.node(node.id).status is NodeStatus.BLOCKED
         assert _questions(sup.model.nodes[node.id].events) == ["Deploy to prod? [y/N]"]
         outcome, _ = await sup.steer(ROOT_ID, "ask", "yes")
         assert outcome == "queued"

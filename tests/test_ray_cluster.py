@@ -222,8 +222,12 @@ async def test_a_lost_node_interrupts_its_agents_and_resume_finishes_them_on_ano
         before = {n.id: (sup.run.sessions_dir / f"{n.id}.jsonl").read_bytes() for n in on_doomed}
         cluster.remove_node(doomed)
         for node in on_doomed:
-            await until(lambda n=node: sup.node(n.id).status is NodeStatus.RETIRED, 30.0,
-                        f"{node.name} retired")
+            # The loss's last step is its note (after the retire's writes: ledger, model,
+            # then the event): waiting on the status alone read the reason before its
+            # event had landed, under load (`make soak`).
+            await until(lambda n=node: "r resumes it" in (sup.model.nodes[n.id].note or ""),
+                        30.0, f"{node.name} retired, and said so")
+            assert sup.node(node.id).status is NodeStatus.RETIRED
             view = sup.model.nodes[node.id]
             assert view.interrupted  # interrupted, not failed
             assert sup.record.retired_reason(node.id) == NODE_LOST_REASON
