@@ -31,7 +31,7 @@ from legion_tui.ops import OpError
 from legion_tui.supervisor.procfs import environ_of, stat_of
 from legion_tui.supervisor.wire import ENV_RUN_ID
 
-__all__ = ["MAX_ANCESTRY", "Peer", "caller_of", "peer_of"]
+__all__ = ["MAX_ANCESTRY", "Peer", "caller_of", "peer_of", "peer_pid"]
 
 MAX_ANCESTRY = 64  # deeper than any real process tree; bounds a walk through a loop
 _CRED = struct.Struct("3i")  # struct ucred: pid, uid, gid
@@ -69,13 +69,19 @@ def _carries_marker(pid: int, run_id: str) -> bool:
     return environ is None or f"{ENV_RUN_ID}={run_id}".encode() in environ
 
 
-def peer_of(sock: socket.socket | None, run_id: str) -> Peer:
-    """The process at the other end of an accepted Unix-socket connection."""
-    pid: int | None = None
+def peer_pid(sock: socket.socket | None) -> int | None:
+    """The pid at the other end of a Unix-socket connection (one getsockopt), or None."""
     if sock is not None:
         with contextlib.suppress(OSError):
             raw = sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, _CRED.size)
-            pid = _CRED.unpack(raw)[0] or None
+            pid: int = _CRED.unpack(raw)[0]
+            return pid or None
+    return None
+
+
+def peer_of(pid: int | None, run_id: str) -> Peer:
+    """The process `peer_pid` found: its ancestors and marker, read from /proc (a walk
+    and an environ read — only for a connection that is going to be served)."""
     if pid is None:
         return Peer(None, (), True)
     if pid == os.getpid():

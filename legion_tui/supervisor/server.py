@@ -37,7 +37,7 @@ from typing import TYPE_CHECKING, Any
 from legion_tui.ops import OpError
 from legion_tui.supervisor import intake
 from legion_tui.supervisor.dispatch import Dispatcher, encode_reply, error_reply
-from legion_tui.supervisor.identity import Peer, peer_of
+from legion_tui.supervisor.identity import Peer, peer_of, peer_pid
 from legion_tui.supervisor.intake import (
     ByteBudget,
     Line,
@@ -212,12 +212,16 @@ class SupervisorServer:
 
     def _admit(self, sock: socket.socket, now: float) -> None:
         sock.setblocking(False)
-        peer = peer_of(sock, self.supervisor.run.run_id)
+        pid = peer_pid(sock)
         # The host's own in-process agents reach it over the socket too: never refused.
-        outside = peer.pid != os.getpid()
+        outside = pid != os.getpid()
         if outside and not self._has_room(now):
+            # Refused before /proc is read: under a storm of retries (1000 clients at
+            # once, the cap 256) reading each refused peer's ancestry and environ kept
+            # the host from serving the connections it had taken.
             self._refuse(sock)
             return
+        peer = peer_of(pid, self.supervisor.run.run_id)
         conn = _Connection(sock, peer, outside, idle_since=now)
         self._connections[conn] = asyncio.create_task(self._serve(conn), name="socket-conn")
 
