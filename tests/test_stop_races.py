@@ -29,6 +29,7 @@ from supervisor_helpers import (
 from legion_tui.ledger import LedgerError, open_ledger, read_snapshot
 from legion_tui.model import EventType, NodeStatus
 from legion_tui.supervisor.core import ROOT_ID, ChildRequest, Supervisor
+from legion_tui.supervisor.owed_retires import OwedRetires
 from legion_tui.supervisor.runs import find_session_run
 
 # An exec agent that outlives SIGTERM: it says when the signal came (its terminal line)
@@ -152,6 +153,47 @@ async def test_a_stop_the_ledger_cannot_record_reads_stopped_and_is_never_resuma
         retired = [e for e in events if e.type is EventType.NODE_RETIRED]
         assert [e.data["reason"] for e in retired] == ["stop"]
         assert not any(e.type is EventType.NODE_ORPHANED for e in events)
+
+
+async def test_a_close_during_an_owed_retires_last_write_records_it_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The close comes while a retry round is between a retire's status and the end of its
+    event write: the round finishes, and the ledger holds one `node_retired`. (The close
+    used to cancel the round there; the retire stayed owed and the last try wrote it
+    again — two `node_retired`, seen once in `make soak`.)"""
+    sup = Supervisor(tmp_path, session="full", speed=200.0, stop_grace=1.0, default_kind="sim")
+    await sup.start()
+    try:
+        w = await stuck_worker(sup, "w")
+        disk = _full_disk(sup, monkeypatch)
+        await asyncio.wait_for(sup.stop(ROOT_ID, "w"), 15)
+        landed, gate = asyncio.Event(), asyncio.Event()
+        real_event = sup.record.event
+
+        async def event(node_id: str, etype: EventType, data: dict[str, Any]) -> Any:
+            written = await real_event(node_id, etype, data)
+            if etype is EventType.NODE_RETIRED and node_id == w.id and not gate.is_set():
+                landed.set()  # in the ledger; the round that wrote it is not over
+                await gate.wait()
+            return written
+
+        real_close = OwedRetires.close
+
+        async def close(self: OwedRetires) -> None:
+            gate.set()  # the round may go on — if the close lets it
+            await real_close(self)
+
+        monkeypatch.setattr(sup.record, "event", event)
+        monkeypatch.setattr(OwedRetires, "close", close)
+        disk["full"] = False
+        await asyncio.wait_for(landed.wait(), 10)
+    finally:
+        await asyncio.wait_for(sup.close(), 30)
+    async with hosted(tmp_path, "full") as again:
+        events = again.model.nodes[w.id].events
+        retired = [e for e in events if e.type is EventType.NODE_RETIRED]
+        assert [e.data["reason"] for e in retired] == ["stop"]
 
 
 async def test_a_retired_write_still_owed_at_close_lands_before_the_pause(

@@ -6,6 +6,7 @@ pause decides which live nodes were interrupted."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 import logging
 from dataclasses import dataclass
@@ -51,6 +52,7 @@ class OwedRetires:
         self._owed: dict[str, Owed] = {}
         self._retry: asyncio.Task[None] | None = None
         self._closing = False
+        self._closed = asyncio.Event()  # ends the retry round's pause, not its write
 
     def node_ids(self) -> list[str]:
         """The ids of the nodes whose retire the ledger has not got yet."""
@@ -115,12 +117,16 @@ class OwedRetires:
     def stop_retrying(self) -> None:
         """The host is closing: no retry round starts from now on (`close` does the last)."""
         self._closing = True
+        self._closed.set()
 
     async def close(self) -> None:
-        """The last try, and a word in the log for each retire the ledger never got."""
-        self._closing = True
+        """The last try, and a word in the log for each retire the ledger never got.
+
+        A round under way finishes its writes first: cancelled between a retire's status
+        and its event, the entry stayed owed and the last try wrote `node_retired` twice
+        (`make soak`, tests/test_stop_races.py)."""
+        self.stop_retrying()
         if self._retry is not None:
-            self._retry.cancel()
             await asyncio.gather(self._retry, return_exceptions=True)
             self._retry = None
         await self.flush()
@@ -134,5 +140,9 @@ class OwedRetires:
 
     async def _retry_owed(self) -> None:
         while self._owed and not self._closing:
-            await asyncio.sleep(RETRY_OWED_EVERY)
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(RETRY_OWED_EVERY):
+                    await self._closed.wait()
+            if self._closing:
+                return
             await self.flush()
