@@ -26,6 +26,8 @@ log = logging.getLogger(__name__)
 
 # How often a retire the ledger refused is tried again while the host runs.
 RETRY_OWED_EVERY = 1.0
+# How long the close waits for a retry round under way to finish its writes.
+ROUND_BOUND = 10.0
 
 
 @dataclass(slots=True)
@@ -127,6 +129,10 @@ class OwedRetires:
         (`make soak`, tests/test_stop_races.py)."""
         self.stop_retrying()
         if self._retry is not None:
+            # Bounded all the same: a ledger that never answers must not hold the exit.
+            with contextlib.suppress(TimeoutError, Exception):
+                await asyncio.wait_for(asyncio.shield(self._retry), ROUND_BOUND)
+            self._retry.cancel()
             await asyncio.gather(self._retry, return_exceptions=True)
             self._retry = None
         await self.flush()
