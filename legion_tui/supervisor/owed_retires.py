@@ -53,8 +53,8 @@ class OwedRetires:
         self._clock = clock
         self._owed: dict[str, Owed] = {}
         self._retry: asyncio.Task[None] | None = None
-        self._closing = False
-        self._closed = asyncio.Event()  # ends the retry round's pause, not its write
+        # Set as the host closes: no round starts, a round's pause ends (not its write).
+        self._closing = asyncio.Event()
 
     def node_ids(self) -> list[str]:
         """The ids of the nodes whose retire the ledger has not got yet."""
@@ -103,7 +103,7 @@ class OwedRetires:
                 self._record.notify()
             owed.error = str(err)
             self._owed[node_id] = owed
-            if not self._closing and (self._retry is None or self._retry.done()):
+            if not self._closing.is_set() and (self._retry is None or self._retry.done()):
                 self._retry = asyncio.create_task(self._retry_owed(), name="owed-retires")
             return owed.error
         self._owed.pop(node_id, None)
@@ -118,8 +118,7 @@ class OwedRetires:
 
     def stop_retrying(self) -> None:
         """The host is closing: no retry round starts from now on (`close` does the last)."""
-        self._closing = True
-        self._closed.set()
+        self._closing.set()
 
     async def close(self) -> None:
         """The last try, and a word in the log for each retire the ledger never got.
@@ -145,10 +144,10 @@ class OwedRetires:
             )
 
     async def _retry_owed(self) -> None:
-        while self._owed and not self._closing:
+        while self._owed and not self._closing.is_set():
             with contextlib.suppress(TimeoutError):
                 async with asyncio.timeout(RETRY_OWED_EVERY):
-                    await self._closed.wait()
-            if self._closing:
+                    await self._closing.wait()
+            if self._closing.is_set():
                 return
             await self.flush()
