@@ -1,0 +1,60 @@
+"""On a test's timeout, where each of its asyncio tasks is waiting.
+
+pytest-timeout's signal method dumps the other threads' stacks, but an async test that
+hangs sits in the loop's `select` on the main thread: what it waits on is an awaited
+coroutine chain, invisible there. This plugin (registered by conftest.py) arms the same
+SIGALRM, and its handler prints each task's chain of awaits before pytest-timeout's own
+report fails the test.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import signal
+import threading
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+import pytest_timeout
+
+__all__ = ["pytest_timeout_set_timer"]
+
+
+def _awaits(coro: Any) -> Iterator[str]:
+    """`file:line function` for each coroutine in the chain `coro` awaits."""
+    while coro is not None:
+        frame = getattr(coro, "cr_frame", None) or getattr(coro, "gi_frame", None)
+        if frame is not None:
+            yield f"{frame.f_code.co_filename}:{frame.f_lineno} {frame.f_code.co_name}"
+        coro = getattr(coro, "cr_await", None) or getattr(coro, "gi_yieldfrom", None)
+
+
+def _dump_tasks(item: pytest.Item) -> None:
+    loop = asyncio._get_running_loop()
+    if loop is None:
+        return
+    terminal = item.config.get_terminal_writer()
+    for task in asyncio.all_tasks(loop):
+        terminal.sep("~", title=f"asyncio task {task.get_name()}")
+        terminal.write("".join(f"  {line}\n" for line in _awaits(task.get_coro())))
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_timeout_set_timer(item: pytest.Item, settings: Any) -> bool | None:
+    if settings.method != "signal" or threading.current_thread() is not threading.main_thread():
+        return None  # pytest-timeout's own timer
+
+    def handler(signum: int, frame: object) -> None:
+        __tracebackhide__ = True
+        _dump_tasks(item)
+        pytest_timeout.timeout_sigalrm(item, settings)
+
+    def cancel() -> None:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, signal.SIG_DFL)
+
+    item.cancel_timeout = cancel  # type: ignore[attr-defined]
+    signal.signal(signal.SIGALRM, handler)
+    signal.setitimer(signal.ITIMER_REAL, settings.timeout)
+    return True
