@@ -34,6 +34,7 @@ from legion_tui.supervisor.runs import (
     newest_run,
 )
 from legion_tui.supervisor.worktree import Worktree
+from legion_tui.timeouts import within
 
 # How often the ledger is looked at: a commit reaches the rows within this (an idle
 # legion's look is one pragma); session files reach them within the watcher's ~20 ms.
@@ -126,7 +127,7 @@ class ViewFeed:
         try:
             while not self._stop.is_set():
                 with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(self._stop.wait(), self.refresh_seconds)
+                    await within(self._stop.wait(), self.refresh_seconds)
                 if self._stop.is_set():
                     break
                 # Off the loop: a look after a big commit must not hold a frame.

@@ -65,6 +65,7 @@ from legion_tui.agents.sim_config import SimConfig, contract_path
 from legion_tui.agents.sim_script import MODEL, PROVIDER
 from legion_tui.supervisor.lines import lines_of
 from legion_tui.supervisor.wire import ENV_NODE_ID, ENV_RUN_DIR, ENV_SESSION_FILE, ENV_SOCKET
+from legion_tui.timeouts import within
 
 __all__ = [
     "CatchUpClock",
@@ -271,7 +272,7 @@ async def _serve(cfg: SimConfig, task: str | None) -> int:
         w.cancel()
     code = agent.exit_code if agent.exit_code is not None else 0
     with contextlib.suppress(TimeoutError):
-        await asyncio.wait_for(agent.close(), 0.5)
+        await within(agent.close(), 0.5)
     if transport is not None:
         transport.close()
     return code

@@ -8,7 +8,6 @@ team's verdict then says comes from here (`verdict`).
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import json
 from collections.abc import Callable
@@ -19,6 +18,7 @@ from legion_tui.agents.sim_config import SimConfig, contract_path
 from legion_tui.agents.sim_script import EDIT_NEW, EDIT_OLD, Step, ToolStep
 from legion_tui.supervisor.client import LegionClient
 from legion_tui.supervisor.wire import RequestError
+from legion_tui.timeouts import within
 
 __all__ = ["SocketPlayer"]
 
@@ -73,7 +73,7 @@ class SocketPlayer:
     async def close(self) -> None:
         if self._client is not None:
             with contextlib.suppress(Exception):
-                await asyncio.wait_for(self._client.close(), 0.3)
+                await within(self._client.close(), 0.3)
             self._client = None
 
     async def _request(self, op: str, **fields: Any) -> dict[str, Any]:

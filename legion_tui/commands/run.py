@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 from legion_tui.commands import Command
 from legion_tui.commands.arg_types import add_task_options, child_name, session_name, task_of
+from legion_tui.timeouts import within
 
 if TYPE_CHECKING:
     from legion_tui.supervisor.core import Supervisor
@@ -322,7 +323,7 @@ async def _demo_headless(args: argparse.Namespace) -> int:
     try:
         demo = await start_demo(sup, args.nodes, args.seed, args.speed)
         with contextlib.suppress(TimeoutError):  # the duration elapsing is the normal end
-            await asyncio.wait_for(stop.wait(), args.duration)
+            await within(stop.wait(), args.duration)
         report = summary(sup, demo, time.monotonic() - started)
     finally:
         undo()

@@ -32,6 +32,7 @@ from watchfiles import Change, awatch
 
 from legion_tui.session.progress import SessionProgress
 from legion_tui.session.reader import SessionReader
+from legion_tui.timeouts import within
 
 __all__ = ["SessionWatcher", "node_id_for"]
 
@@ -203,7 +204,7 @@ class SessionWatcher:
                 self.started.set()
                 first = False
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._stop.wait(), timeout=self.sweep_seconds)
+                await within(self._stop.wait(), self.sweep_seconds)
 
     async def _catch_up(self) -> None:
         # A large file is read a few MiB per poll; yield between polls so the UI stays live.

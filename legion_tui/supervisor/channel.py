@@ -33,6 +33,7 @@ from typing import Any, Protocol
 from legion_tui.supervisor.lines import MAX_LINE_BYTES, LineSplitter, chunks_of, nonblank
 from legion_tui.supervisor.pipe_reader import PipeReader, next_tick
 from legion_tui.supervisor.wire import RequestError
+from legion_tui.timeouts import within
 
 __all__ = ["READ_PACE", "WRITE_BOUND", "CommandSink", "JsonLinesChannel", "json_line"]
 
@@ -118,7 +119,7 @@ class JsonLinesChannel:
 
     async def _drain(self) -> None:
         with contextlib.suppress(ConnectionError, TimeoutError, RuntimeError):
-            await asyncio.wait_for(self._stdin.drain(), WRITE_BOUND)
+            await within(self._stdin.drain(), WRITE_BOUND)
 
     def _spawn(self, coro: Coroutine[Any, Any, Any]) -> None:
         task = asyncio.get_running_loop().create_task(coro)
@@ -133,7 +134,7 @@ class JsonLinesChannel:
         for task in list(self._tasks):
             task.cancel()
         with contextlib.suppress(BaseException):
-            await asyncio.wait_for(
+            await within(
                 asyncio.gather(self._reader, return_exceptions=True), CLOSE_BOUND
             )
         if not self.closed.is_set():  # the read loop was cancelled before it ever ran

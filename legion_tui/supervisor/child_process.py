@@ -18,6 +18,7 @@ from pathlib import Path
 
 from legion_tui.supervisor import containment, orphans
 from legion_tui.supervisor.pipe_reader import PipeReader
+from legion_tui.timeouts import within
 
 __all__ = ["REAP_BOUND", "ChildProcess", "ExitReportingProtocol", "exit_code_of"]
 
@@ -147,7 +148,7 @@ class ChildProcess:
     async def wait(self, bound: float) -> int | None:
         """The exit code, or None if it did not exit within `bound` seconds."""
         try:
-            return await asyncio.wait_for(asyncio.shield(self._exit), bound)
+            return await within(asyncio.shield(self._exit), bound)
         except TimeoutError:
             return None
 
@@ -176,5 +177,5 @@ class ChildProcess:
         exited child — so that, usually, nothing of it is left once this returns."""
         if self._exit.done() and not self._protocol.reaped.done():
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(asyncio.shield(self._protocol.reaped), bound)
+                await within(asyncio.shield(self._protocol.reaped), bound)
         self.close()

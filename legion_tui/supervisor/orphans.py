@@ -30,6 +30,7 @@ from collections.abc import Callable, Iterator
 
 from legion_tui.supervisor import containment
 from legion_tui.supervisor.procfs import children_of, stat_of
+from legion_tui.timeouts import within
 
 __all__ = ["OrphanReaper", "forget", "reap_orphans", "spawning"]
 
@@ -95,8 +96,12 @@ class OrphanReaper:
     def start(self) -> None:
         loop = self._loop = asyncio.get_running_loop()
         with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
-            loop.add_signal_handler(signal.SIGCHLD, self._wake.set)
+            loop.add_signal_handler(signal.SIGCHLD, self.wake)
         self._task = loop.create_task(self._run(), name="orphan-reaper")
+
+    def wake(self) -> None:
+        """A child exited (SIGCHLD): scan now."""
+        self._wake.set()
 
     async def close(self) -> None:
         if self._loop is not None:
@@ -104,8 +109,8 @@ class OrphanReaper:
                 self._loop.remove_signal_handler(signal.SIGCHLD)
         if self._task is not None:
             self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
+            # gather, not a suppressed CancelledError: a cancel of the close itself goes on
+            await asyncio.gather(self._task, return_exceptions=True)
             self._task = None
         self.reaped += len(reap_orphans() or ())
 
@@ -114,7 +119,7 @@ class OrphanReaper:
             box = containment.current()
             every = RECORD_EVERY if box is not None and box.needs_record() else SWEEP_EVERY
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._wake.wait(), every)
+                await within(self._wake.wait(), every)
             self._wake.clear()
             if box is not None:
                 box.record()

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from legion_tui.ledger.errors import LedgerError
 from legion_tui.model import EventType, NodeStatus
+from legion_tui.timeouts import within
 
 if TYPE_CHECKING:
     from legion_tui.state import Clock, LegionModel
@@ -130,7 +131,7 @@ class OwedRetires:
         if self._retry is not None:
             # Bounded all the same: a ledger that never answers must not hold the exit.
             with contextlib.suppress(TimeoutError, Exception):
-                await asyncio.wait_for(asyncio.shield(self._retry), ROUND_BOUND)
+                await within(asyncio.shield(self._retry), ROUND_BOUND)
             self._retry.cancel()
             await asyncio.gather(self._retry, return_exceptions=True)
             self._retry = None

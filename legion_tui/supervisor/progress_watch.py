@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 
 from legion_tui.model import Usage
 from legion_tui.session.progress import SessionProgress
+from legion_tui.timeouts import within
 
 if TYPE_CHECKING:
     from legion_tui.ledger import Ledger
@@ -83,7 +84,7 @@ class ProgressWatch:
         self.stop()
         if self.task is not None:
             with contextlib.suppress(asyncio.CancelledError, Exception):
-                await asyncio.wait_for(self.task, STOP_BOUND)
+                await within(self.task, STOP_BOUND)
             self.task = None
 
     def on_progress(self, node_id: str, progress: SessionProgress) -> None:

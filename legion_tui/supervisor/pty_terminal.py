@@ -33,6 +33,8 @@ from pathlib import Path
 
 import pyte
 
+from legion_tui.timeouts import within
+
 __all__ = ["COLUMNS", "ROWS", "LineSink", "PtyTerminal", "controlling_tty_prefix"]
 
 COLUMNS, ROWS = 160, 50
@@ -133,7 +135,7 @@ class PtyTerminal:
         """Until the child side hung up (its output is all in the log), at most `bound` s;
         a grandchild still holding the terminal only delays the wait to the bound."""
         with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(self.closed.wait(), bound)
+            await within(self.closed.wait(), bound)
 
     def close(self) -> None:
         """Read what is still buffered (bounded), then release everything."""

@@ -21,6 +21,7 @@ from legion_tui.session.progress import SessionProgress
 from legion_tui.supervisor.naming import ROOT_ID
 from legion_tui.supervisor.notices import Claim
 from legion_tui.supervisor.results import write_output
+from legion_tui.timeouts import within
 
 if TYPE_CHECKING:
     from legion_tui.mail.service import MailService
@@ -135,7 +136,7 @@ class Queries:
                 break
             changed = self._changed()
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(changed.wait(), remaining)
+                await within(changed.wait(), remaining)
         nodes = [self.summary(i) for i in ids]
         for entry, node_id in zip(nodes, ids, strict=True):
             # A wait that reports an ending to the node's parent hands it over: no notice

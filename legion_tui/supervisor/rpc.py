@@ -22,6 +22,7 @@ from legion_tui.model import InFlightTool
 from legion_tui.supervisor.channel import CommandSink, JsonLinesChannel
 from legion_tui.supervisor.lines import MAX_LINE_BYTES
 from legion_tui.supervisor.wire import RequestError
+from legion_tui.timeouts import within
 
 __all__ = ["RpcClient"]
 
@@ -70,7 +71,7 @@ class RpcClient(JsonLinesChannel):
         """
         fut = self.send(command, **fields)
         try:
-            reply = await asyncio.wait_for(fut, bound)
+            reply = await within(fut, bound)
         finally:
             if not fut.done():
                 fut.cancel()

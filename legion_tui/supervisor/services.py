@@ -16,6 +16,8 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from legion_tui.timeouts import within
+
 if TYPE_CHECKING:
     from legion_tui.ledger import Ledger
     from legion_tui.mail.service import Deliverable, EchoingLedger, MailService
@@ -104,7 +106,7 @@ class Services:
         steps.append(self._orphans.close)
         for step in steps:
             try:
-                await asyncio.wait_for(step(), CLOSE_STEP_BOUND)
+                await within(step(), CLOSE_STEP_BOUND)
             except Exception:
                 log.exception("closing after a failed start")
 

@@ -34,6 +34,7 @@ from legion_tui.supervisor.backend import SweepReport
 from legion_tui.supervisor.process import reap, wait_pid_exit
 from legion_tui.supervisor.procfs import environ_of, pids, stat_of
 from legion_tui.supervisor.wire import ENV_NODE_ID, ENV_RUN_ID
+from legion_tui.timeouts import within
 
 __all__ = ["KILL_SETTLE", "marked_pids", "sweep"]
 
@@ -180,7 +181,7 @@ async def _wait_gone(procs: Collection[psutil.Process], bound: float) -> None:
         return
     waiters = [wait_pid_exit(p.pid) for p in live]
     try:
-        await asyncio.wait_for(asyncio.gather(*waiters), bound)
+        await within(asyncio.gather(*waiters), bound)
     except TimeoutError:
         pass
     finally:
@@ -236,7 +237,7 @@ async def sweep(
             await asyncio.sleep(0.01)  # its last member is between its kill and its exit
     if root_exit is not None:
         with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(asyncio.shield(root_exit), KILL_SETTLE)
+            await within(asyncio.shield(root_exit), KILL_SETTLE)
     targets = list(known.values())
     # Orphans re-parented to us (we are a subreaper) are ours to reap; the root is not:
     # asyncio's watcher reaps it.

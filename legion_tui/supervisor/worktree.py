@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from legion_tui import receipts
+from legion_tui.timeouts import within
 
 __all__ = [
     "BRANCH_PREFIX",
@@ -139,12 +140,12 @@ async def run_tool(
     except OSError as err:
         return 127, "", f"{argv[0]}: {err.strerror or err}"
     try:
-        out, err_bytes = await asyncio.wait_for(proc.communicate(), bound)
+        out, err_bytes = await within(proc.communicate(), bound)
     except TimeoutError:
         with contextlib.suppress(ProcessLookupError):
             proc.kill()
         with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(proc.wait(), 5.0)
+            await within(proc.wait(), 5.0)
         return 124, "", f"{' '.join(argv[:3])} did not finish within {bound:g}s"
     assert proc.returncode is not None
     return proc.returncode, out.decode(errors="replace"), err_bytes.decode(errors="replace")

@@ -79,6 +79,7 @@ from legion_tui.supervisor.backends.common import (
 )
 from legion_tui.supervisor.process import ChildProcess, spawn_child
 from legion_tui.supervisor.wire import RequestError
+from legion_tui.timeouts import within
 
 __all__ = [
     "ABORTED_REASONS",
@@ -163,7 +164,7 @@ class ClaudeHandle(ProcessChildHandle):
             asyncio.ensure_future(channel.closed.wait()),
         }
         try:
-            await asyncio.wait_for(
+            await within(
                 asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED), START_BOUND
             )
         finally:

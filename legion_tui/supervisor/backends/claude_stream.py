@@ -21,6 +21,7 @@ from legion_tui.session.streaming import StreamingMessage, StreamSink
 from legion_tui.supervisor.backends.asking import InputSink, Questions, is_yes
 from legion_tui.supervisor.channel import WRITE_BOUND, JsonLinesChannel
 from legion_tui.supervisor.wire import RequestError
+from legion_tui.timeouts import within
 
 __all__ = ["ABORTED_REASONS", "NOTIFICATION_TURN_BOUND", "ClaudeChannel", "turn_error"]
 
@@ -130,7 +131,7 @@ class ClaudeChannel(JsonLinesChannel):
             "session_id": "",
         })  # fmt: skip
         with contextlib.suppress(ConnectionError, TimeoutError, RuntimeError):
-            await asyncio.wait_for(self._writer.drain(), WRITE_BOUND)
+            await within(self._writer.drain(), WRITE_BOUND)
 
     def interrupt(self, request_id: str) -> asyncio.Future[dict[str, Any]]:
         """Send the `interrupt` control request; the future gets Claude's response (its

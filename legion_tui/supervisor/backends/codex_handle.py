@@ -64,6 +64,7 @@ from legion_tui.supervisor.backends.common import (
 )
 from legion_tui.supervisor.process import ChildProcess, spawn_child
 from legion_tui.supervisor.wire import RequestError
+from legion_tui.timeouts import within
 
 __all__ = ["CodexHandle", "codex_argv", "rollout_thread_id"]
 
@@ -217,7 +218,7 @@ class CodexHandle(ProcessChildHandle):
                 # Its output closed: it is exiting. Its status says how (the monitor
                 # judges a non-zero exit), so give the exit a moment to be reaped.
                 with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(asyncio.shield(self.child.exited_future()), 5.0)
+                    await within(asyncio.shield(self.child.exited_future()), 5.0)
         finally:
             for fut in waits:
                 fut.cancel()

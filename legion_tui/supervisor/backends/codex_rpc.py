@@ -27,6 +27,7 @@ from typing import Any
 from legion_tui.supervisor.channel import CommandSink, JsonLinesChannel
 from legion_tui.supervisor.lines import MAX_LINE_BYTES
 from legion_tui.supervisor.wire import RequestError
+from legion_tui.timeouts import within
 
 __all__ = ["JsonRpcClient", "NotificationHook", "RequestHook"]
 
@@ -67,7 +68,7 @@ class JsonRpcClient(JsonLinesChannel):
         """
         fut = self.send(method, params)
         try:
-            reply = await asyncio.wait_for(fut, bound)
+            reply = await within(fut, bound)
         except TimeoutError:
             raise RequestError(method, f"no answer within {bound:g} s") from None
         finally:

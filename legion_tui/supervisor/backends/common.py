@@ -23,6 +23,7 @@ from legion_tui.supervisor.backend import (
 from legion_tui.supervisor.process import ChildProcess, marker_env
 from legion_tui.supervisor.run_folder import inbox_file, terminal_log
 from legion_tui.supervisor.sweep import sweep
+from legion_tui.timeouts import within
 
 __all__ = [
     "MAX_BOUND",
@@ -195,10 +196,10 @@ async def bounded_abort(
         dropped = 0 if keep_queue else None
     elif not keep_queue:
         with contextlib.suppress(Exception):
-            dropped = await asyncio.wait_for(clear(), max(0.0, deadline - loop.time()))
+            dropped = await within(clear(), max(0.0, deadline - loop.time()))
     interrupt()
     try:
-        await asyncio.wait_for(settled(), max(0.0, deadline - loop.time()))
+        await within(settled(), max(0.0, deadline - loop.time()))
     except TimeoutError:
         return AbortResult("timeout", dropped)
     return AbortResult("interrupted", dropped)

@@ -31,6 +31,7 @@ from legion_tui.supervisor.backends.common import has_option, option_value
 from legion_tui.supervisor.backends.pi_cli import VERSION_BOUND
 from legion_tui.supervisor.lines import lines_of
 from legion_tui.supervisor.wire import RequestError
+from legion_tui.timeouts import within
 
 __all__ = ["StartProbe", "claude_dry_start", "codex_dry_start", "pi_dry_start"]
 
@@ -72,7 +73,7 @@ async def _end(proc: asyncio.subprocess.Process) -> None:
     if proc.stdin is not None:
         proc.stdin.close()
     try:
-        await asyncio.wait_for(proc.wait(), 5.0)
+        await within(proc.wait(), 5.0)
     except TimeoutError:
         with contextlib.suppress(ProcessLookupError):
             proc.kill()
@@ -103,7 +104,7 @@ async def pi_dry_start(
     state: dict[str, object] | None = None
     why: str | None = None
     try:
-        state = await asyncio.wait_for(_get_state(proc.stdout), bound)
+        state = await within(_get_state(proc.stdout), bound)
         if state is None:
             why = "exited before it answered"
     except TimeoutError:
@@ -150,7 +151,7 @@ async def claude_dry_start(
     answer: dict[str, Any] | None = None
     why: str | None = None
     try:
-        answer = await asyncio.wait_for(_control_response(proc.stdout), bound)
+        answer = await within(_control_response(proc.stdout), bound)
         if answer is None:
             why = "exited before it answered"
     except TimeoutError:

@@ -16,6 +16,7 @@ from legion_tui.supervisor.backend import (
     SweepReport,
 )
 from legion_tui.supervisor.backends.common import STEER_OUTCOMES, bounded_abort
+from legion_tui.timeouts import within
 
 __all__ = ["InProcessHandle", "sim_config"]
 
@@ -76,12 +77,17 @@ class InProcessHandle:
             nonlocal task
             task = asyncio.get_running_loop().create_task(self.agent.abort())
 
+        async def settled() -> None:
+            await self.agent.wait_idle()
+            if task is not None:  # and its abort returned: a steer now starts a turn
+                await asyncio.shield(task)
+
         result = await bounded_abort(
             bound=bound,
             keep_queue=keep_queue,
             clear=clear,
             interrupt=interrupt,
-            settled=self.agent.wait_idle,
+            settled=settled,
         )
         if task is not None and task.done():
             task.result()
@@ -100,6 +106,6 @@ class InProcessHandle:
     async def stop(self, *, force: bool, grace: float = STOP_GRACE) -> SweepReport:
         # Nothing to signal: cancelling the task ends the turn at once, force or not.
         with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(self.agent.close(), grace if grace > 0 else 1.0)
+            await within(self.agent.close(), grace if grace > 0 else 1.0)
         self._stopped = True
         return SweepReport(signalled=[], survivors=[])

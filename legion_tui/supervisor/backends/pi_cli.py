@@ -18,6 +18,8 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from legion_tui.timeouts import within
+
 __all__ = ["VERSION_BOUND", "PiVersion", "parse_version", "pi_version"]
 
 VERSION_BOUND = 30.0  # a Node start on a loaded 2-core machine, with room to spare
@@ -83,7 +85,7 @@ async def pi_version(program: str, env: Mapping[str, str]) -> PiVersion | None:
         env=dict(env),
     )
     try:
-        out, err = await asyncio.wait_for(proc.communicate(), VERSION_BOUND)
+        out, err = await within(proc.communicate(), VERSION_BOUND)
     except TimeoutError:
         with contextlib.suppress(ProcessLookupError):
             proc.kill()

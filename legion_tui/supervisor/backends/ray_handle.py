@@ -51,6 +51,7 @@ from legion_tui.supervisor.backends.ray_cluster import (
 from legion_tui.supervisor.backends.ray_mirror import LiveHooks, Mirror
 from legion_tui.supervisor.backends.ray_shipping import TeamBranch
 from legion_tui.supervisor.backends.ray_starts import NotStarted, host_starts
+from legion_tui.timeouts import within
 
 __all__ = ["RAY_KINDS", "RayHandle", "connect"]
 
@@ -235,7 +236,7 @@ class RayHandle:
             try:
                 # Bounded like every stop: a node that died under the stop can leave the
                 # call waiting until Ray notices, and a host closing waits on this.
-                report = await asyncio.wait_for(sweep_there(), grace + CALL_BOUND)
+                report = await within(sweep_there(), grace + CALL_BOUND)
             except Exception as err:  # its node died under the stop: nothing is left there
                 self._lose(err)
         if self._pump is not None:
