@@ -10,6 +10,8 @@ report fails the test.
 from __future__ import annotations
 
 import asyncio
+import gc
+import inspect
 import signal
 import threading
 from collections.abc import Iterator
@@ -21,13 +23,33 @@ import pytest_timeout
 __all__ = ["pytest_timeout_set_timer"]
 
 
+def _awaited(coro: Any) -> Any:
+    """What `coro` awaits. Two links expose no attribute to what is behind them, which
+    is found among the object's references: an awaited future's C iterator, and an
+    async generator's `asend`/`athrow` (what an `asynccontextmanager`'s exit awaits)."""
+    for name in ("cr_await", "gi_yieldfrom", "ag_await"):
+        if (awaited := getattr(coro, name, None)) is not None:
+            return awaited
+    if type(coro).__name__ in ("async_generator_asend", "async_generator_athrow"):
+        gens = [r for r in gc.get_referents(coro) if inspect.isasyncgen(r)]
+        return gens[0] if gens else None
+    if type(coro).__name__ == "FutureIter":  # `await future`: the future behind it
+        futures = [r for r in gc.get_referents(coro) if isinstance(r, asyncio.Future)]
+        return futures[0] if futures else None
+    return None
+
+
 def _awaits(coro: Any) -> Iterator[str]:
-    """`file:line function` for each coroutine in the chain `coro` awaits."""
+    """`file:line function` for each coroutine in the chain `coro` awaits; a task or
+    future at its end is named."""
     while coro is not None:
-        frame = getattr(coro, "cr_frame", None) or getattr(coro, "gi_frame", None)
+        frame = next((f for name in ("cr_frame", "gi_frame", "ag_frame")
+                      if (f := getattr(coro, name, None)) is not None), None)
         if frame is not None:
             yield f"{frame.f_code.co_filename}:{frame.f_lineno} {frame.f_code.co_name}"
-        coro = getattr(coro, "cr_await", None) or getattr(coro, "gi_yieldfrom", None)
+        elif isinstance(coro, asyncio.Future):
+            yield f"awaits {coro!r}"[:400]
+        coro = _awaited(coro)
 
 
 def _dump_tasks(item: pytest.Item) -> None:
