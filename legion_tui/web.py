@@ -79,6 +79,10 @@ class ViewServer(Server):
     async def handle_index(self, request: web.Request) -> web.StreamResponse:
         _PAGE_ORIGIN.set(f"{request.scheme}://{request.host}")
         response: web.StreamResponse = await super().handle_index(request)
+        # Never kept: not in a cache (it sets the token), nor in the browser's back/forward
+        # cache, where a page left keeps its websocket open and so its view running
+        # (Chromium 156 keeps such a page: `legion serve` ran one view per page left).
+        response.headers["Cache-Control"] = "no-store"
         if self.token is not None and self.has_token(request):
             # The page's own websocket carries it; no other site's request does.
             response.set_cookie(TOKEN_COOKIE, self.token, httponly=True, samesite="Strict")

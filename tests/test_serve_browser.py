@@ -169,6 +169,7 @@ async def test_serve_listens_on_this_machine_only_and_refuses_other_origins(
         async with aiohttp.ClientSession() as session:
             async with session.get(url + "?token=guess") as page:
                 assert page.status == 200
+                assert page.headers["Cache-Control"] == "no-store"
                 assert "legion_token" not in page.headers.get("Set-Cookie", "")
             with pytest.raises(aiohttp.WSServerHandshakeError) as refused:
                 await session.ws_connect(
