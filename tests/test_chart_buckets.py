@@ -70,7 +70,7 @@ def build(
     return model
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=150)
 @given(
     nodes=legion,
     start=st.floats(-20.0, 120.0),

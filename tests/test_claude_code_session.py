@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from legion_tui.session.claude_code import ClaudeLines
@@ -450,7 +450,7 @@ _DATA = {p.name: p.read_bytes() for p in (ROUNDTRIP, STEERED)}
 _WHOLE = {name: _whole(data) for name, data in _DATA.items()}
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=60)
 @given(
     name=st.sampled_from(sorted(_DATA)),
     cuts=st.lists(st.floats(min_value=0.0, max_value=1.0), max_size=16),

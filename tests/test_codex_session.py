@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from legion_tui.model import Verdict
@@ -171,7 +171,7 @@ def test_a_turn_aborted_event_alone_is_one_aborted_marker() -> None:
 _DATA = {path.name: path.read_bytes() for path in (EXEC, APPSERVER)}
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=40)
 @given(
     name=st.sampled_from(sorted(_DATA)),
     cuts=st.lists(st.integers(min_value=0, max_value=max(map(len, _DATA.values()))),
@@ -211,7 +211,7 @@ _FIELDS = ["role", "content", "call_id", "name", "arguments", "input", "output",
            "item", "error", "model", "message", "id"]
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=300)
 @given(
     objs=st.lists(
         st.fixed_dictionaries(

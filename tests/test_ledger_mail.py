@@ -6,7 +6,7 @@ import asyncio
 import itertools
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given, settings
 from hypothesis import strategies as st
 from ledger_helpers import ledger_fixture  # noqa: F401 (a fixture)
 
@@ -176,7 +176,7 @@ async def test_unknown_kind_or_urgency_is_refused_before_queueing(ledger: Ledger
 _TEXT = st.text(st.characters(blacklist_categories=("Cs",)), max_size=300)
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=40)
 @given(subject=_TEXT, body=_TEXT)
 def test_any_text_is_stored_whole_or_refused_at_its_first_nul(
     tmp_path_factory: pytest.TempPathFactory, subject: str, body: str

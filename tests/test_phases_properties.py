@@ -88,7 +88,7 @@ snapshots = st.builds(
 )
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=300)
 @given(st.one_of(machines, well_formed()), snapshots)
 def test_generated_machines(data: Any, snap: TeamSnapshot) -> None:
     machine, problems = validate_machine(data)

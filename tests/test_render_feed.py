@@ -58,7 +58,7 @@ def walk_live(model: LegionModel) -> list[str]:
     return [nid for nid, v in model.nodes.items() if v.node.live]
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=60)
 @given(steps=st.lists(STEP, max_size=40), visible_every=st.integers(1, 4))
 def test_incremental_members_and_index_equal_a_full_walk(
     steps: list[tuple[int, str, int]], visible_every: int

@@ -11,7 +11,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given, settings
 from hypothesis import strategies as st
 from session_helpers import assistant, conversation, header, line, tool_result, user
 
@@ -100,7 +100,7 @@ def tmp_session(tmp_path: Path) -> Iterator[Path]:
 
 
 # ----- chunked appends ------------------------------------------------------------------
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=60)
 @given(
     data=st.sampled_from([SAMPLE, BRANCHED, conversation(1)]),
     cuts=st.lists(
@@ -137,7 +137,7 @@ def test_split_inside_a_utf8_character(tmp_session: Path) -> None:
 
 
 # ----- truncation, rotation, rewrite --------------------------------------------------------
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=40)
 @given(
     first=st.integers(min_value=0, max_value=len(SAMPLE)),
     second=st.integers(min_value=0, max_value=len(conversation(3, session_id="other"))),

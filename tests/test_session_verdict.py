@@ -94,14 +94,14 @@ def test_reason_of_another_type_is_kept_as_json() -> None:
     assert v is not None and v.reason == '{"failed": ["a"]}'
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=300)
 @given(st.text(alphabet=st.sampled_from(list('{}[]":,\\ok truefalsn\n`json')), max_size=200))
 def test_garbage_made_of_json_punctuation_never_throws(text: str) -> None:
     v = extract_verdict(text)
     assert v is None or isinstance(v.ok, bool)
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=200)
 @given(st.text(max_size=300))
 def test_any_text_never_throws(text: str) -> None:
     v = extract_verdict(text)
@@ -114,7 +114,7 @@ _PROSE = st.text(
 )
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=200)
 @given(
     before=_PROSE,
     after=_PROSE,
