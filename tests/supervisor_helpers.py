@@ -84,8 +84,26 @@ async def stuck_worker(sup: Supervisor, name: str = "stuck", caller: str = ROOT_
     return sup.node(node.id)
 
 
+_STARTS_AND_ENDS = (
+    EventType.NODE_LAUNCHED,
+    EventType.NODE_SETTLED,
+    EventType.NODE_FAILED,
+    EventType.NODE_RETIRED,
+)
+
+
 async def settled(sup: Supervisor, node_id: str, limit: float = 20.0) -> Node:
-    await until(lambda: not sup.node(node_id).live, limit, f"{node_id} to settle")
+    """The node ended, and its ending's event is in the model: the model shows an
+    ending's status a step before its event (the event is written second), and a test
+    that reads the events next must not catch that step (a soak run under load did)."""
+
+    def ended() -> bool:
+        if sup.node(node_id).live:
+            return False
+        marks = [e.type for e in sup.model.nodes[node_id].events if e.type in _STARTS_AND_ENDS]
+        return bool(marks) and marks[-1] is not EventType.NODE_LAUNCHED
+
+    await until(ended, limit, f"{node_id} to settle")
     return sup.node(node_id)
 
 

@@ -79,7 +79,7 @@ def test_what_cannot_be_attached_says_why(tmp_path: Path) -> None:
 async def test_a_on_a_simulated_agent_says_it_has_no_ui_and_suspends_nothing(
     tmp_path: Path,
 ) -> None:
-    from supervisor_helpers import hosted, settled, spawn_one
+    from supervisor_helpers import hosted, settled, spawn_one, until
 
     from legion_tui.app import make_app
     from legion_tui.supervisor.core import RootOperations
@@ -87,6 +87,9 @@ async def test_a_on_a_simulated_agent_says_it_has_no_ui_and_suspends_nothing(
     async with hosted(tmp_path) as sup:
         node = await spawn_one(sup, name="w", sim={"quick": True})
         await settled(sup, node.id)
+        # The root hears of w's ending (its notice) a step after the settle: before the
+        # dashboard opens, or that toast would be said beside the refusal.
+        await until(lambda: sup.model.announced == 1, what="the root told of w's ending")
         app = make_app(sup.model, RootOperations(sup), timers=False, run_dir=sup.run.dir)
         async with app.run_test(size=(120, 40), notifications=True) as pilot:
             app.railway.select(node.id)

@@ -13,8 +13,10 @@ import contextlib
 import json
 import threading
 import time
+from datetime import datetime
 
 import psutil
+import pytest
 from model_server import Hang, Text, ToolCall
 from real_pi_helpers import (
     START_LIMIT,
@@ -106,26 +108,40 @@ async def test_inspect_gives_the_servers_tokens_and_its_stream_rate(world: PiWor
         code, out, err = await legion(world, "inspect", "--json", str(pi_file), limit=30)
         assert code == 0, err
         report = json.loads(out)
-        assistant = [
-            e["message"]
+        entry = [
+            e
             for e in entries(pi_file)
             if e.get("type") == "message" and e["message"].get("role") == "assistant"
-        ]
-        msg = assistant[-1]
+        ][-1]
+        msg = entry["message"]
+        # SPEC §3: the call's generation is pi's durationMs (1.6), else the entry's time
+        # less the request's start (0.73's message.timestamp).
+        if "durationMs" in msg:
+            generation_ms = float(msg["durationMs"])
+        else:
+            written = datetime.fromisoformat(entry["timestamp"].replace("Z", "+00:00"))
+            generation_ms = written.timestamp() * 1000 - msg["timestamp"]
+        assert request.finished_at is not None
+        served_ms = (request.finished_at - request.received_at) * 1000
         figures = (
             f"pi {world.line}: inspect tok/s {report['tok_s']:.2f} over "
-            f"{report['generation_ms']:.0f} ms (server {rate:g} tok/s over "
-            f"{tokens / rate * 1000:.0f} ms; message.timestamp {msg.get('timestamp')}, "
+            f"{report['generation_ms']:.0f} ms (server {rate:g} tok/s, streamed over "
+            f"{served_ms:.0f} ms; message.timestamp {msg.get('timestamp')}, "
             f"durationMs {msg.get('durationMs')})"
         )
         print(figures)
         assert report["tokens"]["output"] == tokens, figures
         verdict = report["verdict"]
         assert (verdict["ok"], verdict["reason"]) == (True, "streamed"), verdict
-        assert abs(report["tok_s"] - rate) <= 0.05 * rate, figures
+        # The file's figures, not a clock's: pi's span holds the whole stream the server
+        # sent (a ms of rounding aside) — how much more is pi's own time, which a loaded
+        # machine stretches (a soak run: 171 ms), so no bound above it is a fact.
+        assert report["generation_ms"] == pytest.approx(generation_ms), figures
+        assert report["tok_s"] == pytest.approx(tokens / (generation_ms / 1000)), figures
+        assert generation_ms >= served_ms - 2, figures
         # The host's row says the same as the file.
         row = sup.status(ROOT_ID, "talker")["nodes"][0]
-        assert row["tokens_out"] == tokens and abs(row["tok_s"] - rate) <= 0.05 * rate, row
+        assert row["tokens_out"] == tokens and row["tok_s"] == round(report["tok_s"], 1), row
 
 
 # ----- 3. abort mid-turn ------------------------------------------------------------------
