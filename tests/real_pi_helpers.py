@@ -173,6 +173,28 @@ async def spawn_pi(sup: Supervisor, name: str, task: str, role: str = "worker") 
 _ENDS = (EventType.NODE_SETTLED, EventType.NODE_FAILED, EventType.NODE_RETIRED)
 
 
+async def live_rate(sup: Supervisor, node_id: str, tokens: int, since: float) -> float:
+    """While the agent streams `tokens`, its deltas give the row a live segment: wait
+    until it passes half of them, check what no loaded machine can stretch, and return its
+    rate to print. How close that rate is to the server's pacing is a measure of arrival
+    times (a stall bunches the first deltas: a soak run read 126 tok/s of 100), so it is
+    printed, not bounded."""
+    view = sup.model.nodes[node_id]
+    half = tokens // 2
+    await until(
+        lambda: view.streaming is not None and view.streaming.tokens >= half,
+        START_LIMIT,
+        f"the streaming segment to pass {half} tokens",
+    )
+    seg, now = view.streaming, sup.model.clock()
+    assert seg is not None
+    # Counted in deltas (a token each here), not characters; timed in this clock's
+    # seconds since the spawn, not milliseconds.
+    assert half <= seg.tokens <= tokens, seg
+    assert since <= seg.start < seg.end <= now, (since, seg, now)
+    return seg.tokens / (seg.end - seg.start)
+
+
 async def settle(sup: Supervisor, node_id: str, limit: float = TURN_LIMIT) -> Node:
     """Until the node is not live and its ending event is in the model (the row moves a
     moment before the event is appended); then the node (status, verdict)."""
