@@ -27,7 +27,7 @@ from agent_bins import PI_LINES
 from model_server import ModelServer
 from pi_env import MODEL, PROVIDER, PiEnv, pi_env
 from process_helpers import by_env
-from supervisor_helpers import GIT_ENV, hosted, until
+from supervisor_helpers import GIT_ENV, hosted, settled, until
 
 from legion_tui.model import EventType, Node, NodeStatus
 from legion_tui.supervisor.core import ROOT_ID, ChildRequest, Supervisor
@@ -170,9 +170,6 @@ async def spawn_pi(sup: Supervisor, name: str, task: str, role: str = "worker") 
     return node
 
 
-_ENDS = (EventType.NODE_SETTLED, EventType.NODE_FAILED, EventType.NODE_RETIRED)
-
-
 async def live_rate(sup: Supervisor, node_id: str, tokens: int, since: float) -> float:
     """While the agent streams `tokens`, its deltas give the row a live segment: wait
     until it passes half of them, check what no loaded machine can stretch, and return its
@@ -196,16 +193,9 @@ async def live_rate(sup: Supervisor, node_id: str, tokens: int, since: float) ->
 
 
 async def settle(sup: Supervisor, node_id: str, limit: float = TURN_LIMIT) -> Node:
-    """Until the node is not live and its ending event is in the model (the row moves a
-    moment before the event is appended); then the node (status, verdict)."""
-
-    def ended() -> bool:
-        kinds = events_of(sup, node_id)
-        ends = sum(kinds.count(e) for e in _ENDS)
-        return not sup.node(node_id).live and ends >= kinds.count(EventType.NODE_LAUNCHED)
-
-    await until(ended, limit, f"{node_id} to settle")
-    return sup.node(node_id)
+    """`settled` (the node ended and its ending's event is in the model) within a real
+    agent's turn bound; then the node (status, verdict)."""
+    return await settled(sup, node_id, limit)
 
 
 def events_of(sup: Supervisor, node_id: str) -> list[EventType]:
