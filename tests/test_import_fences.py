@@ -51,8 +51,11 @@ def test_a_layer_imports_nothing_above_it(module: str) -> None:
 # Agents call the verbs in loops; most of a verb's time is its interpreter's start-up, so
 # each runs here for real — its own process, against a real host — and reports every
 # module it had loaded by its exit. None of these, by any chain of imports:
+# `socket` (it builds four IntEnums at import) and `random` neither: a blocking request
+# opens `_socket`'s own object, and its retries' jitter is a byte of `os.urandom`.
+WIRE_ONLY = ("socket", "random")
 RENDERED_FORBIDDEN = (
-    "textual", "numpy", "aiosqlite", "psutil", "asyncio", "legion_tui.widgets",
+    "textual", "numpy", "aiosqlite", "psutil", "asyncio", "legion_tui.widgets", *WIRE_ONLY,
     # spawn's admission rules and the role cards are the supervisor's to apply
     "legion_tui.supervisor.admission", "legion_tui.agents",
 )  # fmt: skip
@@ -67,12 +70,13 @@ SPAWN_FORBIDDEN = (*VERB_FORBIDDEN, "logging", "legion_tui.ops", "legion_tui.sup
 # the host's pid in /proc): the UI, numpy, the ledger's driver, psutil and asyncio stay out,
 # and so do the records (the run's pointer and a /proc stat are NamedTuples).
 SHELL_FORBIDDEN = (
-    "textual", "numpy", "aiosqlite", "psutil", "asyncio", "legion_tui.widgets", *RECORDS,
+    "textual", "numpy", "aiosqlite", "psutil", "asyncio", "legion_tui.widgets", *WIRE_ONLY,
+    *RECORDS,
 )  # fmt: skip
 # `legion mail` checks the text with the ledger's own rules first: the ledger package
 # imports its parts on first use, so neither its writer nor aiosqlite comes along.
 MAIL_FORBIDDEN = (
-    "textual", "numpy", "aiosqlite", "psutil", "asyncio", "legion_tui.widgets",
+    "textual", "numpy", "aiosqlite", "psutil", "asyncio", "legion_tui.widgets", *WIRE_ONLY,
     "legion_tui.ledger.ledger", "legion_tui.ledger.writer", *RECORDS,
 )  # fmt: skip
 

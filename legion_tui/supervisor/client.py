@@ -39,20 +39,22 @@ request line, the reply's checks, the retries — is `client_protocol`.
 
 from __future__ import annotations
 
+import _socket
 import contextlib
-import socket
 import time
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Any, Self, TypeVar
 
+from legion_tui import TYPE_CHECKING
 from legion_tui.supervisor.client_protocol import RECV_BYTES, Again, Backoff, ClientProtocol
 
 if TYPE_CHECKING:
     import asyncio
+    import socket
+    from typing import Any, Self, TypeVar
+
+    _T = TypeVar("_T")
 
 __all__ = ["BlockingClient", "LegionClient"]
-
-_T = TypeVar("_T")
 
 
 class LegionClient(ClientProtocol):
@@ -60,6 +62,7 @@ class LegionClient(ClientProtocol):
     answered in order."""
 
     _lock: asyncio.Lock | None = None  # made by the first request, in the loop it runs in
+    _sock: socket.socket | None  # asyncio's sock_* calls take a `socket.socket`
 
     async def __aenter__(self) -> Self:
         await self.connect()
@@ -75,6 +78,11 @@ class LegionClient(ClientProtocol):
 
     async def _connect(self) -> None:
         self._open()
+
+    def _open(self) -> socket.socket:
+        import socket  # here, not at the top: a control verb's blocking client never needs it
+
+        return self._connected(socket.socket(socket.AF_UNIX, socket.SOCK_STREAM))
 
     async def close(self) -> None:
         self._drop()
@@ -183,7 +191,7 @@ class BlockingClient(ClientProtocol):
             sock.sendall(data)
         return self._reply_of(self._read_line(sock))
 
-    def _read_line(self, sock: socket.socket) -> bytes:
+    def _read_line(self, sock: _socket.socket) -> bytes:
         while (line := self._next_reply()) is None:
             try:
                 chunk = sock.recv(RECV_BYTES)

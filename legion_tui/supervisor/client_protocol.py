@@ -8,17 +8,21 @@ here (the control verbs' client imports this).
 
 from __future__ import annotations
 
+import _socket  # not `socket`: see `ClientProtocol._open`
 import itertools
 import json
 import os
-import random
-import socket
 from collections import deque
 from pathlib import Path
-from typing import Any, Self
 
+from legion_tui import TYPE_CHECKING
 from legion_tui.supervisor.lines import MAX_LINE_BYTES, LineSplitter
 from legion_tui.supervisor.wire import ENV_NODE_ID, ENV_SOCKET, ROOT_ID, RequestError
+
+if TYPE_CHECKING:
+    from typing import Any, Self, TypeVar
+
+    SocketT = TypeVar("SocketT", bound=_socket.socket)
 
 __all__ = ["MAX_LINE", "RECV_BYTES", "RETRY_SECONDS", "Again", "Backoff", "ClientProtocol"]
 
@@ -58,8 +62,9 @@ class Backoff:
             raise RequestError(again.code, self.client._gave_up(again, self.tries))
         if not again.pause:
             return 0.0
-        # Jittered: a thousand clients refused at once do not return at once.
-        pause = min(left, self.pause * random.uniform(0.5, 1.0))
+        # Jittered: a thousand clients refused at once do not return at once. One byte
+        # of the OS's randomness, not `random` (its import is 4 % of a verb's start).
+        pause = min(left, self.pause * (0.5 + os.urandom(1)[0] / 510))
         self.pause = min(self.pause * 2, MAX_PAUSE)
         return pause
 
@@ -78,7 +83,7 @@ class ClientProtocol:
         self.socket_path = str(socket_path)
         self.caller = caller
         self.retry_seconds = retry_seconds
-        self._sock: socket.socket | None = None
+        self._sock: _socket.socket | None = None
         self._lines = LineSplitter(MAX_LINE)
         self._replies: deque[bytes] = deque()  # lines read past the one asked for
         self._ids = itertools.count(1)
@@ -125,11 +130,17 @@ class ClientProtocol:
         why = " ".join(again.why.split())  # one line, whatever the server said
         return f"{said}: {why} (tried {tries} times in {self.retry_seconds:g} s)"
 
-    def _open(self) -> socket.socket:
-        """A connected (non-blocking) socket. A non-blocking AF_UNIX connect never waits:
+    def _open(self) -> _socket.socket:
+        """A connected (non-blocking) socket: the C module's own object, which has every
+        call a blocking request makes. `socket.py` would cost a control verb 8 % of its
+        start (at import it turns `_socket`'s constants into four IntEnums); the
+        asyncio client, whose loop imports it anyway, opens a `socket.socket`."""
+        return self._connected(_socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM))
+
+    def _connected(self, sock: SocketT) -> SocketT:
+        """`sock`, connected without waiting: a non-blocking AF_UNIX connect never waits;
         EAGAIN is the kernel's queue of unaccepted connections being full (asyncio's own
         connect takes that for success, and the first write fails with EINVAL)."""
-        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         sock.setblocking(False)
         try:
             sock.connect(self.socket_path)

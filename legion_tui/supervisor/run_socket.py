@@ -3,9 +3,9 @@ whether anyone answers on it (the one proof a run's owner is still hosting it)."
 
 from __future__ import annotations
 
+import _socket  # not `socket` (a verb's start: see `client_protocol.ClientProtocol._open`)
 import contextlib
 import os
-import socket
 import stat
 from pathlib import Path
 
@@ -82,7 +82,7 @@ def socket_target(link: Path) -> Path | None:
 
 def socket_refusal(path: Path) -> str | None:
     """None when something accepts a connection on `path`; else why not (the OS words)."""
-    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    sock = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
     sock.settimeout(1.0)
     try:
         sock.connect(os.fspath(path))
