@@ -6,7 +6,7 @@ tried without money). The header's total, the tree's `$` column, `legion status`
 the budget all sum the same fields, so they agree.
 """
 
-from __future__ import annotations
+# (No `from __future__ import annotations`: see `legion_tui.commands`.)
 
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, NamedTuple
@@ -25,16 +25,16 @@ class Spend(NamedTuple):
     tokens: int = 0  # input + output (cache reads and writes are in the cost, not here)
 
     # Sums, never concatenates (a tuple's own + would give a 4-tuple).
-    def __add__(self, other: Spend) -> Spend:  # type: ignore[override]
+    def __add__(self, other: "Spend") -> "Spend":  # type: ignore[override]
         return Spend(self.usd + other.usd, self.tokens + other.tokens)
 
 
-def spend_of(progress: SessionProgress) -> Spend:
+def spend_of(progress: "SessionProgress") -> Spend:
     usage = progress.tokens
     return Spend(usage.cost, usage.input + usage.output)
 
 
-def total_spend(progresses: Iterable[SessionProgress]) -> Spend:
+def total_spend(progresses: "Iterable[SessionProgress]") -> Spend:
     usd, tokens = 0.0, 0
     for progress in progresses:
         usage = progress.tokens

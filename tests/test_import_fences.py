@@ -140,6 +140,24 @@ async def test_the_control_verbs_import_only_what_a_socket_request_needs(
             assert _crossed(loaded, forbidden) == [], f"legion {' '.join(argv)}: {out}"
 
 
+def test_the_verbs_named_tuples_hold_real_types_not_strings() -> None:
+    """A string annotation on a typing.NamedTuple becomes a ForwardRef, compiled at import;
+    the process's first compile() alone is ~6 % of a verb's start. These modules are on
+    the verbs' paths and so go without `from __future__ import annotations`."""
+    from typing import ForwardRef
+
+    from legion_tui.commands import Command
+    from legion_tui.costs import Spend
+    from legion_tui.supervisor.procfs import ProcStat
+    from legion_tui.supervisor.run_folder import RunInfo
+
+    for record in (Command, Spend, ProcStat, RunInfo):
+        strings = [
+            f for f, t in record.__annotations__.items() if isinstance(t, str | ForwardRef)
+        ]
+        assert strings == [], f"{record.__name__}: {strings}"
+
+
 def test_each_command_is_found_where_the_front_door_looks_for_it() -> None:
     """`legion VERB` imports only the module `cli.COMMAND_HOMES` names for VERB: the table
     and the modules' own COMMANDS must agree, or a command would vanish from its verb."""

@@ -4,7 +4,7 @@ Stdlib only: the watchdog (`watchdog.py`) imports it in a process of its own, wh
 fast start matters more than anything psutil would add.
 """
 
-from __future__ import annotations
+# (No `from __future__ import annotations`: see `legion_tui.commands`.)
 
 import contextlib
 import os

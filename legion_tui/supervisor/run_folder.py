@@ -7,7 +7,7 @@ Layout (SPEC §2)::
     .legion/sessions/<name>.lock   the session's host lock (`host_lock.py`)
 """
 
-from __future__ import annotations
+# (No `from __future__ import annotations`: see `legion_tui.commands`.)
 
 import contextlib
 import json
