@@ -102,16 +102,28 @@ def build_parser(
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    argv = sys.argv[1:] if argv is None else list(argv)
+    try:
+        try:
+            return _dispatch(sys.argv[1:] if argv is None else list(argv))
+        finally:
+            sys.stdout.flush()  # here, where a reader gone away can be caught (not at exit)
+    except KeyboardInterrupt:
+        return 130
+    except BrokenPipeError:
+        # `legion status | head -1`: the reader has what it wanted. No traceback, and
+        # what is left unwritten goes nowhere (Python would flush it again at exit);
+        # 141 is what a shell reports for a tool the closed pipe stopped.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 141
+
+
+def _dispatch(argv: list[str]) -> int:
     parser, commands = build_parser(argv[0] if argv else None)
     args = parser.parse_args(argv)
     if args.command is None:
         parser.print_help()
         return 2
-    try:
-        return commands[args.command].run(args)
-    except KeyboardInterrupt:
-        return 130
+    return commands[args.command].run(args)
 
 
 if __name__ == "__main__":
