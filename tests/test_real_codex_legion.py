@@ -202,10 +202,15 @@ async def test_inspect_gives_the_servers_tokens_and_its_stream_rate(world: Codex
             assert seen == tokens, figures
         assert report["format"] == "codex" and report["turns"] == progress.turns == 1
         assert (report["verdict"]["ok"], report["verdict"]["reason"]) == (True, "streamed")
-        assert abs(report["tok_s"] - rate) <= 0.05 * rate, figures
+        # The file's figures, not a clock's (as in pi's test): Codex's span, from the
+        # input item before the call to its token_usage record, holds the whole stream the
+        # server sent (a ms of rounding aside); how much more is Codex's own time, which a
+        # loaded machine stretches, so no bound above it is a fact.
+        assert report["tok_s"] == pytest.approx(tokens / (report["generation_ms"] / 1000))
+        assert report["generation_ms"] >= server_ms * 1000 - 2, figures
         assert report["tok_s"] == pytest.approx(progress.tok_s)
-        row = sup.status(ROOT_ID, "talker")["nodes"][0]
-        assert row["tokens_out"] == tokens and abs(row["tok_s"] - rate) <= 0.05 * rate, row
+        row = sup.status(ROOT_ID, "talker")["nodes"][0]  # the host's row: the file's figures
+        assert row["tokens_out"] == tokens and row["tok_s"] == round(report["tok_s"], 1), row
 
 
 # ----- (c) abort mid-turn, then the next prompt ------------------------------------------------
