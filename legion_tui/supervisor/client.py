@@ -43,18 +43,17 @@ import _socket
 import contextlib
 import time
 from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Any, Self, TypeVar
 
-from legion_tui import TYPE_CHECKING
 from legion_tui.supervisor.client_protocol import RECV_BYTES, Again, Backoff, ClientProtocol
 
 if TYPE_CHECKING:
     import asyncio
     import socket
-    from typing import Any, Self, TypeVar
-
-    _T = TypeVar("_T")
 
 __all__ = ["BlockingClient", "LegionClient"]
+
+_T = TypeVar("_T")
 
 
 class LegionClient(ClientProtocol):

@@ -14,15 +14,10 @@ import json
 import os
 from collections import deque
 from pathlib import Path
+from typing import Any, Self, TypeVar
 
-from legion_tui import TYPE_CHECKING
 from legion_tui.supervisor.lines import MAX_LINE_BYTES, LineSplitter
 from legion_tui.supervisor.wire import ENV_NODE_ID, ENV_SOCKET, ROOT_ID, RequestError
-
-if TYPE_CHECKING:
-    from typing import Any, Self, TypeVar
-
-    SocketT = TypeVar("SocketT", bound=_socket.socket)
 
 __all__ = ["MAX_LINE", "RECV_BYTES", "RETRY_SECONDS", "Again", "Backoff", "ClientProtocol"]
 
@@ -31,6 +26,7 @@ RETRY_SECONDS = 10.0  # how long a client keeps trying a supervisor that does no
 FIRST_PAUSE = 0.02
 MAX_PAUSE = 0.5
 NOT_READ = frozenset({"BUSY", "IDLE_CLOSED"})  # server notices: the request was not read
+SocketT = TypeVar("SocketT", bound=_socket.socket)  # the blocking or the asyncio client's
 RECV_BYTES = 256 * 1024
 
 
@@ -63,7 +59,7 @@ class Backoff:
         if not again.pause:
             return 0.0
         # Jittered: a thousand clients refused at once do not return at once. One byte
-        # of the OS's randomness, not `random` (its import is 4 % of a verb's start).
+        # of the OS's randomness, not `random` (its import is 2 % of a verb's start).
         pause = min(left, self.pause * (0.5 + os.urandom(1)[0] / 510))
         self.pause = min(self.pause * 2, MAX_PAUSE)
         return pause
