@@ -6,7 +6,6 @@ runs it, its sim worker placed, mirrored and settled through the client connecti
 
 from __future__ import annotations
 
-import os
 import socket
 import subprocess
 from collections.abc import Iterator
@@ -48,20 +47,16 @@ def client_address() -> Iterator[str]:
     # "skipping fork() handlers" (fork support on); with this switch none does. The child
     # only execs: it needs no gRPC.
     settings = {"RAY_CLIENT_SERVER_CHECK_CHANNEL_TIMEOUT_S": "120", "GRPC_ENABLE_FORK_SUPPORT": "0"}
-    before = {key: os.environ.get(key) for key in settings}
-    os.environ.update(settings)
-    made = Cluster(initialize_head=True, head_node_args=head)
-    made.add_node(num_cpus=2)
-    made.wait_for_nodes()
-    try:
-        yield f"ray://127.0.0.1:{port}"
-    finally:
-        made.shutdown()
-        for key, value in before.items():
-            if value is None:
-                os.environ.pop(key, None)
-            else:
-                os.environ[key] = value
+    with pytest.MonkeyPatch.context() as env:  # restored however the cluster's start ends
+        for key, value in settings.items():
+            env.setenv(key, value)
+        made = Cluster(initialize_head=True, head_node_args=head)
+        made.add_node(num_cpus=2)
+        made.wait_for_nodes()
+        try:
+            yield f"ray://127.0.0.1:{port}"
+        finally:
+            made.shutdown()
 
 
 def test_legion_run_on_a_ray_client_address_settles_its_agent_there(
