@@ -14,12 +14,19 @@ import argparse
 import collections
 import os
 import re
+import signal
 import subprocess
 import sys
 import time
 
 FAILED = re.compile(r"^(?:FAILED|ERROR) (\S+)", re.MULTILINE)
 SPIN = "while True: pass"
+
+
+def _stopped(signum: int, _frame: object) -> None:
+    # Through `finally`: the busy processes end with the soak (a `kill` of the soak left
+    # them spinning), and `subprocess.run` kills the pytest it was waiting for.
+    raise SystemExit(128 + signum)
 
 
 def main() -> int:
@@ -29,6 +36,9 @@ def main() -> int:
     parser.add_argument("--logs", default="", help="folder for each failed run's whole output")
     parser.add_argument("pytest_args", nargs="*", help="after --: passed to pytest")
     args = parser.parse_args()
+    for signum in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(signum, _stopped)
+    sys.stdout.reconfigure(line_buffering=True)  # type: ignore[union-attr]  # a file is read as it grows
     busy = [subprocess.Popen([sys.executable, "-c", SPIN]) for _ in range(args.load)]
     failures: collections.Counter[str] = collections.Counter()
     failed_runs = 0
