@@ -116,6 +116,16 @@ async def until(cond: Callable[[], bool], bound: float = 5.0, step: float = 0.02
     return cond()
 
 
+def holds_a_line(path: Path) -> bool:
+    """`path` exists and ends with a whole line. What to wait on before reading a file
+    another process writes: `pwd > f` creates `f` empty and writes it a step later, and a
+    terminal log gets each pty read as it comes (a soak run read half a line)."""
+    try:
+        return path.read_bytes().endswith(b"\n")
+    except FileNotFoundError:
+        return False
+
+
 FAKE_PI = Path(__file__).resolve().parent / "fake_pi.py"
 
 

@@ -8,7 +8,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from process_helpers import launch_spec, marked, until
+from process_helpers import holds_a_line, launch_spec, marked, until
 
 from legion_tui.supervisor.backend import LaunchSpec
 from legion_tui.supervisor.backends.common import normalize_bound, resolve_argv
@@ -64,9 +64,7 @@ async def test_exec_logs_reads_its_inbox_and_aborts_with_sigint(tmp_path: Path) 
     await handle.start()
     log = spec.run_dir / "terminal" / "n1.log"
     try:
-        # The whole line: the terminal's copy writes what each read of the pty returns, and
-        # under load the line can come in two reads (a soak run read the first half).
-        assert await until(lambda: log.exists() and log.read_text().endswith("\n"))
+        assert await until(lambda: holds_a_line(log))
         inbox = spec.run_dir / "inbox" / "n1.md"
         expected = f"['Fix the retry path.', 'tool-0'] {inbox} {spec.session_file}\n"
         assert log.read_text() == expected

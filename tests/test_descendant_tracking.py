@@ -26,7 +26,7 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 
 import pytest
-from process_helpers import by_env, proc_state, until
+from process_helpers import by_env, holds_a_line, proc_state, until
 from supervisor_helpers import LEGION, cli_env
 
 from legion_tui.supervisor import cgroups
@@ -216,7 +216,7 @@ async def test_force_stop_ends_a_daemon_that_shed_every_marker_or_names_it(
     pidfile = tmp_path / "daemon.pid"
     _write_card(tmp_path, "evader", EVADER, str(pidfile))
     async with _host(tmp_path, "evader", mode) as (host, agent, _probe):
-        assert await until(lambda: pidfile.exists() and pidfile.read_text().strip() != "")
+        assert await until(lambda: holds_a_line(pidfile))
         daemon = int(pidfile.read_text())
         assert proc_state(daemon) not in (None, "Z")
         environ = environ_of(daemon)

@@ -9,6 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from process_helpers import holds_a_line
 from supervisor_helpers import git, hosted, settled, spawn_one, until, use_git_identity
 
 from legion_tui.agents.sim_script import SANDBOX_FILES
@@ -73,7 +74,7 @@ async def test_two_agents_started_from_root_work_in_their_own_checkouts(tmp_path
         assert trees[0] != trees[1] and len(branches) == 2
         assert all(br.startswith(("legion/a-", "legion/b-")) for br in branches)
         for tree in trees:
-            await until(lambda t=tree: (t / "where.txt").exists(), what=f"{tree}/where.txt")
+            await until(lambda t=tree: holds_a_line(t / "where.txt"), what=f"{tree}/where.txt")
             assert (tree / "where.txt").read_text().strip() == str(tree)
         assert not (project / "where.txt").exists()  # the user's checkout is untouched
         assert git(project, "status", "--porcelain") == ""
@@ -87,7 +88,7 @@ async def test_per_agent_off_runs_them_in_the_project(tmp_path: Path) -> None:
         for node in (a, b):
             assert "worktree" not in _launched(sup, node.id)
             assert sup.teams.holder_of(node.id) is None
-        await until(lambda: (project / "where.txt").exists(), what="where.txt in the project")
+        await until(lambda: holds_a_line(project / "where.txt"), what="where.txt in the project")
     assert git(project, "branch", "--list", "legion/*") == ""
 
 

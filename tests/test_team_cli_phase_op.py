@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from process_helpers import holds_a_line
 from supervisor_helpers import (
     STUCK,
     cli_env,
@@ -211,7 +212,7 @@ async def test_a_centurion_runs_in_its_worktree_and_delivers_branch_and_sha(
         tree = Path(launched.data["worktree"])
         assert tree.parent.name == "worktrees" and tree.parent.parent.name == ".legion"
         assert launched.data["branch"].startswith("legion/lead-")
-        await until(lambda: (tree / "where.txt").exists(), what="the lead wrote where.txt")
+        await until(lambda: holds_a_line(tree / "where.txt"), what="the lead wrote where.txt")
         assert (tree / "where.txt").read_text().strip() == str(tree)
         await until(
             lambda: git(tree, "rev-parse", "HEAD") != launched.data["base_sha"],
