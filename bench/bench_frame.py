@@ -103,6 +103,16 @@ def stream(model: LegionModel, clock: Clock, live: list[str], frame: int) -> Non
     model.flush()
 
 
+def streaming_app(nodes: int, gc_tuned: bool = True) -> tuple[LegionApp, Clock, list[str]]:
+    """The scenario: `nodes` nodes, 50 of them live, on a clock only the frames move;
+    the app (not yet running), its clock and the live nodes `stream` moves."""
+    model = big_model(nodes, live=50)
+    clock = Clock(model.clock())
+    model.clock = clock
+    app = make_app(model, FakeOps(model), clock=clock, timers=False, gc_tuning=gc_tuned)
+    return app, clock, [nid for nid, v in model.nodes.items() if v.node.live]
+
+
 def force_dirty(app: LegionApp, alt_tree: Tree[str] | None) -> None:
     if alt_tree is None:
         app.railway._cache.clear()
@@ -183,11 +193,8 @@ async def measure(
     nodes: int, size: tuple[int, int], textual_tree: bool, gc_tuned: bool,
     incremental: bool = False,
 ) -> dict[str, list[float]]:
-    model = big_model(nodes, live=50)
-    clock = Clock(model.clock())
-    model.clock = clock
-    app = make_app(model, FakeOps(model), clock=clock, timers=False, gc_tuning=gc_tuned)
-    live = [nid for nid, v in model.nodes.items() if v.node.live]
+    app, clock, live = streaming_app(nodes, gc_tuned)
+    model = app.model
     async with app.run_test(size=size) as pilot:
         await pilot.pause()
         alt = await swap_in_textual_tree(app) if textual_tree else None
@@ -228,6 +235,15 @@ async def measure(
     return {"times": times, "cpu": cpu, "allocs": allocs, "ansi": [ansi_bytes / 1024.0]}
 
 
+def floor_frame(app: App[None], out: io.StringIO) -> None:
+    """A full frame of an app with nothing but its screen: styles cache cleared, a full
+    update composited and turned into ANSI."""
+    app.screen._styles_cache.clear()
+    update = app.screen._compositor.render_update(full=True, screen_stack=app._background_screens)
+    assert update is not None
+    out.write(update.render_segments(app.console))
+
+
 async def textual_floor(size: tuple[int, int]) -> dict[str, list[float]]:
     """ms of full frames of an empty Textual screen of `size`."""
     app: App[None] = App()
@@ -240,12 +256,7 @@ async def textual_floor(size: tuple[int, int]) -> dict[str, list[float]]:
             out.seek(0)
             out.truncate()
             t0, c0 = time.perf_counter(), time.thread_time()
-            app.screen._styles_cache.clear()
-            update = app.screen._compositor.render_update(
-                full=True, screen_stack=app._background_screens
-            )
-            assert update is not None
-            out.write(update.render_segments(app.console))
+            floor_frame(app, out)
             if frame >= 10:
                 cpu.append((time.thread_time() - c0) * 1000.0)
                 times.append((time.perf_counter() - t0) * 1000.0)

@@ -17,19 +17,14 @@ import io
 import pstats
 import time
 
-from bench_frame import Clock, FakeOps, big_model, full_frame, incremental_frame, stream
-
-from legion_tui.app import make_app
+from bench_frame import full_frame, incremental_frame, stream, streaming_app
 
 
 async def profile(
     nodes: int, size: tuple[int, int], incremental: bool, frames: int, cpu: bool = False
 ) -> cProfile.Profile:
-    model = big_model(nodes, live=50)
-    clock = Clock(model.clock())
-    model.clock = clock
-    app = make_app(model, FakeOps(model), clock=clock, timers=False, gc_tuning=True)
-    live = [nid for nid, v in model.nodes.items() if v.node.live]
+    app, clock, live = streaming_app(nodes)
+    model = app.model
     render = incremental_frame if incremental else full_frame
     # On a loaded machine wall time mostly measures the wait for a core; the process's
     # CPU time is what the frame itself costs (dearer to read: a system call per event).
