@@ -12,6 +12,8 @@ of load during the run touches the floor and the verbs alike. Two callers:
 Then the requests behind spawn, stop, status and wait are timed from a client already
 connected in this process: the host's part of those verbs (the rest is the verb's own:
 interpreter, imports, connect, print).
+Then each verb runs once more under valgrind's callgrind: the instructions its own process
+executes, a figure that reads the same whatever else the machine is doing.
 Bytecode is cached (in a temporary PYTHONPYCACHEPREFIX, warmed by one run of each
 command before the rounds), as an installed `legion` has it; without that every run
 would compile legion_tui's sources again.
@@ -27,6 +29,8 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
+import shutil
 import signal
 import statistics
 import subprocess
@@ -46,6 +50,20 @@ def run(argv: list[str], env: dict[str, str], cwd: Path) -> tuple[int, str, floa
     t0 = time.perf_counter()
     done = subprocess.run(argv, env=env, cwd=cwd, capture_output=True, text=True, timeout=120)
     return done.returncode, done.stdout + done.stderr, (time.perf_counter() - t0) * 1000.0
+
+
+def instructions(argv: list[str], env: dict[str, str], cwd: Path, ok: set[int]) -> int:
+    """The instructions one run of `argv` executes in its own process (callgrind): the
+    same count on a busy machine and a quiet one, unlike its wall time. The host's side
+    of a request and the waits are not in it; the interpreter, the imports and the verb's
+    own work are."""
+    vg = ["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null", *argv]
+    done = subprocess.run(vg, env=env | {"PYTHONHASHSEED": "0"}, cwd=cwd, capture_output=True,
+                          text=True, timeout=600)  # fmt: skip
+    found = re.search(r"Collected : (\d+)", done.stderr)
+    if done.returncode not in ok or found is None:
+        raise SystemExit(f"{argv} under callgrind exited {done.returncode}: {done.stderr[-2000:]}")
+    return int(found.group(1))
 
 
 def until_live(env: dict[str, str], cwd: Path, host: subprocess.Popen[bytes]) -> dict[str, str]:
@@ -150,6 +168,10 @@ def main() -> int:
                     if i:
                         times[label].append(ms)
             trips = host_round_trips(agent_env["LEGION_SOCKET"], rounds)
+            counts = {
+                label: instructions([a.format(i="vg") for a in argv], verb_env, project, ok)
+                for label, argv, verb_env, ok in verbs
+            } if shutil.which("valgrind") else {}  # fmt: skip
         finally:
             host.send_signal(signal.SIGTERM)
             host.wait(timeout=60)
@@ -167,6 +189,12 @@ def main() -> int:
             host_ms = statistics.median(trips[label])
             print(f"verb {name} host round trip median: {host_ms:.1f} ms "
                   f"(the verb's own part, interpreter included: {median - host_ms:.1f} ms)")
+    if not counts:
+        print("verb instructions: not counted (no valgrind; Debian: apt-get install valgrind)")
+    for label, count in counts.items():
+        name = label.replace(" ", "_").replace("--", "")
+        ratio = count / counts["python -c pass"]
+        print(f"verb {name} instructions: {count / 1e6:.1f} M ({ratio:.2f} x python -c pass)")
     return 0
 
 
