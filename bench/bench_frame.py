@@ -132,9 +132,13 @@ def full_frame(app: LegionApp, alt_tree: Tree[str] | None, out: io.StringIO) -> 
     if alt_tree is not None:
         relabel(app, alt_tree)
     force_dirty(app, alt_tree)
-    update = app.screen._compositor.render_update(
-        full=True, screen_stack=app._background_screens
-    )
+    composite(app, out)
+
+
+def composite(app: App[Any], out: io.StringIO) -> None:
+    """Textual's part of a full frame: the screen's full update composited from what its
+    widgets' caches hold, turned into the ANSI the driver would write."""
+    update = app.screen._compositor.render_update(full=True, screen_stack=app._background_screens)
     assert update is not None
     out.write(update.render_segments(app.console))
 
@@ -239,9 +243,7 @@ def floor_frame(app: App[None], out: io.StringIO) -> None:
     """A full frame of an app with nothing but its screen: styles cache cleared, a full
     update composited and turned into ANSI."""
     app.screen._styles_cache.clear()
-    update = app.screen._compositor.render_update(full=True, screen_stack=app._background_screens)
-    assert update is not None
-    out.write(update.render_segments(app.console))
+    composite(app, out)
 
 
 async def textual_floor(size: tuple[int, int]) -> dict[str, list[float]]:
