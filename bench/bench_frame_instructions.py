@@ -20,7 +20,7 @@ forced frame that is Textual's on this screen; the rest is ours. A truer split t
 − empty screen: the empty screen's one full-screen widget takes Textual's styles path,
 which our panels skip (widgets/lines.py), so it costs more than compositing our screen.
 
-    .venv/bin/python bench/bench_frame_instructions.py [--size WxH ...] [--frames N]
+    .venv/bin/python bench/bench_frame_instructions.py [--size WxH ...] [--frames N] [--jobs N]
 
 ≈ 5 min on 2 cores (the configurations run side by side, a core each: counts do not
 depend on load). Needs valgrind (Debian's package) and an interpreter with its symbols
@@ -159,6 +159,8 @@ def main() -> None:
     parser.add_argument("--size", action="append", metavar="WxH",
                         help="only this size (repeatable; default: 120x40 and 200x60)")  # fmt: skip
     parser.add_argument("--frames", type=int, default=FRAMES)
+    parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1,
+                        help="configurations counted at once (default: one per core)")  # fmt: skip
     parser.add_argument("--child", nargs=3, metavar=("WxH", "NODES", "MODE"),
                         help=argparse.SUPPRESS)  # fmt: skip
     args = parser.parse_args()
@@ -170,7 +172,7 @@ def main() -> None:
     if missing:
         raise SystemExit(f"needs {' and '.join(missing)} (Debian: apt-get install valgrind)")
     configs = configurations(args.size or list(SIZES))
-    with calibrated(), ThreadPoolExecutor(max_workers=os.cpu_count() or 1) as pool:
+    with calibrated(), ThreadPoolExecutor(max_workers=args.jobs) as pool:
         totals = dict(zip(configs, pool.map(lambda c: count(c, args.frames), configs), strict=True))
         report({c: total / args.frames / 1e6 for c, total in totals.items()}, args.frames)
 
