@@ -36,8 +36,12 @@ the medians over all of them): a burst of load from the machine's other users th
 a third of a configuration's frames, not all of them.
 
 Textual's floor: an empty screen of the same size rendered the same way (styles cache
-cleared, a full update composited and turned into ANSI): what any Textual app pays per
-frame at that size. Each railway median is also printed as "ours + Textual's floor".
+cleared, a full update composited and turned into ANSI): what a Textual app whose screen
+goes Textual's styles path pays per frame at that size. Each railway median is also
+printed as "ours + Textual's floor". Our panels skip that path (widgets/lines.py), so
+compositing our screen costs less than the empty one (120×40: 5.8 against 7.7 million
+instructions) and "ours" here is an underestimate; bench_frame_instructions.py measures
+the compositing of our own screen and splits the frame exactly.
 10 000 nodes (railway only: Textual's Tree takes minutes to mount that many) shows the
 frame stays flat in the node count: the model, the tree's virtualised rows, the header's
 counts and the chart's window cut never walk every node per frame.
