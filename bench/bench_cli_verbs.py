@@ -29,7 +29,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import re
 import shutil
 import signal
 import statistics
@@ -39,7 +38,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from calibration import calibrated
+from calibration import CALLGRIND, COUNTED_ENV, calibrated, collected
 
 LEGION = str(Path(sys.executable).with_name("legion"))
 BUDGET = 2.5  # × the bare interpreter (SPEC §8)
@@ -57,13 +56,12 @@ def instructions(argv: list[str], env: dict[str, str], cwd: Path, ok: set[int]) 
     same count on a busy machine and a quiet one, unlike its wall time. The host's side
     of a request and the waits are not in it; the interpreter, the imports and the verb's
     own work are."""
-    vg = ["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null", *argv]
-    done = subprocess.run(vg, env=env | {"PYTHONHASHSEED": "0"}, cwd=cwd, capture_output=True,
-                          text=True, timeout=600)  # fmt: skip
-    found = re.search(r"Collected : (\d+)", done.stderr)
-    if done.returncode not in ok or found is None:
+    done = subprocess.run([*CALLGRIND, *argv], env=env | COUNTED_ENV, cwd=cwd,
+                          capture_output=True, text=True, timeout=600)  # fmt: skip
+    count = collected(done.stderr)
+    if done.returncode not in ok or count is None:
         raise SystemExit(f"{argv} under callgrind exited {done.returncode}: {done.stderr[-2000:]}")
-    return int(found.group(1))
+    return count
 
 
 def until_live(env: dict[str, str], cwd: Path, host: subprocess.Popen[bytes]) -> dict[str, str]:

@@ -227,7 +227,7 @@ async def measure(
             render(app, alt, out)
             cpu.append((time.thread_time() - c0) * 1000.0)
             times.append((time.perf_counter() - t0) * 1000.0)
-            if not incremental:
+            if not (incremental or textual_tree) and gc_tuned:  # the frames it is printed for
                 t0, c0 = time.perf_counter(), time.thread_time()
                 composite(app, out)
                 textual_cpu.append((time.thread_time() - c0) * 1000.0)

@@ -34,14 +34,13 @@ import asyncio
 import io
 import operator
 import os
-import re
 import shutil
 import subprocess
 import sys
 from concurrent.futures import ThreadPoolExecutor
 from typing import NamedTuple
 
-from calibration import calibrated
+from calibration import CALLGRIND, COUNTED_ENV, calibrated, collected
 
 WARM_FRAMES = 10  # uncounted: caches, styles, numpy buffers (as bench_frame.py)
 FRAMES = 20  # counted per configuration (the stream gives each live node a new segment
@@ -49,7 +48,6 @@ FRAMES = 20  # counted per configuration (the stream gives each live node a new 
 NODE_COUNTS = (200, 1000, 10_000)
 SIZES = ("120x40", "200x60")
 TOGGLE = "_operator_call"  # CPython's C function behind operator.call
-COLLECTED = re.compile(r"Collected : (\d+)")
 READY = "ready"
 
 
@@ -113,13 +111,11 @@ def wait_for_counting() -> None:
 def count(config: Config, frames: int) -> int:
     """Instructions of `frames` frames of `config` (callgrind, in a fresh interpreter)."""
     argv = [
-        "valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null",
-        "--instr-atstart=no", "--collect-atstart=no", f"--toggle-collect={TOGGLE}",
+        *CALLGRIND, "--instr-atstart=no", "--collect-atstart=no", f"--toggle-collect={TOGGLE}",
         sys.executable, __file__, "--child", config.size, str(config.nodes), config.mode,
         "--frames", str(frames),
     ]  # fmt: skip
-    # The same hash seed in every run: set and dict orders, so the work, repeat exactly.
-    env = dict(os.environ, PYTHONHASHSEED="0")
+    env = os.environ | COUNTED_ENV
     with subprocess.Popen(
         argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
         text=True, env=env,
@@ -133,10 +129,9 @@ def count(config: Config, frames: int) -> int:
         subprocess.run(["callgrind_control", "-i", "on", str(proc.pid)], check=True,
                        capture_output=True, timeout=600)  # fmt: skip
         _out, err = proc.communicate("go\n", timeout=3600)
-    found = COLLECTED.search(err)
-    if proc.returncode != 0 or found is None:
+    total = collected(err)
+    if proc.returncode != 0 or total is None:
         raise SystemExit(f"{config}: callgrind exited {proc.returncode}:\n{err}")
-    total = int(found.group(1))
     if total == 0:
         raise SystemExit(f"no instructions collected: {sys.executable} has no symbol "
                          f"{TOGGLE} (a stripped interpreter?)")  # fmt: skip
