@@ -7,7 +7,14 @@ batch of BATCH over them starts over about BATCH / 2 worker starts, while every 
 (a twentieth of a CPU) has room from the first second. The start bound is a few of this
 machine's starts as measured first (the slowest of three at once: more than the nodes'
 idle workers, so at least one waits for a fresh worker, as the batch's do): far shorter
-than the batch, far longer than any one actor's wait for its own turn.
+than the batch, longer than the usual wait between two of its starts.
+
+Not longer than every such wait, whatever the load: beside two busy processes the waits
+between a batch's starts reach 2.2 of those starts, and a calibration taken a minute
+apart moves 2x (soaks of issue 8). So the batch test does not predict the timeline: it
+records it and holds the product to its rule — a launch fails only once no start of the
+host's has ended for the whole bound — and to its point: actors that waited longer than
+the bound since their creation started.
 """
 
 from __future__ import annotations
@@ -31,7 +38,8 @@ pytestmark = pytest.mark.timeout(240)
 
 BATCH = 30
 CALIBRATION = 3  # actors started at once to measure a start: more than the nodes
-BOUND_IN_STARTS = 2.5  # the bound, in those starts
+BOUND_IN_STARTS = 4.0  # the bound, in those starts (the least of two measures: a load
+# spike in one must not stretch the bound past the batch)
 SETTINGS_CPUS = 0.05  # each actor's ask: room for every one of the batch on either node
 
 
@@ -48,12 +56,23 @@ def _spec(tmp_path: Path, node_id: str, **fields: object) -> LaunchSpec:
     return spec
 
 
-async def _start_all(handles: list[RayHandle]) -> tuple[list[str], float]:
-    """Every handle started at once: the failures' reasons, and the seconds until the
-    last start ended (the caller stops them: `_stopped`)."""
+async def _timeline(handles: list[RayHandle]) -> list[tuple[float, str | None]]:
+    """Every handle started at once: when each start ended (seconds from the batch's
+    creation, in order) and None or why it failed (the caller stops them: `_stopped`)."""
     began = time.monotonic()
-    outcomes = await asyncio.gather(*(h.start() for h in handles), return_exceptions=True)
-    return [str(o) for o in outcomes if isinstance(o, BaseException)], time.monotonic() - began
+    ended: list[tuple[float, str | None]] = []
+
+    async def start(handle: RayHandle) -> None:
+        try:
+            await handle.start()
+        except RuntimeError as err:
+            ended.append((time.monotonic() - began, str(err)))
+        else:
+            # In the step the host's start clock moved: `start` awaits nothing after it.
+            ended.append((time.monotonic() - began, None))
+
+    await asyncio.gather(*(start(h) for h in handles))
+    return sorted(ended, key=lambda end: end[0])
 
 
 async def _stopped(handles: list[RayHandle]) -> None:
@@ -64,27 +83,39 @@ async def _cold_start(tmp_path: Path, settings: ClusterSettings) -> float:
     """Seconds the slowest of CALIBRATION actors started at once takes here, now."""
     handles = [RayHandle(_spec(tmp_path, f"c{n}"), settings) for n in range(CALIBRATION)]
     try:
-        failed, took = await _start_all(handles)
+        timeline = await _timeline(handles)
     finally:
         await _stopped(handles)
-    assert failed == []
-    return took
+    assert [why for _, why in timeline if why is not None] == []
+    return timeline[-1][0]
 
 
-async def test_a_batch_longer_than_the_bound_all_starts_each_in_its_turn(
+async def test_a_batch_longer_than_the_bound_starts_each_in_its_turn(
     tmp_path: Path, one_at_a_time: Cluster
 ) -> None:
     settings = ClusterSettings(engine="ray", address=one_at_a_time.address,
                                num_cpus=SETTINGS_CPUS)  # fmt: skip
-    bound = BOUND_IN_STARTS * await _cold_start(tmp_path, settings)
+    one_start = min([await _cold_start(tmp_path, settings) for _ in range(2)])
+    bound = BOUND_IN_STARTS * one_start
     handles = [
         RayHandle(_spec(tmp_path, f"b{n}"), settings, start_bound=bound) for n in range(BATCH)
     ]
     try:
-        failed, took = await _start_all(handles)
-        assert failed == [], f"{len(failed)} of {BATCH} failed: {failed[0]}"
-        # It is the case the bound must not fail: the batch outlasted it.
-        assert took > bound, (took, bound)
+        timeline = await _timeline(handles)
+        shown = f"bound {bound:.2f} s; starts ended at " + " ".join(
+            f"{at:.2f}{'' if why is None else '!'}" for at, why in timeline
+        )
+        started = [at for at, why in timeline if why is None]
+        # The point: actors kept waiting their turn past the bound, and started.
+        assert started and started[-1] > bound, shown
+        for at, why in timeline:
+            if why is None:
+                continue
+            assert why.startswith("on the Ray cluster: no node took it within"), why
+            # The rule: a launch fails only after the bound with none of the host's
+            # actors starting (the same step records a start and moves the clock).
+            assert at >= bound, shown
+            assert not [s for s in started if at - bound < s <= at], shown
         assert len({h.placement.node_id for h in handles if h.placement is not None}) == 2
     finally:
         await _stopped(handles)
