@@ -32,6 +32,7 @@ Unit = Literal["python", "numpy"]
 
 RUNS = 51  # workload runs at the start and again at the end (≈ 0.2 s python, 0.5 s numpy)
 FIGURE = re.compile(r"^(?P<head>[^:]*: )(?P<value>-?\d+(?:\.\d+)?) (?P<unit>ms|us|s)\b")
+TO_MS = {"ms": 1.0, "us": 1e-3, "s": 1e3}
 
 # Instruction counts (valgrind's callgrind): the figures that do not move with the load.
 # The same hash seed in every counted run: set and dict orders, so the work, repeat exactly.
@@ -44,7 +45,6 @@ def collected(stderr: str) -> int | None:
     """The instructions callgrind says it counted, from its stderr; None if it did not say."""
     found = _COLLECTED.search(stderr)
     return int(found.group(1)) if found is not None else None
-TO_MS = {"ms": 1.0, "us": 1e-3, "s": 1e3}
 
 
 def python_workload() -> int:
