@@ -31,6 +31,7 @@ from textual.widgets._toast import ToastRack  # the screen's own rack: kept abov
 from legion_tui import receipts
 from legion_tui.notify import Alerts, Notifier, settings_near
 from legion_tui.ops import HostOperations, Operations, OpError
+from legion_tui.render.galaxy import MOTION_HZ
 from legion_tui.settings import save_theme
 from legion_tui.state import Clock, LegionModel, NodeView
 from legion_tui.talk import MessageHistory, SentMessage, steer_outcome
@@ -55,8 +56,9 @@ from legion_tui.widgets.tree_header import TreeHeader
 
 MAX_APPLY_HZ = 30.0
 # Orbits advance slowly; 4 frames a second keep them moving for ≈ 1-2 % of a core,
-# where 12 cost ≈ 4 % (measured in a pty with 100 nodes at 160×50).
-GALAXY_HZ = 4.0
+# where 12 cost ≈ 4 % (measured in a pty with 100 nodes at 160×50). The renderer moves
+# them in the same steps, whatever else repaints the galaxy in between.
+GALAXY_HZ = MOTION_HZ
 GC_THRESHOLDS = (20_000, 50, 1000)
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import functools
+
 from legion_tui.model import NodeStatus
 
 # SPEC §7.1: the station glyph by status (tree rows, `legion status`, `legion tree`).
@@ -23,7 +25,11 @@ ABORT_BOUND_SECONDS = 5.0
 
 def fmt_duration(seconds: float) -> str:
     """`00:07:31` — hours:minutes:seconds, hours growing past 99 if they must."""
-    s = max(0, int(seconds))
+    return _hms(max(0, int(seconds)))
+
+
+@functools.lru_cache(maxsize=4096)  # every tree row, every frame: mostly the same seconds
+def _hms(s: int) -> str:
     return f"{s // 3600:02d}:{s % 3600 // 60:02d}:{s % 60:02d}"
 
 

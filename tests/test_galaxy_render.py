@@ -5,13 +5,14 @@ from __future__ import annotations
 import math
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
 from render_helpers import Clock, dark_styles, make_legion, node, streaming
 
 from legion_tui.model import NodeStatus
-from legion_tui.render.galaxy import STENCIL_COUNT, GalaxyRenderer
+from legion_tui.render.galaxy import MOTION_HZ, STENCIL_COUNT, GalaxyRenderer
 from legion_tui.render.inks import ROLE_BRIGHT_INK, ROLE_INK, Ink
 from legion_tui.state import LegionModel
 
@@ -40,7 +41,7 @@ def test_orbit_angles_do_not_depend_on_the_process_hash_seed() -> None:
     script = (
         "import sys; sys.path.insert(0, 'tests')\n"
         "from render_helpers import Clock, make_legion, dark_styles\n"
-        "from legion_tui.render.galaxy import STENCIL_COUNT, GalaxyRenderer\n"
+        "from legion_tui.render.galaxy import MOTION_HZ, STENCIL_COUNT, GalaxyRenderer\n"
         "c = Clock(); m = make_legion(c); g = GalaxyRenderer()\n"
         "g.render(m, c.now, 60, 20, dark_styles())\n"
         "print([int(x) for x in g.star_x[:len(g.star_ids)]])\n"
@@ -71,6 +72,48 @@ def test_orbits_advance_with_the_clock() -> None:
     # The centre does not move; every orbiting star does.
     assert galaxy.star_ids[0] == "root"
     assert x0[0] == galaxy.star_x[0]
+
+
+def test_orbits_move_in_steps_and_a_frame_between_steps_is_the_last_one() -> None:
+    clock = Clock()
+    model = make_legion(clock)
+    galaxy = GalaxyRenderer()
+    step = math.floor(clock.now * MOTION_HZ) / MOTION_HZ
+    first = galaxy.render(model, step, 80, 24, dark_styles())
+    x0 = galaxy.star_x[: len(galaxy.star_ids)].copy()
+    # Later in the same step, the live agents' sessions moved on (their rates did not):
+    # nothing to draw.
+    for view in list(model.nodes.values()):
+        if view.node.live:
+            model.set_progress(view.node.id, replace(view.progress, turns=view.progress.turns + 1))
+    again = galaxy.render(model, step + 0.9 / MOTION_HZ, 80, 24, dark_styles())
+    assert again is first and galaxy.frames == 1
+    # Each step is drawn (the orbits then stand where that step puts them).
+    moved = galaxy.render(model, step + 5.0, 80, 24, dark_styles())
+    assert galaxy.frames == 2 and moved is not first
+    assert not np.array_equal(x0, galaxy.star_x[: len(galaxy.star_ids)])
+    kept = galaxy.star_x[: len(galaxy.star_ids)].copy()
+    galaxy.render(model, step + 5.0 + 0.9 / MOTION_HZ, 80, 24, dark_styles())
+    assert np.array_equal(kept, galaxy.star_x[: len(galaxy.star_ids)])
+
+
+def test_a_star_that_changes_size_or_ink_within_a_step_is_drawn_at_once() -> None:
+    clock = Clock()
+    model = LegionModel("run-1", "s", started_at=clock.now - 100, clock=clock)
+    model.upsert(node("root", None, "root", NodeStatus.SETTLED))
+    model.upsert(node("w", "root", "worker", NodeStatus.RUNNING))
+    model.set_progress("w", streaming(clock.now, 20.0))
+    galaxy = GalaxyRenderer()
+    step = math.floor(clock.now * MOTION_HZ) / MOTION_HZ
+    galaxy.render(model, step, 60, 20, dark_styles())
+    assert Ink.WORKER in galaxy.canvas.inks and Ink.WORKER_BRIGHT not in galaxy.canvas.inks
+    model.set_progress("w", streaming(step, 150.0))  # past FAST_TOK_S: the bright disc
+    galaxy.render(model, step + 0.1 / MOTION_HZ, 60, 20, dark_styles())
+    assert galaxy.frames == 2 and Ink.WORKER_BRIGHT in galaxy.canvas.inks
+    model.upsert(node("w", "root", "worker", NodeStatus.SETTLED))  # ended: a dim dot
+    galaxy.render(model, step + 0.2 / MOTION_HZ, 60, 20, dark_styles())
+    assert galaxy.frames == 3
+    assert Ink.WORKER_BRIGHT not in galaxy.canvas.inks and Ink.WORKER not in galaxy.canvas.inks
 
 
 def test_root_centre_centurions_orbit_root_workers_orbit_their_centurion() -> None:

@@ -36,6 +36,11 @@ from legion_tui.state import LegionModel, NodeView
 # stately, moons quicker; alternate directions keep neighbouring levels readable.
 ORBIT_PERIOD_S: tuple[float, ...] = (240.0, 90.0, 50.0, 30.0)
 FAST_TOK_S = 60.0  # at or above: the biggest, bold star
+# The orbits move in steps of 1/MOTION_HZ s: a star drifts 1–2 braille dots a second, so
+# a finer clock only moves the instant a star hops a dot, and every frame between two
+# steps would redraw the same sky. A frame between steps whose stars kept their size
+# and ink is the previous frame (see `render`); the app ticks the galaxy at this rate.
+MOTION_HZ = 4.0
 CROWDED = 10  # more siblings than this: alternate two ring radii so they do not touch
 
 # Star stencils, ordered so that size level L uses the first STENCIL_COUNT[L] offsets:
@@ -158,7 +163,13 @@ class GalaxyRenderer:
         self._cap = 0
         self._alloc_star_buffers(16)
         self.star_ids: list[str] = []  # star index → node id, of the last frame
-        self.frames = 0
+        self.frames = 0  # frames drawn (a frame that is the previous one is not drawn)
+        # What the last drawn frame was drawn from, but the stars' sizes and inks (the
+        # shade says when those move): its size, orbit step and selection, then the
+        # layout and styles (compared by identity), and its rows.
+        self._drawn: tuple[object, ...] | None = None
+        self._drawn_from: tuple[_Layout | None, Sequence[Style] | None] = (None, None)
+        self._rows: list[list[Segment]] = []
 
     # ----- buffers ---------------------------------------------------------------------
     def _alloc_star_buffers(self, cap: int) -> None:
@@ -283,23 +294,34 @@ class GalaxyRenderer:
         c.resize(cols, rows)
         layout = self._sync_layout(model)
         self._sync_geometry(layout)
-        c.begin()
         n = len(layout.ids)
         self.star_ids = layout.ids
+        step = math.floor(now * MOTION_HZ) / MOTION_HZ
+        drawn = (c.cols, c.rows, self._geometry_key, step, selected)
         if n and c.cols and c.rows:
-            self._place(layout, now)
-            self._shade(layout, now, changed)
+            shaded = self._shade(layout, now, changed)
+            kept_layout, kept_styles = self._drawn_from
+            if (
+                not shaded and drawn == self._drawn
+                and kept_layout is layout and kept_styles is styles
+            ):  # fmt: skip
+                return self._rows  # no star moved, grew, dimmed or changed colour
+            self._place(layout, step)
+        else:
+            self._shade_all = True  # `changed` went unread: the next shade reads all
+        c.begin()
+        if n and c.cols and c.rows:
             self._stamp(n)
             k = layout.index.get(selected) if selected is not None else None
             if k is not None:
                 self._ring_around(k)
-        else:
-            self._shade_all = True  # `changed` went unread: the next shade reads all
         c.encode()
         inks = c.resolve_inks()
         texts = c.row_texts()
         self.frames += 1
-        return self._runs.segments(texts, inks, styles)
+        self._drawn, self._drawn_from = drawn, (layout, styles)
+        self._rows = self._runs.segments(texts, inks, styles)
+        return self._rows
 
     def _place(self, layout: _Layout, now: float) -> None:
         """Star pixel positions: the centre, then each depth level from its parents."""
@@ -328,17 +350,21 @@ class GalaxyRenderer:
         np.floor(fy[:n], out=cs[:n])
         np.copyto(self.star_y[:n], cs[:n], casting="unsafe")
 
-    def _shade(self, layout: _Layout, now: float, changed: frozenset[str] | None) -> None:
-        """Per star: stencil size level and key (priority = live tok/s, ink = role or dim).
+    def _shade(self, layout: _Layout, now: float, changed: frozenset[str] | None) -> bool:
+        """Per star: stencil size level and key (priority = the octave of its live tok/s,
+        ink = role or dim); True when any star's level or key changed.
 
         Only stars whose node changed since the last frame are re-read — found from
         `changed` when it is known and every star was shaded before, else by comparing
         every star's revision; of the rest only the live ones are recomputed (their
-        tok/s moves with the clock). An ended star is a constant dim dot.
+        tok/s moves with the clock). An ended star is a constant dim dot. The priority
+        decides which star's ink a shared cell shows; in octaves (90 and 110 tok/s are
+        one) it stays put while a steady agent's rate wobbles, and so does the frame.
         """
         views, revs, live = layout.views, self._revs, self._live_stars
         level, key = self._level, self._key
         dim_key = (1 << PRIORITY_SHIFT) | Ink.DIM
+        shaded = False
         if changed is None or self._shade_all:
             stale = [k for k, v in enumerate(views) if v.revision != revs[k]]
             self._shade_all = False
@@ -354,10 +380,10 @@ class GalaxyRenderer:
             revs[k] = view.revision
             if view.node.live:
                 live[k] = view
-            else:
-                live.pop(k, None)
+            elif live.pop(k, None) is not None or key[k] != dim_key:
                 level[k] = 1 if k == 0 else 0
                 key[k] = dim_key
+                shaded = True
         for k, view in live.items():
             rate = node_rate(view, now)
             role = view.node.role
@@ -365,8 +391,13 @@ class GalaxyRenderer:
                 lv, ink = 3, ROLE_BRIGHT_INK[role]
             else:
                 lv, ink = (2 if rate > 0 else 1), ROLE_INK[role]
-            level[k] = max(lv, 2) if k == 0 else lv
-            key[k] = ((2 + min(int(rate), 0xFFF0)) << PRIORITY_SHIFT) | ink
+            if k == 0:
+                lv = max(lv, 2)
+            star_key = ((2 + int(rate).bit_length()) << PRIORITY_SHIFT) | ink
+            if level[k] != lv or key[k] != star_key:
+                level[k], key[k] = lv, star_key
+                shaded = True
+        return shaded
 
     def _stamp(self, n: int) -> None:
         """Every star → pixels and cell keys, with no boolean filtering of pixels."""

@@ -15,6 +15,7 @@ path. `tests/test_render_direct_lines.py` pins that both paths paint the same ce
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
@@ -97,8 +98,28 @@ class PanelStrip(Strip):
         return super().divide(inside)
 
 
+# widget → (the style versions of it and its ancestors, its `plain_box` answer then).
+_plain_at: weakref.WeakKeyDictionary[Widget, tuple[tuple[int, ...], bool]] = (
+    weakref.WeakKeyDictionary()
+)
+
+
 def plain_box(widget: Widget) -> bool:
-    """True when Textual's styles pass would leave the widget's lines as they are."""
+    """True when Textual's styles pass would leave the widget's lines as they are.
+
+    Asked for every panel every frame, and reading its styles costs more than a frame's
+    row: the answer is kept until a style of the widget or of an ancestor (opacity
+    multiplies down the tree) changes — Textual counts every change in `_cache_key`."""
+    at = tuple(node.styles._cache_key for node in widget.ancestors_with_self)
+    kept = _plain_at.get(widget)
+    if kept is not None and kept[0] == at:
+        return kept[1]
+    plain = _plain_box(widget)
+    _plain_at[widget] = (at, plain)
+    return plain
+
+
+def _plain_box(widget: Widget) -> bool:
     styles: RenderStyles = widget.styles
     if styles.padding != NO_SPACING or styles.tint.a or styles.text_opacity != 1.0:
         return False
@@ -122,7 +143,9 @@ def direct_lines(
         for line_filter in filters:
             strips = [strip.apply_filter(line_filter, background) for strip in strips]
     x1, x2 = crop.column_span
-    if (x1, x2) != (0, widget.size.width):
+    # A plain box has no gutter: its content is its outer size (`size` asks the
+    # compositor for the widget's region; `outer_size` is a field).
+    if (x1, x2) != (0, widget.outer_size.width):
         strips = [strip.crop(x1, x2) for strip in strips]
     return strips
 
