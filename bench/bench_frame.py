@@ -13,6 +13,10 @@ How one frame is timed (inside the running app's event loop, headless):
      cleared), the screen's compositor renders a full update and it is turned into the
      ANSI string the driver would write, written into a StringIO.
   So the figure is an upper bound of a real frame (real frames repaint only dirty rows).
+  The galaxy and the chart draw in 1/4 s steps (`render/steps.py`): their renderers
+  hand a forced frame later in a step the step's picture back (the galaxy redraws
+  within a step only when a star changes size or ink); at 30 frames a second one frame
+  in 7.5 draws them — in the p95.
   Beside the wall time each frame's CPU time (this thread's) is taken too: on a machine
   other work keeps busy the wall time also counts the waits for a core, the CPU time only
   the frame's own work.

@@ -31,7 +31,7 @@ from textual.widgets._toast import ToastRack  # the screen's own rack: kept abov
 from legion_tui import receipts
 from legion_tui.notify import Alerts, Notifier, settings_near
 from legion_tui.ops import HostOperations, Operations, OpError
-from legion_tui.render.galaxy import MOTION_HZ
+from legion_tui.render.steps import DRAW_HZ
 from legion_tui.settings import save_theme
 from legion_tui.state import Clock, LegionModel, NodeView
 from legion_tui.talk import MessageHistory, SentMessage, steer_outcome
@@ -56,9 +56,9 @@ from legion_tui.widgets.tree_header import TreeHeader
 
 MAX_APPLY_HZ = 30.0
 # Orbits advance slowly; 4 frames a second keep them moving for ≈ 1-2 % of a core,
-# where 12 cost ≈ 4 % (measured in a pty with 100 nodes at 160×50). The renderer moves
-# them in the same steps, whatever else repaints the galaxy in between.
-GALAXY_HZ = MOTION_HZ
+# where 12 cost ≈ 4 % (measured in a pty with 100 nodes at 160×50). The galaxy and the
+# chart draw in the same steps, whatever else repaints them in between.
+STEP_HZ = DRAW_HZ
 GC_THRESHOLDS = (20_000, 50, 1000)
 
 
@@ -217,7 +217,7 @@ class LegionApp(App[None]):
         )
         self._last_apply = 0.0
         self._apply_timer: Timer | None = None
-        self._galaxy_timer: Timer | None = None
+        self._step_timer: Timer | None = None
         self._galaxy_full = False
         self._interrupted: set[str] = set()  # ids the banner names
         self._banner_text: str | None = None  # None: not drawn yet
@@ -290,7 +290,7 @@ class LegionApp(App[None]):
         self._update_banner()
         if self.timers:
             self.set_interval(1.0, self._second_tick)
-            self._galaxy_timer = self.set_interval(1.0 / GALAXY_HZ, self._galaxy_tick)
+            self._step_timer = self.set_interval(1.0 / STEP_HZ, self._step_tick)
         if self.gc_tuning:
             tune_gc()  # after mount: the widgets and caches alive now are frozen
         if self.on_start is not None:
@@ -350,10 +350,16 @@ class LegionApp(App[None]):
         if isinstance(self.screen, DetailScreen):
             self.screen.model_changed(frozenset({self.screen.node_id}))
 
-    def _galaxy_tick(self) -> None:
-        """Advance the orbits — only while the galaxy is on screen, the user has not
-        paused, and something is live (an ended legion holds still and costs nothing)."""
-        if self.paused or not self.galaxy.display or not self.galaxy.size.area:
+    def _step_tick(self) -> None:
+        """Each draw step (render/steps.py): the chart draws what changed after its last
+        frame, and the orbits advance — only while the galaxy is on screen, the user
+        has not paused, and something is live (an ended legion holds still and costs
+        nothing)."""
+        if self.paused:
+            return
+        if self.chart.owes_a_frame():
+            self.chart.invalidate()
+        if not self.galaxy.display or not self.galaxy.size.area:
             return
         if self.header.summary()[0].get("live", 0):
             self.galaxy.tick()

@@ -164,19 +164,19 @@ async def test_overlay_header_follows_the_model_and_keys_act_inside(tmp_path: Pa
         assert app.screen is app.main_screen and app.is_running
 
 
-async def test_galaxy_ticks_only_while_visible_and_not_paused(tmp_path: Path) -> None:
+async def test_the_galaxy_ticks_only_while_visible_and_not_paused(tmp_path: Path) -> None:
     app, _ = build(write_run_files(tmp_path))
     ticks: list[int] = []
     async with app.run_test(size=(80, 24)) as pilot:  # < 100 cols: galaxy hidden
         app.galaxy.tick = lambda: ticks.append(1)  # type: ignore[method-assign]
-        app._galaxy_tick()
+        app._step_tick()
         assert ticks == []
         await pilot.resize_terminal(120, 40)
         await pilot.pause()
-        app._galaxy_tick()
+        app._step_tick()
         assert ticks == [1]
         await pilot.press("p")
-        app._galaxy_tick()
+        app._step_tick()
         assert ticks == [1]
 
 

@@ -4,11 +4,14 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from app_helpers import canned_app, canned_model
+from app_helpers import FakeOps, canned_app, canned_model
 from textual.widgets import Static
 
 from legion_tui import receipts
+from legion_tui.app import make_app
 from legion_tui.model import NodeStatus
+from legion_tui.render.steps import DRAW_HZ
+from legion_tui.session.progress import RateSegment
 from legion_tui.widgets.detail import DetailScreen
 
 
@@ -92,3 +95,33 @@ async def test_the_overlay_touches_a_tab_only_when_its_text_changes() -> None:
         model.set_progress(view.node.id, replace(view.progress, tokens=tokens))
         await pilot.pause()
         assert updates == ["#detail-head"]  # the header's token count moved; mail did not
+
+
+async def test_the_step_tick_draws_the_changes_the_chart_owes_and_only_then() -> None:
+    model = canned_model()
+    now = [model.clock()]
+    model.clock = lambda: now[0]
+    app = make_app(model, FakeOps(model), clock=model.clock, timers=False)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.pause()
+        chart = app.chart
+        before = chart.frame_lines()[0].text
+        drawn = chart.renderer.frames
+        view = next(v for v in model.nodes.values() if v.node.live)
+        burst = RateSegment(now[0] - 5.0, now[0], 25_000)  # 5000 tok/s: a new peak
+        series = [*view.progress.rate_series, burst]
+        model.set_progress(view.node.id, replace(view.progress, rate_series=series))
+        await pilot.pause()
+        # The same step: its frame stands, the change is owed.
+        assert chart.frame_lines()[0].text == before and chart.renderer.frames == drawn
+        assert chart.owes_a_frame()
+        now[0] += 1.0 / DRAW_HZ
+        app._step_tick()
+        await pilot.pause()
+        assert chart.renderer.frames == drawn + 1 and not chart.owes_a_frame()
+        assert "peak 5.0k tok/s" in chart.frame_lines()[0].text
+        rendered = chart.frames_rendered
+        now[0] += 1.0 / DRAW_HZ
+        app._step_tick()  # nothing owed: the chart is left alone (the galaxy may move)
+        await pilot.pause()
+        assert chart.frames_rendered == rendered

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 from render_helpers import T0, Clock, dark_styles, make_legion, node
 
@@ -14,7 +16,9 @@ from legion_tui.render.chart import (
     nice_ceiling,
     readout,
 )
+from legion_tui.render.feed import ChangeFeed
 from legion_tui.render.inks import BAND_INKS, Ink
+from legion_tui.render.steps import DRAW_HZ, step_of
 from legion_tui.session.progress import RateSegment, SessionProgress
 from legion_tui.state import LegionModel
 
@@ -164,3 +168,44 @@ def test_avg_never_exceeds_peak_when_history_predates_the_run() -> None:
     chart.render(model, clock.now, 60, 10, dark_styles())
     assert chart.stats.avg <= chart.stats.peak + 1e-9
     assert chart.stats.avg == pytest.approx(100, rel=0.05)
+
+
+def test_one_frame_per_step_and_what_came_later_is_drawn_by_the_next_step() -> None:
+    clock = Clock()
+    model = constant_model({"a": ("worker", 100.0), "b": ("scout", 100.0)}, clock)
+    feed = ChangeFeed(model)
+    feed.take()
+    chart = ChartRenderer()
+    step = step_of(clock.now)
+    first = chart.render(model, step, 60, 10, dark_styles(), changed=frozenset())
+    assert not chart.owes_a_frame()
+    # Later in the step: "a" doubles its rate for the last 10 s. The step's frame stands.
+    view = model.nodes["a"]
+    burst = RateSegment(step - 10.0, step, 2000)
+    model.set_progress("a", replace(view.progress, rate_series=[*view.progress.rate_series, burst]))
+    model.flush()
+    later = step + 0.5 / DRAW_HZ
+    assert chart.render(model, later, 60, 10, dark_styles(), changed=feed.take()) is first
+    assert chart.frames == 1 and chart.owes_a_frame()
+    # The next step draws it, as a renderer that never skipped a frame would.
+    next_step = step + 1.0 / DRAW_HZ
+    got = text_rows(chart.render(model, next_step, 60, 10, dark_styles(), changed=feed.take()))
+    want = text_rows(ChartRenderer().render(model, next_step, 60, 10, dark_styles()))
+    assert got == want and got != text_rows(first)
+    assert chart.frames == 2 and not chart.owes_a_frame()
+
+
+def test_a_new_size_visible_set_or_window_is_drawn_within_the_step() -> None:
+    clock = Clock()
+    model = constant_model({"a": ("worker", 100.0), "b": ("scout", 300.0)}, clock)
+    chart = ChartRenderer()
+    step = step_of(clock.now)
+    assert "peak 400 tok/s" in text_rows(chart.render(model, step, 60, 10, dark_styles()))[0]
+    later = step + 0.5 / DRAW_HZ
+    narrower = text_rows(chart.render(model, later, 50, 10, dark_styles()))
+    assert {len(row) for row in narrower} == {50}
+    only_a = text_rows(chart.render(model, later, 60, 10, dark_styles(), visible=frozenset("a")))
+    assert "peak 100 tok/s" in only_a[0]
+    whole = text_rows(chart.render(model, later, 60, 10, dark_styles(), whole_run=True))
+    assert whole[0].endswith("whole run")
+    assert chart.frames == 4

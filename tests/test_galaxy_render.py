@@ -12,8 +12,9 @@ import numpy as np
 from render_helpers import Clock, dark_styles, make_legion, node, streaming
 
 from legion_tui.model import NodeStatus
-from legion_tui.render.galaxy import MOTION_HZ, STENCIL_COUNT, GalaxyRenderer
+from legion_tui.render.galaxy import STENCIL_COUNT, GalaxyRenderer
 from legion_tui.render.inks import ROLE_BRIGHT_INK, ROLE_INK, Ink
+from legion_tui.render.steps import DRAW_HZ, step_of
 from legion_tui.state import LegionModel
 
 
@@ -41,7 +42,7 @@ def test_orbit_angles_do_not_depend_on_the_process_hash_seed() -> None:
     script = (
         "import sys; sys.path.insert(0, 'tests')\n"
         "from render_helpers import Clock, make_legion, dark_styles\n"
-        "from legion_tui.render.galaxy import MOTION_HZ, STENCIL_COUNT, GalaxyRenderer\n"
+        "from legion_tui.render.galaxy import STENCIL_COUNT, GalaxyRenderer\n"
         "c = Clock(); m = make_legion(c); g = GalaxyRenderer()\n"
         "g.render(m, c.now, 60, 20, dark_styles())\n"
         "print([int(x) for x in g.star_x[:len(g.star_ids)]])\n"
@@ -78,7 +79,7 @@ def test_orbits_move_in_steps_and_a_frame_between_steps_is_the_last_one() -> Non
     clock = Clock()
     model = make_legion(clock)
     galaxy = GalaxyRenderer()
-    step = math.floor(clock.now * MOTION_HZ) / MOTION_HZ
+    step = step_of(clock.now)
     first = galaxy.render(model, step, 80, 24, dark_styles())
     x0 = galaxy.star_x[: len(galaxy.star_ids)].copy()
     # Later in the same step, the live agents' sessions moved on (their rates did not):
@@ -86,14 +87,14 @@ def test_orbits_move_in_steps_and_a_frame_between_steps_is_the_last_one() -> Non
     for view in list(model.nodes.values()):
         if view.node.live:
             model.set_progress(view.node.id, replace(view.progress, turns=view.progress.turns + 1))
-    again = galaxy.render(model, step + 0.9 / MOTION_HZ, 80, 24, dark_styles())
+    again = galaxy.render(model, step + 0.9 / DRAW_HZ, 80, 24, dark_styles())
     assert again is first and galaxy.frames == 1
     # Each step is drawn (the orbits then stand where that step puts them).
     moved = galaxy.render(model, step + 5.0, 80, 24, dark_styles())
     assert galaxy.frames == 2 and moved is not first
     assert not np.array_equal(x0, galaxy.star_x[: len(galaxy.star_ids)])
     kept = galaxy.star_x[: len(galaxy.star_ids)].copy()
-    galaxy.render(model, step + 5.0 + 0.9 / MOTION_HZ, 80, 24, dark_styles())
+    galaxy.render(model, step + 5.0 + 0.9 / DRAW_HZ, 80, 24, dark_styles())
     assert np.array_equal(kept, galaxy.star_x[: len(galaxy.star_ids)])
 
 
@@ -104,14 +105,14 @@ def test_a_star_that_changes_size_or_ink_within_a_step_is_drawn_at_once() -> Non
     model.upsert(node("w", "root", "worker", NodeStatus.RUNNING))
     model.set_progress("w", streaming(clock.now, 20.0))
     galaxy = GalaxyRenderer()
-    step = math.floor(clock.now * MOTION_HZ) / MOTION_HZ
+    step = step_of(clock.now)
     galaxy.render(model, step, 60, 20, dark_styles())
     assert Ink.WORKER in galaxy.canvas.inks and Ink.WORKER_BRIGHT not in galaxy.canvas.inks
     model.set_progress("w", streaming(step, 150.0))  # past FAST_TOK_S: the bright disc
-    galaxy.render(model, step + 0.1 / MOTION_HZ, 60, 20, dark_styles())
+    galaxy.render(model, step + 0.1 / DRAW_HZ, 60, 20, dark_styles())
     assert galaxy.frames == 2 and Ink.WORKER_BRIGHT in galaxy.canvas.inks
     model.upsert(node("w", "root", "worker", NodeStatus.SETTLED))  # ended: a dim dot
-    galaxy.render(model, step + 0.2 / MOTION_HZ, 60, 20, dark_styles())
+    galaxy.render(model, step + 0.2 / DRAW_HZ, 60, 20, dark_styles())
     assert galaxy.frames == 3
     assert Ink.WORKER_BRIGHT not in galaxy.canvas.inks and Ink.WORKER not in galaxy.canvas.inks
 

@@ -49,6 +49,7 @@ from legion_tui.render.ramp_integral import RampIntegral
 from legion_tui.render.rates import node_rate
 from legion_tui.render.reentry import not_reentrant
 from legion_tui.render.rows import RunFinder
+from legion_tui.render.steps import step_of
 from legion_tui.session.progress import RateSegment
 from legion_tui.state import LegionModel, NodeView
 
@@ -505,6 +506,14 @@ class ChartRenderer:
         self._shape = (-1, -1)
         self._alloc(0, 0)
         self.stats = ChartStats(0.0, 0.0, 0.0, nice_ceiling(0.0))
+        # The last frame drawn: its step, size, visible set and window, what it was drawn
+        # from (model and styles, compared by identity), its rows; and the changes that
+        # came after it, owed to the next step's frame (None: unknown, re-read all).
+        self._drawn: tuple[object, ...] | None = None
+        self._drawn_from: tuple[LegionModel | None, Sequence[Style] | None] = (None, None)
+        self._rows: list[list[Segment]] = []
+        self._owed: frozenset[str] | None = frozenset()
+        self.frames = 0  # frames drawn (a later frame of the same step is not drawn)
 
     def _alloc(self, h: int, b: int) -> None:
         self._shape = (h, b)
@@ -543,7 +552,41 @@ class ChartRenderer:
         changed: frozenset[str] | None = None,
     ) -> list[list[Segment]]:
         """One frame; every returned row is exactly `cols` cells wide. `changed`: the
-        ids changed since the previous frame, if known (see `RateBuckets.compute`)."""
+        ids changed since the previous frame, if known (see `RateBuckets.compute`).
+
+        One frame is drawn per step (render/steps.py): later in the step the step's
+        frame comes back and the changes wait for the next one (`owes_a_frame`)."""
+        drawn = (step_of(now), cols, rows, visible, whole_run)
+        kept_model, kept_styles = self._drawn_from
+        if drawn == self._drawn and kept_model is model and kept_styles is styles:
+            if self._owed is not None:
+                self._owed = None if changed is None else self._owed | changed
+            return self._rows
+        owed, self._owed = self._owed, frozenset()
+        if owed is None or changed is None:
+            changed = None
+        elif owed:
+            changed = owed | changed
+        self._rows = self._draw(model, now, cols, rows, styles, visible, whole_run, changed)
+        self._drawn, self._drawn_from = drawn, (model, styles)
+        self.frames += 1
+        return self._rows
+
+    def owes_a_frame(self) -> bool:
+        """Changes came after the last frame was drawn (the next step draws them)."""
+        return self._owed is None or bool(self._owed)
+
+    def _draw(
+        self,
+        model: LegionModel,
+        now: float,
+        cols: int,
+        rows: int,
+        styles: Sequence[Style],
+        visible: frozenset[str] | None,
+        whole_run: bool,
+        changed: frozenset[str] | None,
+    ) -> list[list[Segment]]:
         if rows <= 0:
             self.buckets.forget()  # `changed` goes unread: the next frame re-reads all
             return []

@@ -30,17 +30,13 @@ from legion_tui.render.inks import ROLE_BRIGHT_INK, ROLE_INK, Ink
 from legion_tui.render.rates import node_rate
 from legion_tui.render.reentry import not_reentrant
 from legion_tui.render.rows import RunFinder
+from legion_tui.render.steps import step_of
 from legion_tui.state import LegionModel, NodeView
 
 # Seconds per revolution by depth (1 = around the root): inner orbits are slow and
 # stately, moons quicker; alternate directions keep neighbouring levels readable.
 ORBIT_PERIOD_S: tuple[float, ...] = (240.0, 90.0, 50.0, 30.0)
 FAST_TOK_S = 60.0  # at or above: the biggest, bold star
-# The orbits move in steps of 1/MOTION_HZ s: a star drifts 1–2 braille dots a second, so
-# a finer clock only moves the instant a star hops a dot, and every frame between two
-# steps would redraw the same sky. A frame between steps whose stars kept their size
-# and ink is the previous frame (see `render`); the app ticks the galaxy at this rate.
-MOTION_HZ = 4.0
 CROWDED = 10  # more siblings than this: alternate two ring radii so they do not touch
 
 # Star stencils, ordered so that size level L uses the first STENCIL_COUNT[L] offsets:
@@ -296,7 +292,7 @@ class GalaxyRenderer:
         self._sync_geometry(layout)
         n = len(layout.ids)
         self.star_ids = layout.ids
-        step = math.floor(now * MOTION_HZ) / MOTION_HZ
+        step = step_of(now)  # the orbits move in steps (render/steps.py)
         drawn = (c.cols, c.rows, self._geometry_key, step, selected)
         if n and c.cols and c.rows:
             shaded = self._shade(layout, now, changed)
