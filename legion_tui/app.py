@@ -351,17 +351,16 @@ class LegionApp(App[None]):
             self.screen.model_changed(frozenset({self.screen.node_id}))
 
     def _step_tick(self) -> None:
-        """Each draw step (render/steps.py): the chart draws what changed after its last
-        frame, and the orbits advance — only while the galaxy is on screen, the user
-        has not paused, and something is live (an ended legion holds still and costs
-        nothing)."""
+        """Each draw step (render/steps.py): the chart and the galaxy draw what changed
+        after their last frame, and the orbits advance while something is live (an
+        ended legion holds still and costs nothing) — never while the user has paused."""
         if self.paused:
             return
         if self.chart.owes_a_frame():
             self.chart.invalidate()
         if not self.galaxy.display or not self.galaxy.size.area:
             return
-        if self.header.summary()[0].get("live", 0):
+        if self.galaxy.owes_a_frame() or self.header.summary()[0].get("live", 0):
             self.galaxy.tick()
 
     def _write_terminal(self, text: str) -> None:

@@ -125,3 +125,29 @@ async def test_the_step_tick_draws_the_changes_the_chart_owes_and_only_then() ->
         app._step_tick()  # nothing owed: the chart is left alone (the galaxy may move)
         await pilot.pause()
         assert chart.frames_rendered == rendered
+
+
+async def test_the_step_tick_draws_the_last_agent_ending_although_nothing_is_live() -> None:
+    model = canned_model()
+    now = [model.clock()]
+    model.clock = lambda: now[0]
+    app = make_app(model, FakeOps(model), clock=model.clock, timers=False)
+    async with app.run_test(size=(160, 50)) as pilot:
+        await pilot.pause()
+        galaxy = app.galaxy.renderer
+        drawn = galaxy.frames
+        for view in list(model.nodes.values()):  # the legion ends within the step
+            if view.node.live:
+                model.upsert(replace(view.node, status=NodeStatus.SETTLED))
+        await pilot.pause()
+        assert galaxy.frames == drawn and app.galaxy.owes_a_frame()
+        now[0] += 1.0 / DRAW_HZ
+        app._step_tick()
+        await pilot.pause()
+        assert galaxy.frames == drawn + 1 and not app.galaxy.owes_a_frame()
+        assert not app.chart.owes_a_frame()
+        drawn = galaxy.frames
+        now[0] += 1.0 / DRAW_HZ
+        app._step_tick()  # nothing live, nothing owed: the sky holds still
+        await pilot.pause()
+        assert galaxy.frames == drawn

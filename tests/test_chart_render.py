@@ -10,6 +10,7 @@ from render_helpers import T0, Clock, dark_styles, make_legion, node
 from legion_tui.model import NodeStatus
 from legion_tui.render.chart import (
     BAND_OF_ROLE,
+    CHART_PHASE,
     READOUT_FORMAT,
     ChartRenderer,
     fmt_rate,
@@ -17,6 +18,7 @@ from legion_tui.render.chart import (
     readout,
 )
 from legion_tui.render.feed import ChangeFeed
+from legion_tui.render.galaxy import GalaxyRenderer
 from legion_tui.render.inks import BAND_INKS, Ink
 from legion_tui.render.steps import DRAW_HZ, step_of
 from legion_tui.session.progress import RateSegment, SessionProgress
@@ -176,7 +178,7 @@ def test_one_frame_per_step_and_what_came_later_is_drawn_by_the_next_step() -> N
     feed = ChangeFeed(model)
     feed.take()
     chart = ChartRenderer()
-    step = step_of(clock.now)
+    step = step_of(clock.now, CHART_PHASE)
     first = chart.render(model, step, 60, 10, dark_styles(), changed=frozenset())
     assert not chart.owes_a_frame()
     # Later in the step: "a" doubles its rate for the last 10 s. The step's frame stands.
@@ -199,7 +201,7 @@ def test_a_new_size_visible_set_or_window_is_drawn_within_the_step() -> None:
     clock = Clock()
     model = constant_model({"a": ("worker", 100.0), "b": ("scout", 300.0)}, clock)
     chart = ChartRenderer()
-    step = step_of(clock.now)
+    step = step_of(clock.now, CHART_PHASE)
     assert "peak 400 tok/s" in text_rows(chart.render(model, step, 60, 10, dark_styles()))[0]
     later = step + 0.5 / DRAW_HZ
     narrower = text_rows(chart.render(model, later, 50, 10, dark_styles()))
@@ -209,3 +211,19 @@ def test_a_new_size_visible_set_or_window_is_drawn_within_the_step() -> None:
     whole = text_rows(chart.render(model, later, 60, 10, dark_styles(), whole_run=True))
     assert whole[0].endswith("whole run")
     assert chart.frames == 4
+
+
+def test_at_30_frames_a_second_the_chart_and_the_galaxy_never_draw_in_one_frame() -> None:
+    clock = Clock()
+    model = make_legion(clock)
+    chart, galaxy = ChartRenderer(), GalaxyRenderer()
+    chart.render(model, clock.now, 60, 10, dark_styles())  # the first frame: both draw
+    galaxy.render(model, clock.now, 60, 20, dark_styles())
+    both = 0
+    for frame in range(1, 91):  # 3 s: twelve steps of each
+        now = clock.now + frame / 30.0
+        before = (chart.frames, galaxy.frames)
+        chart.render(model, now, 60, 10, dark_styles())
+        galaxy.render(model, now, 60, 20, dark_styles())
+        both += chart.frames > before[0] and galaxy.frames > before[1]
+    assert both == 0 and chart.frames == galaxy.frames == 13

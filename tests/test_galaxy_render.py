@@ -5,13 +5,13 @@ from __future__ import annotations
 import math
 import subprocess
 import sys
-from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
 from render_helpers import Clock, dark_styles, make_legion, node, streaming
 
 from legion_tui.model import NodeStatus
+from legion_tui.render.feed import ChangeFeed
 from legion_tui.render.galaxy import STENCIL_COUNT, GalaxyRenderer
 from legion_tui.render.inks import ROLE_BRIGHT_INK, ROLE_INK, Ink
 from legion_tui.render.steps import DRAW_HZ, step_of
@@ -75,46 +75,33 @@ def test_orbits_advance_with_the_clock() -> None:
     assert x0[0] == galaxy.star_x[0]
 
 
-def test_orbits_move_in_steps_and_a_frame_between_steps_is_the_last_one() -> None:
+def test_one_frame_per_step_and_what_came_later_is_drawn_by_the_next_step() -> None:
     clock = Clock()
     model = make_legion(clock)
+    feed = ChangeFeed(model)
+    feed.take()
     galaxy = GalaxyRenderer()
     step = step_of(clock.now)
-    first = galaxy.render(model, step, 80, 24, dark_styles())
+    first = galaxy.render(model, step, 80, 24, dark_styles(), changed=frozenset())
     x0 = galaxy.star_x[: len(galaxy.star_ids)].copy()
-    # Later in the same step, the live agents' sessions moved on (their rates did not):
-    # nothing to draw.
-    for view in list(model.nodes.values()):
-        if view.node.live:
-            model.set_progress(view.node.id, replace(view.progress, turns=view.progress.turns + 1))
-    again = galaxy.render(model, step + 0.9 / DRAW_HZ, 80, 24, dark_styles())
-    assert again is first and galaxy.frames == 1
-    # Each step is drawn (the orbits then stand where that step puts them).
-    moved = galaxy.render(model, step + 5.0, 80, 24, dark_styles())
-    assert galaxy.frames == 2 and moved is not first
-    assert not np.array_equal(x0, galaxy.star_x[: len(galaxy.star_ids)])
-    kept = galaxy.star_x[: len(galaxy.star_ids)].copy()
-    galaxy.render(model, step + 5.0 + 0.9 / DRAW_HZ, 80, 24, dark_styles())
-    assert np.array_equal(kept, galaxy.star_x[: len(galaxy.star_ids)])
-
-
-def test_a_star_that_changes_size_or_ink_within_a_step_is_drawn_at_once() -> None:
-    clock = Clock()
-    model = LegionModel("run-1", "s", started_at=clock.now - 100, clock=clock)
-    model.upsert(node("root", None, "root", NodeStatus.SETTLED))
-    model.upsert(node("w", "root", "worker", NodeStatus.RUNNING))
-    model.set_progress("w", streaming(clock.now, 20.0))
-    galaxy = GalaxyRenderer()
-    step = step_of(clock.now)
-    galaxy.render(model, step, 60, 20, dark_styles())
-    assert Ink.WORKER in galaxy.canvas.inks and Ink.WORKER_BRIGHT not in galaxy.canvas.inks
-    model.set_progress("w", streaming(step, 150.0))  # past FAST_TOK_S: the bright disc
-    galaxy.render(model, step + 0.1 / DRAW_HZ, 60, 20, dark_styles())
-    assert galaxy.frames == 2 and Ink.WORKER_BRIGHT in galaxy.canvas.inks
-    model.upsert(node("w", "root", "worker", NodeStatus.SETTLED))  # ended: a dim dot
-    galaxy.render(model, step + 0.2 / DRAW_HZ, 60, 20, dark_styles())
-    assert galaxy.frames == 3
-    assert Ink.WORKER_BRIGHT not in galaxy.canvas.inks and Ink.WORKER not in galaxy.canvas.inks
+    # Later in the step a worker ends: the step's frame stands, the change is owed.
+    model.upsert(node("c0w0", "c0", "worker", NodeStatus.SETTLED))
+    model.flush()
+    later = step + 0.9 / DRAW_HZ
+    assert galaxy.render(model, later, 80, 24, dark_styles(), changed=feed.take()) is first
+    assert galaxy.frames == 1 and galaxy.owes_a_frame()
+    # The next step draws it, as a renderer that drew every frame would (the orbits
+    # where that step puts them).
+    next_step = step + 1.0 / DRAW_HZ
+    got = galaxy.render(model, next_step, 80, 24, dark_styles(), changed=feed.take())
+    want = GalaxyRenderer().render(model, next_step, 80, 24, dark_styles())
+    assert [[s.text for s in row] for row in got] == [[s.text for s in row] for row in want]
+    assert galaxy.frames == 2 and not galaxy.owes_a_frame()
+    k = galaxy.star_ids.index("c0w0")
+    assert galaxy.canvas.inks[star_cell(galaxy, "c0w0")[::-1]] == Ink.DIM
+    assert int(galaxy._level[k]) == 0
+    moved = galaxy.render(model, step + 5.0, 80, 24, dark_styles(), changed=feed.take())
+    assert moved is not got and not np.array_equal(x0, galaxy.star_x[: len(galaxy.star_ids)])
 
 
 def test_root_centre_centurions_orbit_root_workers_orbit_their_centurion() -> None:
@@ -194,7 +181,7 @@ def test_a_cell_takes_the_ink_of_its_brightest_star() -> None:
     galaxy.render(model, clock.now, 1, 1, dark_styles())
     assert galaxy.canvas.inks[0, 0] == Ink.WORKER_BRIGHT
     model.upsert(node("w", "root", "worker", NodeStatus.SETTLED))
-    galaxy.render(model, clock.now, 1, 1, dark_styles())
+    galaxy.render(model, clock.now + 1.0 / DRAW_HZ, 1, 1, dark_styles())  # the next step
     assert galaxy.canvas.inks[0, 0] == Ink.DIM
 
 

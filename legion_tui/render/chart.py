@@ -49,7 +49,7 @@ from legion_tui.render.ramp_integral import RampIntegral
 from legion_tui.render.rates import node_rate
 from legion_tui.render.reentry import not_reentrant
 from legion_tui.render.rows import RunFinder
-from legion_tui.render.steps import step_of
+from legion_tui.render.steps import StepFrames, step_of
 from legion_tui.session.progress import RateSegment
 from legion_tui.state import LegionModel, NodeView
 
@@ -59,6 +59,7 @@ RECENT_WINDOW_S = 60.0
 READOUT_FORMAT = "now {now} · avg {avg} · peak {peak} tok/s"
 READOUT_UNIT = " tok/s"
 WINDOW_LABELS: dict[bool, str] = {False: "last 60 s", True: "whole run"}
+CHART_PHASE = 0.5  # its draw steps start half a step after the galaxy's (render/steps.py)
 POINT_MASS_S = 1e-6  # shorter segments are instants (their rate would be meaningless)
 # ' ' then ▁▂▃▄▅▆▇█: the glyph for 0..8 eighths of a cell filled from the bottom.
 EIGHTHS = np.array([0x20, *range(0x2581, 0x2589)], dtype=np.uint32)
@@ -506,13 +507,7 @@ class ChartRenderer:
         self._shape = (-1, -1)
         self._alloc(0, 0)
         self.stats = ChartStats(0.0, 0.0, 0.0, nice_ceiling(0.0))
-        # The last frame drawn: its step, size, visible set and window, what it was drawn
-        # from (model and styles, compared by identity), its rows; and the changes that
-        # came after it, owed to the next step's frame (None: unknown, re-read all).
-        self._drawn: tuple[object, ...] | None = None
-        self._drawn_from: tuple[LegionModel | None, Sequence[Style] | None] = (None, None)
-        self._rows: list[list[Segment]] = []
-        self._owed: frozenset[str] | None = frozenset()
+        self._steps = StepFrames()
         self.frames = 0  # frames drawn (a later frame of the same step is not drawn)
 
     def _alloc(self, h: int, b: int) -> None:
@@ -556,25 +551,19 @@ class ChartRenderer:
 
         One frame is drawn per step (render/steps.py): later in the step the step's
         frame comes back and the changes wait for the next one (`owes_a_frame`)."""
-        drawn = (step_of(now), cols, rows, visible, whole_run)
-        kept_model, kept_styles = self._drawn_from
-        if drawn == self._drawn and kept_model is model and kept_styles is styles:
-            if self._owed is not None:
-                self._owed = None if changed is None else self._owed | changed
-            return self._rows
-        owed, self._owed = self._owed, frozenset()
-        if owed is None or changed is None:
-            changed = None
-        elif owed:
-            changed = owed | changed
-        self._rows = self._draw(model, now, cols, rows, styles, visible, whole_run, changed)
-        self._drawn, self._drawn_from = drawn, (model, styles)
+        step = step_of(now, CHART_PHASE)
+        key, sources = (step, cols, rows, visible, whole_run), (model, styles)
+        kept = self._steps.kept(key, sources, changed)
+        if kept is not None:
+            return kept
+        changed = self._steps.changes(changed)
         self.frames += 1
-        return self._rows
+        rows_drawn = self._draw(model, now, cols, rows, styles, visible, whole_run, changed)
+        return self._steps.keep(key, sources, rows_drawn)
 
     def owes_a_frame(self) -> bool:
         """Changes came after the last frame was drawn (the next step draws them)."""
-        return self._owed is None or bool(self._owed)
+        return self._steps.owes()
 
     def _draw(
         self,

@@ -30,7 +30,7 @@ from legion_tui.render.inks import ROLE_BRIGHT_INK, ROLE_INK, Ink
 from legion_tui.render.rates import node_rate
 from legion_tui.render.reentry import not_reentrant
 from legion_tui.render.rows import RunFinder
-from legion_tui.render.steps import step_of
+from legion_tui.render.steps import StepFrames, step_of
 from legion_tui.state import LegionModel, NodeView
 
 # Seconds per revolution by depth (1 = around the root): inner orbits are slow and
@@ -159,13 +159,8 @@ class GalaxyRenderer:
         self._cap = 0
         self._alloc_star_buffers(16)
         self.star_ids: list[str] = []  # star index → node id, of the last frame
-        self.frames = 0  # frames drawn (a frame that is the previous one is not drawn)
-        # What the last drawn frame was drawn from, but the stars' sizes and inks (the
-        # shade says when those move): its size, orbit step and selection, then the
-        # layout and styles (compared by identity), and its rows.
-        self._drawn: tuple[object, ...] | None = None
-        self._drawn_from: tuple[_Layout | None, Sequence[Style] | None] = (None, None)
-        self._rows: list[list[Segment]] = []
+        self.frames = 0  # frames drawn (a later frame of the same step is not drawn)
+        self._steps = StepFrames()
 
     # ----- buffers ---------------------------------------------------------------------
     def _alloc_star_buffers(self, cap: int) -> None:
@@ -285,39 +280,42 @@ class GalaxyRenderer:
     ) -> list[list[Segment]]:
         """Draw one frame and return its rows as segments (every row exactly `cols` wide).
         `changed`: the ids changed since the previous frame, if the caller knows them (a
-        `ChangeFeed`); None re-reads every star's node."""
+        `ChangeFeed`); None re-reads every star's node.
+
+        One frame is drawn per step (render/steps.py), the orbits where that step puts
+        them: later in the step the step's frame comes back and the changes wait for the
+        next one (`owes_a_frame`)."""
         c = self.canvas
         c.resize(cols, rows)
         layout = self._sync_layout(model)
         self._sync_geometry(layout)
         n = len(layout.ids)
         self.star_ids = layout.ids
-        step = step_of(now)  # the orbits move in steps (render/steps.py)
-        drawn = (c.cols, c.rows, self._geometry_key, step, selected)
-        if n and c.cols and c.rows:
-            shaded = self._shade(layout, now, changed)
-            kept_layout, kept_styles = self._drawn_from
-            if (
-                not shaded and drawn == self._drawn
-                and kept_layout is layout and kept_styles is styles
-            ):  # fmt: skip
-                return self._rows  # no star moved, grew, dimmed or changed colour
-            self._place(layout, step)
-        else:
-            self._shade_all = True  # `changed` went unread: the next shade reads all
+        step = step_of(now)
+        key, sources = (step, c.cols, c.rows, self._geometry_key, selected), (layout, styles)
+        kept = self._steps.kept(key, sources, changed)
+        if kept is not None:
+            return kept
+        changed = self._steps.changes(changed)
         c.begin()
         if n and c.cols and c.rows:
+            self._place(layout, step)
+            self._shade(layout, now, changed)
             self._stamp(n)
             k = layout.index.get(selected) if selected is not None else None
             if k is not None:
                 self._ring_around(k)
+        else:
+            self._shade_all = True  # `changed` went unread: the next shade reads all
         c.encode()
         inks = c.resolve_inks()
         texts = c.row_texts()
         self.frames += 1
-        self._drawn, self._drawn_from = drawn, (layout, styles)
-        self._rows = self._runs.segments(texts, inks, styles)
-        return self._rows
+        return self._steps.keep(key, sources, self._runs.segments(texts, inks, styles))
+
+    def owes_a_frame(self) -> bool:
+        """Changes came after the last frame was drawn (the next step draws them)."""
+        return self._steps.owes()
 
     def _place(self, layout: _Layout, now: float) -> None:
         """Star pixel positions: the centre, then each depth level from its parents."""
@@ -346,21 +344,17 @@ class GalaxyRenderer:
         np.floor(fy[:n], out=cs[:n])
         np.copyto(self.star_y[:n], cs[:n], casting="unsafe")
 
-    def _shade(self, layout: _Layout, now: float, changed: frozenset[str] | None) -> bool:
-        """Per star: stencil size level and key (priority = the octave of its live tok/s,
-        ink = role or dim); True when any star's level or key changed.
+    def _shade(self, layout: _Layout, now: float, changed: frozenset[str] | None) -> None:
+        """Per star: stencil size level and key (priority = live tok/s, ink = role or dim).
 
         Only stars whose node changed since the last frame are re-read — found from
         `changed` when it is known and every star was shaded before, else by comparing
         every star's revision; of the rest only the live ones are recomputed (their
-        tok/s moves with the clock). An ended star is a constant dim dot. The priority
-        decides which star's ink a shared cell shows; in octaves (90 and 110 tok/s are
-        one) it stays put while a steady agent's rate wobbles, and so does the frame.
+        tok/s moves with the clock). An ended star is a constant dim dot.
         """
         views, revs, live = layout.views, self._revs, self._live_stars
         level, key = self._level, self._key
         dim_key = (1 << PRIORITY_SHIFT) | Ink.DIM
-        shaded = False
         if changed is None or self._shade_all:
             stale = [k for k, v in enumerate(views) if v.revision != revs[k]]
             self._shade_all = False
@@ -376,10 +370,10 @@ class GalaxyRenderer:
             revs[k] = view.revision
             if view.node.live:
                 live[k] = view
-            elif live.pop(k, None) is not None or key[k] != dim_key:
+            else:
+                live.pop(k, None)
                 level[k] = 1 if k == 0 else 0
                 key[k] = dim_key
-                shaded = True
         for k, view in live.items():
             rate = node_rate(view, now)
             role = view.node.role
@@ -387,13 +381,8 @@ class GalaxyRenderer:
                 lv, ink = 3, ROLE_BRIGHT_INK[role]
             else:
                 lv, ink = (2 if rate > 0 else 1), ROLE_INK[role]
-            if k == 0:
-                lv = max(lv, 2)
-            star_key = ((2 + int(rate).bit_length()) << PRIORITY_SHIFT) | ink
-            if level[k] != lv or key[k] != star_key:
-                level[k], key[k] = lv, star_key
-                shaded = True
-        return shaded
+            level[k] = max(lv, 2) if k == 0 else lv
+            key[k] = ((2 + min(int(rate), 0xFFF0)) << PRIORITY_SHIFT) | ink
 
     def _stamp(self, n: int) -> None:
         """Every star → pixels and cell keys, with no boolean filtering of pixels."""

@@ -12,9 +12,57 @@ from __future__ import annotations
 
 import math
 
+from rich.segment import Segment
+
 DRAW_HZ = 4.0
 
 
-def step_of(now: float) -> float:
-    """The start of the step `now` falls in (seconds, on the model's clock)."""
-    return math.floor(now * DRAW_HZ) / DRAW_HZ
+def step_of(now: float, phase: float = 0.0) -> float:
+    """The start of the step `now` falls in (seconds, on the model's clock), for steps
+    that start `phase` of a step late: the chart's start half a step after the galaxy's,
+    so that a streaming legion's repaints draw one of the two at a time, not both in
+    one long repaint every step."""
+    return (math.floor(now * DRAW_HZ - phase) + phase) / DRAW_HZ
+
+
+class StepFrames:
+    """A panel's frame per step: the last frame drawn, what it was drawn from, and the
+    changes (node ids) that came after it, owed to the next step's frame."""
+
+    def __init__(self) -> None:
+        self._key: tuple[object, ...] | None = None
+        self._sources: tuple[object, ...] = ()
+        self._rows: list[list[Segment]] = []
+        self._owed: frozenset[str] | None = frozenset()  # None: unknown, re-read all
+
+    def kept(
+        self, key: tuple[object, ...], sources: tuple[object, ...], changed: frozenset[str] | None
+    ) -> list[list[Segment]] | None:
+        """The last frame, if it was drawn for `key` (its step first) from `sources`
+        (compared by identity); `changed` is then owed to the next frame."""
+        if key != self._key or len(sources) != len(self._sources):
+            return None
+        if any(a is not b for a, b in zip(sources, self._sources, strict=True)):
+            return None
+        if self._owed is not None:
+            self._owed = None if changed is None else self._owed | changed
+        return self._rows
+
+    def changes(self, changed: frozenset[str] | None) -> frozenset[str] | None:
+        """What the frame being drawn must re-read: `changed` and what is owed (None if
+        either is unknown). Nothing is owed after it."""
+        owed, self._owed = self._owed, frozenset()
+        if owed is None or changed is None:
+            return None
+        return owed | changed if owed else changed
+
+    def keep(
+        self, key: tuple[object, ...], sources: tuple[object, ...], rows: list[list[Segment]]
+    ) -> list[list[Segment]]:
+        """Remember the frame just drawn; returns its rows."""
+        self._key, self._sources, self._rows = key, sources, rows
+        return rows
+
+    def owes(self) -> bool:
+        """Changes came after the last frame was drawn (the next step draws them)."""
+        return self._owed is None or bool(self._owed)

@@ -156,6 +156,10 @@ class GalaxyView(FrameWidget):
             self.selected = node_id
             self.invalidate()
 
+    def owes_a_frame(self) -> bool:
+        """Changes came after the galaxy's last frame (the app's step tick draws them)."""
+        return self.renderer.owes_a_frame()
+
     def draw(self, cols: int, rows: int, styles: Sequence[Style]) -> list[list[Segment]]:
         lines = self.renderer.render(
             self.model, self.model.clock(), cols, rows, styles, selected=self.selected,
