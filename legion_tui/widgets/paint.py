@@ -18,6 +18,10 @@ from textual.widget import Widget
 from legion_tui.model import ROLES, Role
 from legion_tui.themes import DEFAULT_THEME, Palette, palette
 
+# A tone's name → the Paint field that holds its style.
+_TONES = {"text": "base", "dim": "dim", "warning": "warning", "ok": "ok", "fail": "fail",
+          "accent": "accent"}  # fmt: skip
+
 
 @dataclass(frozen=True, slots=True)
 class Paint:
@@ -34,14 +38,8 @@ class Paint:
     selection: Style  # layered on top of a row's styles
 
     def tone(self, name: str) -> Style:
-        return {
-            "text": self.base,
-            "dim": self.dim,
-            "warning": self.warning,
-            "ok": self.ok,
-            "fail": self.fail,
-            "accent": self.accent,
-        }[name]
+        style: Style = getattr(self, _TONES[name])  # every painted row asks
+        return style
 
 
 def _colour(value: str) -> str | None:

@@ -431,9 +431,14 @@ class RailwayTree(ScrollView, FollowsTheme, can_focus=True):
         # cut one ends in "…", so a reason cut at `veri` never reads as the whole reason.
         room = max(0, width - used)
         text = " " + act.text
-        if cell_len(text) > room > 1:
+        need = cell_len(text)
+        if need > room > 1:
             text = set_cell_size(text, room - 1) + "…"
-        tail.append((set_cell_size(text, room), act_style))
+        elif need <= room:
+            text += " " * (room - need)  # what set_cell_size pads it to, at half the cost
+        else:
+            text = set_cell_size(text, room)
+        tail.append((text, act_style))
         selected = row.node_id == self.selected_id
         # The left runs' last one stays open: the figures or the activity may join it.
         # tuple.__new__ skips NamedTuple's Python-level __new__ (a row is ~5 segments,
