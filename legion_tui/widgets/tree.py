@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import ClassVar
+from typing import ClassVar, NamedTuple
 
 from rich.cells import cell_len, set_cell_size
 from rich.segment import Segment
@@ -92,6 +92,21 @@ class WholeCellScrollBar(ScrollBarRender):
     every scrollbar; their colours are in app.tcss)."""
 
     VERTICAL_BARS: ClassVar[list[str]] = [" "] * len(ScrollBarRender.VERTICAL_BARS)
+
+
+class LeftPart(NamedTuple):
+    """A row's left part (rail … phase): its closed runs as segments, its last run still
+    open (the figures or the activity may join it), and its width in cells."""
+
+    closed: list[Segment]
+    open: tuple[str, Style]
+    width: int
+
+
+def _segment(text: str, style: Style) -> Segment:
+    """Segment(text, style) without NamedTuple's Python-level __new__ (a row is ~5
+    segments, 57 rows a forced frame at 200×60)."""
+    return tuple.__new__(Segment, (text, style, None))
 
 
 def _runs(
@@ -181,7 +196,7 @@ class RailwayTree(ScrollView, FollowsTheme, can_focus=True):
         self._cache: dict[str, tuple[tuple[object, ...], Strip]] = {}
         # The row's left columns (rail, glyph, name, role, phase) per node, with their key:
         # a live row repaints every frame for its clocks and figures, these rarely move.
-        self._left: dict[str, tuple[tuple[object, ...], list[tuple[str, Style]], int]] = {}
+        self._left: dict[str, tuple[tuple[object, ...], LeftPart]] = {}
         self.rebuild()
 
     # ----- public API --------------------------------------------------------------
@@ -348,18 +363,16 @@ class RailwayTree(ScrollView, FollowsTheme, can_focus=True):
         self._cache[row.node_id] = (key, strip)
         return strip
 
-    def _left_runs(
-        self, row: TreeRow, view: NodeView, cols: Columns, paint: Paint
-    ) -> tuple[list[tuple[str, Style]], int]:
+    def _left_runs(self, row: TreeRow, view: NodeView, cols: Columns, paint: Paint) -> LeftPart:
         """Rail, glyph, name (+ fold count, sim marker), role and phase, each padded or
-        cut to its column, as `_runs` joins them, and their width; kept per node while
-        what they show is unchanged."""
+        cut to its column, as `_runs` joins them; kept per node while what they show is
+        unchanged."""
         node = view.node
         key = (row, node.outcome, node.name, node.simulated, node.live, node.role,
                node.phase, cols, paint)  # fmt: skip
         cached = self._left.get(row.node_id)
         if cached is not None and cached[0] == key:
-            return cached[1], cached[2]
+            return cached[1]
         ended = not node.live
         role_style = paint.dim if ended else paint.roles[node.role]
         glyph_style = paint.fail if node.outcome is NodeStatus.FAILED else role_style
@@ -386,9 +399,11 @@ class RailwayTree(ScrollView, FollowsTheme, can_focus=True):
         if cols.phase:
             phase = (node.phase or "")[: cols.phase - 1].ljust(cols.phase)
             pieces.append((phase, paint.dim if ended else paint.accent))
-        runs, used = _runs(pieces), sum(len(text) for text, _ in pieces)
-        self._left[row.node_id] = (key, runs, used)
-        return runs, used
+        runs = _runs(pieces)
+        left = LeftPart([_segment(text, style) for text, style in runs[:-1]], runs[-1],
+                        sum(len(text) for text, _ in pieces))  # fmt: skip
+        self._left[row.node_id] = (key, left)
+        return left
 
     def _paint_row(
         self, row: TreeRow, view: NodeView, cols: Columns, width: int, now: float
@@ -399,7 +414,8 @@ class RailwayTree(ScrollView, FollowsTheme, can_focus=True):
         node = view.node
         ended = not node.live
         text_style = paint.dim if ended else paint.base
-        left, used = self._left_runs(row, view, cols, paint)
+        left = self._left_runs(row, view, cols, paint)
+        used = left.width
         # The figures share one style: one piece (joined as `_runs` would join them).
         figures: list[str] = []
         if cols.elapsed:
@@ -440,12 +456,8 @@ class RailwayTree(ScrollView, FollowsTheme, can_focus=True):
             text = set_cell_size(text, room)
         tail.append((text, act_style))
         selected = row.node_id == self.selected_id
-        # The left runs' last one stays open: the figures or the activity may join it.
-        # tuple.__new__ skips NamedTuple's Python-level __new__ (a row is ~5 segments,
-        # 57 rows a forced frame at 200×60); the same Segment(text, style, None).
-        new = tuple.__new__
-        segments = [new(Segment, (text, style, None)) for text, style in left[:-1]]
-        segments += [new(Segment, (text, style, None)) for text, style in _runs(tail, left[-1])]
+        # The left part's last run stays open: the figures or the activity may join it.
+        segments = left.closed + [_segment(text, style) for text, style in _runs(tail, left.open)]
         if selected:
             # Layered on top so the selection background wins over the page floor.
             segments = [Segment(t, (st or paint.blank) + paint.selection) for t, st, _ in segments]
