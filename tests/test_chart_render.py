@@ -180,7 +180,7 @@ def test_one_frame_per_step_and_what_came_later_is_drawn_by_the_next_step() -> N
     chart = ChartRenderer()
     step = step_of(clock.now, CHART_PHASE)
     first = chart.render(model, step, 60, 10, dark_styles(), changed=frozenset())
-    assert not chart.owes_a_frame()
+    assert not chart.steps.owes()
     # Later in the step: "a" doubles its rate for the last 10 s. The step's frame stands.
     view = model.nodes["a"]
     burst = RateSegment(step - 10.0, step, 2000)
@@ -188,13 +188,13 @@ def test_one_frame_per_step_and_what_came_later_is_drawn_by_the_next_step() -> N
     model.flush()
     later = step + 0.5 / DRAW_HZ
     assert chart.render(model, later, 60, 10, dark_styles(), changed=feed.take()) is first
-    assert chart.frames == 1 and chart.owes_a_frame()
+    assert chart.frames == 1 and chart.steps.owes()
     # The next step draws it, as a renderer that never skipped a frame would.
     next_step = step + 1.0 / DRAW_HZ
     got = text_rows(chart.render(model, next_step, 60, 10, dark_styles(), changed=feed.take()))
     want = text_rows(ChartRenderer().render(model, next_step, 60, 10, dark_styles()))
     assert got == want and got != text_rows(first)
-    assert chart.frames == 2 and not chart.owes_a_frame()
+    assert chart.frames == 2 and not chart.steps.owes()
 
 
 def test_a_new_size_visible_set_or_window_is_drawn_within_the_step() -> None:

@@ -6,6 +6,7 @@ import pytest
 from render_helpers import Clock, OneWidgetApp, make_legion
 from textual.strip import Strip
 
+from legion_tui.render.steps import DRAW_HZ
 from legion_tui.widgets.rate_chart import RateChart
 
 SIZES = [(1, 1), (3, 2), (12, 3), (20, 5), (40, 10), (80, 24), (200, 60), (240, 70)]
@@ -64,12 +65,18 @@ async def test_visible_set_drives_the_readout_and_hidden_changes_do_not_repaint(
         n = chart.frames_rendered
         chart.model_changed(frozenset({"c0w0"}))  # hidden: cannot move the chart
         chart.frame_lines()
-        assert chart.frames_rendered == n
+        assert chart.frames_rendered == n and not chart.owes_a_frame()
         chart.model_changed(frozenset({"root", "c0w0"}))
+        chart.frame_lines()  # this step's frame stands: the change is the next step's
+        assert chart.frames_rendered == n and chart.owes_a_frame()
+        chart.set_visible(None)  # drawn at once
+        assert chart.frame_lines()[0].text == everyone and not chart.owes_a_frame()
+        chart.model_changed(frozenset({"root"}))
+        assert chart.owes_a_frame()
+        clock.now += 1.0 / DRAW_HZ
+        chart.tick()  # what the app's step tick does for a chart that owes a frame
         chart.frame_lines()
-        assert chart.frames_rendered == n + 1
-        chart.set_visible(None)
-        assert chart.frame_lines()[0].text == everyone
+        assert chart.frames_rendered == n + 2 and not chart.owes_a_frame()
 
 
 async def test_tick_renders_one_frame_for_all_lines() -> None:

@@ -89,14 +89,14 @@ def test_one_frame_per_step_and_what_came_later_is_drawn_by_the_next_step() -> N
     model.flush()
     later = step + 0.9 / DRAW_HZ
     assert galaxy.render(model, later, 80, 24, dark_styles(), changed=feed.take()) is first
-    assert galaxy.frames == 1 and galaxy.owes_a_frame()
+    assert galaxy.frames == 1 and galaxy.steps.owes()
     # The next step draws it, as a renderer that drew every frame would (the orbits
     # where that step puts them).
     next_step = step + 1.0 / DRAW_HZ
     got = galaxy.render(model, next_step, 80, 24, dark_styles(), changed=feed.take())
     want = GalaxyRenderer().render(model, next_step, 80, 24, dark_styles())
     assert [[s.text for s in row] for row in got] == [[s.text for s in row] for row in want]
-    assert galaxy.frames == 2 and not galaxy.owes_a_frame()
+    assert galaxy.frames == 2 and not galaxy.steps.owes()
     k = galaxy.star_ids.index("c0w0")
     assert galaxy.canvas.inks[star_cell(galaxy, "c0w0")[::-1]] == Ink.DIM
     assert int(galaxy._level[k]) == 0

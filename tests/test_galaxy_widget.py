@@ -7,6 +7,7 @@ from render_helpers import Clock, OneWidgetApp, make_legion
 from rich.color import Color
 from textual.strip import Strip
 
+from legion_tui.render.steps import DRAW_HZ
 from legion_tui.themes import palette
 from legion_tui.widgets.galaxy import GalaxyView
 
@@ -80,7 +81,7 @@ async def test_clicking_a_star_posts_star_clicked_with_the_nearest_star() -> Non
     assert seen == ["c1"]
 
 
-async def test_set_selected_and_model_changes_invalidate_the_frame() -> None:
+async def test_set_selected_invalidates_the_frame_and_model_changes_the_next_steps() -> None:
     clock = Clock()
     model = make_legion(clock)
     view = GalaxyView(model, id="galaxy")
@@ -94,10 +95,14 @@ async def test_set_selected_and_model_changes_invalidate_the_frame() -> None:
         view.frame_lines()
         view.model_changed(frozenset())
         view.frame_lines()
-        assert view.frames_rendered == n + 1
+        assert view.frames_rendered == n + 1 and not view.owes_a_frame()
         view.model_changed(frozenset({"c0w1"}))
+        view.frame_lines()  # this step's frame stands: the change is the next step's
+        assert view.frames_rendered == n + 1 and view.owes_a_frame()
+        clock.now += 1.0 / DRAW_HZ
+        view.tick()  # the app's step tick
         view.frame_lines()
-        assert view.frames_rendered == n + 2
+        assert view.frames_rendered == n + 2 and not view.owes_a_frame()
 
 
 @pytest.mark.parametrize("theme", ["legion-dark", "legion-light"])

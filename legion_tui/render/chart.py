@@ -49,7 +49,7 @@ from legion_tui.render.ramp_integral import RampIntegral
 from legion_tui.render.rates import node_rate
 from legion_tui.render.reentry import not_reentrant
 from legion_tui.render.rows import RunFinder
-from legion_tui.render.steps import StepFrames, step_of
+from legion_tui.render.steps import StepFrames
 from legion_tui.session.progress import RateSegment
 from legion_tui.state import LegionModel, NodeView
 
@@ -507,7 +507,7 @@ class ChartRenderer:
         self._shape = (-1, -1)
         self._alloc(0, 0)
         self.stats = ChartStats(0.0, 0.0, 0.0, nice_ceiling(0.0))
-        self._steps = StepFrames()
+        self.steps = StepFrames(CHART_PHASE)  # one frame per step (render/steps.py)
         self.frames = 0  # frames drawn (a later frame of the same step is not drawn)
 
     def _alloc(self, h: int, b: int) -> None:
@@ -550,20 +550,16 @@ class ChartRenderer:
         ids changed since the previous frame, if known (see `RateBuckets.compute`).
 
         One frame is drawn per step (render/steps.py): later in the step the step's
-        frame comes back and the changes wait for the next one (`owes_a_frame`)."""
-        step = step_of(now, CHART_PHASE)
-        key, sources = (step, cols, rows, visible, whole_run), (model, styles)
-        kept = self._steps.kept(key, sources, changed)
+        frame comes back and the changes wait for the next one (`steps.owes`)."""
+        key = (self.steps.step(now), cols, rows, visible, whole_run)
+        sources = (model, styles)
+        kept = self.steps.kept(key, sources, changed)
         if kept is not None:
             return kept
-        changed = self._steps.changes(changed)
+        changed = self.steps.changes(changed)
         self.frames += 1
         rows_drawn = self._draw(model, now, cols, rows, styles, visible, whole_run, changed)
-        return self._steps.keep(key, sources, rows_drawn)
-
-    def owes_a_frame(self) -> bool:
-        """Changes came after the last frame was drawn (the next step draws them)."""
-        return self._steps.owes()
+        return self.steps.keep(key, sources, rows_drawn)
 
     def _draw(
         self,

@@ -30,7 +30,7 @@ from legion_tui.render.inks import ROLE_BRIGHT_INK, ROLE_INK, Ink
 from legion_tui.render.rates import node_rate
 from legion_tui.render.reentry import not_reentrant
 from legion_tui.render.rows import RunFinder
-from legion_tui.render.steps import StepFrames, step_of
+from legion_tui.render.steps import StepFrames
 from legion_tui.state import LegionModel, NodeView
 
 # Seconds per revolution by depth (1 = around the root): inner orbits are slow and
@@ -160,7 +160,7 @@ class GalaxyRenderer:
         self._alloc_star_buffers(16)
         self.star_ids: list[str] = []  # star index → node id, of the last frame
         self.frames = 0  # frames drawn (a later frame of the same step is not drawn)
-        self._steps = StepFrames()
+        self.steps = StepFrames()  # one frame per step (render/steps.py)
 
     # ----- buffers ---------------------------------------------------------------------
     def _alloc_star_buffers(self, cap: int) -> None:
@@ -284,19 +284,19 @@ class GalaxyRenderer:
 
         One frame is drawn per step (render/steps.py), the orbits where that step puts
         them: later in the step the step's frame comes back and the changes wait for the
-        next one (`owes_a_frame`)."""
+        next one (`steps.owes`)."""
         c = self.canvas
         c.resize(cols, rows)
         layout = self._sync_layout(model)
         self._sync_geometry(layout)
         n = len(layout.ids)
         self.star_ids = layout.ids
-        step = step_of(now)
+        step = self.steps.step(now)
         key, sources = (step, c.cols, c.rows, self._geometry_key, selected), (layout, styles)
-        kept = self._steps.kept(key, sources, changed)
+        kept = self.steps.kept(key, sources, changed)
         if kept is not None:
             return kept
-        changed = self._steps.changes(changed)
+        changed = self.steps.changes(changed)
         c.begin()
         if n and c.cols and c.rows:
             self._place(layout, step)
@@ -311,11 +311,7 @@ class GalaxyRenderer:
         inks = c.resolve_inks()
         texts = c.row_texts()
         self.frames += 1
-        return self._steps.keep(key, sources, self._runs.segments(texts, inks, styles))
-
-    def owes_a_frame(self) -> bool:
-        """Changes came after the last frame was drawn (the next step draws them)."""
-        return self._steps.owes()
+        return self.steps.keep(key, sources, self._runs.segments(texts, inks, styles))
 
     def _place(self, layout: _Layout, now: float) -> None:
         """Star pixel positions: the centre, then each depth level from its parents."""

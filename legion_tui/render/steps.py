@@ -26,14 +26,30 @@ def step_of(now: float, phase: float = 0.0) -> float:
 
 
 class StepFrames:
-    """A panel's frame per step: the last frame drawn, what it was drawn from, and the
-    changes (node ids) that came after it, owed to the next step's frame."""
+    """A panel's frame per step (its steps `phase` of a step late): the last frame drawn,
+    what it was drawn from, and the changes (node ids) that came after it, owed to the
+    next step's frame."""
 
-    def __init__(self) -> None:
+    def __init__(self, phase: float = 0.0) -> None:
+        self.phase = phase
         self._key: tuple[object, ...] | None = None
         self._sources: tuple[object, ...] = ()
         self._rows: list[list[Segment]] = []
         self._owed: frozenset[str] | None = frozenset()  # None: unknown, re-read all
+        self._behind = False  # a change not handed in as ids (they wait in a ChangeFeed)
+
+    def step(self, now: float) -> float:
+        """The start of this panel's step that `now` falls in."""
+        return step_of(now, self.phase)
+
+    def holds(self, now: float) -> bool:
+        """The last frame was drawn in the step `now` falls in: a change can wait."""
+        return self._key is not None and self._key[0] == self.step(now)
+
+    def owe(self) -> None:
+        """A change came that the next step's frame must draw; its ids are left where
+        the frame reads them (the panel's ChangeFeed)."""
+        self._behind = True
 
     def kept(
         self, key: tuple[object, ...], sources: tuple[object, ...], changed: frozenset[str] | None
@@ -51,7 +67,7 @@ class StepFrames:
     def changes(self, changed: frozenset[str] | None) -> frozenset[str] | None:
         """What the frame being drawn must re-read: `changed` and what is owed (None if
         either is unknown). Nothing is owed after it."""
-        owed, self._owed = self._owed, frozenset()
+        owed, self._owed, self._behind = self._owed, frozenset(), False
         if owed is None or changed is None:
             return None
         return owed | changed if owed else changed
@@ -65,4 +81,4 @@ class StepFrames:
 
     def owes(self) -> bool:
         """Changes came after the last frame was drawn (the next step draws them)."""
-        return self._owed is None or bool(self._owed)
+        return self._behind or self._owed is None or bool(self._owed)

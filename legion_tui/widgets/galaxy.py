@@ -21,6 +21,7 @@ from textual.strip import Strip
 from legion_tui.render.feed import ChangeFeed
 from legion_tui.render.galaxy import GalaxyRenderer
 from legion_tui.render.inks import STYLES, Ink
+from legion_tui.render.steps import StepFrames
 from legion_tui.state import LegionModel
 from legion_tui.themes import Palette, palette
 from legion_tui.widgets.lines import PanelStrip, direct_lines
@@ -48,6 +49,7 @@ class FrameWidget(FollowsTheme):
     ) -> None:
         super().__init__(name=name, id=id, classes=classes)
         self.model = model
+        self.steps: StepFrames | None = None  # the renderer's, if it draws once per step
         self.setup()
         self._strips: list[Strip] = []
         self._lines: list[list[Segment]] = []  # the segment lists behind `_strips`
@@ -57,7 +59,8 @@ class FrameWidget(FollowsTheme):
         self.frames_rendered = 0
 
     def setup(self) -> None:
-        """The subclass's own state (its renderer); called once from `__init__`."""
+        """The subclass's own state (its renderer, and `steps` if it draws one frame per
+        step); called once from `__init__`."""
 
     # ----- scheduling ------------------------------------------------------------------
     def theme_changed(self) -> None:
@@ -75,7 +78,21 @@ class FrameWidget(FollowsTheme):
 
     def model_changed(self, dirty: frozenset[str]) -> None:
         if dirty:
+            self.changed()
+
+    def changed(self) -> None:
+        """The model moved under the frame: repaint, unless the frame on screen is this
+        step's — its renderer would hand it back — and then the next step draws the
+        change (the app's step tick). Spares a streaming legion's repaints the panel."""
+        steps = self.steps
+        if steps is not None and steps.holds(self.model.clock()):
+            steps.owe()
+        else:
             self.invalidate()
+
+    def owes_a_frame(self) -> bool:
+        """Changes came after the frame on screen (the app's step tick draws them)."""
+        return self.steps is not None and self.steps.owes()
 
     # ----- painting --------------------------------------------------------------------
     @property
@@ -146,6 +163,7 @@ class GalaxyView(FrameWidget):
 
     def setup(self) -> None:
         self.renderer = GalaxyRenderer()
+        self.steps = self.renderer.steps
         self._feed = ChangeFeed(self.model)  # which stars' nodes changed between frames
         self.selected: str | None = None
         # (the renderer's top row, (cols, style), that row under the label)
@@ -155,10 +173,6 @@ class GalaxyView(FrameWidget):
         if node_id != self.selected:
             self.selected = node_id
             self.invalidate()
-
-    def owes_a_frame(self) -> bool:
-        """Changes came after the galaxy's last frame (the app's step tick draws them)."""
-        return self.renderer.owes_a_frame()
 
     def draw(self, cols: int, rows: int, styles: Sequence[Style]) -> list[list[Segment]]:
         lines = self.renderer.render(

@@ -26,6 +26,7 @@ class RateChart(FrameWidget):
 
     def setup(self) -> None:
         self.renderer = ChartRenderer()
+        self.steps = self.renderer.steps
         self._feed = ChangeFeed(self.model)  # which nodes changed between two frames
         self.visible_ids: frozenset[str] | None = None
         self.whole_run = False
@@ -41,14 +42,10 @@ class RateChart(FrameWidget):
         self.whole_run = not self.whole_run
         self.invalidate()
 
-    def owes_a_frame(self) -> bool:
-        """Changes came after the chart's last frame (the app's step tick draws them)."""
-        return self.renderer.owes_a_frame()
-
     def model_changed(self, dirty: frozenset[str]) -> None:
         # A change to a node outside the visible set cannot move the chart.
         if dirty and (self.visible_ids is None or not dirty.isdisjoint(self.visible_ids)):
-            self.invalidate()
+            self.changed()
 
     def draw(self, cols: int, rows: int, styles: Sequence[Style]) -> list[list[Segment]]:
         return self.renderer.render(
