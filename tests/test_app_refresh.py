@@ -151,3 +151,19 @@ async def test_the_step_tick_draws_the_last_agent_ending_although_nothing_is_liv
         app._step_tick()  # nothing live, nothing owed: the sky holds still
         await pilot.pause()
         assert galaxy.frames == drawn
+
+
+async def test_streaming_rows_repaint_as_runs_of_neighbours_not_one_span() -> None:
+    from textual.geometry import Region
+
+    app = canned_app()
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.pause()
+        tree = app.railway
+        regions: list[tuple[Region, ...]] = []
+        tree.refresh = lambda *r, **_: regions.append(r)  # type: ignore[method-assign,assignment]
+        rows = [row.node_id for row in tree.rows]
+        assert len(rows) >= 10
+        tree._refresh_rows([rows[5], rows[0], rows[1], rows[9], rows[2]])
+        width = tree.size.width
+        assert regions == [(Region(0, 0, width, 3), Region(0, 5, width, 1), Region(0, 9, width, 1))]
