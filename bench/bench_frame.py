@@ -13,10 +13,10 @@ How one frame is timed (inside the running app's event loop, headless):
      cleared), the screen's compositor renders a full update and it is turned into the
      ANSI string the driver would write, written into a StringIO.
   So the figure is an upper bound of a real frame (real frames repaint only dirty rows).
-  The galaxy and the chart draw in 1/4 s steps (`render/steps.py`): their renderers
-  hand a forced frame later in a step the step's picture back (the galaxy redraws
-  within a step only when a star changes size or ink); at 30 frames a second one frame
-  in 7.5 draws them — in the p95.
+  The galaxy and the chart draw once per 1/4 s step (`render/steps.py`; the chart's
+  steps half a step after the galaxy's): forced later in a step, their renderers hand
+  the step's frame back. At 30 frames a second one frame in 7.5 draws the galaxy, one
+  other the chart — those are in the p95.
   Beside the wall time each frame's CPU time (this thread's) is taken too: on a machine
   other work keeps busy the wall time also counts the waits for a core, the CPU time only
   the frame's own work.
@@ -25,7 +25,8 @@ How one frame is timed (inside the running app's event loop, headless):
 "incremental" (an extra line, not a replacement): the same streaming step, but nothing
 is forced — the widgets the dirty set touched ask for their regions, the compositor
 renders a partial update of just those, and that is turned into ANSI. This is what the
-dashboard does ≤ 30 times a second while a legion streams.
+dashboard does ≤ 30 times a second while a legion streams (the galaxy and the chart
+ask only when their step moved: a change within a step waits for the next).
 Allocation: the same frame under tracemalloc (numpy reports its buffers to tracemalloc);
 the figure is peak − start within the frame, i.e. the transient memory one frame needs.
 
