@@ -17,7 +17,7 @@ import numpy as np
 import plotext
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_render_galaxy import RUN_S, T0, p95, scenario, timed
+from bench_render_galaxy import RUN_S, STEP_S, T0, p95, scenario, timed
 from calibration import calibrated
 
 from legion_tui.model import Node, NodeStatus
@@ -151,7 +151,7 @@ def main() -> None:
     tick = [now]
 
     def our_frame() -> None:
-        tick[0] += 0.05
+        tick[0] += STEP_S
         chart.render(model, tick[0], 200, 60, styles)
 
     our_frame()

@@ -22,12 +22,16 @@ from legion_tui.render.braille import BrailleCanvas
 from legion_tui.render.chart import ChartRenderer
 from legion_tui.render.galaxy import GalaxyRenderer
 from legion_tui.render.inks import STYLES
+from legion_tui.render.steps import DRAW_HZ
 from legion_tui.session.progress import RateSegment, SessionProgress
 from legion_tui.state import LegionModel
 from legion_tui.themes import palette
 
 T0 = 1_700_000_000.0
 RUN_S = 600.0
+# A frame a step: the renderers draw once per step and hand a later frame of the same
+# step the step's picture back (render/steps.py); every timed frame here draws.
+STEP_S = 1.0 / DRAW_HZ
 
 
 def scenario(n_nodes: int = 200, live: int = 50, seed: int = 1) -> LegionModel:
@@ -124,7 +128,7 @@ def main() -> None:
         clock = Clock(T0 + RUN_S)
 
         def frame(g: GalaxyRenderer = galaxy, m: LegionModel = model, c: Clock = clock) -> None:
-            g.render(m, c.advance(0.1), 200, 60, styles, selected="w3")
+            g.render(m, c.advance(STEP_S), 200, 60, styles, selected="w3")
 
         frame()
         f = timed(frame, 200)
@@ -137,7 +141,7 @@ def main() -> None:
     now = [T0 + RUN_S]
 
     def both() -> None:
-        now[0] += 0.1
+        now[0] += STEP_S
         galaxy.render(model, now[0], 200, 60, styles, selected="w3")
         chart.render(model, now[0], 200, 60, styles)
 
