@@ -8,7 +8,7 @@ from app_helpers import FakeOps, canned_app, canned_model
 from textual.widgets import Static
 
 from legion_tui import receipts
-from legion_tui.app import make_app
+from legion_tui.app import LegionApp, make_app
 from legion_tui.model import NodeStatus
 from legion_tui.render.steps import DRAW_HZ
 from legion_tui.session.progress import RateSegment
@@ -97,11 +97,17 @@ async def test_the_overlay_touches_a_tab_only_when_its_text_changes() -> None:
         assert updates == ["#detail-head"]  # the header's token count moved; mail did not
 
 
-async def test_the_step_tick_draws_the_changes_the_chart_owes_and_only_then() -> None:
+def on_a_clock_we_move() -> tuple[LegionApp, list[float]]:
+    """The canned dashboard on a clock the test moves (`now[0]`), without timers."""
     model = canned_model()
     now = [model.clock()]
     model.clock = lambda: now[0]
-    app = make_app(model, FakeOps(model), clock=model.clock, timers=False)
+    return make_app(model, FakeOps(model), clock=model.clock, timers=False), now
+
+
+async def test_the_step_tick_draws_the_changes_the_chart_owes_and_only_then() -> None:
+    app, now = on_a_clock_we_move()
+    model = app.model
     async with app.run_test(size=(120, 40)) as pilot:
         await pilot.pause()
         chart = app.chart
@@ -128,10 +134,8 @@ async def test_the_step_tick_draws_the_changes_the_chart_owes_and_only_then() ->
 
 
 async def test_the_step_tick_draws_the_last_agent_ending_although_nothing_is_live() -> None:
-    model = canned_model()
-    now = [model.clock()]
-    model.clock = lambda: now[0]
-    app = make_app(model, FakeOps(model), clock=model.clock, timers=False)
+    app, now = on_a_clock_we_move()
+    model = app.model
     async with app.run_test(size=(160, 50)) as pilot:
         await pilot.pause()
         galaxy = app.galaxy.renderer
