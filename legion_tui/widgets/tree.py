@@ -363,7 +363,7 @@ class RailwayTree(ScrollView, FollowsTheme, can_focus=True):
         self._cache[row.node_id] = (key, strip)
         return strip
 
-    def _left_runs(self, row: TreeRow, view: NodeView, cols: Columns, paint: Paint) -> LeftPart:
+    def _left_part(self, row: TreeRow, view: NodeView, cols: Columns, paint: Paint) -> LeftPart:
         """Rail, glyph, name (+ fold count, sim marker), role and phase, each padded or
         cut to its column, as `_runs` joins them; kept per node while what they show is
         unchanged."""
@@ -414,7 +414,7 @@ class RailwayTree(ScrollView, FollowsTheme, can_focus=True):
         node = view.node
         ended = not node.live
         text_style = paint.dim if ended else paint.base
-        left = self._left_runs(row, view, cols, paint)
+        left = self._left_part(row, view, cols, paint)
         used = left.width
         # The figures share one style: one piece (joined as `_runs` would join them).
         figures: list[str] = []
