@@ -9,5 +9,6 @@
 - `rates`: the live tok/s every panel agrees on (computed once per node per frame)
 - `feed`: which nodes changed since the last frame, the live set and status counts,
   from the model's dirty ids (no per-frame walk over every node)
+- `steps`: the 1/4 s steps the galaxy and the chart draw in (one frame each per step)
 - `arrays`: the numpy array type aliases
 """
