@@ -55,10 +55,6 @@ from legion_tui.widgets.tree import RailwayTree, WholeCellScrollBar
 from legion_tui.widgets.tree_header import TreeHeader
 
 MAX_APPLY_HZ = 30.0
-# Orbits advance slowly; 4 frames a second keep them moving for ≈ 1-2 % of a core,
-# where 12 cost ≈ 4 % (measured in a pty with 100 nodes at 160×50). The galaxy and the
-# chart draw in the same steps, whatever else repaints them in between.
-STEP_HZ = DRAW_HZ
 GC_THRESHOLDS = (20_000, 50, 1000)
 
 
@@ -217,7 +213,6 @@ class LegionApp(App[None]):
         )
         self._last_apply = 0.0
         self._apply_timer: Timer | None = None
-        self._step_timer: Timer | None = None
         self._galaxy_full = False
         self._interrupted: set[str] = set()  # ids the banner names
         self._banner_text: str | None = None  # None: not drawn yet
@@ -290,7 +285,10 @@ class LegionApp(App[None]):
         self._update_banner()
         if self.timers:
             self.set_interval(1.0, self._second_tick)
-            self._step_timer = self.set_interval(1.0 / STEP_HZ, self._step_tick)
+            # The galaxy's and the chart's draw steps; orbits advance slowly: 4 frames a
+            # second keep them moving for ≈ 1-2 % of a core, where 12 cost ≈ 4 % (measured
+            # in a pty with 100 nodes at 160×50).
+            self.set_interval(1.0 / DRAW_HZ, self._step_tick)
         if self.gc_tuning:
             tune_gc()  # after mount: the widgets and caches alive now are frozen
         if self.on_start is not None:

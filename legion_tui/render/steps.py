@@ -56,7 +56,7 @@ class StepFrames:
     ) -> list[list[Segment]] | None:
         """The last frame, if it was drawn for `key` (its step first) from `sources`
         (compared by identity); `changed` is then owed to the next frame."""
-        if key != self._key or len(sources) != len(self._sources):
+        if key != self._key:  # (a key equal to the kept one comes with as many sources)
             return None
         if any(a is not b for a, b in zip(sources, self._sources, strict=True)):
             return None
