@@ -38,6 +38,7 @@ from legion_tui.talk import MessageHistory, SentMessage, steer_outcome
 from legion_tui.terminal import SIGNAL_GRACE_S, LegionDriver, say_after_exit
 from legion_tui.themes import DEFAULT_THEME, THEME_ORDER, textual_themes
 from legion_tui.widgets.attaching import ATTACH_KINDS, Attacher
+from legion_tui.widgets.commit_message import CommitMessageScreen
 from legion_tui.widgets.confirm import ConfirmBar, ConfirmRequest
 from legion_tui.widgets.detail import DetailScreen
 from legion_tui.widgets.galaxy import GalaxyView
@@ -244,6 +245,7 @@ class LegionApp(App[None]):
             ),
             ask=self._ask,
             run=lambda call: self.run_worker(call, group="land"),
+            edit=self._edit_commit_message,
         )
         self.attacher = Attacher(
             self,
@@ -476,7 +478,7 @@ class LegionApp(App[None]):
     def _confirm_answered(self, event: ConfirmBar.Answered) -> None:
         request = event.request
         if request.kind in LANDING_KINDS:
-            self.landing.answered(request, event.confirmed)
+            self.landing.answered(request, event.confirmed, event.choice)
             return
         if request.kind in ATTACH_KINDS:
             self.attacher.answered(request, event.confirmed)
@@ -683,6 +685,26 @@ class LegionApp(App[None]):
         view = self._target()
         if view is not None:
             self.landing.start(view.node.id)
+
+    def action_commit_node(self) -> None:
+        view = self._target()
+        if view is not None:
+            self.landing.start_commit(view.node.id)
+
+    def action_push_node(self) -> None:
+        view = self._target()
+        if view is not None:
+            self.landing.start_push(view.node.id)
+
+    def action_discard_node(self) -> None:
+        view = self._target()
+        if view is not None:
+            self.landing.start_discard(view.node.id)
+
+    def _edit_commit_message(
+        self, branch: str, message: str, done: Callable[[str | None], None]
+    ) -> None:
+        self.push_screen(CommitMessageScreen(branch, message), done)
 
     def action_attach_node(self) -> None:
         """A: the agent's own UI on its session, the dashboard suspended meanwhile."""

@@ -227,7 +227,7 @@ async def prepare_sandbox(supervisor: Supervisor) -> Path | None:
     the supervisor's sandbox (worktrees come from it, never from the user's repository).
     None — and no worktrees — when git is missing or refuses."""
     from legion_tui.agents.sim_script import SANDBOX_FILES
-    from legion_tui.supervisor.worktree import WorktreeError, create_sandbox_repo
+    from legion_tui.git.worktree import WorktreeError, create_sandbox_repo
 
     path = supervisor.run.dir / SANDBOX_DIR
     try:

@@ -10,8 +10,8 @@ from typing import TYPE_CHECKING, Protocol, runtime_checkable
 if TYPE_CHECKING:
     from legion_tui.agents.cards import CardSet
     from legion_tui.attach import AttachPlan
+    from legion_tui.git.worktree import Worktree
     from legion_tui.supervisor.admission import ChildRequest
-    from legion_tui.supervisor.worktree import Worktree
 
 
 class OpError(Exception):

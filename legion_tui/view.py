@@ -18,6 +18,7 @@ import signal
 import sys
 from pathlib import Path
 
+from legion_tui.git.worktree import Worktree
 from legion_tui.ledger.follow import FACT_TYPES, LedgerChanges, LedgerFollower
 from legion_tui.model import Event, EventType, NodeStatus
 from legion_tui.ops import Operations, Workspace
@@ -33,7 +34,6 @@ from legion_tui.supervisor.runs import (
     legion_dir,
     newest_run,
 )
-from legion_tui.supervisor.worktree import Worktree
 from legion_tui.timeouts import within
 
 # How often the ledger is looked at: a commit reaches the rows within this (an idle

@@ -9,7 +9,7 @@ from textual.pilot import Pilot
 from textual.widgets import TabbedContent
 
 from legion_tui.app import LegionApp
-from legion_tui.supervisor.worktree import Worktree, create_worktree
+from legion_tui.git.worktree import Worktree, create_worktree
 from legion_tui.widgets.diff_view import DiffView
 
 # Fixed dates: the same commits, hence the same shas, on every run (the Diff golden).

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from legion_tui.agents.sim import CatchUpClock, FakeClock, SimAgent, SimConfig
 from legion_tui.agents.sim_script import EDIT_NEW, EDIT_OLD, SANDBOX_FILES
-from legion_tui.supervisor.worktree import create_sandbox_repo
+from legion_tui.git.worktree import create_sandbox_repo
 
 
 def _git(cwd: Path, *args: str) -> str:

@@ -8,11 +8,11 @@ from pathlib import Path
 from supervisor_helpers import STUCK, hosted, spawn_one, until
 
 from legion_tui.agents.sim_script import SANDBOX_FILES
+from legion_tui.git.worktree import create_sandbox_repo
 from legion_tui.model import EventType
 from legion_tui.phases import DEFAULT_MACHINE
 from legion_tui.state import EVENTS_PER_NODE
 from legion_tui.supervisor.core import ROOT_ID, Supervisor
-from legion_tui.supervisor.worktree import create_sandbox_repo
 
 PADDING = EVENTS_PER_NODE + 50
 

@@ -10,7 +10,7 @@ import pytest
 from supervisor_helpers import git, use_git_identity
 
 from legion_tui import receipts
-from legion_tui.supervisor.worktree import (
+from legion_tui.git.worktree import (
     WorktreeError,
     create_worktree,
     delivery,

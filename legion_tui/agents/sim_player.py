@@ -87,7 +87,7 @@ class SocketPlayer:
         """An `edit` in a worktree changes the file and commits it on the team's branch.
 
         Only ever under the `worktree` the supervisor named, and only a path inside it."""
-        from legion_tui.supervisor.worktree import WorktreeError, commit_paths
+        from legion_tui.git.worktree import WorktreeError, commit_paths
 
         tree = self.worktree
         assert tree is not None

@@ -129,8 +129,8 @@ class Admission:
         await self.check_budgets(caller, len(requests))
         plans: list[Plan] = []
         now = self._clock()
+        from legion_tui.git.worktree import own_worktree
         from legion_tui.settings import load_settings
-        from legion_tui.supervisor.worktree import own_worktree
 
         per_agent = load_settings(self._project_dir).settings.worktree_per_agent
         for req, card, name, (machine_json, start_phase), launch in zip(

@@ -52,11 +52,11 @@ from legion_tui.supervisor.stops import Stops
 from legion_tui.supervisor.teams import Teams
 
 if TYPE_CHECKING:
+    from legion_tui.git.worktree import Worktree
     from legion_tui.ledger import Ledger
     from legion_tui.mail.service import MailService
     from legion_tui.phases.timeouts import PhaseClock
     from legion_tui.supervisor.server import SupervisorServer
-    from legion_tui.supervisor.worktree import Worktree
 
 __all__ = ["ROOT_ID", "Budgets", "ChildRequest", "RootOperations", "StartFailed", "Supervisor"]
 

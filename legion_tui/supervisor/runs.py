@@ -93,6 +93,10 @@ def create_run(
     run_id = new_run_id(now)
     run_dir = runs / run_id
     runs.mkdir(mode=PRIVATE_DIR, parents=True, exist_ok=True)
+    # Keep .legion/ out of the user's `git status` (a no-op once git ignores it).
+    from legion_tui.git.exclude import exclude_legion
+
+    exclude_legion(project_dir)
     run_dir.mkdir(mode=PRIVATE_DIR)
     make_private(run_dir)  # before anything is written in it: all of it inherits that
     for sub in RUN_SUBDIRS:

@@ -16,11 +16,11 @@ from legion_tui.model import EventType, Node
 
 if TYPE_CHECKING:
     from legion_tui.agents.cards import RoleCard
+    from legion_tui.git.worktree import Worktree
     from legion_tui.state import LegionModel
     from legion_tui.supervisor.admission import ChildRequest
     from legion_tui.supervisor.record import Record
     from legion_tui.supervisor.runs import RunInfo
-    from legion_tui.supervisor.worktree import Worktree
 
 __all__ = ["TeamWorktrees"]
 
@@ -59,15 +59,15 @@ class TeamWorktrees:
         `[worktrees] perAgent = false` — its worktree (git repositories only) before it
         starts; return the one warning a demoted request gets. A resumed node finds its
         old one. Simulated agents get one only from a sandbox (`worktree_repo`)."""
-        from legion_tui.settings import load_settings
-        from legion_tui.supervisor.naming import ROOT_ID
-        from legion_tui.supervisor.worktree import (
+        from legion_tui.git.worktree import (
             Worktree,
             WorktreeError,
             demote_worktree,
             own_worktree,
             prepare_worktree,
         )
+        from legion_tui.settings import load_settings
+        from legion_tui.supervisor.naming import ROOT_ID
 
         if node.id in self._worktrees:
             return None
@@ -171,7 +171,7 @@ class TeamWorktrees:
         tree = self._worktrees.get(node_id)
         if tree is None:
             return None
-        from legion_tui.supervisor.worktree import WorktreeError, delivery
+        from legion_tui.git.worktree import WorktreeError, delivery
 
         try:
             d = await delivery(tree)

@@ -21,6 +21,7 @@ from legion_tui.supervisor.team_worktrees import TeamWorktrees
 
 if TYPE_CHECKING:
     from legion_tui.agents.cards import RoleCard
+    from legion_tui.git.worktree import Worktree
     from legion_tui.mail.service import MailService
     from legion_tui.phases.timeouts import ReviveStore
     from legion_tui.state import Clock, LegionModel
@@ -29,7 +30,6 @@ if TYPE_CHECKING:
     from legion_tui.supervisor.record import Record
     from legion_tui.supervisor.roster import Roster
     from legion_tui.supervisor.runs import RunInfo
-    from legion_tui.supervisor.worktree import Worktree
 
 __all__ = ["Teams"]
 

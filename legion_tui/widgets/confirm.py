@@ -18,7 +18,9 @@ from textual.widget import Widget
 
 from legion_tui.widgets.lines import PaintedLine
 
-ConfirmKind = Literal["stop", "force-stop", "abort", "quit", "land", "push", "attach"]
+ConfirmKind = Literal[
+    "stop", "force-stop", "abort", "quit", "land", "commit", "push", "discard", "attach"
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -26,6 +28,7 @@ class ConfirmRequest:
     kind: ConfirmKind
     node_id: str | None  # locked at the key press; None for quit
     prompt: str
+    choices: tuple[str, ...] = ()  # other keys that answer it (the land's `m` mode), not "no"
 
 
 class ConfirmBar(PaintedLine, can_focus=True):
@@ -35,10 +38,13 @@ class ConfirmBar(PaintedLine, can_focus=True):
     """
 
     class Answered(Message):
-        def __init__(self, request: ConfirmRequest, confirmed: bool) -> None:
+        def __init__(
+            self, request: ConfirmRequest, confirmed: bool, choice: str | None = None
+        ) -> None:
             super().__init__()
             self.request = request
             self.confirmed = confirmed
+            self.choice = choice  # one of the request's `choices`, pressed instead of y
 
     def __init__(self, *, floor: bool = True, id: str | None = None) -> None:
         super().__init__(floor=floor, id=id)
@@ -70,7 +76,7 @@ class ConfirmBar(PaintedLine, can_focus=True):
         answered by a key pressed long after, somewhere else."""
         self._answer(False)
 
-    def _answer(self, confirmed: bool) -> None:
+    def _answer(self, confirmed: bool, choice: str | None = None) -> None:
         request = self.request
         if request is None:
             return
@@ -83,7 +89,7 @@ class ConfirmBar(PaintedLine, can_focus=True):
             back.focus()
         else:
             self.blur()
-        answered = self.Answered(request, confirmed)
+        answered = self.Answered(request, confirmed, choice)
         # Sent as the bar's own, whoever's handler runs now: Textual stops a message at
         # its sender, and one made while the screen handles its ScreenSuspend (cancel)
         # stopped there and never reached the app.
@@ -96,7 +102,8 @@ class ConfirmBar(PaintedLine, can_focus=True):
         # Swallow the key whatever it is: it answers the question and nothing else.
         event.stop()
         event.prevent_default()
-        self._answer(event.key == "y")
+        choice = event.character if event.character in self.request.choices else None
+        self._answer(event.key == "y", choice)
 
     def on_blur(self) -> None:
         # Focus moved away (a click elsewhere): that is "any other key" — cancel.

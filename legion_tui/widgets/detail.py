@@ -20,7 +20,7 @@ from textual.containers import Vertical, VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Static, TabbedContent, TabPane
 
-from legion_tui.land import Review, review
+from legion_tui.git.review import Review, review
 from legion_tui.ops import Workspace
 from legion_tui.state import Clock, LegionModel, NodeView
 from legion_tui.supervisor.run_folder import terminal_log

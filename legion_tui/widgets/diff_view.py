@@ -1,7 +1,7 @@
 """The Diff tab (issue 12): what an agent's worktree changed against the commit it was
 cut from — its branch and head, the commits, the files, then the diff, coloured.
 
-The review (legion_tui.land) runs in a worker: git is a subprocess, bounded, and the
+The review (legion_tui.git.land) runs in a worker: git is a subprocess, bounded, and the
 loop never waits on it. The view is a Line API scroller over the lines it produced, so a
 2 MiB diff scrolls as fast as a short one. `review_lines` is pure: tests and goldens
 read what the tab shows without git.
@@ -19,8 +19,9 @@ from textual.scroll_view import ScrollView
 from textual.strip import Strip
 from textual.worker import Worker
 
-from legion_tui.land import MAX_DIFF_BYTES, LandRefused, Review
-from legion_tui.supervisor.worktree import WorktreeError
+from legion_tui.git.process import GitRefused
+from legion_tui.git.review import MAX_DIFF_BYTES, Review
+from legion_tui.git.worktree import WorktreeError
 from legion_tui.widgets.paint import FollowsTheme, paint_for
 
 Tone = Literal["text", "dim", "warning", "ok", "fail", "accent"]
@@ -117,7 +118,7 @@ class DiffView(ScrollView, FollowsTheme, can_focus=True):
     async def _read(self) -> None:
         try:
             review = await self._load()
-        except (LandRefused, WorktreeError) as err:
+        except (GitRefused, WorktreeError) as err:
             self.lines = [(f"cannot read the worktree: {err}", "warning")]
         else:
             self.review = review

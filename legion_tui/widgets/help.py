@@ -25,7 +25,11 @@ KEYS: tuple[tuple[str, str], ...] = (
           " (a running agent is stopped first, after y)"),
     ("r", "resume an interrupted agent"),
     ("n", "new agent (under the selected lead, else under root)"),
-    ("L", "land the selected agent's branch (asks first)"),
+    ("L", "land the selected agent's branch: the sha the prompt names (y; m merge/squash/"
+          "rebase; c commits its leftovers first); a dirty checkout is stashed and put back"),
+    ("c", "commit what the agent left uncommitted in its worktree (y; e edits the message)"),
+    ("P", "push the agent's branch to your remote and open a PR where gh/glab is logged in"),
+    ("D", "discard an ended agent's worktree and branch (the prompt names what is lost)"),
     ("/", "filter the tree; Enter keeps it, Esc clears it"),
     ("w", "chart window: last 60 s / whole run"),
     ("g", "galaxy full screen"),
@@ -37,7 +41,7 @@ KEYS: tuple[tuple[str, str], ...] = (
     ("q / Ctrl+Q", "quit (asks first while agents are live: quitting pauses them)"),
     ("mouse", "click selects a row or a star; the wheel scrolls"),
 )
-# Inside the detail overlay, besides x X a s r n L (they act on its agent) and t.
+# Inside the detail overlay, besides x X a s r n L c P D (they act on its agent) and t.
 OVERLAY_KEYS: tuple[tuple[str, str], ...] = (
     ("1 … 6", "pick a tab (Transcript, Activity, Mail, Events, Terminal, Diff)"),
     ("[ / ]", "previous / next tab"),

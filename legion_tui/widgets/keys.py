@@ -1,6 +1,6 @@
 """The keys that act on an agent, and the key-hint row at the bottom of the main screen.
 
-The agent keys (x, X, a, s, r, A) are bound twice — on the main screen and inside the
+The agent keys (x, X, a, s, r, A, c, P, D) are bound twice — on the main screen and inside the
 detail overlay, where they act on the overlay's agent — so they are declared once here.
 
 `KeyHints` replaces Textual's `Footer` (a widget per key, each through the styles pass
@@ -28,6 +28,9 @@ AGENT_KEYS: tuple[tuple[str, str, str, bool], ...] = (
     ("s", "steer_node", "Steer", True),
     ("r", "resume_node", "Resume", False),
     ("A", "attach_node", "Attach", False),
+    ("c", "commit_node", "Commit", False),
+    ("P", "push_node", "Push", False),
+    ("D", "discard_node", "Discard", False),
 )
 
 

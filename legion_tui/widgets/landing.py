@@ -1,49 +1,89 @@
-"""The land flow of the dashboard (issue 12): `L` on a settled agent that holds a
-worktree → its plan is read (git, in a worker) → `Land BRANCH → BASE …? y confirms` →
-the merge → when the repository has a remote, `Push BASE → REMOTE/BRANCH? y confirms` →
-the push. Each step that touches the user's checkout or remote waits for its own `y`
-on the same confirm bar as stop; every refusal is shown in git's words.
+"""The end of an agent's unit of work in the dashboard (issue 28): `c` commit, `L` land,
+`P` push (and a PR), `D` discard — each on the confirm bar, each a `y` of its own, each
+calling the same `legion_tui.git` functions the CLI verbs call (`legion commit | land |
+discard`), so the keys and the verbs refuse alike.
+
+- `L` reads the plan (git, in a worker) and asks `Land BRANCH @ SHA → BASE …? y lands ·
+  m mode`; `m` cycles merge → squash → rebase and asks again; when the agent left work
+  uncommitted, `c` commits it first. `y` lands the sha the prompt named. Once landed,
+  removing the worktree and branch is offered.
+- `c` asks with the message made from the task and the verdict; `e` edits it.
+- `P` pushes the agent's branch to the user's remote and opens a PR where `gh`/`glab` is
+  logged in; the receipt is the URL the tool printed, or what the remote said.
+- `D` names what would be lost (commits in no other branch, uncommitted files) and `y`
+  accepts exactly that loss; anything else is refused by `cleanup.discard`.
 """
 
 from __future__ import annotations
 
+import shutil
 from collections.abc import Callable, Coroutine
 from dataclasses import dataclass
 from typing import Any
 
-from legion_tui.land import LandPlan, LandRefused, merge, plan_land, push, remote_of
+from legion_tui.git.cleanup import Loss, discard, human_size, loss_of, size_on_disk
+from legion_tui.git.land import LAND_MODES, LandMode, LandPlan, land, main_checkout, plan_land
+from legion_tui.git.process import GitRefused, git, lines
+from legion_tui.git.share import (
+    commit_message,
+    commit_work,
+    open_pr,
+    push,
+    remote_of,
+    subject_of,
+    verdict_note,
+)
+from legion_tui.git.worktree import Worktree, is_folder
 from legion_tui.ops import Operations
 from legion_tui.state import LegionModel
-from legion_tui.supervisor.worktree import Worktree
 from legion_tui.widgets.confirm import ConfirmRequest
 
-LANDING_KINDS = ("land", "push")
+LANDING_KINDS = ("land", "commit", "push", "discard")
 FILES_NAMED = 2  # in the confirm line; the rest are counted
+__all__ = ["LANDING_KINDS", "Landing", "land_prompt", "next_mode"]
+
+CANCELLED = {"land": "landed", "commit": "committed", "push": "pushed", "discard": "discarded"}
+
+
+def next_mode(mode: LandMode) -> LandMode:
+    """merge → squash → rebase → merge: what `m` on the land prompt offers next."""
+    return LAND_MODES[(LAND_MODES.index(mode) + 1) % len(LAND_MODES)]
+
+
+def _files(plan: LandPlan) -> str:
+    named = ", ".join(
+        f"{f.path} +{f.added} -{f.removed}" if f.added is not None else f.path
+        for f in plan.files[:FILES_NAMED]
+    )
+    more = len(plan.files) - FILES_NAMED
+    return named + (f" +{more} more" if more > 0 else "")
 
 
 def land_prompt(plan: LandPlan) -> str:
-    """`Land BRANCH → BASE (N commits: files)? y confirms · …` — the question first, as
-    the stop prompt asks it, so a narrow bar cuts the note, never the `y`."""
-    named = ", ".join(plan.files[:FILES_NAMED])
-    more = len(plan.files) - FILES_NAMED
-    files = named + (f" +{more} more" if more > 0 else "")
-    left = " · its uncommitted changes stay behind" if plan.uncommitted else ""
-    commits = f"{plan.commits} commit{'' if plan.commits == 1 else 's'}"
-    return (
-        f"Land {plan.branch} → {plan.base} ({commits}: {files})? "
-        f"y confirms · any other key cancels{left}"
+    """`Land BRANCH @ SHA → BASE (N commits: files; what it does)? y lands · …` — the
+    question first, as the stop prompt asks it, so a narrow bar cuts the notes, never
+    the `y`."""
+    commits = f"{len(plan.commits)} commit{'' if len(plan.commits) == 1 else 's'}"
+    others = "/".join(m for m in LAND_MODES if m != plan.mode)
+    prompt = (
+        f"Land {plan.branch} @ {plan.short} → {plan.base} ({commits}: {_files(plan)}; "
+        f"{plan.effect()})? y lands · m {others}"
     )
-
-
-def push_prompt(plan: LandPlan, remote: str, branch: str) -> str:
-    return f"Push {plan.base} → {remote}/{branch}? y confirms · any other key cancels"
+    if plan.left_behind:
+        prompt += " · c commits its uncommitted work first"
+    prompt += " · any other key cancels"
+    for warning in plan.warnings:
+        prompt += f" · ⚠ {warning}"
+    return prompt
 
 
 @dataclass(frozen=True, slots=True)
 class _Pending:
     tree: Worktree
-    plan: LandPlan
-    remote: tuple[str, str] | None = None  # set once landed: where a push goes
+    plan: LandPlan | None = None  # land: what `y` lands
+    message: str = ""  # commit: the message `y` commits with
+    loss: Loss | None = None  # discard: what `y` accepts to lose
+    then_land: LandMode | None = None  # commit asked from the land prompt: land after it
 
 
 Say = Callable[[str, bool], None]  # (text, is_error)
@@ -58,68 +98,225 @@ class Landing:
         say: Say,
         ask: Callable[[ConfirmRequest], None],
         run: Callable[[Coroutine[Any, Any, None]], object],
+        edit: Callable[[str, str, Callable[[str | None], None]], None] | None = None,
+        mode: Callable[[], LandMode] = lambda: "merge",
     ) -> None:
         self._model = model
         self._ops = ops
         self._say = say
         self._ask = ask
         self._run = run
+        self._edit = edit  # (branch, message, done): the commit message editor
+        self._mode = mode  # `[land] mode`: the first mode the land prompt offers
         self._pending: dict[str, _Pending] = {}  # node id → what its open confirm acts on
 
-    def start(self, node_id: str) -> None:
-        """`L`: refuse at once what cannot be landed, else read the plan and ask."""
+    # ----- the keys -------------------------------------------------------------------
+    def _tree_of(self, node_id: str, verb: str) -> Worktree | None:
+        """The worktree `node_id` holds and may act on, else a refusal said and None."""
         view = self._model.nodes.get(node_id)
         if view is None:
-            return
+            return None
         node = view.node
         space = self._ops.workspace(node_id)
         if space is None:
-            self._say(f"{node.name} works in the project itself: it has no branch to land.", False)
-            return
+            self._say(
+                f"{node.name} works in the project itself: it has no branch to {verb}.", False
+            )
+            return None
         if space.owner_id != node_id:
             owner = self._model.nodes.get(space.owner_id)
             lead = owner.node.name if owner is not None else space.owner_id
-            self._say(f"{node.name} works in {lead}'s worktree: land {lead}.", False)
-            return
+            self._say(f"{node.name} works in {lead}'s worktree: {verb} {lead}.", False)
+            return None
         if node.live:
             status = node.status.value
-            self._say(f"{node.name} is still {status}: land it once it has settled.", False)
-            return
-        self._run(self._plan(node_id, space.tree))
+            self._say(f"{node.name} is still {status}: {verb} it once it has settled.", False)
+            return None
+        return space.tree
 
-    async def _plan(self, node_id: str, tree: Worktree) -> None:
+    def start(self, node_id: str) -> None:
+        """`L`: refuse at once what cannot be landed, else read the plan and ask."""
+        tree = self._tree_of(node_id, "land")
+        if tree is not None:
+            self._run(self._plan(node_id, tree, self._mode()))
+
+    def start_commit(self, node_id: str) -> None:
+        """`c`: commit what the agent left uncommitted in its worktree."""
+        tree = self._tree_of(node_id, "commit")
+        if tree is not None:
+            self._run(self._ask_commit(node_id, tree, None, None))
+
+    def start_push(self, node_id: str) -> None:
+        """`P`: push the agent's branch to the user's remote (and open a PR)."""
+        tree = self._tree_of(node_id, "push")
+        if tree is not None:
+            self._run(self._ask_push(node_id, tree))
+
+    def start_discard(self, node_id: str) -> None:
+        """`D`: remove an ended agent's worktree and branch."""
+        tree = self._tree_of(node_id, "discard")
+        if tree is not None:
+            self._run(self._ask_discard(node_id, tree, landed=False))
+
+    # ----- the questions --------------------------------------------------------------
+    async def _plan(self, node_id: str, tree: Worktree, mode: LandMode) -> None:
         try:
-            plan = await plan_land(tree)
-        except LandRefused as err:
+            plan = await plan_land(tree, mode)
+        except GitRefused as err:
             self._say(err.message, True)
             return
-        self._pending[node_id] = _Pending(tree, plan)
-        self._ask(ConfirmRequest("land", node_id, land_prompt(plan)))
+        self._pending[node_id] = _Pending(tree, plan=plan)
+        choices = ("m", "c") if plan.left_behind else ("m",)
+        self._ask(ConfirmRequest("land", node_id, land_prompt(plan), choices))
 
-    def answered(self, request: ConfirmRequest, confirmed: bool) -> None:
-        pending = self._pending.pop(request.node_id or "", None)
-        if not confirmed or pending is None:
-            done = "landed" if request.kind == "land" else "pushed"
-            self._say(f"Cancelled — nothing {done}.", False)
+    async def _ask_commit(
+        self, node_id: str, tree: Worktree, message: str | None, then_land: LandMode | None
+    ) -> None:
+        view = self._model.nodes.get(node_id)
+        if view is None:
             return
-        if request.kind == "land":
-            self._run(self._merge(request.node_id or "", pending))
-        elif pending.remote is not None:
-            self._run(self._push(pending.plan, *pending.remote))
-
-    async def _merge(self, node_id: str, pending: _Pending) -> None:
         try:
-            self._say(await merge(pending.tree, pending.plan), False)
-            remote = await remote_of(pending.plan)
-        except LandRefused as err:
+            status = lines(
+                await git(tree.path, "status", "--porcelain", "--untracked-files=normal")
+            )
+        except GitRefused as err:
             self._say(err.message, True)
             return
-        if remote is not None:
-            self._pending[node_id] = _Pending(pending.tree, pending.plan, remote)
-            self._ask(ConfirmRequest("push", node_id, push_prompt(pending.plan, *remote)))
+        if not status:
+            self._say(f"{tree.branch} has no uncommitted work: nothing to commit.", False)
+            return
+        message = message or commit_message(view.node.task, view.node.verdict_data)
+        subject = message.strip().splitlines()[0]
+        count = f"{len(status)} file{'' if len(status) == 1 else 's'}"
+        prompt = (
+            f"Commit {count} in {tree.branch} as “{subject}”? y commits · e edits the "
+            "message · any other key cancels"
+        )
+        self._pending[node_id] = _Pending(tree, message=message, then_land=then_land)
+        self._ask(ConfirmRequest("commit", node_id, prompt, ("e",) if self._edit else ()))
 
-    async def _push(self, plan: LandPlan, remote: str, branch: str) -> None:
+    async def _ask_push(self, node_id: str, tree: Worktree) -> None:
         try:
-            self._say(await push(plan, remote, branch), False)
-        except LandRefused as err:
+            checkout = await main_checkout(tree.path)
+            remote = await remote_of(checkout, tree.branch)
+            head = (await git(checkout, "rev-parse", "--short", tree.branch)).strip()
+        except GitRefused as err:
+            self._say(err.message, True)
+            return
+        if remote is None:
+            self._say(f"{checkout} has no remote: nothing to push {tree.branch} to.", False)
+            return
+        forge = next((tool for tool in ("gh", "glab") if shutil.which(tool)), None)
+        pr = f" and open a PR ({forge})" if forge else ""
+        prompt = (
+            f"Push {tree.branch} @ {head} → {remote[0]}/{remote[1]}{pr}? y pushes · any other "
+            "key cancels"
+        )
+        self._pending[node_id] = _Pending(tree)
+        self._ask(ConfirmRequest("push", node_id, prompt))
+
+    async def _ask_discard(self, node_id: str, tree: Worktree, *, landed: bool) -> None:
+        try:
+            checkout = await main_checkout(tree.path if is_folder(tree.path) else tree.path.parent)
+            loss = await loss_of(checkout, tree.branch, tree.path if is_folder(tree.path) else None)
+        except GitRefused as err:
+            self._say(err.message, True)
+            return
+        size = human_size(size_on_disk(tree.path if is_folder(tree.path) else None))
+        what = f"Remove {tree.branch}'s worktree ({size}) and branch"
+        if loss:
+            prompt = f"{what}? It LOSES {loss.says()} · y discards that · any other key keeps it"
+        else:
+            done = "now that it landed" if landed else "(nothing in it exists only there)"
+            prompt = f"{what} {done}? y removes them · any other key keeps them"
+        self._pending[node_id] = _Pending(tree, loss=loss)
+        self._ask(ConfirmRequest("discard", node_id, prompt))
+
+    # ----- the answers ----------------------------------------------------------------
+    def answered(self, request: ConfirmRequest, confirmed: bool, choice: str | None = None) -> None:
+        node_id = request.node_id or ""
+        pending = self._pending.pop(node_id, None)
+        if pending is None:
+            return
+        if choice == "m" and pending.plan is not None:
+            self._run(self._plan(node_id, pending.tree, next_mode(pending.plan.mode)))
+        elif choice == "c" and pending.plan is not None:
+            self._run(self._ask_commit(node_id, pending.tree, None, pending.plan.mode))
+        elif choice == "e" and self._edit is not None:
+            self._edit(
+                pending.tree.branch,
+                pending.message,
+                lambda text: self._edited(node_id, pending, text),
+            )
+        elif not confirmed:
+            self._say(f"Cancelled — nothing {CANCELLED.get(request.kind, 'done')}.", False)
+        elif request.kind == "land" and pending.plan is not None:
+            self._run(self._land(node_id, pending.tree, pending.plan))
+        elif request.kind == "commit":
+            self._run(self._commit(node_id, pending))
+        elif request.kind == "push":
+            self._run(self._push(pending.tree))
+        elif request.kind == "discard":
+            self._run(self._discard(pending.tree, pending.loss))
+
+    def _edited(self, node_id: str, pending: _Pending, text: str | None) -> None:
+        message = text or pending.message
+        self._run(self._ask_commit(node_id, pending.tree, message, pending.then_land))
+
+    async def _land(self, node_id: str, tree: Worktree, plan: LandPlan) -> None:
+        try:
+            landed = await land(tree, plan)
+        except GitRefused as err:
+            self._say(err.message, True)
+            return
+        self._say(landed.text, landed.stash_kept is not None)
+        await self._ask_discard(node_id, tree, landed=True)
+
+    async def _commit(self, node_id: str, pending: _Pending) -> None:
+        try:
+            self._say(await commit_work(pending.tree, pending.message), False)
+        except GitRefused as err:
+            self._say(err.message, True)
+            return
+        if pending.then_land is not None:
+            await self._plan(node_id, pending.tree, pending.then_land)
+
+    async def _push(self, tree: Worktree) -> None:
+        try:
+            checkout = await main_checkout(tree.path)
+            remote = await remote_of(checkout, tree.branch)
+            if remote is None:
+                raise GitRefused(f"{checkout} has no remote any more; nothing was pushed")
+            pushed = await push(checkout, tree.branch, *remote)
+            said = f"Pushed {tree.branch} → {pushed.remote}/{pushed.ref}."
+            base = (
+                await git(checkout, "symbolic-ref", "--quiet", "--short", "HEAD", ok=(0, 1))
+            ).strip()
+            view = next(
+                (v for v in self._model.nodes.values() if self._owns(v.node.id, tree)), None
+            )
+            task = view.node.task if view is not None else tree.branch
+            verdict = view.node.verdict_data if view is not None else None
+            title = subject_of(task)
+            body = verdict_note(verdict) or f"The work of {tree.branch}."
+            url = await open_pr(checkout, pushed.remote, pushed.ref, base or "main", title, body)
+        except GitRefused as err:
+            self._say(err.message, True)
+            return
+        if url is not None:
+            said += f" PR: {url}"
+        elif pushed.said:
+            said += f"\n{pushed.said}"
+        self._say(said, False)
+
+    def _owns(self, node_id: str, tree: Worktree) -> bool:
+        space = self._ops.workspace(node_id)
+        return space is not None and space.owner_id == node_id and space.tree.branch == tree.branch
+
+    async def _discard(self, tree: Worktree, loss: Loss | None) -> None:
+        path = tree.path if is_folder(tree.path) else None
+        try:
+            checkout = await main_checkout(path or tree.path.parent)
+            self._say(await discard(checkout, tree.branch, path, accept=loss), False)
+        except GitRefused as err:
             self._say(err.message, True)

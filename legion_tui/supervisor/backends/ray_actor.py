@@ -28,11 +28,11 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from legion_tui.git.worktree import _git
 from legion_tui.session.progress import RateSegment
 from legion_tui.supervisor.backend import AbortResult, AgentHandle, LaunchSpec, backend_for
 from legion_tui.supervisor.backends.common import log_path
 from legion_tui.supervisor.backends.rpc_handle import pi_session_dir
-from legion_tui.supervisor.worktree import _git
 
 __all__ = ["Chunk", "Live", "NodeAgent", "Placement", "Shipment", "State", "node_folder"]
 

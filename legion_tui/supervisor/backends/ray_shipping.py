@@ -10,9 +10,10 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+from legion_tui.git.process import run_tool
+from legion_tui.git.worktree import WorktreeError, _git
 from legion_tui.supervisor.backend import LaunchSpec
 from legion_tui.supervisor.backends.ray_actor import Shipment
-from legion_tui.supervisor.worktree import WorktreeError, _git, run_tool
 
 __all__ = ["TEAM_BRANCH_PREFIX", "TeamBranch"]
 

@@ -16,16 +16,14 @@ command only, and refuses a dirty checkout unless forced.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
-import os
 import secrets
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
 from legion_tui import receipts
-from legion_tui.timeouts import within
+from legion_tui.git.process import GIT_TIMEOUT, run_tool
 
 __all__ = [
     "BRANCH_PREFIX",
@@ -39,16 +37,15 @@ __all__ = [
     "create_worktree",
     "delivery",
     "demote_worktree",
+    "is_folder",
     "is_git_repo",
     "own_worktree",
     "prepare_worktree",
     "remove_worktree",
-    "run_tool",
     "worktrees_dir",
 ]
 
 BRANCH_PREFIX = "legion/"
-GIT_TIMEOUT = 120.0  # a checkout of a big repository takes a while; a hung git does not
 LINK_TIMEOUT = 20.0  # gh/glab talk to the network; never let them hold a delivery up
 # Who commits in a sandbox repository (the demo's): never the user's global identity.
 SANDBOX_IDENTITY = ("legion demo", "demo@legion.invalid")
@@ -111,46 +108,6 @@ def demote_worktree(
 # ----- git plumbing -------------------------------------------------------------------
 
 
-def _git_env(isolated: bool = False) -> dict[str, str]:
-    env = dict(os.environ)
-    # Never wait on a credential prompt; parse git's words in one language.
-    env["GIT_TERMINAL_PROMPT"] = "0"
-    env["LC_ALL"] = "C"
-    if isolated:
-        # A sandbox the host owns: the user's global and system config (identity,
-        # signing, templates with hooks) must neither apply nor be needed.
-        env["GIT_CONFIG_GLOBAL"] = os.devnull
-        env["GIT_CONFIG_NOSYSTEM"] = "1"
-    return env
-
-
-async def run_tool(
-    argv: list[str], cwd: Path, bound: float = GIT_TIMEOUT, *, isolated: bool = False
-) -> tuple[int, str, str]:
-    """Run a short-lived tool and return (code, stdout, stderr); the wait is bounded."""
-    try:
-        proc = await asyncio.create_subprocess_exec(
-            *argv,
-            cwd=cwd,
-            stdin=asyncio.subprocess.DEVNULL,
-            stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.PIPE,
-            env=_git_env(isolated),
-        )
-    except OSError as err:
-        return 127, "", f"{argv[0]}: {err.strerror or err}"
-    try:
-        out, err_bytes = await within(proc.communicate(), bound)
-    except TimeoutError:
-        with contextlib.suppress(ProcessLookupError):
-            proc.kill()
-        with contextlib.suppress(TimeoutError):
-            await within(proc.wait(), 5.0)
-        return 124, "", f"{' '.join(argv[:3])} did not finish within {bound:g}s"
-    assert proc.returncode is not None
-    return proc.returncode, out.decode(errors="replace"), err_bytes.decode(errors="replace")
-
-
 async def _git(cwd: Path, *args: str, bound: float = GIT_TIMEOUT, isolated: bool = False) -> str:
     code, out, err = await run_tool(["git", *args], cwd, bound, isolated=isolated)
     if code != 0:
@@ -164,6 +121,11 @@ async def is_git_repo(path: Path) -> bool:
         return False
     code, out, _ = await run_tool(["git", "rev-parse", "--is-inside-work-tree"], Path(path))
     return code == 0 and out.strip() == "true"
+
+
+def is_folder(path: Path | None) -> bool:
+    """A folder is there (a discarded worktree is not); one stat, fine in the loop."""
+    return path is not None and path.is_dir()
 
 
 def worktrees_dir(project: Path) -> Path:
