@@ -1,9 +1,13 @@
-"""The Diff tab and the land flow in the dashboard (issue 12 item 3), on a real git
-repository: the tab reads committed and uncommitted work, `L` asks before it merges and
-again before it pushes, any other key cancels, a conflict is refused in git's words."""
+"""The Diff tab and the end of a unit of work in the dashboard (issues 12 and 28), on a
+real git repository: the tab reads committed and uncommitted work; `L` names the sha it
+lands and lands it after `y` (`m` another mode, `c` commits first), then offers to clean
+up; `c` commits (`e` edits the message); `P` pushes the agent's branch and opens a PR
+through `gh`; `D` names what would be lost; any other key cancels; a conflict is refused
+in git's words."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -11,10 +15,17 @@ from app_helpers import FakeOps, canned_model, fixed_clock
 from land_helpers import agent_work, make_repo, open_diff_tab
 from supervisor_helpers import git, until, use_git_identity
 
+from textual.widgets import TextArea
+
 from legion_tui.app import LegionApp, make_app
+from legion_tui.git.land import LandPlan
+from legion_tui.git.review import FileChange
 from legion_tui.ops import Workspace
-from legion_tui.widgets.confirm import ConfirmBar
+from legion_tui.widgets.commit_message import CommitMessageScreen
+from legion_tui.widgets.confirm import ConfirmBar, ConfirmRequest
 from legion_tui.widgets.landing import land_prompt
+
+_NO = ConfirmRequest("land", None, "")  # what a prompt reads as while none is asked
 
 SETTLED = "n4"  # scout-0 in the canned legion: settled, and here it holds the worktree
 LIVE = "n2"  # worker-0: still running
@@ -64,14 +75,12 @@ async def test_the_diff_tab_shows_committed_and_uncommitted_changes(tmp_path: Pa
         assert view.virtual_size.height == len(view.lines)
 
 
-async def test_L_lands_after_y_and_pushes_after_a_second_y(tmp_path: Path) -> None:
+async def test_L_lands_the_named_sha_after_y_then_offers_to_clean_up(tmp_path: Path) -> None:
     repo = make_repo(tmp_path / "project")
-    remote = tmp_path / "remote.git"
-    git(tmp_path, "init", "-q", "--bare", str(remote))
-    git(repo, "remote", "add", "origin", str(remote))
-    git(repo, "push", "-q", "-u", "origin", "main")
     before = _head(repo)
-    app, _ops = await _app(repo)
+    app, ops = await _app(repo)
+    tree = ops.workspaces[SETTLED].tree
+    tip = git(repo, "rev-parse", tree.branch)
     async with app.run_test(size=(120, 40)) as pilot:
         await open_diff_tab(pilot, app, SETTLED)
         await pilot.press("L")
@@ -79,21 +88,163 @@ async def test_L_lands_after_y_and_pushes_after_a_second_y(tmp_path: Path) -> No
         request = _bar(app).request
         assert request is not None and request.kind == "land" and request.node_id == SETTLED
         assert request.prompt == (
-            "Land legion/worker-1-abc123 → main (1 commit: app.py)? y confirms · any other "
-            "key cancels · its uncommitted changes stay behind"
+            f"Land legion/worker-1-abc123 @ {tip[:7]} → main (1 commit: app.py +1 -1; a merge "
+            "commit on main)? y lands · m squash/rebase · c commits its uncommitted work "
+            "first · any other key cancels"
         )
-        assert _head(repo) == before  # nothing merged while it asks
+        assert _head(repo) == before  # nothing landed while it asks
         await pilot.press("y")
-        await until(lambda: _bar(app).asking, what="the push confirm")
-        assert _head(repo) != before
-        assert git(repo, "log", "-1", "--format=%s") == "Land legion/worker-1-abc123"
-        assert git(remote, "rev-parse", "main") == before  # nothing pushed while it asks
+        await until(lambda: _asking(app, "discard"), what="the clean-up offer")
+        assert git(repo, "rev-parse", "HEAD^2") == tip
+        assert any(n.startswith(f"Landed legion/worker-1-abc123 @ {tip[:7]} → main at ")
+                   for n in notes(app))  # fmt: skip
         request = _bar(app).request
-        assert request is not None and request.prompt.startswith("Push main → origin/main?")
+        assert request is not None and request.prompt.startswith(
+            "Remove legion/worker-1-abc123's worktree ("
+        )
+        assert "It LOSES 2 uncommitted files (app.py, notes.txt)" in request.prompt
         await pilot.press("y")
-        await until(lambda: git(remote, "rev-parse", "main") == _head(repo), what="the push")
-        await until(lambda: "Pushed main → origin/main." in notes(app), what="the receipt")
-        assert any(n.startswith("Landed legion/worker-1-abc123 → main at ") for n in notes(app))
+        await until(lambda: not tree.path.exists(), what="the worktree removed")
+        assert git(repo, "branch", "--list", tree.branch) == ""
+        assert git(repo, "status", "--porcelain") == ""
+
+
+def _asking(app: LegionApp, kind: str) -> bool:
+    request = _bar(app).request
+    return request is not None and request.kind == kind
+
+
+async def test_m_cycles_the_mode_and_c_commits_first(tmp_path: Path) -> None:
+    repo = make_repo(tmp_path / "project")
+    app, ops = await _app(repo)
+    tree = ops.workspaces[SETTLED].tree
+    async with app.run_test(size=(160, 40)) as pilot:
+        app.railway.select(SETTLED)
+        await pilot.press("L")
+        await until(lambda: _asking(app, "land"), what="the land confirm")
+        await pilot.press("m")
+        await until(
+            lambda: (
+                _asking(app, "land") and "(squash of 1 commit)" in (_bar(app).request or _NO).prompt
+            ),
+            what="the squash prompt",
+        )
+        await pilot.press("c")  # commit the agent's leftovers first
+        await until(lambda: _asking(app, "commit"), what="the commit confirm")
+        request = _bar(app).request
+        assert request is not None and request.prompt.startswith(
+            "Commit 2 files in legion/worker-1-abc123 as “"
+        )
+        await pilot.press("y")
+        await until(
+            lambda: _asking(app, "land") and "2 commits" in (_bar(app).request or _NO).prompt,
+            what="the land asked again, after the commit",
+        )
+        request = _bar(app).request
+        assert request is not None and "(squash of 2 commits)" in request.prompt
+        assert "c commits" not in request.prompt  # nothing is left behind now
+        await pilot.press("y")
+        await until(lambda: _asking(app, "discard"), what="the clean-up offer")
+        assert (repo / "notes.txt").read_text() == "todo: paginate\n"
+        assert git(repo, "log", "-1", "--format=%s").endswith("(squash)")
+        await pilot.press("n")  # keep them
+        await until(lambda: "Cancelled — nothing discarded." in notes(app), what="kept")
+        assert tree.path.is_dir()
+
+
+async def test_c_commits_with_an_edited_message(tmp_path: Path) -> None:
+    repo = make_repo(tmp_path / "project")
+    app, ops = await _app(repo)
+    tree = ops.workspaces[SETTLED].tree
+    async with app.run_test(size=(160, 40)) as pilot:
+        app.railway.select(SETTLED)
+        await pilot.press("c")
+        await until(lambda: _asking(app, "commit"), what="the commit confirm")
+        await pilot.press("e")
+        await until(lambda: isinstance(app.screen, CommitMessageScreen), what="the editor")
+        area = app.screen.query_one(TextArea)
+        area.text = "Paginate items\n\nby hand"
+        await pilot.press("ctrl+s")
+        await until(
+            lambda: (
+                _asking(app, "commit") and "“Paginate items”" in (_bar(app).request or _NO).prompt
+            ),
+            what="asked again with the edit",
+        )
+        await pilot.press("y")
+        await until(lambda: git(tree.path, "status", "--porcelain") == "", what="the commit")
+        assert git(tree.path, "log", "-1", "--format=%B") == "Paginate items\n\nby hand"
+
+
+async def test_P_pushes_the_agents_branch_and_shows_the_pr_url_gh_printed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    repo = make_repo(tmp_path / "project")
+    remote = tmp_path / "remote.git"
+    git(tmp_path, "init", "-q", "--bare", str(remote))
+    git(repo, "remote", "add", "origin", str(remote))
+    git(repo, "push", "-q", "-u", "origin", "main")
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "gh").write_text(
+        '#!/bin/sh\n[ "$1" = auth ] && exit 0\necho https://github.example/acme/p/pull/3\n'
+    )
+    (bin_dir / "gh").chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}:{os.environ['PATH']}")
+    app, ops = await _app(repo)
+    tree = ops.workspaces[SETTLED].tree
+    async with app.run_test(size=(160, 40)) as pilot:
+        app.railway.select(SETTLED)
+        await pilot.press("P")
+        await until(lambda: _asking(app, "push"), what="the push confirm")
+        request = _bar(app).request
+        assert request is not None and request.prompt.startswith(
+            f"Push {tree.branch} @ {git(repo, 'rev-parse', '--short', tree.branch)} → "
+            f"origin/{tree.branch} and open a PR (gh)? y pushes"
+        )
+        await pilot.press("y")
+        await until(lambda: any("PR: https://github.example/acme/p/pull/3" in n
+                                for n in notes(app)), what="the receipt")  # fmt: skip
+        assert git(remote, "rev-parse", tree.branch) == git(repo, "rev-parse", tree.branch)
+
+
+async def test_D_names_the_loss_and_any_other_key_keeps_the_work(tmp_path: Path) -> None:
+    repo = make_repo(tmp_path / "project")
+    app, ops = await _app(repo)
+    tree = ops.workspaces[SETTLED].tree
+    async with app.run_test(size=(200, 40)) as pilot:
+        app.railway.select(SETTLED)
+        await pilot.press("D")
+        await until(lambda: _asking(app, "discard"), what="the discard confirm")
+        request = _bar(app).request
+        assert request is not None
+        assert "It LOSES 1 commit in no other branch" in request.prompt
+        assert "2 uncommitted files (app.py, notes.txt)" in request.prompt
+        await pilot.press("n")
+        await until(lambda: "Cancelled — nothing discarded." in notes(app), what="kept")
+        assert tree.path.is_dir() and git(repo, "branch", "--list", tree.branch)
+        await pilot.press("D")
+        await until(lambda: _asking(app, "discard"), what="asked again")
+        await pilot.press("y")
+        await until(lambda: not tree.path.exists(), what="discarded")
+        assert any("lost: 1 commit in no other branch" in n for n in notes(app))
+
+
+async def test_a_dirty_checkout_lands_from_the_dashboard(tmp_path: Path) -> None:
+    repo = make_repo(tmp_path / "project")
+    (repo / "app.py").write_text("PAGE_SIZE = 10\n\ndef items():\n    return []\n# mine\n")
+    app, _ops = await _app(repo)
+    async with app.run_test(size=(200, 40)) as pilot:
+        app.railway.select(SETTLED)
+        await pilot.press("L")
+        await until(lambda: _asking(app, "land"), what="the land confirm")
+        assert "your 1 changed file stashed and put back" in (_bar(app).request or _NO).prompt
+        await pilot.press("y")
+        await until(lambda: _asking(app, "discard"), what="landed")
+        assert (repo / "app.py").read_text() == (
+            "PAGE_SIZE = 50\n\ndef items():\n    return []\n# mine\n"
+        )
+        assert any("Your changes were stashed and are back." in n for n in notes(app))
 
 
 async def test_any_other_key_cancels_the_land(tmp_path: Path) -> None:
@@ -146,9 +297,12 @@ async def test_a_live_agent_or_one_without_a_worktree_is_not_landed(tmp_path: Pa
 
 
 def test_the_prompt_names_the_files_and_counts_the_rest() -> None:
-    from legion_tui.land import LandPlan
-
-    plan = LandPlan(Path("/p"), "legion/w-1", "main", ("a", "b", "c", "d", "e"), 2, False)
+    files = tuple(FileChange("M", name, 1, 0) for name in "abcde")
+    plan = LandPlan(
+        Path("/p"), "legion/w-1", "f" * 40, "main", "0" * 40, "rebase",
+        (("1111111", "one"), ("2222222", "two")), files, (), (), False, ("hooks changed",),
+    )  # fmt: skip
     assert land_prompt(plan) == (
-        "Land legion/w-1 → main (2 commits: a, b +3 more)? y confirms · any other key cancels"
+        "Land legion/w-1 @ fffffff → main (2 commits: a +1 -0, b +1 -0 +3 more; 2 commits "
+        "replayed onto main)? y lands · m merge/squash · any other key cancels · ⚠ hooks changed"
     )
