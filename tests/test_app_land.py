@@ -14,7 +14,7 @@ import pytest
 from app_helpers import FakeOps, canned_model, fixed_clock
 from land_helpers import agent_work, make_repo, open_diff_tab
 from supervisor_helpers import git, until, use_git_identity
-
+from textual.pilot import Pilot
 from textual.widgets import TextArea
 
 from legion_tui.app import LegionApp, make_app
@@ -93,8 +93,7 @@ async def test_L_lands_the_named_sha_after_y_then_offers_to_clean_up(tmp_path: P
             "first · any other key cancels"
         )
         assert _head(repo) == before  # nothing landed while it asks
-        await pilot.press("y")
-        await until(lambda: _asking(app, "discard"), what="the clean-up offer")
+        await _press(pilot, app, "y", "discard")
         assert git(repo, "rev-parse", "HEAD^2") == tip
         assert any(n.startswith(f"Landed legion/worker-1-abc123 @ {tip[:7]} → main at ")
                    for n in notes(app))  # fmt: skip
@@ -109,9 +108,17 @@ async def test_L_lands_the_named_sha_after_y_then_offers_to_clean_up(tmp_path: P
         assert git(repo, "status", "--porcelain") == ""
 
 
-def _asking(app: LegionApp, kind: str) -> bool:
+def _asking(app: LegionApp, kind: str, text: str = "") -> bool:
+    """The bar asks a question of `kind` whose prompt holds `text`."""
     request = _bar(app).request
-    return request is not None and request.kind == kind
+    return request is not None and request.kind == kind and text in request.prompt
+
+
+async def _press(pilot: Pilot[None], app: LegionApp, key: str, kind: str, text: str = "") -> str:
+    """Press `key`; once the bar asks `kind` (with `text`), its prompt."""
+    await pilot.press(key)
+    await until(lambda: _asking(app, kind, text), what=f"{key} → the {kind} question {text}")
+    return (_bar(app).request or _NO).prompt
 
 
 async def test_m_cycles_the_mode_and_c_commits_first(tmp_path: Path) -> None:
@@ -120,31 +127,13 @@ async def test_m_cycles_the_mode_and_c_commits_first(tmp_path: Path) -> None:
     tree = ops.workspaces[SETTLED].tree
     async with app.run_test(size=(160, 40)) as pilot:
         app.railway.select(SETTLED)
-        await pilot.press("L")
-        await until(lambda: _asking(app, "land"), what="the land confirm")
-        await pilot.press("m")
-        await until(
-            lambda: (
-                _asking(app, "land") and "(squash of 1 commit)" in (_bar(app).request or _NO).prompt
-            ),
-            what="the squash prompt",
-        )
-        await pilot.press("c")  # commit the agent's leftovers first
-        await until(lambda: _asking(app, "commit"), what="the commit confirm")
-        request = _bar(app).request
-        assert request is not None and request.prompt.startswith(
-            "Commit 2 files in legion/worker-1-abc123 as “"
-        )
-        await pilot.press("y")
-        await until(
-            lambda: _asking(app, "land") and "2 commits" in (_bar(app).request or _NO).prompt,
-            what="the land asked again, after the commit",
-        )
-        request = _bar(app).request
-        assert request is not None and "(squash of 2 commits)" in request.prompt
-        assert "c commits" not in request.prompt  # nothing is left behind now
-        await pilot.press("y")
-        await until(lambda: _asking(app, "discard"), what="the clean-up offer")
+        await _press(pilot, app, "L", "land")
+        await _press(pilot, app, "m", "land", "(squash of 1 commit)")
+        prompt = await _press(pilot, app, "c", "commit")  # the agent's leftovers first
+        assert prompt.startswith("Commit 2 files in legion/worker-1-abc123 as “")
+        prompt = await _press(pilot, app, "y", "land", "(squash of 2 commits)")
+        assert "c commits" not in prompt  # nothing is left behind now
+        await _press(pilot, app, "y", "discard")
         assert (repo / "notes.txt").read_text() == "todo: paginate\n"
         assert git(repo, "log", "-1", "--format=%s").endswith("(squash)")
         await pilot.press("n")  # keep them
@@ -158,19 +147,12 @@ async def test_c_commits_with_an_edited_message(tmp_path: Path) -> None:
     tree = ops.workspaces[SETTLED].tree
     async with app.run_test(size=(160, 40)) as pilot:
         app.railway.select(SETTLED)
-        await pilot.press("c")
-        await until(lambda: _asking(app, "commit"), what="the commit confirm")
+        await _press(pilot, app, "c", "commit")
         await pilot.press("e")
         await until(lambda: isinstance(app.screen, CommitMessageScreen), what="the editor")
         area = app.screen.query_one(TextArea)
         area.text = "Paginate items\n\nby hand"
-        await pilot.press("ctrl+s")
-        await until(
-            lambda: (
-                _asking(app, "commit") and "“Paginate items”" in (_bar(app).request or _NO).prompt
-            ),
-            what="asked again with the edit",
-        )
+        await _press(pilot, app, "ctrl+s", "commit", "“Paginate items”")  # asked again
         await pilot.press("y")
         await until(lambda: git(tree.path, "status", "--porcelain") == "", what="the commit")
         assert git(tree.path, "log", "-1", "--format=%B") == "Paginate items\n\nby hand"
@@ -195,10 +177,8 @@ async def test_P_pushes_the_agents_branch_and_shows_the_pr_url_gh_printed(
     tree = ops.workspaces[SETTLED].tree
     async with app.run_test(size=(160, 40)) as pilot:
         app.railway.select(SETTLED)
-        await pilot.press("P")
-        await until(lambda: _asking(app, "push"), what="the push confirm")
-        request = _bar(app).request
-        assert request is not None and request.prompt.startswith(
+        prompt = await _press(pilot, app, "P", "push")
+        assert prompt.startswith(
             f"Push {tree.branch} @ {git(repo, 'rev-parse', '--short', tree.branch)} → "
             f"origin/{tree.branch} and open a PR (gh)? y pushes"
         )
@@ -214,17 +194,13 @@ async def test_D_names_the_loss_and_any_other_key_keeps_the_work(tmp_path: Path)
     tree = ops.workspaces[SETTLED].tree
     async with app.run_test(size=(200, 40)) as pilot:
         app.railway.select(SETTLED)
-        await pilot.press("D")
-        await until(lambda: _asking(app, "discard"), what="the discard confirm")
-        request = _bar(app).request
-        assert request is not None
-        assert "It LOSES 1 commit in no other branch" in request.prompt
-        assert "2 uncommitted files (app.py, notes.txt)" in request.prompt
+        prompt = await _press(pilot, app, "D", "discard")
+        assert "It LOSES 1 commit in no other branch" in prompt
+        assert "2 uncommitted files (app.py, notes.txt)" in prompt
         await pilot.press("n")
         await until(lambda: "Cancelled — nothing discarded." in notes(app), what="kept")
         assert tree.path.is_dir() and git(repo, "branch", "--list", tree.branch)
-        await pilot.press("D")
-        await until(lambda: _asking(app, "discard"), what="asked again")
+        await _press(pilot, app, "D", "discard")
         await pilot.press("y")
         await until(lambda: not tree.path.exists(), what="discarded")
         assert any("lost: 1 commit in no other branch" in n for n in notes(app))
@@ -236,11 +212,8 @@ async def test_a_dirty_checkout_lands_from_the_dashboard(tmp_path: Path) -> None
     app, _ops = await _app(repo)
     async with app.run_test(size=(200, 40)) as pilot:
         app.railway.select(SETTLED)
-        await pilot.press("L")
-        await until(lambda: _asking(app, "land"), what="the land confirm")
-        assert "your 1 changed file stashed and put back" in (_bar(app).request or _NO).prompt
-        await pilot.press("y")
-        await until(lambda: _asking(app, "discard"), what="landed")
+        await _press(pilot, app, "L", "land", "your 1 changed file stashed and put back")
+        await _press(pilot, app, "y", "discard")
         assert (repo / "app.py").read_text() == (
             "PAGE_SIZE = 50\n\ndef items():\n    return []\n# mine\n"
         )
