@@ -33,6 +33,7 @@ COMMAND_HOMES: dict[str, str] = {
     ),
     **dict.fromkeys(("run", "demo", "tui"), _RUN),
     **dict.fromkeys(("mail", "phase"), _TEAM),
+    **dict.fromkeys(("diff", "commit", "land", "discard", "gc"), "legion_tui.commands.work"),
     "serve": "legion_tui.commands.serve",
 }
 # One module per command group; each adds its own subcommands.

@@ -15,6 +15,9 @@
     perAgent = true              # every agent started from root gets its own worktree and
                                  # branch (a lead's members share its); false: only leads
 
+    [land]                       # `L` and `legion land` (SPEC §6.8)
+    mode = "merge"               # merge | squash | rebase: the mode the land offers first
+
     [notify]                     # when an agent needs you, fails, a team ends, one is stuck
     toast = true                 # a toast in the dashboard
     bell = true                  # the terminal bell
@@ -63,6 +66,7 @@ from legion_tui.regular_files import read_regular_text
 __all__ = [
     "AGENT_KEYS",
     "DEFAULT_SETTINGS",
+    "LAND_MODES",
     "SETTINGS_FILE",
     "AgentSettings",
     "ClusterSettings",
@@ -130,6 +134,7 @@ class Settings:
     phase_timeouts: Mapping[str, int] = field(default_factory=lambda: MappingProxyType({}))
     agent: AgentSettings = AgentSettings()
     worktree_per_agent: bool = True  # `[worktrees] perAgent`
+    land_mode: str = "merge"  # `[land] mode`: one of LAND_MODES
     notify_toast: bool = True  # `[notify] toast`
     notify_bell: bool = True  # `[notify] bell`
     notify_desktop: bool = True  # `[notify] desktop`
@@ -155,11 +160,13 @@ _BUDGETS: dict[str, tuple[str, int]] = {
 }
 _TOP_KEYS = (
     "theme", "stopGraceSeconds", "budgets", "phaseTimeouts", "agent", "worktrees",
-    "cluster", "notify", "budget",
+    "cluster", "notify", "budget", "land",
 )
 CLUSTER_KEYS = ("engine", "address", "numCpus", "resources")
 CLUSTER_ENGINES = ("local", "ray")
 WORKTREE_KEYS = ("perAgent",)
+LAND_KEYS = ("mode",)
+LAND_MODES: tuple[str, ...] = ("merge", "squash", "rebase")  # git.land.LAND_MODES
 NOTIFY_KEYS = ("toast", "bell", "desktop")
 AGENT_KEYS = ("default", "command", "model", "provider")
 # The kinds an `[agent] command` can belong to (a sim takes none).
@@ -244,6 +251,8 @@ def parse_settings(text: str, display: str) -> tuple[Settings, list[SettingsProb
             _agent(value, add, values, where.get(("agent", "default")))
         elif key == "worktrees":
             _worktrees(value, add, values)
+        elif key == "land":
+            _land(value, add, values)
         elif key == "notify":
             _notify(value, add, values)
         elif key == "budget":
@@ -280,6 +289,19 @@ def _worktrees(value: object, add: _Add, values: dict[str, Any]) -> None:
             add("worktrees", key, f"expected true or false, got {item!r}")
         else:
             values["worktree_per_agent"] = item
+
+
+def _land(value: object, add: _Add, values: dict[str, Any]) -> None:
+    if not isinstance(value, dict):
+        add("", "land", "expected a table: [land]")
+        return
+    for key, item in value.items():
+        if key not in LAND_KEYS:
+            add("land", key, "unknown key", f"[land] keys are: {', '.join(LAND_KEYS)}")
+        elif item not in LAND_MODES:
+            add("land", key, f"expected one of {', '.join(LAND_MODES)}, got {item!r}")
+        else:
+            values["land_mode"] = item
 
 
 def _notify(value: object, add: _Add, values: dict[str, Any]) -> None:

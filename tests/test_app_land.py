@@ -63,7 +63,7 @@ async def test_the_diff_tab_shows_committed_and_uncommitted_changes(tmp_path: Pa
         text = [line for line, _tone in view.lines]
         tones = dict(view.lines)
         assert text[0].startswith("legion/worker-1-abc123 @ ")
-        assert text[1] == "1 commit · 2 files · uncommitted changes (shown, not landed)"
+        assert text[1] == "1 commit · 2 files · uncommitted changes (c commits them)"
         assert "  M app.py  +2 -2" in text and "  ? notes.txt  new, not committed" in text
         assert any(t.endswith(" raise the page size") for t in text)
         assert tones["-PAGE_SIZE = 10"] == "fail" and tones["+PAGE_SIZE = 50"] == "ok"
@@ -88,9 +88,9 @@ async def test_L_lands_the_named_sha_after_y_then_offers_to_clean_up(tmp_path: P
         request = _bar(app).request
         assert request is not None and request.kind == "land" and request.node_id == SETTLED
         assert request.prompt == (
-            f"Land legion/worker-1-abc123 @ {tip[:7]} → main (1 commit: app.py +1 -1; a merge "
-            "commit on main)? y lands · m squash/rebase · c commits its uncommitted work "
-            "first · any other key cancels"
+            f"Land legion/worker-1-abc123 @ {tip[:7]} → main? y lands · m squash/rebase · c "
+            "commits its uncommitted work first · any other key cancels · 1 commit: app.py +1 "
+            "-1 · a merge commit on main"
         )
         assert _head(repo) == before  # nothing landed while it asks
         await _press(pilot, app, "y", "discard")
@@ -101,7 +101,8 @@ async def test_L_lands_the_named_sha_after_y_then_offers_to_clean_up(tmp_path: P
         assert request is not None and request.prompt.startswith(
             "Remove legion/worker-1-abc123's worktree ("
         )
-        assert "It LOSES 2 uncommitted files (app.py, notes.txt)" in request.prompt
+        assert ", LOSING 2 files? y discards that" in request.prompt
+        assert "it loses 2 uncommitted files (app.py, notes.txt)" in request.prompt
         await pilot.press("y")
         await until(lambda: not tree.path.exists(), what="the worktree removed")
         assert git(repo, "branch", "--list", tree.branch) == ""
@@ -130,7 +131,7 @@ async def test_m_cycles_the_mode_and_c_commits_first(tmp_path: Path) -> None:
         await _press(pilot, app, "L", "land")
         await _press(pilot, app, "m", "land", "(squash of 1 commit)")
         prompt = await _press(pilot, app, "c", "commit")  # the agent's leftovers first
-        assert prompt.startswith("Commit 2 files in legion/worker-1-abc123 as “")
+        assert prompt.startswith("Commit 2 files in legion/worker-1-abc123? y commits · e edits")
         prompt = await _press(pilot, app, "y", "land", "(squash of 2 commits)")
         assert "c commits" not in prompt  # nothing is left behind now
         await _press(pilot, app, "y", "discard")
@@ -195,7 +196,8 @@ async def test_D_names_the_loss_and_any_other_key_keeps_the_work(tmp_path: Path)
     async with app.run_test(size=(200, 40)) as pilot:
         app.railway.select(SETTLED)
         prompt = await _press(pilot, app, "D", "discard")
-        assert "It LOSES 1 commit in no other branch" in prompt
+        assert ", LOSING 1 commit, 2 files? y discards that" in prompt
+        assert "it loses 1 commit in no other branch" in prompt
         assert "2 uncommitted files (app.py, notes.txt)" in prompt
         await pilot.press("n")
         await until(lambda: "Cancelled — nothing discarded." in notes(app), what="kept")
@@ -276,6 +278,6 @@ def test_the_prompt_names_the_files_and_counts_the_rest() -> None:
         (("1111111", "one"), ("2222222", "two")), files, (), (), False, ("hooks changed",),
     )  # fmt: skip
     assert land_prompt(plan) == (
-        "Land legion/w-1 @ fffffff → main (2 commits: a +1 -0, b +1 -0 +3 more; 2 commits "
-        "replayed onto main)? y lands · m merge/squash · any other key cancels · ⚠ hooks changed"
+        "Land legion/w-1 @ fffffff → main? y lands · m merge/squash · any other key cancels · "
+        "2 commits: a +1 -0, b +1 -0 +3 more · 2 commits replayed onto main · ⚠ hooks changed"
     )

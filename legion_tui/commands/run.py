@@ -255,8 +255,9 @@ async def _run_headless(args: argparse.Namespace) -> int:
             waiter.cancel()
         await sup.stops.idle()  # a `stop all` that ended the run has stopped everyone
         doc = sup.status(ROOT_ID)
+        where, work = await _where_the_work_is(sup, top)
         if args.json:
-            print(json.dumps(doc, ensure_ascii=False))
+            print(json.dumps({**doc, "work": work or None}, ensure_ascii=False))
         else:
             print(sup.tree_text(ROOT_ID))
             entries = doc["nodes"][1:]
@@ -266,6 +267,8 @@ async def _run_headless(args: argparse.Namespace) -> int:
             simulated = sum(1 for entry in entries if entry["simulated"])
             if simulated:
                 print(SIMULATED_NOTE.format(n=simulated))
+            for line in where:
+                print(line)
         if interrupted.is_set():
             print(
                 "legion run: interrupted — live agents paused (resume them with "
@@ -278,6 +281,19 @@ async def _run_headless(args: argparse.Namespace) -> int:
     finally:
         undo()
         await sup.close()
+
+
+async def _where_the_work_is(sup: Supervisor, top: str) -> tuple[list[str], dict[str, Any]]:
+    """The top agent's worktree, branch, commits and uncommitted files, and the commands
+    that review, commit and land it (issue 28: headless, the work must not be lost from
+    view); nothing when it worked in the project itself."""
+    tree = sup.worktree_of(top)
+    if tree is None:
+        return [], {}
+    from legion_tui.commands.work import handle_of, work_summary
+
+    nodes = [view.node for view in sup.model.nodes.values()]
+    return await work_summary(tree, handle_of(sup.node(top), nodes), sup.model.session_name)
 
 
 # ----- legion demo -----------------------------------------------------------------------

@@ -42,6 +42,15 @@ class Loss:
     def __bool__(self) -> bool:
         return bool(self.commits or self.files)
 
+    def counts(self) -> str:
+        """`1 commit, 2 files`: the loss in two numbers (a narrow prompt keeps these)."""
+        parts = []
+        if self.commits:
+            parts.append(f"{len(self.commits)} commit{'' if len(self.commits) == 1 else 's'}")
+        if self.files:
+            parts.append(f"{len(self.files)} file{'' if len(self.files) == 1 else 's'}")
+        return ", ".join(parts)
+
     def says(self) -> str:
         parts = []
         if self.commits:

@@ -14,6 +14,7 @@ import asyncio
 import contextlib
 import os
 import signal
+import sys
 from collections.abc import Mapping
 from pathlib import Path
 from typing import NamedTuple
@@ -89,18 +90,38 @@ async def run_tool(
 ) -> Ran:
     """Run `argv` in `cwd`; (code, stdout, stderr). At `bound` seconds the whole group is
     killed and the code is TIMED_OUT, with a line saying so in stderr."""
+    # In a host, the orphan reaper (supervisor/orphans.py) reaps any zombie child outside
+    # the host's session that is not registered with it — as this one is, in a session of
+    # its own: unregistered, its exit status was stolen now and then (asyncio reported
+    # 255 for a git that had succeeded). Registered only where the reaper is loaded: a
+    # CLI verb has none, and need not import the supervisor for it.
+    orphans = sys.modules.get("legion_tui.supervisor.orphans")
+    holding = orphans.spawning() if orphans is not None else contextlib.nullcontext(None)
     try:
-        proc = await asyncio.create_subprocess_exec(
-            *argv,
-            cwd=cwd,
-            stdin=asyncio.subprocess.PIPE if stdin is not None else asyncio.subprocess.DEVNULL,
-            stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.PIPE,
-            env=tool_env(isolated, env),
-            start_new_session=True,
-        )
+        with holding as register:
+            proc = await asyncio.create_subprocess_exec(
+                *argv,
+                cwd=cwd,
+                stdin=asyncio.subprocess.PIPE if stdin is not None else asyncio.subprocess.DEVNULL,
+                stdout=asyncio.subprocess.PIPE,
+                stderr=asyncio.subprocess.PIPE,
+                env=tool_env(isolated, env),
+                start_new_session=True,
+            )
+            if register is not None:
+                register(proc.pid)
     except OSError as err:
         return Ran(127, "", f"{argv[0]}: {err.strerror or err}")
+    try:
+        return await _finish(proc, argv, bound, stdin)
+    finally:
+        if orphans is not None:
+            orphans.forget(proc.pid)
+
+
+async def _finish(
+    proc: asyncio.subprocess.Process, argv: list[str], bound: float, stdin: bytes | None
+) -> Ran:
     try:
         out, err_bytes = await within(proc.communicate(stdin), bound)
     except TimeoutError:

@@ -6,10 +6,12 @@ For `legion status` when no supervisor is live: no event loop, no writer, no WAL
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 from legion_tui.ledger.connection import configure, readonly_uri
 from legion_tui.ledger.errors import LedgerError
@@ -71,3 +73,23 @@ def read_retired_reasons(path: Path) -> dict[str, str]:
             (EventType.NODE_RETIRED.value,),
         )
         return {str(n): str(r) for n, r in rows if n is not None}
+
+
+def read_launches(path: Path) -> dict[str, dict[str, Any]]:
+    """Node id → the data of its last `node_launched` (the worktree it was given:
+    `worktree`, `worktree_cwd`, `branch`, `base_sha`), for the verbs that act on an
+    agent's work without a live host (`legion diff | commit | land | discard`)."""
+    with _readonly(path) as conn:
+        rows = conn.execute(
+            "SELECT node_id, data FROM events WHERE type = ? ORDER BY id",
+            (EventType.NODE_LAUNCHED.value,),
+        )
+        launches: dict[str, dict[str, Any]] = {}
+        for node_id, data in rows:
+            try:
+                value = json.loads(data)
+            except (TypeError, ValueError):
+                continue
+            if node_id is not None and isinstance(value, dict):
+                launches[str(node_id)] = value
+        return launches

@@ -60,18 +60,18 @@ def _files(plan: LandPlan) -> str:
 
 
 def land_prompt(plan: LandPlan) -> str:
-    """`Land BRANCH @ SHA → BASE (N commits: files; what it does)? y lands · …` — the
-    question first, as the stop prompt asks it, so a narrow bar cuts the notes, never
-    the `y`."""
+    """`Land BRANCH @ SHA → BASE? y lands · m … · any other key cancels · N commits: files ·
+    what it does` — the question and its keys first, as the stop prompt asks, so a narrow
+    bar cuts the details, never the `y`."""
     commits = f"{len(plan.commits)} commit{'' if len(plan.commits) == 1 else 's'}"
     others = "/".join(m for m in LAND_MODES if m != plan.mode)
-    prompt = (
-        f"Land {plan.branch} @ {plan.short} → {plan.base} ({commits}: {_files(plan)}; "
-        f"{plan.effect()})? y lands · m {others}"
-    )
+    keys = f"y lands · m {others}"
     if plan.left_behind:
-        prompt += " · c commits its uncommitted work first"
-    prompt += " · any other key cancels"
+        keys += " · c commits its uncommitted work first"
+    prompt = (
+        f"Land {plan.branch} @ {plan.short} → {plan.base}? {keys} · any other key cancels · "
+        f"{commits}: {_files(plan)} · {plan.effect()}"
+    )
     for warning in plan.warnings:
         prompt += f" · ⚠ {warning}"
     return prompt
@@ -189,8 +189,8 @@ class Landing:
         subject = message.strip().splitlines()[0]
         count = f"{len(status)} file{'' if len(status) == 1 else 's'}"
         prompt = (
-            f"Commit {count} in {tree.branch} as “{subject}”? y commits · e edits the "
-            "message · any other key cancels"
+            f"Commit {count} in {tree.branch}? y commits · e edits the message · any other "
+            f"key cancels · “{subject}”"
         )
         self._pending[node_id] = _Pending(tree, message=message, then_land=then_land)
         self._ask(ConfirmRequest("commit", node_id, prompt, ("e",) if self._edit else ()))
@@ -225,7 +225,10 @@ class Landing:
         size = human_size(size_on_disk(tree.path if is_folder(tree.path) else None))
         what = f"Remove {tree.branch}'s worktree ({size}) and branch"
         if loss:
-            prompt = f"{what}? It LOSES {loss.says()} · y discards that · any other key keeps it"
+            prompt = (
+                f"{what}, LOSING {loss.counts()}? y discards that · any other key keeps "
+                f"it · it loses {loss.says()}"
+            )
         else:
             done = "now that it landed" if landed else "(nothing in it exists only there)"
             prompt = f"{what} {done}? y removes them · any other key keeps them"
