@@ -154,3 +154,18 @@ def test_the_setting_is_read_and_checked() -> None:
         "s.toml:2: setting 'worktrees.perAgent': expected true or false, got 1",
         "s.toml:3: setting 'worktrees.other': unknown key",
     ]
+
+
+async def test_a_reopened_run_still_knows_each_agents_worktree(tmp_path: Path) -> None:
+    """`c`, `L`, `P`, `D` after a reopen: the settled agents were launched by the host
+    before, and the end-of-work keys find their worktrees in the ledger's launch records
+    (they answered "works in the project itself" before)."""
+    from legion_tui.supervisor.root_ops import RootOperations
+
+    project = _project(tmp_path / "project", cards={"writer": WRITER})
+    async with hosted(project) as sup:
+        a, _b = await _two_writers(sup)
+        tree = Path(str(_launched(sup, a.id)["worktree"]))
+    async with hosted(project) as again:  # the same session: the same run, reopened
+        space = RootOperations(again).workspace(a.id)
+        assert space is not None and space.owner_id == a.id and space.tree.path == tree

@@ -69,10 +69,8 @@ class RootOperations:
     def workspace(self, node_id: str) -> Workspace | None:
         from legion_tui.ops import Workspace
 
-        teams = self.supervisor.teams
-        holder = teams.holder_of(node_id)
-        tree = teams.worktree_of(node_id)
-        return None if holder is None or tree is None else Workspace(holder, tree)
+        found = self.supervisor.teams.workspace_of(node_id)
+        return None if found is None else Workspace(*found)
 
     def attach_plan(self, node_id: str) -> AttachPlan:
         """The node's agent UI on its session, as its backend would run it (legion_tui.attach)."""

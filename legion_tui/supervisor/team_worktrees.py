@@ -72,15 +72,9 @@ class TeamWorktrees:
         if node.id in self._worktrees:
             return None
         if resume:
-            event = self._record.last_event(node.id, EventType.NODE_LAUNCHED)
-            data = event.data if event is not None else {}
-            if data.get("worktree") and _exists(str(data["worktree"])):
-                self._worktrees[node.id] = Worktree(
-                    path=Path(str(data["worktree"])),
-                    branch=str(data.get("branch", "")),
-                    base_sha=str(data.get("base_sha", "")),
-                    cwd=Path(str(data.get("worktree_cwd", data["worktree"]))),
-                )
+            recorded = self._recorded(node.id)
+            if recorded is not None and _exists(str(recorded.path)):
+                self._worktrees[node.id] = recorded
             return None
         card = self._card_for(node)
         card_tree = card.worktree if card is not None else False
@@ -141,6 +135,34 @@ class TeamWorktrees:
         ancestor's; None when the team works in the project itself."""
         holder = self.holder_of(node_id)
         return None if holder is None else self._worktrees[holder]
+
+    def _recorded(self, node_id: str) -> Worktree | None:
+        """The worktree the node's last launch record names (it may be gone since)."""
+        from legion_tui.git.worktree import Worktree
+
+        event = self._record.last_event(node_id, EventType.NODE_LAUNCHED)
+        data = event.data if event is not None else {}
+        if not data.get("worktree"):
+            return None
+        return Worktree(
+            path=Path(str(data["worktree"])),
+            branch=str(data.get("branch", "")),
+            base_sha=str(data.get("base_sha", "")),
+            cwd=Path(str(data.get("worktree_cwd", data["worktree"]))),
+        )
+
+    def workspace_of(self, node_id: str) -> tuple[str, Worktree] | None:
+        """(holder, worktree) for the end of a unit of work (commit, land, push, discard):
+        the worktrees of this host's launches, else the ledger's launch records — a
+        reopened run's settled agents were not launched by this host, and a discarded
+        worktree's branch may still be there."""
+        view = self._model.nodes.get(node_id)
+        while view is not None:
+            tree = self._worktrees.get(view.node.id) or self._recorded(view.node.id)
+            if tree is not None:
+                return view.node.id, tree
+            view = self._model.nodes.get(view.node.parent_id or "")
+        return None
 
     def holder_of(self, node_id: str) -> str | None:
         """The node whose worktree `node_id` works in: itself or its nearest ancestor

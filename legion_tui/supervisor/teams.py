@@ -92,6 +92,9 @@ class Teams:
     def holder_of(self, node_id: str) -> str | None:
         return self.worktrees.holder_of(node_id)
 
+    def workspace_of(self, node_id: str) -> tuple[str, Worktree] | None:
+        return self.worktrees.workspace_of(node_id)
+
     def cwd_for(self, node: Node) -> Path:
         return self.worktrees.cwd_for(node)
 
