@@ -281,7 +281,8 @@ async def test_a_dirty_checkout_is_stashed_landed_and_put_back(repo: Path) -> No
     git(repo, "commit", "-qm", "readme")
     (repo / "README.md").write_text("the user's edit, not committed\n")
     plan = await plan_land(tree)
-    assert plan.dirty == ("README.md",) and "your 1 changed file stashed and put back" in plan.effect()
+    assert plan.dirty == ("README.md",)
+    assert "your 1 changed file stashed and put back" in plan.effect()
     landed = await land(tree, plan)
     assert "Your changes were stashed and are back." in landed.text and landed.stash_kept is None
     assert (repo / "README.md").read_text() == "the user's edit, not committed\n"

@@ -60,7 +60,6 @@ class TeamWorktrees:
         starts; return the one warning a demoted request gets. A resumed node finds its
         old one. Simulated agents get one only from a sandbox (`worktree_repo`)."""
         from legion_tui.git.worktree import (
-            Worktree,
             WorktreeError,
             demote_worktree,
             own_worktree,
