@@ -3,7 +3,8 @@
 The modal's own background stays the page colour (dark/light) so the gutters beside the
 frame never fall back to the terminal's default background (upstream page-floor-v1).
 Keys x/X/a/s/r act on the node this overlay shows: they call back into the app, which
-owns the one confirm/steer flow.
+owns the one confirm/steer flow. `m` in the Diff tab opens the same message box with a
+review comment, to the agent that holds the worktree (a team member's lead).
 """
 
 from __future__ import annotations
@@ -204,11 +205,36 @@ class DetailScreen(ModalScreen[None]):
         that reaches it before it is composed (or while it closes) is dropped."""
         return (self.confirm_bar, self.steer_line) if self.showing else None
 
+    def on_diff_view_comment(self, event: DiffView.Comment) -> None:
+        """m in the Diff tab: the message box, prefilled, to the worktree's holder — the
+        agent that made the change and will make the next one (the app's route sends it
+        as a steer while it works, a follow-up once it is idle)."""
+        event.stop()
+        holder = None if self.workspace is None else self.model.nodes.get(self.workspace.owner_id)
+        if self.showing and holder is not None:
+            self.steer_line.ask(holder, text=event.text)
+
+    def _follow_worktree(self, dirty: frozenset[str]) -> None:
+        """The Diff tab reads the worktree again when an agent working in it moved on
+        (its status, or a new entry in its session: a tool call that committed) — never
+        per streamed token, and only while the tab is shown."""
+        if self._diff_view is None or self.workspace is None:
+            return
+        ids = (self.node_id, self.workspace.owner_id)
+        if dirty.isdisjoint(ids):
+            return
+        views = [self.model.nodes.get(i) for i in ids]
+        seen = tuple((v.node.status, v.progress.entries) for v in views if v is not None)
+        self._diff_view.follow(seen, shown=self._tabs.active == "tab-diff")
+
     def model_changed(self, dirty: frozenset[str]) -> None:
         # The app's feed can reach the overlay in the instant between its push and its
         # compose, and between its close and its removal: those updates are dropped (the
         # next one after mount repaints everything anyway).
-        if not self.showing or self.node_id not in dirty:
+        if not self.showing:
+            return
+        self._follow_worktree(dirty)
+        if self.node_id not in dirty:
             return
         view = self.model.nodes[self.node_id]
         now = self.clock()

@@ -101,9 +101,14 @@ class MessageBox(Vertical):
         yield self._receipt
 
     # ----- asking ---------------------------------------------------------------------
-    def ask(self, view: NodeView) -> None:
-        """Open the box for `view`'s agent; the target is locked now, like a stop's."""
-        if self.node_id != view.node.id:
+    def ask(self, view: NodeView, *, text: str | None = None) -> None:
+        """Open the box for `view`'s agent; the target is locked now, like a stop's.
+        `text` prefills it (a review comment), the cursor at its end."""
+        if text is not None:
+            self.text_area.load_text(text)
+            last = self.text_area.document.line_count - 1
+            self.text_area.cursor_location = (last, len(self.text_area.document[last]))
+        elif self.node_id != view.node.id:
             self.text_area.load_text("")
         self.node_id = view.node.id
         mode = message_mode(view)
