@@ -23,6 +23,12 @@ STALL_SECONDS = 300.0
 ABORT_BOUND_SECONDS = 5.0
 
 
+def plural(count: int, word: str) -> str:
+    """`1 commit`, `2 commits`, `3 branches`."""
+    ending = "es" if word.endswith(("ch", "sh", "s", "x")) else "s"
+    return f"{count} {word}{'' if count == 1 else ending}"
+
+
 def fmt_duration(seconds: float) -> str:
     """`00:07:31` — hours:minutes:seconds, hours growing past 99 if they must."""
     return _hms(max(0, int(seconds)))

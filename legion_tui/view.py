@@ -18,7 +18,7 @@ import signal
 import sys
 from pathlib import Path
 
-from legion_tui.git.worktree import Worktree
+from legion_tui.git.worktree import recorded_worktree
 from legion_tui.ledger.follow import FACT_TYPES, LedgerChanges, LedgerFollower
 from legion_tui.model import Event, EventType, NodeStatus
 from legion_tui.ops import Operations, Workspace
@@ -100,14 +100,8 @@ class ViewFeed:
         view = self.model.nodes.get(node_id)
         while view is not None:
             launched = self._facts.get((view.node.id, EventType.NODE_LAUNCHED))
-            data = launched.data if launched is not None else {}
-            if data.get("worktree"):
-                tree = Worktree(
-                    path=Path(str(data["worktree"])),
-                    branch=str(data.get("branch", "")),
-                    base_sha=str(data.get("base_sha", "")),
-                    cwd=Path(str(data.get("worktree_cwd", data["worktree"]))),
-                )
+            tree = recorded_worktree(launched.data) if launched is not None else None
+            if tree is not None:
                 return Workspace(view.node.id, tree)
             view = self.model.nodes.get(view.node.parent_id or "")
         return None

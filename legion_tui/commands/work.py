@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 from legion_tui.commands import Command
 from legion_tui.commands.arg_types import session_name
+from legion_tui.receipts import plural
 
 if TYPE_CHECKING:
     from legion_tui.git.cleanup import Leftover
@@ -68,11 +69,6 @@ def _say(text: str = "", *, err: bool = False) -> None:
     print(text, file=stream)
 
 
-def _plural(count: int, word: str) -> str:
-    ending = "es" if word.endswith(("ch", "sh", "s", "x")) else "s"
-    return f"{count} {word}{'' if count == 1 else ending}"
-
-
 def _shown(path: Path | None) -> str:
     """A path relative to where the user is, when it is below it."""
     if path is None:
@@ -92,31 +88,13 @@ def _command(verb: str, handle: str, session: str | None, *extra: str) -> str:
 
 
 def _counts(change: FileChange) -> str:
-    if change.status == "?":
-        counts = "new, not committed"
-    elif change.added is None:
-        counts = "binary"
-    else:
-        counts = f"+{change.added} -{change.removed}"
-    return counts + ("  ⚠ ignored in your checkout" if change.ignored else "")
+    return change.counts + ("  ⚠ ignored in your checkout" if change.ignored else "")
 
 
 # ----- finding the agent -----------------------------------------------------------------
 def handle_of(node: Node, nodes: Sequence[Node]) -> str:
     """The node's name on a command line: its name, or its path where the name is shared."""
     return node.name if sum(1 for n in nodes if n.name == node.name) == 1 else node.path
-
-
-def _worktree(data: dict[str, Any]) -> Worktree:
-    from legion_tui.git.worktree import Worktree
-
-    path = str(data["worktree"])
-    return Worktree(
-        path=Path(path),
-        branch=str(data.get("branch", "")),
-        base_sha=str(data.get("base_sha", "")),
-        cwd=Path(str(data.get("worktree_cwd", path))),
-    )
 
 
 def _read_run(
@@ -190,7 +168,11 @@ def find_target(name: str, session: str | None, verb: str, *, settled: bool = Tr
             f"{busy[0].name} still works in {holder.name}'s worktree "
             f"({busy[0].status.value}): {verb} {handle} once it has settled.",
         )
-    return Target(project, run, node, holder, handle, _worktree(launches[holder.id]))
+    from legion_tui.git.worktree import recorded_worktree
+
+    tree = recorded_worktree(launches[holder.id])
+    assert tree is not None  # `_holder` found it holding one
+    return Target(project, run, node, holder, handle, tree)
 
 
 # ----- asking ----------------------------------------------------------------------------
@@ -293,7 +275,7 @@ async def _diff(args: argparse.Namespace) -> int:
                **_review_dict(found)}  # fmt: skip
         print(json.dumps(doc, ensure_ascii=False))
         return 0
-    tally = [_plural(len(found.commits), "commit"), _plural(len(found.files), "file")]
+    tally = [plural(len(found.commits), "commit"), plural(len(found.files), "file")]
     if found.uncommitted:
         tally.append("uncommitted changes (shown, not landed)")
     _say(f"{found.branch} @ {found.head_sha[:7]} · cut from {found.base_sha[:7]}")
@@ -331,15 +313,14 @@ def _commit_args(p: argparse.ArgumentParser) -> None:
 
 
 async def _commit(args: argparse.Namespace) -> int:
-    from legion_tui.git.process import git, lines
-    from legion_tui.git.share import commit_message, commit_work
+    from legion_tui.git.share import commit_message, commit_work, uncommitted
     from legion_tui.git.worktree import is_folder
 
     target = find_target(args.name, args.session, "commit")
     tree = target.tree
     if not is_folder(tree.path):
         raise Refused("GONE", f"{tree.path} is gone: the worktree was discarded")
-    status = lines(await git(tree.path, "status", "--porcelain", "--untracked-files=normal"))
+    status = await uncommitted(tree)
     if not status:
         raise Refused("NOTHING", f"{tree.branch} has no uncommitted work: nothing to commit.")
     message = (
@@ -351,7 +332,7 @@ async def _commit(args: argparse.Namespace) -> int:
     plan = {"branch": tree.branch, "worktree": str(tree.path), "message": message,
             "files": [entry[3:] for entry in status]}  # fmt: skip
     if not args.json:
-        _say(f"Commit {_plural(len(status), 'file')} in {tree.branch} ({_shown(tree.path)}) "
+        _say(f"Commit {plural(len(status), 'file')} in {tree.branch} ({_shown(tree.path)}) "
              f"as “{subject}”:")  # fmt: skip
         for entry in status:
             _say(f"  {entry}")
@@ -429,9 +410,9 @@ def _plan_dict(plan: LandPlan) -> dict[str, Any]:
 def _plan_lines(plan: LandPlan, target: Target, session: str | None) -> list[str]:
     said = [
         f"Land {plan.branch} @ {plan.short} → {plan.base} in {plan.checkout} ({plan.mode})",
-        f"  {_plural(len(plan.commits), 'commit')}:",
+        f"  {plural(len(plan.commits), 'commit')}:",
         *(f"    {sha} {subject}" for sha, subject in plan.commits),
-        f"  {_plural(len(plan.files), 'file')}:",
+        f"  {plural(len(plan.files), 'file')}:",
         *(f"    {f.status} {f.path}  {_counts(f)}" for f in plan.files),
         f"  it makes {plan.effect()}",
     ]
@@ -512,14 +493,13 @@ async def _open_pr(
     ours: tuple[str, str] | None,
 ) -> dict[str, Any]:
     """Push the agent's branch, open a PR of it into the user's branch; what was said."""
-    from legion_tui.git.share import open_pr, push, subject_of, verdict_note
+    from legion_tui.git.share import push_for_review
 
-    pushed = await push(plan.checkout, plan.branch, *theirs)
     node = target.holder
-    title = subject_of(node.task or plan.branch)
-    body = verdict_note(node.verdict_data) or f"The work of {plan.branch}."
-    base = ours[1] if ours is not None and ours[0] == pushed.remote else plan.base
-    url = await open_pr(plan.checkout, pushed.remote, pushed.ref, base, title, body)
+    base = ours[1] if ours is not None and ours[0] == theirs[0] else plan.base
+    pushed, url = await push_for_review(
+        plan.checkout, plan.branch, theirs, base, node.task, node.verdict_data
+    )
     if not args.json:
         _say(f"Pushed {plan.branch} → {pushed.remote}/{pushed.ref}.")
         if url is not None:
@@ -543,14 +523,13 @@ def _discard_args(p: argparse.ArgumentParser) -> None:
 
 async def _discard(args: argparse.Namespace) -> int:
     from legion_tui.git.cleanup import discard, human_size, loss_of, size_on_disk
-    from legion_tui.git.land import main_checkout
-    from legion_tui.git.worktree import is_folder
+    from legion_tui.git.land import checkout_of
+    from legion_tui.git.worktree import on_disk
 
     target = find_target(args.name, args.session, "discard")
     tree = target.tree
-    path = tree.path if is_folder(tree.path) else None
-    near = path or (tree.path.parent if tree.path.parent.is_dir() else target.project)
-    checkout = await main_checkout(near)
+    path = on_disk(tree)
+    checkout = await checkout_of(tree)
     loss = await loss_of(checkout, tree.branch, path)
     size = human_size(size_on_disk(path))
     doc = {"branch": tree.branch, "worktree": str(path) if path else None, "size": size,
@@ -637,7 +616,7 @@ async def _gc(args: argparse.Namespace) -> int:
             _say("No agent worktrees or branches left" + (" (but those live agents hold)."
                  if busy else "."))  # fmt: skip
         else:
-            _say(f"{_plural(len(found), 'agent branch')} (worktrees under "
+            _say(f"{plural(len(found), 'agent branch')} (worktrees under "
                  f"{_shown(project / '.legion' / 'worktrees')}):")  # fmt: skip
         width = max((len(item.branch) for item in found), default=0)
         for item in found:
@@ -646,7 +625,7 @@ async def _gc(args: argparse.Namespace) -> int:
                  f"{_shown(item.path)}{loses}")  # fmt: skip
         if busy:
             held = ", ".join(sorted(busy))
-            _say(f"({_plural(len(busy), 'branch')} held by live agents not listed: {held})")
+            _say(f"({plural(len(busy), 'branch')} held by live agents not listed: {held})")
         kept = len(found) - len(safe)
         if kept:
             _say(f"gc keeps the {kept} that hold work existing nowhere else (`legion land NAME`"
@@ -691,6 +670,7 @@ async def work_summary(
     uncommitted files, and the commands (runnable as printed) that review, commit and
     land it. ([], {}) when the worktree is gone."""
     from legion_tui.git.process import GitRefused, git, lines
+    from legion_tui.git.share import uncommitted
     from legion_tui.git.worktree import is_folder
 
     if not is_folder(tree.path):
@@ -698,7 +678,7 @@ async def work_summary(
     try:
         head = (await git(tree.path, "rev-parse", "HEAD")).strip()
         count = len(lines(await git(tree.path, "rev-list", f"{tree.base_sha}..HEAD")))
-        status = lines(await git(tree.path, "status", "--porcelain", "--untracked-files=normal"))
+        status = await uncommitted(tree)
     except GitRefused as err:
         return [f"its worktree {_shown(tree.path)} could not be read: {err.message}"], {}
     files = [entry[3:] for entry in status]
@@ -706,10 +686,10 @@ async def work_summary(
     commit = _command("commit", handle, session)
     land = _command("land", handle, session)
     discard = _command("discard", handle, session)
-    tally = [_plural(count, "commit")]
+    tally = [plural(count, "commit")]
     if files:
         named = ", ".join(files[:3]) + (" …" if len(files) > 3 else "")
-        tally.append(f"{_plural(len(files), 'uncommitted file')} ({named})")
+        tally.append(f"{plural(len(files), 'uncommitted file')} ({named})")
     said = [
         f"The work of {handle} is in {_shown(tree.path)}, not in your checkout:",
         f"  branch {tree.branch} @ {head[:7]} · {' · '.join(tally)}",

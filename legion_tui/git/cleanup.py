@@ -15,8 +15,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
+from legion_tui.git.land import holds_changes
 from legion_tui.git.process import GitRefused, git, git_ran, lines
 from legion_tui.git.worktree import BRANCH_PREFIX, is_folder, worktrees_dir
+from legion_tui.receipts import plural
 
 __all__ = [
     "Leftover",
@@ -46,9 +48,9 @@ class Loss:
         """`1 commit, 2 files`: the loss in two numbers (a narrow prompt keeps these)."""
         parts = []
         if self.commits:
-            parts.append(f"{len(self.commits)} commit{'' if len(self.commits) == 1 else 's'}")
+            parts.append(plural(len(self.commits), "commit"))
         if self.files:
-            parts.append(f"{len(self.files)} file{'' if len(self.files) == 1 else 's'}")
+            parts.append(plural(len(self.files), "file"))
         return ", ".join(parts)
 
     def says(self) -> str:
@@ -56,13 +58,11 @@ class Loss:
         if self.commits:
             n = len(self.commits)
             named = ", ".join(self.commits[:3]) + (" …" if n > 3 else "")
-            parts.append(f"{n} commit{'' if n == 1 else 's'} in no other branch ({named})")
+            parts.append(f"{plural(n, 'commit')} in no other branch ({named})")
         if self.files:
             n = len(self.files)
             names = ", ".join(f[3:] for f in self.files[:3])
-            parts.append(
-                f"{n} uncommitted file{'' if n == 1 else 's'} ({names}{' …' if n > 3 else ''})"
-            )
+            parts.append(f"{plural(n, 'uncommitted file')} ({names}{' …' if n > 3 else ''})")
         return " and ".join(parts)
 
 
@@ -92,16 +92,6 @@ def size_on_disk(path: Path | None) -> int:
     return total
 
 
-async def _landed_in(checkout: Path, tip: str) -> bool:
-    """The checkout's HEAD already carries every change of `tip` (merging it would change
-    nothing): landed, even by a squash or a replay."""
-    ran = await git_ran(checkout, "merge-tree", "--write-tree", "HEAD", tip)
-    if ran.code != 0:
-        return False
-    tree = (await git(checkout, "rev-parse", "HEAD^{tree}")).strip()
-    return lines(ran.out)[:1] == [tree]
-
-
 async def loss_of(checkout: Path, branch: str, path: Path | None) -> Loss:
     """What removing `branch` and its worktree `path` would lose."""
     commits: list[str] = []
@@ -112,7 +102,7 @@ async def loss_of(checkout: Path, branch: str, path: Path | None) -> Loss:
             checkout, "log", "--format=%h %s", f"refs/heads/{branch}",
             "--not", f"--exclude={branch}", "--branches", "--tags", "--remotes",
         )  # fmt: skip
-        if only_here.strip() and not await _landed_in(checkout, tip):
+        if only_here.strip() and not await holds_changes(checkout, "HEAD", tip):
             commits = lines(only_here)
     files: list[str] = []
     if is_folder(path):

@@ -25,14 +25,16 @@ from typing import Literal, get_args
 from legion_tui.git.process import GIT_TIMEOUT, GitRefused, Ran, git, git_ran, git_words, lines
 from legion_tui.git.review import FileChange, ignored_paths, numstat
 from legion_tui.git.worktree import Worktree, is_folder
+from legion_tui.receipts import plural
 
 __all__ = [
     "LAND_MODES",
     "LandMode",
     "LandPlan",
     "Landed",
+    "checkout_of",
+    "holds_changes",
     "land",
-    "main_checkout",
     "plan_land",
 ]
 
@@ -75,8 +77,7 @@ class LandPlan:
 
     def effect(self) -> str:
         """What the land does to the user's checkout, in one phrase."""
-        count = len(self.commits)
-        commits = f"{count} commit{'' if count == 1 else 's'}"
+        commits = plural(len(self.commits), "commit")
         did = {
             "merge": f"a merge commit on {self.base}",
             "squash": f"one commit on {self.base} (squash of {commits})",
@@ -84,7 +85,7 @@ class LandPlan:
         }[self.mode]
         if self.stashes:
             n = len(self.dirty) + len(self.untracked)
-            did += f"; your {n} changed file{'' if n == 1 else 's'} stashed and put back"
+            did += f"; your {plural(n, 'changed file')} stashed and put back"
         return did
 
 
@@ -100,12 +101,19 @@ class Landed:
 # ----- plan -----------------------------------------------------------------------------
 
 
-async def main_checkout(path: Path) -> Path:
-    """The repository's main working tree (the first `git worktree list` names)."""
-    for line in lines(await git(path, "worktree", "list", "--porcelain")):
+async def checkout_of(tree: Worktree) -> Path:
+    """The user's checkout `tree` was made from — the repository's main working tree, the
+    first `git worktree list` names — asked through the worktree, or through the folders
+    that held it once it is gone (`.legion/worktrees`, the project)."""
+    near = next(
+        (p for p in (tree.path, tree.path.parent, tree.path.parents[2]) if is_folder(p)), None
+    )
+    if near is None:
+        raise GitRefused(f"{tree.path} and the folders that held it are gone")
+    for line in lines(await git(near, "worktree", "list", "--porcelain")):
         if line.startswith("worktree "):
             return Path(line.removeprefix("worktree "))
-    raise GitRefused(f"git worktree list in {path} names no main checkout")
+    raise GitRefused(f"git worktree list in {near} names no main checkout")
 
 
 async def _git_path(checkout: Path, name: str) -> Path:
@@ -188,7 +196,7 @@ async def plan_land(
     track there."""
     if mode not in LAND_MODES:
         raise GitRefused(f"unknown land mode {mode!r}: one of {', '.join(LAND_MODES)}")
-    checkout = await main_checkout(tree.path if is_folder(tree.path) else tree.path.parent)
+    checkout = await checkout_of(tree)
     ran = await git_ran(checkout, "symbolic-ref", "--quiet", "--short", "HEAD")
     base = ran.out.strip()
     if ran.code != 0 or not base:
@@ -284,7 +292,7 @@ async def _apply(plan: LandPlan, bound: float) -> Ran:
     return await git_ran(at, "cherry-pick", f"{fork}..{plan.head}", bound=bound)
 
 
-async def _contains(checkout: Path, head: str, sha: str) -> bool:
+async def holds_changes(checkout: Path, head: str, sha: str) -> bool:
     """Whether `head` already holds all that `sha` changes: merging it would change
     nothing (true after a merge, a squash or a replay of it)."""
     ran = await git_ran(checkout, "merge-tree", "--write-tree", head, sha)
@@ -318,9 +326,10 @@ async def _settled_state(checkout: Path, before: str) -> tuple[str, str | None, 
     return head, under_way, differs
 
 
-async def _undo(plan: LandPlan, before: str) -> str:
-    """Put the checkout back at `before` and verify it. The user's own changes are in
-    the stash (or there were none), so resetting tracked files loses nothing of theirs."""
+async def _undo(plan: LandPlan, before: str) -> tuple[bool, str]:
+    """Put the checkout back at `before` and verify it: (whether it is as it was, the
+    words saying so). The user's own changes are in the stash (or there were none), so
+    resetting tracked files loses nothing of theirs."""
     at = plan.checkout
     for name, verb in (("MERGE_HEAD", "merge"), ("CHERRY_PICK_HEAD", "cherry-pick")):
         if (await _git_path(at, name)).exists():
@@ -330,8 +339,11 @@ async def _undo(plan: LandPlan, before: str) -> str:
         await git_ran(at, "reset", "--hard", "--quiet", before)
         head, under_way, differs = await _state(at)
     if head == before and under_way is None and not differs:
-        return f"undone: {plan.base} is at {before[:7]} as it was (HEAD, index and files checked)"
-    return (
+        return (
+            True,
+            f"undone: {plan.base} is at {before[:7]} as it was (HEAD, index and files checked)",
+        )
+    return False, (
         f"could NOT be undone: HEAD is {head[:7]} (was {before[:7]})"
         + (f", {under_way} is under way" if under_way else "")
         + (", tracked files differ from HEAD" if differs else "")
@@ -398,21 +410,19 @@ async def land(tree: Worktree, confirmed: LandPlan, *, bound: float = GIT_TIMEOU
     ran = await _apply(plan, bound)
     head, under_way, _differs = await _settled_state(plan.checkout, before)
     landed = (
-        head != before and under_way is None and await _contains(plan.checkout, head, plan.head)
+        head != before and under_way is None and await holds_changes(plan.checkout, head, plan.head)
     )
     if not landed:
         said = git_words(("land", plan.mode), ran) if ran.code != 0 else "git stopped"
-        undone = await _undo(plan, before)
-        kept = await _restore(plan, stash) if stash and undone.startswith("undone") else None
-        if stash and not undone.startswith("undone"):
-            kept = await _stash_ref(plan.checkout, stash)
+        back, undone = await _undo(plan, before)
+        kept = None
+        if stash:  # put back where the undo held; named where it did not
+            kept = await _restore(plan, stash) if back else await _stash_ref(plan.checkout, stash)
         note = f"\nyour changes are kept in {kept} (`git stash pop {kept}`)" if kept else ""
         raise GitRefused(f"{said}\nnothing was landed — {undone}{note}")
-    count = len(plan.commits)
     text = (
         f"Landed {plan.branch} @ {plan.short} → {plan.base} at {head[:7]} ({plan.mode}: "
-        f"{count} commit{'' if count == 1 else 's'}, {len(plan.files)} "
-        f"file{'' if len(plan.files) == 1 else 's'})."
+        f"{plural(len(plan.commits), 'commit')}, {plural(len(plan.files), 'file')})."
     )
     if ran.code != 0:
         text += (

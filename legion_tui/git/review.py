@@ -28,6 +28,15 @@ class FileChange:
     removed: int | None = None
     ignored: bool = False  # a path the checkout's ignore rules cover (.env, build/…)
 
+    @property
+    def counts(self) -> str:
+        """`+3 -1`; `binary`; `new, not committed` for a file git does not track yet."""
+        if self.status == "?":
+            return "new, not committed"
+        if self.added is None:
+            return "binary"
+        return f"+{self.added} -{self.removed}"
+
 
 @dataclass(frozen=True, slots=True)
 class Review:

@@ -17,6 +17,7 @@ from typing import Any
 
 from legion_tui.git.process import GitRefused, git, git_ran, lines, run_tool
 from legion_tui.git.worktree import Worktree
+from legion_tui.receipts import plural
 
 __all__ = [
     "PUSH_BOUND",
@@ -25,8 +26,10 @@ __all__ = [
     "commit_work",
     "open_pr",
     "push",
+    "push_for_review",
     "remote_of",
     "subject_of",
+    "uncommitted",
     "verdict_note",
 ]
 
@@ -63,19 +66,24 @@ def commit_message(task: str, verdict: Any) -> str:
     return subject_of(task) + (f"\n\n{body}\n" if body else "\n")
 
 
+async def uncommitted(tree: Worktree) -> list[str]:
+    """What the agent left uncommitted in its worktree: `git status --porcelain` lines
+    (ignored files are not among them, and a commit does not take them)."""
+    return lines(await git(tree.path, "status", "--porcelain", "--untracked-files=normal"))
+
+
 async def commit_work(tree: Worktree, message: str) -> str:
     """`git add -A && git commit` in the agent's worktree; the receipt names the commit."""
     if not message.strip():
         raise GitRefused("the commit message is empty; nothing was committed")
-    status = await git(tree.path, "status", "--porcelain", "--untracked-files=normal")
-    if not status.strip():
+    status = await uncommitted(tree)
+    if not status:
         raise GitRefused(f"{tree.branch} has no uncommitted work; nothing was committed")
     await git(tree.path, "add", "-A")
     await git(tree.path, "commit", "--quiet", "--no-edit", "-m", message)
     sha = (await git(tree.path, "rev-parse", "--short", "HEAD")).strip()
-    count = len(lines(status))
     subject = message.strip().splitlines()[0]
-    return f"Committed {count} file{'' if count == 1 else 's'} on {tree.branch} at {sha}: {subject}"
+    return f"Committed {plural(len(status), 'file')} on {tree.branch} at {sha}: {subject}"
 
 
 async def remote_of(checkout: Path, branch: str) -> tuple[str, str] | None:
@@ -141,3 +149,14 @@ async def open_pr(
         printed = [w for w in ran.out.split() if w.startswith(("https://", "http://"))]
         return printed[-1] if printed else None
     return None
+
+
+async def push_for_review(
+    checkout: Path, branch: str, remote: tuple[str, str], base: str, task: str, verdict: Any
+) -> tuple[Pushed, str | None]:
+    """Push the agent's branch and open a PR of it into `base` — its title the task's
+    first line, its body the verdict; (what the push said, the PR's URL if one opened)."""
+    pushed = await push(checkout, branch, *remote)
+    title = subject_of(task or branch)
+    body = verdict_note(verdict) or f"The work of {branch}."
+    return pushed, await open_pr(checkout, pushed.remote, pushed.ref, base, title, body)

@@ -19,8 +19,10 @@ import asyncio
 import json
 import secrets
 import shutil
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from legion_tui import receipts
 from legion_tui.git.process import GIT_TIMEOUT, run_tool
@@ -39,8 +41,11 @@ __all__ = [
     "demote_worktree",
     "is_folder",
     "is_git_repo",
+    "launch_record",
+    "on_disk",
     "own_worktree",
     "prepare_worktree",
+    "recorded_worktree",
     "remove_worktree",
     "worktrees_dir",
 ]
@@ -62,6 +67,31 @@ class Worktree:
     branch: str  # legion/<name>-<nonce>
     base_sha: str  # the commit it was created from
     cwd: Path  # where the team works: `path` + the project's prefix inside its repo
+
+
+def launch_record(tree: Worktree) -> dict[str, str]:
+    """What a `node_launched` event records of the node's worktree (`recorded_worktree`
+    reads it back: a reopened host, a view, the CLI's end-of-work verbs)."""
+    return {
+        "worktree": str(tree.path),
+        "worktree_cwd": str(tree.cwd),
+        "branch": tree.branch,
+        "base_sha": tree.base_sha,
+    }
+
+
+def recorded_worktree(launched: Mapping[str, Any]) -> Worktree | None:
+    """The worktree a `node_launched` event's data names (it may be gone since); None
+    when the node had none."""
+    if not launched.get("worktree"):
+        return None
+    path = str(launched["worktree"])
+    return Worktree(
+        path=Path(path),
+        branch=str(launched.get("branch", "")),
+        base_sha=str(launched.get("base_sha", "")),
+        cwd=Path(str(launched.get("worktree_cwd", path))),
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -126,6 +156,11 @@ async def is_git_repo(path: Path) -> bool:
 def is_folder(path: Path | None) -> bool:
     """A folder is there (a discarded worktree is not); one stat, fine in the loop."""
     return path is not None and path.is_dir()
+
+
+def on_disk(tree: Worktree) -> Path | None:
+    """The worktree's folder, or None once it was discarded (its branch may remain)."""
+    return tree.path if is_folder(tree.path) else None
 
 
 def worktrees_dir(project: Path) -> Path:

@@ -119,12 +119,9 @@ class TeamWorktrees:
         data: dict[str, Any] = {}
         tree = self._worktrees.get(node_id)
         if tree is not None:
-            data.update(
-                worktree=str(tree.path),
-                worktree_cwd=str(tree.cwd),
-                branch=tree.branch,
-                base_sha=tree.base_sha,
-            )
+            from legion_tui.git.worktree import launch_record
+
+            data.update(launch_record(tree))
         if warning:
             data["warning"] = warning
         return data
@@ -137,18 +134,10 @@ class TeamWorktrees:
 
     def _recorded(self, node_id: str) -> Worktree | None:
         """The worktree the node's last launch record names (it may be gone since)."""
-        from legion_tui.git.worktree import Worktree
+        from legion_tui.git.worktree import recorded_worktree
 
         event = self._record.last_event(node_id, EventType.NODE_LAUNCHED)
-        data = event.data if event is not None else {}
-        if not data.get("worktree"):
-            return None
-        return Worktree(
-            path=Path(str(data["worktree"])),
-            branch=str(data.get("branch", "")),
-            base_sha=str(data.get("base_sha", "")),
-            cwd=Path(str(data.get("worktree_cwd", data["worktree"]))),
-        )
+        return recorded_worktree(event.data) if event is not None else None
 
     def workspace_of(self, node_id: str) -> tuple[str, Worktree] | None:
         """(holder, worktree) for the end of a unit of work (commit, land, push, discard):

@@ -33,6 +33,7 @@ from textual.worker import Worker
 from legion_tui.git.process import GitRefused
 from legion_tui.git.review import MAX_DIFF_BYTES, Review
 from legion_tui.git.worktree import WorktreeError
+from legion_tui.receipts import plural
 from legion_tui.widgets.paint import FollowsTheme, paint_for
 
 Tone = Literal["text", "dim", "warning", "ok", "fail", "accent"]
@@ -45,10 +46,6 @@ IGNORED_NAMED = 3  # paths named in the ignored-paths warning; more are counted
 # Control characters a diff may carry (a file's own escapes) would move the terminal's
 # cursor: shown as `?` so the tab draws only what it means to.
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
-
-
-def _plural(count: int, word: str) -> str:
-    return f"{count} {word}{'' if count == 1 else 's'}"
 
 
 def branch_note(review: Review) -> str:
@@ -83,7 +80,7 @@ def review_lines(review: Review, *, owner: bool = True) -> Iterator[Line]:
 def _ignored_warning(paths: Sequence[str]) -> str:
     named = ", ".join(paths[:IGNORED_NAMED]) + (", …" if len(paths) > IGNORED_NAMED else "")
     return (
-        f"⚠ adds {_plural(len(paths), 'path')} your checkout ignores ({named}): "
+        f"⚠ adds {plural(len(paths), 'path')} your checkout ignores ({named}): "
         "landing would be refused while you have them"
     )
 
@@ -91,7 +88,7 @@ def _ignored_warning(paths: Sequence[str]) -> str:
 def review_rows(review: Review, *, owner: bool = True) -> Iterator[tuple[str, Tone, Anchor]]:
     """`review_lines` with what each row comments on (`m`)."""
     yield f"{branch_note(review)} · cut from {review.base_sha[:7]}", "accent", None
-    tally = [_plural(len(review.commits), "commit"), _plural(len(review.files), "file")]
+    tally = [plural(len(review.commits), "commit"), plural(len(review.files), "file")]
     if review.uncommitted:
         tally.append("uncommitted changes (c commits them)")
     yield " · ".join(tally), "text", None
@@ -113,13 +110,7 @@ def review_rows(review: Review, *, owner: bool = True) -> Iterator[tuple[str, To
     if not review.files:
         yield "  no changes", "dim", None
     for change in review.files:
-        if change.status == "?":
-            counts = "new, not committed"
-        elif change.added is None:
-            counts = "binary"
-        else:
-            counts = f"+{change.added} -{change.removed}"
-        row = f"  {change.status} {change.path}  {counts}"
+        row = f"  {change.status} {change.path}  {change.counts}"
         if change.ignored:
             yield f"{row}  ⚠ ignored in your checkout", "warning", change.path
         else:
@@ -133,6 +124,11 @@ def review_rows(review: Review, *, owner: bool = True) -> Iterator[tuple[str, To
 
 # ----- where a line of the diff is --------------------------------------------------------
 _HUNK = re.compile(r"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@")
+
+
+def _hunk_sizes(head: re.Match[str]) -> tuple[int, int]:
+    """(old lines, new lines) a hunk's `@@` header announces (an absent count is 1)."""
+    return (1 if head[2] is None else int(head[2])), (1 if head[4] is None else int(head[4]))
 
 
 @dataclass(frozen=True, slots=True)
@@ -222,8 +218,7 @@ def _locate(diff: Sequence[str], index: int) -> tuple[DiffSpot | None, int | Non
             spot = DiffSpot(path)
         elif path is not None and (head := _HUNK.match(line)) is not None:
             old, new = int(head[1]), int(head[3])
-            left_old = 1 if head[2] is None else int(head[2])
-            left_new = 1 if head[4] is None else int(head[4])
+            left_old, left_new = _hunk_sizes(head)
             hunk = i
             # A deleted file's hunk (`+0,0`) has no new line: it points at the old one.
             spot = DiffSpot(path, new) if left_new or not left_old else DiffSpot(path, old, True)
@@ -245,8 +240,7 @@ def _hunk_end(diff: Sequence[str], start: int) -> int:
     """The index after the hunk whose `@@` line is `diff[start]`."""
     head = _HUNK.match(diff[start])
     assert head is not None
-    left_old = 1 if head[2] is None else int(head[2])
-    left_new = 1 if head[4] is None else int(head[4])
+    left_old, left_new = _hunk_sizes(head)
     at = start + 1
     while at < len(diff) and (left_old > 0 or left_new > 0 or diff[at].startswith("\\")):
         tag = diff[at][:1]
@@ -271,10 +265,10 @@ def _quote_hunk(body: Sequence[str], at: int, cap: int) -> list[str]:
     start = max(1, end - window)
     quoted = [body[0]]
     if start > 1:
-        quoted.append(f"… {_plural(start - 1, 'line')} of the hunk not quoted")
+        quoted.append(f"… {plural(start - 1, 'line')} of the hunk not quoted")
     quoted += body[start:end]
     if end < len(body):
-        quoted.append(f"… {_plural(len(body) - end, 'line')} of the hunk not quoted")
+        quoted.append(f"… {plural(len(body) - end, 'line')} of the hunk not quoted")
     return quoted
 
 

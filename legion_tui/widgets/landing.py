@@ -22,19 +22,18 @@ from dataclasses import dataclass
 from typing import Any
 
 from legion_tui.git.cleanup import Loss, discard, human_size, loss_of, size_on_disk
-from legion_tui.git.land import LAND_MODES, LandMode, LandPlan, land, main_checkout, plan_land
-from legion_tui.git.process import GitRefused, git, lines
+from legion_tui.git.land import LAND_MODES, LandMode, LandPlan, checkout_of, land, plan_land
+from legion_tui.git.process import GitRefused, git
 from legion_tui.git.share import (
     commit_message,
     commit_work,
-    open_pr,
-    push,
+    push_for_review,
     remote_of,
-    subject_of,
-    verdict_note,
+    uncommitted,
 )
-from legion_tui.git.worktree import Worktree, is_folder
+from legion_tui.git.worktree import Worktree, on_disk
 from legion_tui.ops import Operations
+from legion_tui.receipts import plural
 from legion_tui.state import LegionModel
 from legion_tui.widgets.confirm import ConfirmRequest
 
@@ -63,7 +62,7 @@ def land_prompt(plan: LandPlan) -> str:
     """`Land BRANCH @ SHA → BASE? y lands · m … · any other key cancels · N commits: files ·
     what it does` — the question and its keys first, as the stop prompt asks, so a narrow
     bar cuts the details, never the `y`."""
-    commits = f"{len(plan.commits)} commit{'' if len(plan.commits) == 1 else 's'}"
+    commits = plural(len(plan.commits), "commit")
     others = "/".join(m for m in LAND_MODES if m != plan.mode)
     keys = f"y lands · m {others}"
     if plan.left_behind:
@@ -176,9 +175,7 @@ class Landing:
         if view is None:
             return
         try:
-            status = lines(
-                await git(tree.path, "status", "--porcelain", "--untracked-files=normal")
-            )
+            status = await uncommitted(tree)
         except GitRefused as err:
             self._say(err.message, True)
             return
@@ -187,7 +184,7 @@ class Landing:
             return
         message = message or commit_message(view.node.task, view.node.verdict_data)
         subject = message.strip().splitlines()[0]
-        count = f"{len(status)} file{'' if len(status) == 1 else 's'}"
+        count = plural(len(status), "file")
         prompt = (
             f"Commit {count} in {tree.branch}? y commits · e edits the message · any other "
             f"key cancels · “{subject}”"
@@ -197,7 +194,7 @@ class Landing:
 
     async def _ask_push(self, node_id: str, tree: Worktree) -> None:
         try:
-            checkout = await main_checkout(tree.path)
+            checkout = await checkout_of(tree)
             remote = await remote_of(checkout, tree.branch)
             head = (await git(checkout, "rev-parse", "--short", tree.branch)).strip()
         except GitRefused as err:
@@ -217,12 +214,12 @@ class Landing:
 
     async def _ask_discard(self, node_id: str, tree: Worktree, *, landed: bool) -> None:
         try:
-            checkout = await main_checkout(tree.path if is_folder(tree.path) else tree.path.parent)
-            loss = await loss_of(checkout, tree.branch, tree.path if is_folder(tree.path) else None)
+            checkout = await checkout_of(tree)
+            loss = await loss_of(checkout, tree.branch, on_disk(tree))
         except GitRefused as err:
             self._say(err.message, True)
             return
-        size = human_size(size_on_disk(tree.path if is_folder(tree.path) else None))
+        size = human_size(size_on_disk(on_disk(tree)))
         what = f"Remove {tree.branch}'s worktree ({size}) and branch"
         if loss:
             prompt = (
@@ -258,7 +255,7 @@ class Landing:
         elif request.kind == "commit":
             self._run(self._commit(node_id, pending))
         elif request.kind == "push":
-            self._run(self._push(pending.tree))
+            self._run(self._push(node_id, pending.tree))
         elif request.kind == "discard":
             self._run(self._discard(pending.tree, pending.loss))
 
@@ -284,42 +281,35 @@ class Landing:
         if pending.then_land is not None:
             await self._plan(node_id, pending.tree, pending.then_land)
 
-    async def _push(self, tree: Worktree) -> None:
+    async def _push(self, node_id: str, tree: Worktree) -> None:
+        view = self._model.nodes.get(node_id)
         try:
-            checkout = await main_checkout(tree.path)
+            checkout = await checkout_of(tree)
             remote = await remote_of(checkout, tree.branch)
             if remote is None:
                 raise GitRefused(f"{checkout} has no remote any more; nothing was pushed")
-            pushed = await push(checkout, tree.branch, *remote)
-            said = f"Pushed {tree.branch} → {pushed.remote}/{pushed.ref}."
-            base = (
-                await git(checkout, "symbolic-ref", "--quiet", "--short", "HEAD", ok=(0, 1))
-            ).strip()
-            view = next(
-                (v for v in self._model.nodes.values() if self._owns(v.node.id, tree)), None
+            base = await git(checkout, "symbolic-ref", "--quiet", "--short", "HEAD", ok=(0, 1))
+            pushed, url = await push_for_review(
+                checkout,
+                tree.branch,
+                remote,
+                base.strip() or "main",
+                view.node.task if view is not None else "",
+                view.node.verdict_data if view is not None else None,
             )
-            task = view.node.task if view is not None else tree.branch
-            verdict = view.node.verdict_data if view is not None else None
-            title = subject_of(task)
-            body = verdict_note(verdict) or f"The work of {tree.branch}."
-            url = await open_pr(checkout, pushed.remote, pushed.ref, base or "main", title, body)
         except GitRefused as err:
             self._say(err.message, True)
             return
+        said = f"Pushed {tree.branch} → {pushed.remote}/{pushed.ref}."
         if url is not None:
             said += f" PR: {url}"
         elif pushed.said:
             said += f"\n{pushed.said}"
         self._say(said, False)
 
-    def _owns(self, node_id: str, tree: Worktree) -> bool:
-        space = self._ops.workspace(node_id)
-        return space is not None and space.owner_id == node_id and space.tree.branch == tree.branch
-
     async def _discard(self, tree: Worktree, loss: Loss | None) -> None:
-        path = tree.path if is_folder(tree.path) else None
         try:
-            checkout = await main_checkout(path or tree.path.parent)
-            self._say(await discard(checkout, tree.branch, path, accept=loss), False)
+            checkout = await checkout_of(tree)
+            self._say(await discard(checkout, tree.branch, on_disk(tree), accept=loss), False)
         except GitRefused as err:
             self._say(err.message, True)
