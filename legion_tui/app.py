@@ -246,6 +246,7 @@ class LegionApp(App[None]):
             ask=self._ask,
             run=lambda call: self.run_worker(call, group="land"),
             edit=self._edit_commit_message,
+            mode=lambda: settings_near(run_dir).land_mode,  # `[land] mode`, read at each L
         )
         self.attacher = Attacher(
             self,

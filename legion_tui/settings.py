@@ -59,7 +59,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any, Protocol
+from typing import Any, Literal, Protocol, get_args
 
 from legion_tui.regular_files import read_regular_text
 
@@ -70,6 +70,7 @@ __all__ = [
     "SETTINGS_FILE",
     "AgentSettings",
     "ClusterSettings",
+    "LandMode",
     "Settings",
     "SettingsProblem",
     "SettingsResult",
@@ -134,7 +135,7 @@ class Settings:
     phase_timeouts: Mapping[str, int] = field(default_factory=lambda: MappingProxyType({}))
     agent: AgentSettings = AgentSettings()
     worktree_per_agent: bool = True  # `[worktrees] perAgent`
-    land_mode: str = "merge"  # `[land] mode`: one of LAND_MODES
+    land_mode: LandMode = "merge"  # `[land] mode`
     notify_toast: bool = True  # `[notify] toast`
     notify_bell: bool = True  # `[notify] bell`
     notify_desktop: bool = True  # `[notify] desktop`
@@ -166,7 +167,10 @@ CLUSTER_KEYS = ("engine", "address", "numCpus", "resources")
 CLUSTER_ENGINES = ("local", "ray")
 WORKTREE_KEYS = ("perAgent",)
 LAND_KEYS = ("mode",)
-LAND_MODES: tuple[str, ...] = ("merge", "squash", "rebase")  # git.land.LAND_MODES
+# How `L` / `legion land` lands a branch (legion_tui.git.land); defined here, where the
+# setting is read, so reading settings imports no git code.
+LandMode = Literal["merge", "squash", "rebase"]
+LAND_MODES: tuple[LandMode, ...] = get_args(LandMode)
 NOTIFY_KEYS = ("toast", "bell", "desktop")
 AGENT_KEYS = ("default", "command", "model", "provider")
 # The kinds an `[agent] command` can belong to (a sim takes none).

@@ -40,12 +40,12 @@ def notes(app: LegionApp) -> list[str]:
     return [n.message for n in app._notifications]
 
 
-async def _app(repo: Path) -> tuple[LegionApp, FakeOps]:
+async def _app(repo: Path, run_dir: Path | None = None) -> tuple[LegionApp, FakeOps]:
     tree = await agent_work(repo)
     model = canned_model()
     ops = FakeOps(model)
     ops.workspaces = {SETTLED: Workspace(SETTLED, tree), LIVE: Workspace(LIVE, tree)}
-    return make_app(model, ops, clock=fixed_clock, timers=False), ops
+    return make_app(model, ops, clock=fixed_clock, timers=False, run_dir=run_dir), ops
 
 
 def _bar(app: LegionApp) -> ConfirmBar:
@@ -140,6 +140,17 @@ async def test_m_cycles_the_mode_and_c_commits_first(tmp_path: Path) -> None:
         await pilot.press("n")  # keep them
         await until(lambda: "Cancelled — nothing discarded." in notes(app), what="kept")
         assert tree.path.is_dir()
+
+
+async def test_the_land_prompt_starts_in_the_mode_the_settings_name(tmp_path: Path) -> None:
+    repo = make_repo(tmp_path / "project")
+    (repo / ".legion" / "runs" / "r1").mkdir(parents=True)
+    (repo / ".legion" / "settings.toml").write_text('[land]\nmode = "rebase"\n')
+    app, _ops = await _app(repo, repo / ".legion" / "runs" / "r1")
+    async with app.run_test(size=(160, 40)) as pilot:
+        app.railway.select(SETTLED)
+        prompt = await _press(pilot, app, "L", "land", "replayed onto main")
+        assert "m merge/squash" in prompt
 
 
 async def test_c_commits_with_an_edited_message(tmp_path: Path) -> None:

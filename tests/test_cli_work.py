@@ -445,7 +445,7 @@ async def test_a_live_agent_is_refused_and_gc_leaves_its_branch_alone(tmp_path: 
 
 # ----- settings --------------------------------------------------------------------------
 def test_land_mode_setting_is_read_and_a_bad_one_is_reported_with_its_line() -> None:
-    assert LAND_MODES == git_land.LAND_MODES  # settings stays light: its own copy, in step
+    assert LAND_MODES == git_land.LAND_MODES  # one home (settings), the same names in git.land
     settings, problems = parse_settings('[land]\nmode = "squash"\n', "s.toml")
     assert settings.land_mode == "squash" and problems == []
     settings, problems = parse_settings('[land]\nmode = "octopus"\nfast = true\n', "s.toml")

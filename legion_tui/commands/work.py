@@ -19,7 +19,7 @@ import shlex
 import sys
 from collections.abc import Callable, Coroutine, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple, cast
 
 from legion_tui.commands import Command
 from legion_tui.commands.arg_types import session_name
@@ -31,6 +31,7 @@ if TYPE_CHECKING:
     from legion_tui.git.review import FileChange, Review
     from legion_tui.git.worktree import Worktree
     from legion_tui.model import Node
+    from legion_tui.settings import LandMode
     from legion_tui.supervisor.runs import RunInfo
 
 __all__ = ["COMMANDS", "handle_of", "work_summary"]
@@ -353,10 +354,12 @@ async def _commit(args: argparse.Namespace) -> int:
 
 # ----- land ------------------------------------------------------------------------------
 def _land_args(p: argparse.ArgumentParser) -> None:
+    from legion_tui.settings import LAND_MODES
+
     _add_common(p)
     p.add_argument(
         "--mode",
-        choices=("merge", "squash", "rebase"),
+        choices=LAND_MODES,
         help="how it lands (default: [land] mode in .legion/settings.toml, else merge)",
     )
     p.add_argument(
@@ -375,9 +378,9 @@ def _land_args(p: argparse.ArgumentParser) -> None:
     )
 
 
-def _land_mode(args: argparse.Namespace, project: Path) -> str:
+def _land_mode(args: argparse.Namespace, project: Path) -> LandMode:
     if args.mode:
-        return str(args.mode)
+        return cast("LandMode", args.mode)  # argparse's choices are LAND_MODES
     from legion_tui.settings import load_settings
 
     result = load_settings(project)
@@ -427,14 +430,12 @@ def _plan_lines(plan: LandPlan, target: Target, session: str | None) -> list[str
 
 
 async def _land(args: argparse.Namespace) -> int:
-    from legion_tui.git.land import LAND_MODES, land, plan_land
+    from legion_tui.git.land import land, plan_land
     from legion_tui.git.process import GitRefused
     from legion_tui.git.share import push, remote_of
 
     target = find_target(args.name, args.session, "land")
     mode = _land_mode(args, target.project)
-    if mode not in LAND_MODES:
-        raise Refused("MODE", f"unknown land mode {mode!r}: one of {', '.join(LAND_MODES)}")
     plan = await plan_land(target.tree, mode, stash_untracked=args.stash_untracked)
     # Where the pushes would go, asked now: a push that cannot happen refuses before the
     # land, not after it.

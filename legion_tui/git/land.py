@@ -20,12 +20,12 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal, get_args
 
 from legion_tui.git.process import GIT_TIMEOUT, GitRefused, Ran, git, git_ran, git_words, lines
 from legion_tui.git.review import FileChange, ignored_paths, numstat
 from legion_tui.git.worktree import Worktree, is_folder
 from legion_tui.receipts import plural
+from legion_tui.settings import LAND_MODES, LandMode
 
 __all__ = [
     "LAND_MODES",
@@ -38,8 +38,6 @@ __all__ = [
     "plan_land",
 ]
 
-LandMode = Literal["merge", "squash", "rebase"]
-LAND_MODES: tuple[LandMode, ...] = get_args(LandMode)
 # In the user's checkout: an operation of their own under way is theirs to finish.
 _IN_PROGRESS = {
     "MERGE_HEAD": "a merge",
