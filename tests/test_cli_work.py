@@ -525,15 +525,15 @@ async def test_a_tool_run_inside_a_host_is_never_reaped_as_an_orphan(tmp_path: P
     """The host's orphan reaper reaps zombies outside its session that nobody registered;
     git runs in a session of its own, so unregistered it lost its exit status now and then
     (asyncio reported 255: a worktree not made, a land's receipt wrong)."""
-    from legion_tui.supervisor import orphans
+    from legion_tui import own_children
 
     script = 'echo $$ > started; while [ ! -e go ]; do sleep 0.01; done; exit 3'
     running = asyncio.create_task(run_tool(["sh", "-c", script], tmp_path, 30.0))
     started = tmp_path / "started"
     await until(lambda: started.exists() and started.read_text().strip() != "", what="started")
     pid = int(started.read_text())
-    assert pid in orphans._spawned  # the reaper counts it as the host's own
+    assert pid in own_children.registered()  # the reaper counts it as the host's own
     (tmp_path / "go").write_text("")
     ran = await asyncio.wait_for(running, 30.0)
     assert ran.code == 3
-    assert pid not in orphans._spawned  # and forgets it once asyncio has reaped it
+    assert pid not in own_children.registered()  # forgotten once asyncio reaped it

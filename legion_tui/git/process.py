@@ -14,11 +14,11 @@ import asyncio
 import contextlib
 import os
 import signal
-import sys
 from collections.abc import Mapping
 from pathlib import Path
 from typing import NamedTuple
 
+from legion_tui import own_children
 from legion_tui.timeouts import within
 
 __all__ = [
@@ -90,15 +90,10 @@ async def run_tool(
 ) -> Ran:
     """Run `argv` in `cwd`; (code, stdout, stderr). At `bound` seconds the whole group is
     killed and the code is TIMED_OUT, with a line saying so in stderr."""
-    # In a host, the orphan reaper (supervisor/orphans.py) reaps any zombie child outside
-    # the host's session that is not registered with it — as this one is, in a session of
-    # its own: unregistered, its exit status was stolen now and then (asyncio reported
-    # 255 for a git that had succeeded). Registered only where the reaper is loaded: a
-    # CLI verb has none, and need not import the supervisor for it.
-    orphans = sys.modules.get("legion_tui.supervisor.orphans")
-    holding = orphans.spawning() if orphans is not None else contextlib.nullcontext(None)
+    # In a session of its own, so registered: a host's orphan reaper reaps unregistered
+    # zombies outside its session, and took git's exit status now and then (255).
     try:
-        with holding as register:
+        with own_children.spawning() as register:
             proc = await asyncio.create_subprocess_exec(
                 *argv,
                 cwd=cwd,
@@ -108,15 +103,13 @@ async def run_tool(
                 env=tool_env(isolated, env),
                 start_new_session=True,
             )
-            if register is not None:
-                register(proc.pid)
+            register(proc.pid)
     except OSError as err:
         return Ran(127, "", f"{argv[0]}: {err.strerror or err}")
     try:
         return await _finish(proc, argv, bound, stdin)
     finally:
-        if orphans is not None:
-            orphans.forget(proc.pid)
+        own_children.forget(proc.pid)
 
 
 async def _finish(

@@ -16,7 +16,8 @@ import os
 import signal
 from pathlib import Path
 
-from legion_tui.supervisor import containment, orphans
+from legion_tui import own_children
+from legion_tui.supervisor import containment
 from legion_tui.supervisor.pipe_reader import PipeReader
 from legion_tui.timeouts import within
 
@@ -137,7 +138,7 @@ class ChildProcess:
             self._exit.set_result(exit_code_of(info.si_code, info.si_status))
 
     def _on_reaped(self, _done: asyncio.Future[None]) -> None:
-        orphans.forget(self.pid)
+        own_children.forget(self.pid)
         box = containment.current()
         if box is not None:
             box.reaped(self.pid)

@@ -26,39 +26,17 @@ import asyncio
 import contextlib
 import os
 import signal
-from collections.abc import Callable, Iterator
 
+from legion_tui.own_children import registered, spawns_under_way
 from legion_tui.supervisor import containment
 from legion_tui.supervisor.procfs import children_of, stat_of
 from legion_tui.timeouts import within
 
-__all__ = ["OrphanReaper", "forget", "reap_orphans", "spawning"]
+__all__ = ["OrphanReaper", "reap_orphans"]
 
 SWEEP_EVERY = 5.0  # a SIGCHLD can be lost in a storm (signals coalesce); the sweep is not
 RECORD_EVERY = containment.RECORD_EVERY
 RETRY_AFTER = 0.02
-
-_spawned: set[int] = set()
-# Spawns between fork and `register`: a child that exits in that window looks like an
-# orphan (not registered yet, its own session) — no scan runs until they are registered.
-_spawning = 0
-
-
-@contextlib.contextmanager
-def spawning() -> Iterator[Callable[[int], None]]:
-    """Around one spawn: hands out `register` for the pid, and holds scans off meanwhile."""
-    global _spawning
-    _spawning += 1
-    try:
-        yield _spawned.add
-    finally:
-        _spawning -= 1
-
-
-def forget(pid: int) -> None:
-    """asyncio reaped `pid` (a registered child): the pid may be reused by anyone."""
-    _spawned.discard(pid)
-
 
 def _zombie_session(pid: int) -> int | None:
     """The session id of `pid` if it is a zombie; None otherwise (or gone)."""
@@ -69,11 +47,11 @@ def _zombie_session(pid: int) -> int | None:
 def reap_orphans() -> list[int] | None:
     """Reap the adopted orphans that have exited; the pids reaped (None: a spawn is in
     progress, try again in a moment)."""
-    if _spawning:
+    if spawns_under_way():
         return None
     own_session = os.getsid(0)
     reaped: list[int] = []
-    for pid in children_of(os.getpid()) - _spawned:
+    for pid in children_of(os.getpid()) - registered():
         session = _zombie_session(pid)
         if session is None or session == own_session:
             continue  # running, or asyncio's own helper (in the host's session)

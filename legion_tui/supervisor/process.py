@@ -41,7 +41,8 @@ import threading
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from legion_tui.supervisor import containment, orphans
+from legion_tui import own_children
+from legion_tui.supervisor import containment
 from legion_tui.supervisor.child_process import ChildProcess, ExitReportingProtocol, exit_code_of
 from legion_tui.supervisor.wire import (
     ENV_INBOX,
@@ -250,7 +251,7 @@ async def _spawn(
     loop = asyncio.get_running_loop()
     # The group is joined after the parent-death launcher (first: the host may die at any
     # moment) and before the command: nothing the command starts is ever outside it.
-    with containment.launching(env) as (join, started), orphans.spawning() as register:
+    with containment.launching(env) as (join, started), own_children.spawning() as register:
         # asyncio.create_subprocess_exec, with a protocol that says when the watcher reaped.
         transport, protocol = await loop.subprocess_exec(
             lambda: ExitReportingProtocol(PIPE_LIMIT, loop),
