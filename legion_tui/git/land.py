@@ -17,6 +17,7 @@ losing a byte of the user's.
 
 from __future__ import annotations
 
+import asyncio
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -114,16 +115,19 @@ async def checkout_of(tree: Worktree) -> Path:
     raise GitRefused(f"git worktree list in {near} names no main checkout")
 
 
-async def _git_path(checkout: Path, name: str) -> Path:
-    found = Path((await git(checkout, "rev-parse", "--git-path", name)).strip())
-    return found if found.is_absolute() else checkout / found
+async def _git_paths(checkout: Path, *names: str) -> list[Path]:
+    """Where git keeps each of `names` for this checkout (one `rev-parse` for all)."""
+    asked = [word for name in names for word in ("--git-path", name)]
+    found = [Path(line) for line in lines(await git(checkout, "rev-parse", *asked))]
+    return [path if path.is_absolute() else checkout / path for path in found]
 
 
 async def _operation_under_way(checkout: Path) -> str | None:
-    for name, what in _IN_PROGRESS.items():
-        if (await _git_path(checkout, name)).exists():
-            return what
-    return None
+    paths = await _git_paths(checkout, *_IN_PROGRESS)
+    return next(
+        (what for what, path in zip(_IN_PROGRESS.values(), paths, strict=True) if path.exists()),
+        None,
+    )
 
 
 async def _in_the_way(checkout: Path, written: list[str]) -> list[str]:
@@ -163,7 +167,7 @@ async def _hook_warnings(checkout: Path, tree: Worktree) -> list[str]:
     except OSError:
         return []
     said: list[str] = []
-    hooks = await _git_path(checkout, "hooks")
+    (hooks,) = await _git_paths(checkout, "hooks")
     try:
         changed = sorted(
             entry.name for entry in os.scandir(hooks)
@@ -195,7 +199,15 @@ async def plan_land(
     if mode not in LAND_MODES:
         raise GitRefused(f"unknown land mode {mode!r}: one of {', '.join(LAND_MODES)}")
     checkout = await checkout_of(tree)
-    ran = await git_ran(checkout, "symbolic-ref", "--quiet", "--short", "HEAD")
+    # Independent reads run together (each is a process; the refusals keep their order).
+    ran, under_way, found, base_head = await asyncio.gather(
+        git_ran(checkout, "symbolic-ref", "--quiet", "--short", "HEAD"),
+        _operation_under_way(checkout),
+        git_ran(
+            checkout, "rev-parse", "--verify", "--quiet", f"refs/heads/{tree.branch}^{{commit}}"
+        ),
+        git(checkout, "rev-parse", "HEAD"),
+    )
     base = ran.out.strip()
     if ran.code != 0 or not base:
         raise GitRefused(
@@ -204,24 +216,24 @@ async def plan_land(
         )
     if base == tree.branch:
         raise GitRefused(f"{checkout} has {base} itself checked out; nothing was landed")
-    under_way = await _operation_under_way(checkout)
     if under_way is not None:
         raise GitRefused(
             f"{checkout} is in the middle of {under_way}: finish or abort it first; "
             "nothing was landed"
         )
-    found = await git_ran(
-        checkout, "rev-parse", "--verify", "--quiet", f"refs/heads/{tree.branch}^{{commit}}"
-    )
     if found.code != 0:
         raise GitRefused(f"{tree.branch} no longer exists in {checkout}; nothing was landed")
-    head = found.out.strip()
-    base_head = (await git(checkout, "rev-parse", "HEAD")).strip()
-    log = await git(checkout, "log", "--format=%h%x09%s", f"{base_head}..{head}")
+    head, base_head = found.out.strip(), base_head.strip()
+    log, fork = await asyncio.gather(
+        git(checkout, "log", "--format=%h%x09%s", f"{base_head}..{head}"),
+        git(checkout, "merge-base", base_head, head, ok=(0, 1)),
+    )
     commits = tuple((s, subject) for s, _, subject in (c.partition("\t") for c in lines(log)))
     if not commits:
         raise GitRefused(f"nothing to land: {tree.branch} has no commit that {base} lacks")
-    fork = (await git(checkout, "merge-base", base_head, head)).strip()
+    fork = fork.strip()
+    if not fork:
+        raise GitRefused(f"{tree.branch} shares no history with {base}; nothing was landed")
     if (
         mode == "rebase"
         and (await git(checkout, "rev-list", "--merges", f"{fork}..{head}")).strip()
@@ -238,15 +250,16 @@ async def plan_land(
             f"not track: {', '.join(blocked)} — move them aside (or land by hand); "
             "nothing was landed"
         )
-    changed = await git(checkout, "status", "--porcelain", "-z", "--untracked-files=no")
-    dirty = tuple(entry[3:] for entry in lines(changed, "\0") if entry[:2].strip())
-    untracked: tuple[str, ...] = ()
-    if stash_untracked:
-        others = await git(checkout, "ls-files", "-z", "--others", "--exclude-standard")
-        untracked = tuple(lines(others, "\0"))
-    left = ""
-    if is_folder(tree.path):
-        left = await git(tree.path, "status", "--porcelain", "--untracked-files=normal")
+    changed, others, left, warnings = await asyncio.gather(
+        git(checkout, "status", "--porcelain", "-z", "--untracked-files=no"),
+        git(checkout, "ls-files", "-z", "--others", "--exclude-standard")
+        if stash_untracked
+        else _nothing(),
+        git(tree.path, "status", "--porcelain", "--untracked-files=normal")
+        if is_folder(tree.path)
+        else _nothing(),
+        _hook_warnings(checkout, tree),
+    )
     return LandPlan(
         checkout=checkout,
         branch=tree.branch,
@@ -256,11 +269,15 @@ async def plan_land(
         mode=mode,
         commits=commits,
         files=files,
-        dirty=dirty,
-        untracked=untracked,
+        dirty=tuple(entry[3:] for entry in lines(changed, "\0") if entry[:2].strip()),
+        untracked=tuple(lines(others, "\0")),
         left_behind=bool(left.strip()),
-        warnings=tuple(await _hook_warnings(checkout, tree)),
+        warnings=tuple(warnings),
     )
+
+
+async def _nothing() -> str:
+    return ""
 
 
 # ----- land -----------------------------------------------------------------------------
@@ -293,20 +310,22 @@ async def _apply(plan: LandPlan, bound: float) -> Ran:
 async def holds_changes(checkout: Path, head: str, sha: str) -> bool:
     """Whether `head` already holds all that `sha` changes: merging it would change
     nothing (true after a merge, a squash or a replay of it)."""
-    ran = await git_ran(checkout, "merge-tree", "--write-tree", head, sha)
-    if ran.code != 0:
-        return False
-    tree = (await git(checkout, "rev-parse", f"{head}^{{tree}}")).strip()
-    return lines(ran.out)[:1] == [tree]
+    ran, tree = await asyncio.gather(
+        git_ran(checkout, "merge-tree", "--write-tree", head, sha),
+        git(checkout, "rev-parse", f"{head}^{{tree}}"),
+    )
+    return ran.code == 0 and lines(ran.out)[:1] == [tree.strip()]
 
 
 async def _state(checkout: Path) -> tuple[str, str | None, bool]:
     """(HEAD, the operation left under way, whether the index or tracked files differ
     from HEAD), read from the repository."""
-    head = (await git(checkout, "rev-parse", "HEAD")).strip()
-    under_way = await _operation_under_way(checkout)
-    status = await git(checkout, "status", "--porcelain", "--untracked-files=no")
-    return head, under_way, bool(status.strip())
+    head, under_way, status = await asyncio.gather(
+        git(checkout, "rev-parse", "HEAD"),
+        _operation_under_way(checkout),
+        git(checkout, "status", "--porcelain", "--untracked-files=no"),
+    )
+    return head.strip(), under_way, bool(status.strip())
 
 
 async def _settled_state(checkout: Path, before: str) -> tuple[str, str | None, bool]:
@@ -329,8 +348,9 @@ async def _undo(plan: LandPlan, before: str) -> tuple[bool, str]:
     words saying so). The user's own changes are in the stash (or there were none), so
     resetting tracked files loses nothing of theirs."""
     at = plan.checkout
-    for name, verb in (("MERGE_HEAD", "merge"), ("CHERRY_PICK_HEAD", "cherry-pick")):
-        if (await _git_path(at, name)).exists():
+    merging, picking = await _git_paths(at, "MERGE_HEAD", "CHERRY_PICK_HEAD")
+    for path, verb in ((merging, "merge"), (picking, "cherry-pick")):
+        if path.exists():
             await git_ran(at, verb, "--abort")
     head, under_way, differs = await _state(at)
     if head != before or under_way or differs:

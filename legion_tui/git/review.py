@@ -8,6 +8,7 @@ Reading changes nothing anywhere.
 
 from __future__ import annotations
 
+import asyncio
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -59,8 +60,12 @@ class Review:
 
 async def numstat(where: Path, *revs: str) -> list[FileChange]:
     """The files `git diff REVS` changes, with git's status letter and +/- counts."""
+    counted, named = await asyncio.gather(
+        git(where, "diff", "--no-renames", "--numstat", *revs),
+        git(where, "diff", "--no-renames", "--name-status", *revs),
+    )
     counts: dict[str, tuple[int | None, int | None]] = {}
-    for line in lines(await git(where, "diff", "--no-renames", "--numstat", *revs)):
+    for line in lines(counted):
         added, removed, name = line.split("\t", 2)
         counts[name] = (
             int(added) if added.isdigit() else None,
@@ -68,10 +73,7 @@ async def numstat(where: Path, *revs: str) -> list[FileChange]:
         )
     return [
         FileChange(status[:1], name, *counts.get(name, (None, None)))
-        for status, _, name in (
-            line.partition("\t")
-            for line in lines(await git(where, "diff", "--no-renames", "--name-status", *revs))
-        )
+        for status, _, name in (line.partition("\t") for line in lines(named))
     ]
 
 
