@@ -116,9 +116,8 @@ def main() -> None:
               f"{rounds} rounds, medians")  # fmt: skip
         for name in median:
             print(f"{name}: {median[name]:.1f} ms")
-        print(
-            f"legion land ÷ git merge: {median['legion land (plan + land)'] / median['git merge --no-ff']:.2f}x"
-        )
+        clean = median["legion land (plan + land)"] / median["git merge --no-ff"]
+        print(f"legion land ÷ git merge: {clean:.2f}x")
         dirty = median["legion land, dirty checkout"]
         print(f"legion land dirty ÷ git stash+merge+pop: "
               f"{dirty / median['git stash + merge + stash pop (dirty)']:.2f}x")  # fmt: skip
