@@ -8,6 +8,7 @@ in git's words."""
 from __future__ import annotations
 
 import os
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -20,6 +21,7 @@ from textual.widgets import TextArea
 from legion_tui.app import LegionApp, make_app
 from legion_tui.git.land import LandPlan
 from legion_tui.git.review import FileChange
+from legion_tui.model import NodeStatus
 from legion_tui.ops import Workspace
 from legion_tui.widgets.commit_message import CommitMessageScreen
 from legion_tui.widgets.confirm import ConfirmBar, ConfirmRequest
@@ -279,6 +281,27 @@ async def test_a_live_agent_or_one_without_a_worktree_is_not_landed(tmp_path: Pa
         await pilot.press("L")
         await pilot.pause()
         assert "worker-2 works in the project itself: it has no branch to land." in notes(app)
+        assert not _bar(app).asking and _head(repo) == before
+
+
+async def test_a_lead_is_not_landed_while_a_member_still_works_in_its_worktree(
+    tmp_path: Path,
+) -> None:
+    repo = make_repo(tmp_path / "project")
+    before = _head(repo)
+    app, ops = await _app(repo)
+    lead = app.model.nodes[LIVE].node.parent_id  # worker-0's lead, settled here
+    assert lead is not None
+    app.model.upsert(replace(app.model.nodes[lead].node, status=NodeStatus.SETTLED))
+    ops.workspaces[lead] = Workspace(lead, ops.workspaces[SETTLED].tree)
+    async with app.run_test(size=(160, 40)) as pilot:
+        app.railway.select(lead)
+        await pilot.press("L")
+        await until(lambda: any("still works in" in n for n in notes(app)), what="refused")
+        name = app.model.nodes[lead].node.name
+        assert f"worker-0 still works in {name}'s worktree (running): land {name} once" in (
+            notes(app)[-1]
+        )
         assert not _bar(app).asking and _head(repo) == before
 
 

@@ -131,6 +131,16 @@ class Landing:
             status = node.status.value
             self._say(f"{node.name} is still {status}: {verb} it once it has settled.", False)
             return None
+        # A lead's members work in its worktree: not while one of them is still at it
+        # (`legion land` refuses alike).
+        busy = next((v.node for v, _depth in self._model.walk(node_id) if v.node.live), None)
+        if busy is not None:
+            self._say(
+                f"{busy.name} still works in {node.name}'s worktree ({busy.status.value}): "
+                f"{verb} {node.name} once it has settled.",
+                False,
+            )
+            return None
         return space.tree
 
     def start(self, node_id: str) -> None:
