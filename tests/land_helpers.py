@@ -29,6 +29,14 @@ def make_repo(path: Path) -> Path:
     return path
 
 
+def bare_remote(repo: Path, at: Path) -> Path:
+    """A bare repository at `at` as the repo's `origin`, `main` pushed to it."""
+    git(at.parent, "init", "-q", "--bare", str(at))
+    git(repo, "remote", "add", "origin", str(at))
+    git(repo, "push", "-q", "-u", "origin", "main")
+    return at
+
+
 async def agent_work(repo: Path) -> Worktree:
     """A worktree holding one commit, an uncommitted edit and a new untracked file."""
     tree = await create_worktree(repo, "worker-1", nonce="abc123")

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 from app_helpers import FakeOps, canned_model, fixed_clock
-from land_helpers import agent_work, make_repo, open_diff_tab
+from land_helpers import agent_work, bare_remote, make_repo, open_diff_tab
 from supervisor_helpers import git, until, use_git_identity
 from textual.pilot import Pilot
 from textual.widgets import TextArea
@@ -176,10 +176,7 @@ async def test_P_pushes_the_agents_branch_and_shows_the_pr_url_gh_printed(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     repo = make_repo(tmp_path / "project")
-    remote = tmp_path / "remote.git"
-    git(tmp_path, "init", "-q", "--bare", str(remote))
-    git(repo, "remote", "add", "origin", str(remote))
-    git(repo, "push", "-q", "-u", "origin", "main")
+    remote = bare_remote(repo, tmp_path / "remote.git")
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
     (bin_dir / "gh").write_text(

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from land_helpers import agent_work, make_repo
+from land_helpers import agent_work, bare_remote, make_repo
 from supervisor_helpers import LEGION, cli_env, git, hosted, spawn_one, until, use_git_identity
 
 from legion_tui.git import land as git_land
@@ -252,14 +252,6 @@ async def test_land_with_push_refuses_up_front_without_a_remote(tmp_path: Path) 
     assert state(repo) == before
 
 
-def with_remote(tmp_path: Path, repo: Path) -> Path:
-    remote = tmp_path / "origin.git"
-    git(tmp_path, "init", "-q", "--bare", str(remote))
-    git(repo, "remote", "add", "origin", str(remote))
-    git(repo, "push", "-q", "-u", "origin", "main")
-    return remote
-
-
 def path_without_forges(monkeypatch: pytest.MonkeyPatch, *first: Path) -> None:
     """PATH with no gh nor glab of the machine's (the forge cannot be reached here)."""
     kept = [
@@ -273,7 +265,7 @@ async def test_land_pushes_the_users_branch_and_the_agents_to_a_bare_remote(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     repo, tree = await worker_run(tmp_path)
-    remote = with_remote(tmp_path, repo)
+    remote = bare_remote(repo, tmp_path / "origin.git")
     path_without_forges(monkeypatch)
     code, out, err = legion(repo, "land", "worker-1", "--yes", "--push", "--pr")
     assert code == 0, err
@@ -297,7 +289,7 @@ async def test_land_with_pr_opens_it_through_gh_and_shows_the_url_gh_printed(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     repo, tree = await worker_run(tmp_path)
-    with_remote(tmp_path, repo)
+    bare_remote(repo, tmp_path / "origin.git")
     tools = tmp_path / "bin"
     tools.mkdir()
     (tools / "gh").write_text(GH)

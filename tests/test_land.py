@@ -12,7 +12,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from land_helpers import agent_work, make_repo
+from land_helpers import agent_work, bare_remote, make_repo
 from process_helpers import gone
 from supervisor_helpers import git, use_git_identity
 
@@ -334,16 +334,8 @@ async def test_commit_takes_the_agents_uncommitted_work(repo: Path) -> None:
     assert not (await plan_land(tree)).left_behind
 
 
-def _bare_remote(repo: Path, tmp_path: Path) -> Path:
-    remote = tmp_path / "remote.git"
-    git(tmp_path, "init", "-q", "--bare", str(remote))
-    git(repo, "remote", "add", "origin", str(remote))
-    git(repo, "push", "-q", "-u", "origin", "main")
-    return remote
-
-
 async def test_push_sends_the_agents_branch_to_the_users_remote(repo: Path, tmp_path: Path) -> None:
-    remote = _bare_remote(repo, tmp_path)
+    remote = bare_remote(repo, tmp_path / "remote.git")
     tree = await agent_work(repo)
     assert await remote_of(repo, tree.branch) == ("origin", tree.branch)
     assert await remote_of(repo, "main") == ("origin", "main")
@@ -378,7 +370,7 @@ async def test_a_pr_is_opened_through_gh_and_its_url_is_the_one_gh_printed(
     log = tmp_path / "gh.log"
     _gh_stand_in(tmp_path / "bin", log)
     monkeypatch.setenv("PATH", f"{tmp_path / 'bin'}{os.pathsep}{os.environ['PATH']}")
-    _bare_remote(repo, tmp_path)
+    bare_remote(repo, tmp_path / "remote.git")
     tree = await agent_work(repo)
     await push(repo, tree.branch, "origin", tree.branch)
     url = await open_pr(repo, "origin", tree.branch, "main", "Paginate", "Agent's verdict: ok")
@@ -395,7 +387,7 @@ async def test_no_logged_in_forge_tool_means_no_url(
     log = tmp_path / "gh.log"
     _gh_stand_in(tmp_path / "bin", log, logged_in=False)
     monkeypatch.setenv("PATH", f"{tmp_path / 'bin'}{os.pathsep}{os.environ['PATH']}")
-    _bare_remote(repo, tmp_path)
+    bare_remote(repo, tmp_path / "remote.git")
     tree = await agent_work(repo)
     assert await open_pr(repo, "origin", tree.branch, "main", "t", "b") is None
     assert log.read_text().splitlines() == ["auth status"]  # never asked to create one
