@@ -88,7 +88,7 @@ def until_live(env: dict[str, str], cwd: Path, host: subprocess.Popen[bytes]) ->
 def host_round_trips(sock: str, rounds: int) -> dict[str, list[float]]:
     """ms of each request the verbs make, from a client already connected in this process
     (no interpreter, no imports): the host's part of each verb's wall time."""
-    from legion_tui.supervisor.client import BlockingClient
+    from legion_tui.wire.client import BlockingClient
 
     trips: dict[str, list[float]] = {"agent spawn": [], "agent stop": [], "agent status": [],
                                      "agent wait": []}  # fmt: skip

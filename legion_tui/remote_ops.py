@@ -18,9 +18,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from legion_tui.ops import OpError, Workspace
-from legion_tui.supervisor.client import LegionClient
 from legion_tui.supervisor.runs import RunInfo, resolve_socket
-from legion_tui.supervisor.wire import ROOT_ID, RequestError
+from legion_tui.wire.client import LegionClient
+from legion_tui.wire.names import ROOT_ID, RequestError
 
 if TYPE_CHECKING:
     from legion_tui.agents.cards import CardSet

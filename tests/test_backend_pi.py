@@ -14,7 +14,7 @@ from legion_tui import receipts
 from legion_tui.supervisor.backend import LaunchSpec
 from legion_tui.supervisor.backends.registry import make_handle
 from legion_tui.supervisor.backends.rpc_handle import RpcHandle
-from legion_tui.supervisor.wire import RequestError
+from legion_tui.wire.names import RequestError
 
 
 @pytest.fixture

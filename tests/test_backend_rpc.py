@@ -7,9 +7,9 @@ import json
 
 from process_helpers import until
 
-from legion_tui.supervisor.lines import split_lines
 from legion_tui.supervisor.rpc import RpcClient
-from legion_tui.supervisor.wire import RequestError
+from legion_tui.wire.lines import split_lines
+from legion_tui.wire.names import RequestError
 
 
 class Sink:

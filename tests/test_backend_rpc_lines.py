@@ -12,8 +12,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 from process_helpers import until
 
-from legion_tui.supervisor.lines import LineSplitter, split_lines
 from legion_tui.supervisor.rpc import RpcClient
+from legion_tui.wire.lines import LineSplitter, split_lines
 
 
 class Sink:

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from legion_tui.supervisor.backends.codex_rpc import METHOD_NOT_FOUND, JsonRpcClient
-from legion_tui.supervisor.wire import RequestError
+from legion_tui.wire.names import RequestError
 
 
 class Sink:

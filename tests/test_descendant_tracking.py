@@ -31,7 +31,7 @@ from supervisor_helpers import LEGION, cli_env
 
 from legion_tui.supervisor import cgroups
 from legion_tui.supervisor.procfs import environ_of, stat_of
-from legion_tui.supervisor.wire import ENV_NO_CGROUP
+from legion_tui.wire.names import ENV_NO_CGROUP
 
 PROBE = "LEGION_TEST_PROBE"  # every process of a test's host carries it (inherited env)
 WATCHDOG = b"legion_tui.supervisor.watchdog"

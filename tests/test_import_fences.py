@@ -26,7 +26,7 @@ FENCES = {
     # A control verb is a socket request: no UI, no numpy, no SQLite driver thread.
     "legion_tui.commands.agent": ("textual", "numpy", "aiosqlite", "legion_tui.widgets"),
     # The verbs' client: one blocking request needs no event loop (SPEC §8's verb budget).
-    "legion_tui.supervisor.client": ("asyncio", "textual", "numpy", "aiosqlite", "psutil"),
+    "legion_tui.wire.client": ("asyncio", "textual", "numpy", "aiosqlite", "psutil"),
     # The ledger is the only SQL, and speaks to nothing above it.
     "legion_tui.ledger": ("legion_tui.supervisor", "textual", "legion_tui.widgets"),
 }

@@ -29,8 +29,8 @@ import pytest
 from supervisor_helpers import LEGION, cli_env, hosted, run_cli, until
 
 from legion_tui.supervisor import intake
-from legion_tui.supervisor.client import LegionClient
-from legion_tui.supervisor.wire import RequestError
+from legion_tui.wire.client import LegionClient
+from legion_tui.wire.names import RequestError
 
 # The host: argv project, soft RLIMIT_NOFILE (0: as inherited), idle timeout in seconds.
 # One JSON line when it serves; then one JSON line per command on stdin: "spawn" launches

@@ -63,9 +63,9 @@ from legion_tui.agents.sim_agent import Disposition, SimAgent
 from legion_tui.agents.sim_clock import CatchUpClock, FakeClock, SimClock, WallClock
 from legion_tui.agents.sim_config import SimConfig, contract_path
 from legion_tui.agents.sim_script import MODEL, PROVIDER
-from legion_tui.supervisor.lines import lines_of
-from legion_tui.supervisor.wire import ENV_NODE_ID, ENV_RUN_DIR, ENV_SESSION_FILE, ENV_SOCKET
 from legion_tui.timeouts import within
+from legion_tui.wire.lines import lines_of
+from legion_tui.wire.names import ENV_NODE_ID, ENV_RUN_DIR, ENV_SESSION_FILE, ENV_SOCKET
 
 __all__ = [
     "CatchUpClock",

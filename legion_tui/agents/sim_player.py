@@ -16,9 +16,9 @@ from typing import Any
 
 from legion_tui.agents.sim_config import SimConfig, contract_path
 from legion_tui.agents.sim_script import EDIT_NEW, EDIT_OLD, Step, ToolStep
-from legion_tui.supervisor.client import LegionClient
-from legion_tui.supervisor.wire import RequestError
 from legion_tui.timeouts import within
+from legion_tui.wire.client import LegionClient
+from legion_tui.wire.names import RequestError
 
 __all__ = ["SocketPlayer"]
 

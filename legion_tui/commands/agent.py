@@ -28,7 +28,7 @@ from legion_tui.commands.arg_types import (
 )
 
 if TYPE_CHECKING:
-    from legion_tui.supervisor.client import BlockingClient
+    from legion_tui.wire.client import BlockingClient
 
 # A verb is one blocking request (`BlockingClient`): no event loop to start, no asyncio
 # to import — the verbs' wall time is held to 2.5× a bare interpreter's (SPEC §8).
@@ -68,7 +68,7 @@ def run_client(verb: str, handler: Handler) -> Callable[[argparse.Namespace], in
     """Connect (env or the live run of ./.legion), run `handler`, map refusals to exit 1."""
 
     def run(args: argparse.Namespace) -> int:
-        from legion_tui.supervisor.wire import RequestError
+        from legion_tui.wire.names import RequestError
 
         try:
             with verb_client(args.session) as client:
@@ -83,8 +83,8 @@ def verb_client(session: str | None) -> BlockingClient:
     """The blocking client of `runs.client_for`'s choice: the env's socket inside a
     legion, else the live run of ./.legion. The env's case is decided here too, so an
     agent's verb never imports `runs` (psutil, tempfile, secrets: a third of its time)."""
-    from legion_tui.supervisor.client import BlockingClient
-    from legion_tui.supervisor.wire import ENV_SOCKET
+    from legion_tui.wire.client import BlockingClient
+    from legion_tui.wire.names import ENV_SOCKET
 
     if os.environ.get(ENV_SOCKET) and session is None:
         return BlockingClient.from_env()
@@ -98,7 +98,7 @@ def phases_payload(path: str) -> dict[str, Any]:
     """`--phases FILE` is read here, where the file is, and sent inline: problems are
     reported with the file's own lines before the supervisor is asked anything."""
     from legion_tui.phases import MachineError, load_machine_file
-    from legion_tui.supervisor.wire import RequestError
+    from legion_tui.wire.names import RequestError
 
     try:
         return load_machine_file(path).to_dict()
@@ -118,7 +118,7 @@ def _spawn_args(p: argparse.ArgumentParser) -> None:
 
 
 def _spawn(args: argparse.Namespace, client: BlockingClient) -> int:
-    from legion_tui.supervisor.wire import RequestError
+    from legion_tui.wire.names import RequestError
 
     try:
         task = task_text(args)
@@ -284,7 +284,7 @@ def _offline_doc(session: str | None) -> dict[str, Any] | None:
 
 def _status_or_tree(verb: str) -> Callable[[argparse.Namespace], int]:
     def run(args: argparse.Namespace) -> int:
-        from legion_tui.supervisor.wire import RequestError
+        from legion_tui.wire.names import RequestError
 
         name = getattr(args, "name", None)
 

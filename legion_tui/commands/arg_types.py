@@ -33,7 +33,7 @@ def child_name(text: str) -> str:
     Not through `naming`: that one imports logging and the ops (25 ms of `legion spawn`)."""
     import re
 
-    from legion_tui.supervisor.wire import NAME_PATTERN
+    from legion_tui.wire.names import NAME_PATTERN
 
     if not text.strip():
         raise argparse.ArgumentTypeError("a name cannot be empty (omit --name to get <role>-N)")

@@ -18,7 +18,7 @@ from legion_tui.commands.agent import add_client_options, emit, fail, run_client
 from legion_tui.model import MailKind, Urgency
 
 if TYPE_CHECKING:
-    from legion_tui.supervisor.client import BlockingClient
+    from legion_tui.wire.client import BlockingClient
 
 __all__ = ["COMMANDS"]
 

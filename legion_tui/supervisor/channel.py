@@ -30,10 +30,10 @@ import logging
 from collections.abc import Coroutine
 from typing import Any, Protocol
 
-from legion_tui.supervisor.lines import MAX_LINE_BYTES, LineSplitter, chunks_of, nonblank
 from legion_tui.supervisor.pipe_reader import PipeReader, next_tick
-from legion_tui.supervisor.wire import RequestError
 from legion_tui.timeouts import within
+from legion_tui.wire.lines import MAX_LINE_BYTES, LineSplitter, chunks_of, nonblank
+from legion_tui.wire.names import RequestError
 
 __all__ = ["READ_PACE", "WRITE_BOUND", "CommandSink", "JsonLinesChannel", "json_line"]
 

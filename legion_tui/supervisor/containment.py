@@ -39,7 +39,7 @@ from pathlib import Path
 from legion_tui.supervisor import cgroups
 from legion_tui.supervisor.procfs import ProcStat, children_of, environ_of, stat_of
 from legion_tui.supervisor.watchdog_link import WatchdogLink
-from legion_tui.supervisor.wire import ENV_NO_CGROUP, ENV_NODE_ID, ENV_RUN_ID
+from legion_tui.wire.names import ENV_NO_CGROUP, ENV_NODE_ID, ENV_RUN_ID
 
 __all__ = [
     "RECORD_EVERY",

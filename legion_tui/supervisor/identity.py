@@ -29,7 +29,7 @@ from dataclasses import dataclass
 
 from legion_tui.ops import OpError
 from legion_tui.supervisor.procfs import environ_of, stat_of
-from legion_tui.supervisor.wire import ENV_RUN_ID
+from legion_tui.wire.names import ENV_RUN_ID
 
 __all__ = ["MAX_ANCESTRY", "Peer", "caller_of", "peer_of", "peer_pid"]
 

@@ -22,7 +22,7 @@ from json.decoder import scanstring  # type: ignore[attr-defined]
 from typing import Any
 
 from legion_tui.ops import OpError
-from legion_tui.supervisor.lines import MAX_LINE_BYTES, LineFramer
+from legion_tui.wire.lines import MAX_LINE_BYTES, LineFramer
 
 __all__ = [
     "DEFAULT_LIMITS",

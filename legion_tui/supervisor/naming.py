@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from legion_tui.ops import OpError
-from legion_tui.supervisor.wire import NAME_PATTERN, ROOT_ID
+from legion_tui.wire.names import NAME_PATTERN, ROOT_ID
 
 if TYPE_CHECKING:
     from legion_tui.model import Node

@@ -44,7 +44,7 @@ from pathlib import Path
 from legion_tui import own_children
 from legion_tui.supervisor import containment
 from legion_tui.supervisor.child_process import ChildProcess, ExitReportingProtocol, exit_code_of
-from legion_tui.supervisor.wire import (
+from legion_tui.wire.names import (
     ENV_INBOX,
     ENV_NODE_ID,
     ENV_RUN_DIR,

@@ -20,9 +20,9 @@ from typing import Any
 
 from legion_tui.model import InFlightTool
 from legion_tui.supervisor.channel import CommandSink, JsonLinesChannel
-from legion_tui.supervisor.lines import MAX_LINE_BYTES
-from legion_tui.supervisor.wire import RequestError
 from legion_tui.timeouts import within
+from legion_tui.wire.lines import MAX_LINE_BYTES
+from legion_tui.wire.names import RequestError
 
 __all__ = ["RpcClient"]
 

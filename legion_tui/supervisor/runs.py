@@ -16,7 +16,6 @@ import os
 import time
 from pathlib import Path
 
-from legion_tui.supervisor.client import LegionClient
 from legion_tui.supervisor.host_lock import HostLock, SessionBusy, claim_session
 from legion_tui.supervisor.run_folder import (
     RUN_SUBDIRS,
@@ -41,7 +40,8 @@ from legion_tui.supervisor.run_socket import (
     socket_refusal,
     socket_target,
 )
-from legion_tui.supervisor.wire import ENV_SOCKET, ROOT_ID, RequestError
+from legion_tui.wire.client import LegionClient
+from legion_tui.wire.names import ENV_SOCKET, ROOT_ID, RequestError
 
 __all__ = [
     "DEFAULT_SESSION",

@@ -1,6 +1,6 @@
 """The supervisor's Unix socket (SPEC §5): one JSON object per line each way.
 
-The wire protocol and op list are documented in `legion_tui/supervisor/client.py`. The caller
+The wire protocol and op list are documented in `legion_tui/wire/client.py`. The caller
 is who the kernel says connected (`identity`), never only what the request claims. Each
 request is answered in order on its connection; connections are served concurrently (a
 long `wait` on one does not hold up another). Malformed JSON, an unknown op or a missing

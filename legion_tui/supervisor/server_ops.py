@@ -2,7 +2,7 @@
 calling the supervisor (`front.Front`) for the caller the server identified.
 
 `OPS` is the dispatch table: later ops (`mail`, `phase`) plug in by adding one entry.
-The wire protocol and op list are documented in `legion_tui/supervisor/client.py`.
+The wire protocol and op list are documented in `legion_tui/wire/client.py`.
 """
 
 from __future__ import annotations

@@ -33,8 +33,8 @@ from legion_tui.supervisor import cgroups, containment
 from legion_tui.supervisor.backend import SweepReport
 from legion_tui.supervisor.process import reap, wait_pid_exit
 from legion_tui.supervisor.procfs import environ_of, pids, stat_of
-from legion_tui.supervisor.wire import ENV_NODE_ID, ENV_RUN_ID
 from legion_tui.timeouts import within
+from legion_tui.wire.names import ENV_NODE_ID, ENV_RUN_ID
 
 __all__ = ["KILL_SETTLE", "marked_pids", "sweep"]
 

@@ -32,7 +32,7 @@ from legion_tui.phases.machine import Machine
 from legion_tui.phases.verify_blocks import VerifyBlocks, extract_verify_commands
 from legion_tui.supervisor.process import spawn_child
 from legion_tui.supervisor.sweep import sweep
-from legion_tui.supervisor.wire import ENV_NODE_ID, ENV_RUN_ID, ENV_SOCKET
+from legion_tui.wire.names import ENV_NODE_ID, ENV_RUN_ID, ENV_SOCKET
 
 __all__ = [
     "DEFAULT_COMMAND_TIMEOUT",

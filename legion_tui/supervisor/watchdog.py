@@ -33,8 +33,8 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from legion_tui.supervisor import cgroups
-from legion_tui.supervisor.lines import LineSplitter
 from legion_tui.supervisor.procfs import ProcStat, all_stats
+from legion_tui.wire.lines import LineSplitter
 
 __all__ = ["KILL_BOUND", "Tracked", "main"]
 

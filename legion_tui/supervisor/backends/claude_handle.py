@@ -78,8 +78,8 @@ from legion_tui.supervisor.backends.common import (
     require_executable,
 )
 from legion_tui.supervisor.process import ChildProcess, spawn_child
-from legion_tui.supervisor.wire import RequestError
 from legion_tui.timeouts import within
+from legion_tui.wire.names import RequestError
 
 __all__ = [
     "ABORTED_REASONS",

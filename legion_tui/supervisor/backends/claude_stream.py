@@ -20,8 +20,8 @@ from typing import Any
 from legion_tui.session.streaming import StreamingMessage, StreamSink
 from legion_tui.supervisor.backends.asking import InputSink, Questions, is_yes
 from legion_tui.supervisor.channel import WRITE_BOUND, JsonLinesChannel
-from legion_tui.supervisor.wire import RequestError
 from legion_tui.timeouts import within
+from legion_tui.wire.names import RequestError
 
 __all__ = ["ABORTED_REASONS", "NOTIFICATION_TURN_BOUND", "ClaudeChannel", "turn_error"]
 

@@ -29,9 +29,9 @@ from typing import Any
 from legion_tui.supervisor.backends.codex_rpc import JsonRpcClient
 from legion_tui.supervisor.backends.common import has_option, option_value
 from legion_tui.supervisor.backends.pi_cli import VERSION_BOUND
-from legion_tui.supervisor.lines import lines_of
-from legion_tui.supervisor.wire import RequestError
 from legion_tui.timeouts import within
+from legion_tui.wire.lines import lines_of
+from legion_tui.wire.names import RequestError
 
 __all__ = ["StartProbe", "claude_dry_start", "codex_dry_start", "pi_dry_start"]
 

@@ -38,7 +38,7 @@ from legion_tui.supervisor.backends.pi_cli import PiVersion, pi_version
 from legion_tui.supervisor.backends.rpc_argv import pi_argv, pi_session_dir, sim_argv
 from legion_tui.supervisor.process import ChildProcess, spawn_child
 from legion_tui.supervisor.rpc import RpcClient
-from legion_tui.supervisor.wire import RequestError
+from legion_tui.wire.names import RequestError
 
 # Names other modules still import from here: the launch bounds live in `common`, the
 # command lines in `rpc_argv`.

@@ -45,7 +45,7 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, Self, TypeVar
 
-from legion_tui.supervisor.client_protocol import RECV_BYTES, Again, Backoff, ClientProtocol
+from legion_tui.wire.client_protocol import RECV_BYTES, Again, Backoff, ClientProtocol
 
 if TYPE_CHECKING:
     import asyncio

@@ -16,8 +16,8 @@ from collections import deque
 from pathlib import Path
 from typing import Any, Self, TypeVar
 
-from legion_tui.supervisor.lines import MAX_LINE_BYTES, LineSplitter
-from legion_tui.supervisor.wire import ENV_NODE_ID, ENV_SOCKET, ROOT_ID, RequestError
+from legion_tui.wire.lines import MAX_LINE_BYTES, LineSplitter
+from legion_tui.wire.names import ENV_NODE_ID, ENV_SOCKET, ROOT_ID, RequestError
 
 __all__ = ["MAX_LINE", "RECV_BYTES", "RETRY_SECONDS", "Again", "Backoff", "ClientProtocol"]
 
