@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from legion_tui.ops import OpError, Workspace
-from legion_tui.supervisor.runs import RunInfo, resolve_socket
+from legion_tui.runs.catalog import RunInfo, resolve_socket
 from legion_tui.wire.client import LegionClient
 from legion_tui.wire.names import ROOT_ID, RequestError
 

@@ -23,10 +23,7 @@ from legion_tui.ledger.follow import FACT_TYPES, LedgerChanges, LedgerFollower
 from legion_tui.model import Event, EventType, NodeStatus
 from legion_tui.ops import Operations, Workspace
 from legion_tui.remote_ops import ReadOnlyOperations, SocketOperations
-from legion_tui.session.progress import SessionProgress
-from legion_tui.state import LegionModel
-from legion_tui.supervisor.continuity import INTERRUPT_REASONS
-from legion_tui.supervisor.runs import (
+from legion_tui.runs.catalog import (
     RunInfo,
     find_live_run,
     find_project_dir,
@@ -34,6 +31,9 @@ from legion_tui.supervisor.runs import (
     legion_dir,
     newest_run,
 )
+from legion_tui.session.progress import SessionProgress
+from legion_tui.state import LegionModel
+from legion_tui.supervisor.continuity import INTERRUPT_REASONS
 from legion_tui.timeouts import within
 
 # How often the ledger is looked at: a commit reaches the rows within this (an idle

@@ -24,9 +24,9 @@ from legion_tui.agents.resolve import NoAgent, configured_command, resolve_launc
 from legion_tui.ledger import read_snapshot
 from legion_tui.model import NodeStatus
 from legion_tui.ops import OpError
+from legion_tui.runs.catalog import find_session_run
 from legion_tui.settings import AgentSettings, parse_settings
 from legion_tui.supervisor.core import ROOT_ID
-from legion_tui.supervisor.runs import find_session_run
 from legion_tui.supervisor.status import render_status
 from legion_tui.widgets.detail_text import header_line
 

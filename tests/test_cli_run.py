@@ -15,7 +15,7 @@ from supervisor_helpers import LEGION, ask_for_sim, cli_env, run_cli
 
 from legion_tui.ledger import LedgerError, open_ledger, read_snapshot
 from legion_tui.model import EventType, NodeStatus
-from legion_tui.supervisor.runs import find_session_run
+from legion_tui.runs.catalog import find_session_run
 
 
 async def test_legion_run_settles_with_a_verdict(tmp_path: Path) -> None:

@@ -19,7 +19,7 @@ from typing import Any
 
 from supervisor_helpers import LEGION, cli_env, git
 
-from legion_tui.supervisor.runs import find_session_run
+from legion_tui.runs.catalog import find_session_run
 
 
 async def _demo(cwd: Path, *args: str, env: dict[str, str] | None = None) -> dict[str, Any]:

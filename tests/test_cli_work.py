@@ -26,8 +26,8 @@ from legion_tui.git.process import run_tool
 from legion_tui.git.worktree import Worktree, create_worktree
 from legion_tui.ledger import open_ledger
 from legion_tui.model import EventType, Node, NodeStatus
+from legion_tui.runs.catalog import RunInfo, create_run
 from legion_tui.settings import LAND_MODES, parse_settings
-from legion_tui.supervisor.runs import RunInfo, create_run
 
 TASK = "Raise the page size\n\nTo 50, callers ask for more."
 VERDICT = {"ok": True, "reason": "page size is 50"}

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from supervisor_helpers import cli_env
 
-from legion_tui.supervisor import runs
+from legion_tui.runs import catalog as runs
 from legion_tui.supervisor.core import StartFailed, Supervisor
 
 LIMIT = 30.0  # a hang is the bug; a clear refusal takes about a second

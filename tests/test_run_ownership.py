@@ -17,9 +17,9 @@ from pathlib import Path
 import psutil
 from supervisor_helpers import ask_for_sim, hosted, run_cli, settled, spawn_one, until
 
-from legion_tui.supervisor import runs
+from legion_tui.runs import catalog as runs
+from legion_tui.runs.catalog import find_session_run, socket_refusal
 from legion_tui.supervisor.core import ROOT_ID, ChildRequest
-from legion_tui.supervisor.runs import find_session_run, socket_refusal
 
 # A host of session "s" in its own process. It waits for `go` (so that two of them open
 # the session at the same moment), says `claimed` once its Supervisor exists, and with
@@ -31,7 +31,7 @@ _HOST = textwrap.dedent(
     import asyncio, sys, time
     from pathlib import Path
     from legion_tui.supervisor.core import ROOT_ID, ChildRequest, Supervisor
-    from legion_tui.supervisor.runs import SessionBusy
+    from legion_tui.runs.catalog import SessionBusy
 
     async def main():
         project, go, mode = Path(sys.argv[1]), Path(sys.argv[2]), sys.argv[3]

@@ -16,8 +16,8 @@ from supervisor_helpers import STUCK, hosted, run_cli, settled, spawn_one, stuck
 
 from legion_tui.model import EventType, NodeStatus
 from legion_tui.ops import OpError
+from legion_tui.runs.catalog import SessionBusy
 from legion_tui.supervisor.core import ROOT_ID, Supervisor
-from legion_tui.supervisor.runs import SessionBusy
 from legion_tui.supervisor.sweep import marked_pids
 
 MACHINE = {

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from supervisor_helpers import hosted, run_cli
 
-from legion_tui.supervisor import runs
+from legion_tui.runs import catalog as runs
 
 
 def test_a_new_session_creates_its_run_layout(tmp_path: Path) -> None:

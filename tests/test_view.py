@@ -18,8 +18,8 @@ from legion_tui.app import LegionApp, make_app
 from legion_tui.ledger.follow import LedgerFollower
 from legion_tui.model import EventType, NodeStatus
 from legion_tui.remote_ops import READ_ONLY_REFUSAL
+from legion_tui.runs.catalog import find_session_run
 from legion_tui.supervisor.core import Supervisor
-from legion_tui.supervisor.runs import find_session_run
 from legion_tui.view import ViewFeed, view_operations
 from legion_tui.widgets.confirm import ConfirmBar
 

@@ -88,7 +88,7 @@ def verb_client(session: str | None) -> BlockingClient:
 
     if os.environ.get(ENV_SOCKET) and session is None:
         return BlockingClient.from_env()
-    from legion_tui.supervisor.runs import client_for
+    from legion_tui.runs.catalog import client_for
 
     return BlockingClient.like(client_for(session_name=session))
 
@@ -269,7 +269,7 @@ def _status_args(p: argparse.ArgumentParser) -> None:
 
 def _offline_doc(session: str | None) -> dict[str, Any] | None:
     """The newest run's status from its ledger + session files, read-only."""
-    from legion_tui.supervisor.runs import find_project_dir, newest_run, owner_alive
+    from legion_tui.runs.catalog import find_project_dir, newest_run, owner_alive
     from legion_tui.supervisor.status import offline_status
 
     project = find_project_dir(Path.cwd())

@@ -20,7 +20,7 @@ __all__ = [
 
 
 def session_name(text: str) -> str:
-    from legion_tui.supervisor.runs import SessionNameError, validate_session_name
+    from legion_tui.runs.catalog import SessionNameError, validate_session_name
 
     try:
         return validate_session_name(text)

@@ -352,7 +352,7 @@ def _check_ledger(report: Report, run: Path, where: str) -> None:
 
 
 def _check_socket(report: Report, run: Path, where: str) -> None:
-    from legion_tui.supervisor.runs import socket_refusal, socket_target
+    from legion_tui.runs.catalog import socket_refusal, socket_target
 
     target = socket_target(run / "supervisor.sock")
     if target is None:
@@ -422,7 +422,7 @@ def _add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from legion_tui.supervisor.runs import find_project_dir
+    from legion_tui.runs.catalog import find_project_dir
 
     # Like the other verbs: from a subfolder, the nearest folder holding `.legion/`.
     project = args.project.resolve() if args.project else find_project_dir(Path.cwd())

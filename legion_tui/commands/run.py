@@ -453,13 +453,13 @@ def _tui(args: argparse.Namespace) -> int:
         raise_fd_limit()
         return asyncio.run(run_view(Path.cwd(), args.session, theme, control=not args.read_only))
     args.session = args.session or "main"
-    from legion_tui.supervisor.core import Supervisor
-    from legion_tui.supervisor.runs import (
+    from legion_tui.runs.catalog import (
         SessionBusy,
         SessionNameError,
         UnsafeSocketDir,
         find_session_run,
     )
+    from legion_tui.supervisor.core import Supervisor
 
     try:
         # A new session with no agent for the `auto` cards could only show an empty
@@ -480,8 +480,8 @@ def _tui(args: argparse.Namespace) -> int:
 def _hosting(verb: str, host: Callable[[], int]) -> int:
     """Run a host; a refused session or ledger is a clear one-line error, exit 1."""
     from legion_tui.ledger import LedgerError
+    from legion_tui.runs.catalog import SessionBusy, SessionNameError, UnsafeSocketDir
     from legion_tui.supervisor.core import StartFailed
-    from legion_tui.supervisor.runs import SessionBusy, SessionNameError, UnsafeSocketDir
 
     raise_fd_limit()
     try:

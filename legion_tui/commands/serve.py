@@ -51,7 +51,7 @@ def _serve_args(p: argparse.ArgumentParser) -> None:
 
 
 def _serve(args: argparse.Namespace) -> int:
-    from legion_tui.supervisor.runs import find_project_dir
+    from legion_tui.runs.catalog import find_project_dir
     from legion_tui.view import find_view_run
 
     found = find_view_run(find_project_dir(Path.cwd()), args.session)

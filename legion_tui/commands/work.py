@@ -31,8 +31,8 @@ if TYPE_CHECKING:
     from legion_tui.git.review import FileChange, Review
     from legion_tui.git.worktree import Worktree
     from legion_tui.model import Node
+    from legion_tui.runs.catalog import RunInfo
     from legion_tui.settings import LandMode
-    from legion_tui.supervisor.runs import RunInfo
 
 __all__ = ["COMMANDS", "handle_of", "work_summary"]
 
@@ -126,7 +126,7 @@ def find_target(name: str, session: str | None, verb: str, *, settled: bool = Tr
     and the worktree it holds. Refused: no run, no such agent, several of that name, one
     that works in the project itself or in its lead's worktree, and — when `settled` —
     one still at work in it while its host runs."""
-    from legion_tui.supervisor.runs import find_project_dir, newest_run, owner_alive
+    from legion_tui.runs.catalog import find_project_dir, newest_run, owner_alive
 
     project = find_project_dir(Path.cwd())
     run = newest_run(project, session)
@@ -580,7 +580,7 @@ def _gc_args(p: argparse.ArgumentParser) -> None:
 
 def _busy_branches(project: Path) -> frozenset[str]:
     """The branches live agents hold (or work in) in every run whose host is alive."""
-    from legion_tui.supervisor.runs import list_runs, owner_alive
+    from legion_tui.runs.catalog import list_runs, owner_alive
 
     busy: set[str] = set()
     for run in list_runs(project):
@@ -604,7 +604,7 @@ def _leftover_dict(item: Leftover) -> dict[str, Any]:
 async def _gc(args: argparse.Namespace) -> int:
     from legion_tui.git.cleanup import discard, human_size, inventory
     from legion_tui.git.process import GitRefused, git
-    from legion_tui.supervisor.runs import find_project_dir
+    from legion_tui.runs.catalog import find_project_dir
 
     project = find_project_dir(Path.cwd())
     busy = _busy_branches(project)

@@ -19,17 +19,17 @@ from typing import TYPE_CHECKING
 from legion_tui.agents.cards import CardSet, RoleCard
 from legion_tui.model import CARD_KINDS, EventType, Kind, Node, NodeStatus
 from legion_tui.ops import OpError
+from legion_tui.runs.folder import session_file
 from legion_tui.supervisor.backend import LaunchSpec, backend_for
 from legion_tui.supervisor.naming import ROOT_ID
-from legion_tui.supervisor.run_folder import session_file
 from legion_tui.supervisor.spawn_request import MAX_TASK_BYTES, Budgets, ChildRequest, check_task
 
 if TYPE_CHECKING:
     from legion_tui.agents.resolve import Launch
+    from legion_tui.runs.catalog import RunInfo
     from legion_tui.state import Clock, LegionModel
     from legion_tui.supervisor.naming import Names
     from legion_tui.supervisor.record import Record
-    from legion_tui.supervisor.runs import RunInfo
 
 __all__ = ["MAX_TASK_BYTES", "Admission", "Budgets", "ChildRequest", "Plan", "check_task"]
 

@@ -27,11 +27,11 @@ from legion_tui.supervisor.retire_reasons import (
 from legion_tui.supervisor.verify import verify_marker
 
 if TYPE_CHECKING:
+    from legion_tui.runs.catalog import RunInfo
     from legion_tui.state import Clock, LegionModel
     from legion_tui.supervisor.admission import Admission
     from legion_tui.supervisor.record import Record
     from legion_tui.supervisor.roster import Roster
-    from legion_tui.supervisor.runs import RunInfo
     from legion_tui.supervisor.stops import Stops
 
 __all__ = [

@@ -23,9 +23,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from legion_tui.model import Node
+from legion_tui.runs import catalog as runs
 from legion_tui.session.progress import SessionProgress
 from legion_tui.state import Clock, LegionModel
-from legion_tui.supervisor import runs
 from legion_tui.supervisor.admission import Admission
 from legion_tui.supervisor.blocking import Blocking
 from legion_tui.supervisor.budget import BudgetWatch, run_limit

@@ -15,8 +15,8 @@ from legion_tui.supervisor.results import Result, write_output
 
 if TYPE_CHECKING:
     from legion_tui.mail.service import MailService
+    from legion_tui.runs.catalog import RunInfo
     from legion_tui.state import LegionModel
-    from legion_tui.supervisor.runs import RunInfo
 
 __all__ = ["Endings"]
 

@@ -12,11 +12,11 @@ from typing import TYPE_CHECKING, Any, Protocol
 if TYPE_CHECKING:
     from legion_tui.mail.service import MailService
     from legion_tui.model import Node
+    from legion_tui.runs.catalog import RunInfo
     from legion_tui.state import LegionModel
     from legion_tui.supervisor.admission import Admission
     from legion_tui.supervisor.notices import Notices
     from legion_tui.supervisor.roster import Roster
-    from legion_tui.supervisor.runs import RunInfo
     from legion_tui.supervisor.spawn_request import ChildRequest
     from legion_tui.supervisor.teams import Teams
 

@@ -16,12 +16,13 @@ from typing import TYPE_CHECKING, Any
 
 from legion_tui.model import EventType, Node, NodeStatus
 from legion_tui.ops import OpError
+from legion_tui.runs.folder import session_file
 from legion_tui.supervisor.backend import AgentHandle, LaunchSpec
 from legion_tui.supervisor.backends.registry import make_handle
 from legion_tui.supervisor.naming import ROOT_ID
-from legion_tui.supervisor.run_folder import session_file
 
 if TYPE_CHECKING:
+    from legion_tui.runs.catalog import RunInfo
     from legion_tui.settings import ClusterSettings
     from legion_tui.state import LegionModel
     from legion_tui.supervisor.admission import Admission
@@ -33,7 +34,6 @@ if TYPE_CHECKING:
     from legion_tui.supervisor.notices import Notices
     from legion_tui.supervisor.record import Record
     from legion_tui.supervisor.roster import Roster
-    from legion_tui.supervisor.runs import RunInfo
     from legion_tui.supervisor.spawn_request import ChildRequest
     from legion_tui.supervisor.teams import Teams
 

@@ -23,11 +23,11 @@ from legion_tui.ops import OpError
 if TYPE_CHECKING:
     from legion_tui.mail.service import MailService
     from legion_tui.phases import Machine, TransitionResult, Verification
+    from legion_tui.runs.catalog import RunInfo
     from legion_tui.state import Clock, LegionModel
     from legion_tui.supervisor.naming import Names
     from legion_tui.supervisor.record import Record
     from legion_tui.supervisor.roster import Roster
-    from legion_tui.supervisor.runs import RunInfo
     from legion_tui.supervisor.verify import VerificationResult
 
 __all__ = ["PhaseOp"]

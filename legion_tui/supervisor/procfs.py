@@ -14,7 +14,7 @@ from typing import NamedTuple
 __all__ = ["ProcStat", "all_stats", "children_of", "environ_of", "pids", "stat_of"]
 
 
-class ProcStat(NamedTuple):  # not a dataclass: the verbs read one (see run_folder.RunInfo)
+class ProcStat(NamedTuple):  # not a dataclass: the verbs read one (see runs.folder.RunInfo)
     pid: int
     state: str  # R, S, D, Z (a zombie: dead, only awaiting its reaper), X …
     ppid: int

@@ -26,11 +26,11 @@ from legion_tui.timeouts import within
 if TYPE_CHECKING:
     from legion_tui.mail.service import MailService
     from legion_tui.model import Node
+    from legion_tui.runs.catalog import RunInfo
     from legion_tui.state import Clock, LegionModel
     from legion_tui.supervisor.naming import Names
     from legion_tui.supervisor.notices import Notices
     from legion_tui.supervisor.results import Result
-    from legion_tui.supervisor.runs import RunInfo
 
 __all__ = ["Queries", "output_file", "verdict_of"]
 

@@ -10,8 +10,8 @@ from typing import TYPE_CHECKING
 
 from legion_tui.model import NodeStatus
 from legion_tui.ops import OpError
+from legion_tui.runs.folder import session_file
 from legion_tui.supervisor.naming import ROOT_ID
-from legion_tui.supervisor.run_folder import session_file
 
 if TYPE_CHECKING:
     from legion_tui.agents.cards import CardSet

@@ -21,11 +21,11 @@ from legion_tui.timeouts import within
 if TYPE_CHECKING:
     from legion_tui.ledger import Ledger
     from legion_tui.mail.service import Deliverable, EchoingLedger, MailService
+    from legion_tui.runs.catalog import RunInfo
     from legion_tui.state import Clock, LegionModel
     from legion_tui.supervisor.orphans import OrphanReaper
     from legion_tui.supervisor.phase_watch import PhaseWatch
     from legion_tui.supervisor.progress_watch import ProgressWatch
-    from legion_tui.supervisor.runs import RunInfo
     from legion_tui.supervisor.server import SupervisorServer
 
 __all__ = ["Services"]

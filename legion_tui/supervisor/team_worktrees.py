@@ -17,10 +17,10 @@ from legion_tui.model import EventType, Node
 if TYPE_CHECKING:
     from legion_tui.agents.cards import RoleCard
     from legion_tui.git.worktree import Worktree
+    from legion_tui.runs.catalog import RunInfo
     from legion_tui.state import LegionModel
     from legion_tui.supervisor.admission import ChildRequest
     from legion_tui.supervisor.record import Record
-    from legion_tui.supervisor.runs import RunInfo
 
 __all__ = ["TeamWorktrees"]
 

@@ -24,12 +24,12 @@ if TYPE_CHECKING:
     from legion_tui.git.worktree import Worktree
     from legion_tui.mail.service import MailService
     from legion_tui.phases.timeouts import ReviveStore
+    from legion_tui.runs.catalog import RunInfo
     from legion_tui.state import Clock, LegionModel
     from legion_tui.supervisor.admission import ChildRequest
     from legion_tui.supervisor.naming import Names
     from legion_tui.supervisor.record import Record
     from legion_tui.supervisor.roster import Roster
-    from legion_tui.supervisor.runs import RunInfo
 
 __all__ = ["Teams"]
 

@@ -23,8 +23,8 @@ from textual.widgets import Static, TabbedContent, TabPane
 
 from legion_tui.git.review import Review, review
 from legion_tui.ops import Workspace
+from legion_tui.runs.folder import terminal_log
 from legion_tui.state import Clock, LegionModel, NodeView
-from legion_tui.supervisor.run_folder import terminal_log
 from legion_tui.talk import MessageHistory
 from legion_tui.widgets.confirm import ConfirmBar
 from legion_tui.widgets.detail_text import (

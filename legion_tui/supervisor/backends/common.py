@@ -12,6 +12,7 @@ import shutil
 from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 
+from legion_tui.runs.folder import inbox_file, terminal_log
 from legion_tui.supervisor.backend import (
     ABORT_BOUND,
     STOP_GRACE,
@@ -21,7 +22,6 @@ from legion_tui.supervisor.backend import (
     SweepReport,
 )
 from legion_tui.supervisor.process import ChildProcess, marker_env
-from legion_tui.supervisor.run_folder import inbox_file, terminal_log
 from legion_tui.supervisor.sweep import sweep
 from legion_tui.timeouts import within
 

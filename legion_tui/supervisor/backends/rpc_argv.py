@@ -7,9 +7,9 @@ import json
 import sys
 from pathlib import Path
 
+from legion_tui.runs.folder import agent_sessions_dir
 from legion_tui.supervisor.backend import LaunchSpec
 from legion_tui.supervisor.backends.common import resolve_argv
-from legion_tui.supervisor.run_folder import agent_sessions_dir
 
 __all__ = ["pi_argv", "pi_session_dir", "sim_argv"]
 

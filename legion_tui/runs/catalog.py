@@ -1,6 +1,6 @@
 """Runs of a project's sessions: a session's run made, found, reopened; the live run a
-verb talks to. The parts: `run_folder.py` (the layout, `run.json`), `run_privacy.py`
-(owner-only folders), `host_lock.py` (a host's claim on a session) and `run_socket.py`
+verb talks to. The parts beside it: `folder.py` (the layout, `run.json`), `privacy.py`
+(owner-only folders), `host_lock.py` (a host's claim on a session) and `socket_link.py`
 (the socket, and whether its owner answers); their names are offered here too.
 
 Session continuity (SPEC §6.6, upstream legion-session-continuity-v1): the same session
@@ -16,8 +16,7 @@ import os
 import time
 from pathlib import Path
 
-from legion_tui.supervisor.host_lock import HostLock, SessionBusy, claim_session
-from legion_tui.supervisor.run_folder import (
+from legion_tui.runs.folder import (
     RUN_SUBDIRS,
     RunInfo,
     SessionNameError,
@@ -29,8 +28,9 @@ from legion_tui.supervisor.run_folder import (
     validate_session_name,
     write_run,
 )
-from legion_tui.supervisor.run_privacy import OWNER_ONLY_ACL, PRIVATE_DIR, make_private
-from legion_tui.supervisor.run_socket import (
+from legion_tui.runs.host_lock import HostLock, SessionBusy, claim_session
+from legion_tui.runs.privacy import OWNER_ONLY_ACL, PRIVATE_DIR, make_private
+from legion_tui.runs.socket_link import (
     MAX_SOCKET_PATH,
     UnsafeSocketDir,
     owner_alive,

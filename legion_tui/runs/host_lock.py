@@ -9,7 +9,7 @@ import os
 import weakref
 from pathlib import Path
 
-from legion_tui.supervisor.run_folder import session_pointer, validate_session_name
+from legion_tui.runs.folder import session_pointer, validate_session_name
 
 __all__ = ["HostLock", "SessionBusy", "claim_session"]
 
