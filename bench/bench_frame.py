@@ -30,7 +30,7 @@ ask only when their step moved: a change within a step waits for the next).
 Allocation: the same frame under tracemalloc (numpy reports its buffers to tracemalloc);
 the figure is peak − start within the frame, i.e. the transient memory one frame needs.
 
-GC: the dashboard calls `legion_tui.app.tune_gc()` at start (freeze + thresholds); the
+GC: the dashboard calls `legion_tui.dashboard.app.tune_gc()` at start (freeze + thresholds); the
 railway rows are reported both with CPython's default collector and with that tuning.
 
 Side by side: the same screen with Textual's own `Tree` widget in place of the railway
@@ -76,7 +76,7 @@ from textual.app import App
 from textual.widget import Widget
 from textual.widgets import Tree
 
-from legion_tui.app import LegionApp, make_app
+from legion_tui.dashboard.app import LegionApp, make_app
 from legion_tui.session.progress import RateSegment
 from legion_tui.state import LegionModel
 from legion_tui.widgets.tree_rows import GLYPHS, flatten

@@ -226,8 +226,8 @@ async def prepare_sandbox(supervisor: Supervisor) -> Path | None:
     """`<run>/demo-repo`: a fresh repository with the demo project in one commit, made
     the supervisor's sandbox (worktrees come from it, never from the user's repository).
     None — and no worktrees — when git is missing or refuses."""
-    from legion_tui.agents.sim_script import SANDBOX_FILES
     from legion_tui.git.worktree import WorktreeError, create_sandbox_repo
+    from legion_tui.sim.script import SANDBOX_FILES
 
     path = supervisor.run.dir / SANDBOX_DIR
     try:

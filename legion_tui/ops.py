@@ -8,8 +8,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 if TYPE_CHECKING:
+    from legion_tui.agents.attach import AttachPlan
     from legion_tui.agents.cards import CardSet
-    from legion_tui.attach import AttachPlan
     from legion_tui.git.worktree import Worktree
     from legion_tui.supervisor.admission import ChildRequest
 

@@ -43,8 +43,8 @@ from legion_tui.supervisor.admission import ChildRequest
 if TYPE_CHECKING:
     from textual.pilot import Pilot
 
-    from legion_tui.app import LegionApp
-    from legion_tui.widgets.detail import DetailScreen
+    from legion_tui.dashboard.app import LegionApp
+    from legion_tui.widgets.overlay.detail import DetailScreen
 
 NOW = 1_790_000_000.0  # a fixed "now" (2026-09-21); every timestamp is relative to it
 RUN_ID = "r-7f3a"
@@ -56,7 +56,7 @@ def fixed_clock() -> float:
 
 async def open_detail(pilot: Pilot[None], app: LegionApp, node_id: str) -> DetailScreen:
     """Select `node_id` in the tree, press o, and return the overlay it opened."""
-    from legion_tui.widgets.detail import DetailScreen
+    from legion_tui.widgets.overlay.detail import DetailScreen
 
     app.railway.select(node_id)
     await pilot.press("o")
@@ -506,7 +506,7 @@ def screen_lines(screen: pyte.Screen) -> list[str]:
 def run_canned_in_terminal(theme: str, floor: bool = True) -> None:
     """The canned dashboard on the real terminal driver (used by the pty test)."""
     model = canned_model()
-    from legion_tui.app import make_app
+    from legion_tui.dashboard.app import make_app
 
     make_app(model, FakeOps(model), clock=fixed_clock, timers=False, theme=theme,
              floor=floor).run()
@@ -521,7 +521,7 @@ if __name__ == "__main__":
 def canned_app(model: LegionModel | None = None, **options: Any) -> LegionApp:
     """The dashboard over `model` (default: the canned legion) with a fixed clock and no
     timers — what most dashboard tests start from."""
-    from legion_tui.app import make_app
+    from legion_tui.dashboard.app import make_app
 
     model = model or canned_model()
     return make_app(model, FakeOps(model), clock=fixed_clock, timers=False, **options)

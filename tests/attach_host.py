@@ -12,7 +12,7 @@ from pathlib import Path
 from real_pi_helpers import settle, spawn_pi
 from supervisor_helpers import hosted
 
-from legion_tui.app import LegionApp, make_app
+from legion_tui.dashboard.app import LegionApp, make_app
 from legion_tui.supervisor.core import RootOperations
 
 

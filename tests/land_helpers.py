@@ -8,9 +8,9 @@ from supervisor_helpers import git, until
 from textual.pilot import Pilot
 from textual.widgets import TabbedContent
 
-from legion_tui.app import LegionApp
+from legion_tui.dashboard.app import LegionApp
 from legion_tui.git.worktree import Worktree, create_worktree
-from legion_tui.widgets.diff_view import DiffView
+from legion_tui.widgets.overlay.diff_view import DiffView
 
 # Fixed dates: the same commits, hence the same shas, on every run (the Diff golden).
 FIXED_DATES = {

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from app_helpers import FakeOps, canned_model, fixed_clock
 
-from legion_tui.app import LegionApp, make_app
+from legion_tui.dashboard.app import LegionApp, make_app
 from legion_tui.session.progress import SessionProgress
 from legion_tui.widgets.tree_rows import activity
 

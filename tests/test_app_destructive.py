@@ -9,7 +9,7 @@ from app_helpers import FakeOps, canned_model, fixed_clock
 from textual.widgets._toast import Toast
 
 from legion_tui import receipts
-from legion_tui.app import LegionApp, make_app
+from legion_tui.dashboard.app import LegionApp, make_app
 from legion_tui.widgets.confirm import ConfirmBar
 from legion_tui.widgets.palette import LegionCommands
 

@@ -18,10 +18,10 @@ from app_helpers import (
 )
 from textual.widgets import Static, TabbedContent
 
-from legion_tui.app import LegionApp, make_app
-from legion_tui.widgets import terminal_view
-from legion_tui.widgets.terminal_view import TerminalView, emulate, pyte_colour
-from legion_tui.widgets.transcript_view import INDEX_STEP_BYTES, TranscriptView
+from legion_tui.dashboard.app import LegionApp, make_app
+from legion_tui.widgets.overlay import terminal_view
+from legion_tui.widgets.overlay.terminal_view import TerminalView, emulate, pyte_colour
+from legion_tui.widgets.overlay.transcript_view import INDEX_STEP_BYTES, TranscriptView
 
 SIZE = (120, 40)
 

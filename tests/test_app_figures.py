@@ -10,9 +10,9 @@ from app_helpers import NOW, FakeOps, canned_model, fixed_clock, write_run_files
 from test_app_detail import open_detail
 from textual.widgets import Static
 
-from legion_tui.app import LegionApp, make_app
+from legion_tui.dashboard.app import LegionApp, make_app
 from legion_tui.render.rates import node_rate
-from legion_tui.widgets.detail import DetailScreen
+from legion_tui.widgets.overlay.detail import DetailScreen
 
 SIZE = (120, 40)
 

@@ -8,7 +8,7 @@ from app_helpers import FakeOps, canned_model, fixed_clock
 from textual import events
 
 from legion_tui import receipts
-from legion_tui.app import make_app
+from legion_tui.dashboard.app import make_app
 from legion_tui.model import NodeStatus
 from legion_tui.widgets.header import header_text, stop_hint
 

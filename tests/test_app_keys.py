@@ -8,7 +8,7 @@ from typing import Any
 from app_helpers import NOW, FakeOps, big_model, canned_model, fixed_clock
 
 from legion_tui import receipts
-from legion_tui.app import LegionApp, ModelChanged, make_app
+from legion_tui.dashboard.app import LegionApp, ModelChanged, make_app
 from legion_tui.model import Node, NodeStatus
 from legion_tui.state import LegionModel
 from legion_tui.widgets.confirm import ConfirmBar

@@ -18,7 +18,7 @@ from supervisor_helpers import git, until, use_git_identity
 from textual.pilot import Pilot
 from textual.widgets import TextArea
 
-from legion_tui.app import LegionApp, make_app
+from legion_tui.dashboard.app import LegionApp, make_app
 from legion_tui.git.land import LandPlan
 from legion_tui.git.review import FileChange
 from legion_tui.model import NodeStatus

@@ -7,11 +7,11 @@ from __future__ import annotations
 from app_helpers import FakeOps, canned_model, fixed_clock
 from textual.binding import Binding
 
-from legion_tui.app import LegionApp, make_app
-from legion_tui.widgets.detail import DetailScreen
+from legion_tui.dashboard.app import LegionApp, make_app
 from legion_tui.widgets.galaxy import GALAXY_LABEL
 from legion_tui.widgets.header import GLYPH_LEGEND
 from legion_tui.widgets.help import help_text
+from legion_tui.widgets.overlay.detail import DetailScreen
 from legion_tui.widgets.tree import RailwayTree
 
 # How the help spells a binding's key.

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from supervisor_helpers import STUCK, hosted, spawn_one, stuck_worker
 
-from legion_tui.app import LegionApp, make_app
+from legion_tui.dashboard.app import LegionApp, make_app
 from legion_tui.model import NodeStatus
 from legion_tui.supervisor.core import RootOperations
 from legion_tui.widgets.confirm import ConfirmBar

@@ -13,10 +13,10 @@ from supervisor_helpers import FAST, hosted, settled, spawn_one, until
 from test_app_detail import open_detail
 from test_app_live_stop import wait_app
 
-from legion_tui.app import LegionApp, make_app
+from legion_tui.dashboard.app import LegionApp, make_app
 from legion_tui.supervisor.core import RootOperations
-from legion_tui.talk import HISTORY_FILE, MessageHistory
-from legion_tui.widgets.message_box import MessageBox, MessageText
+from legion_tui.widgets.overlay.message_box import MessageBox, MessageText
+from legion_tui.widgets.overlay.talk import HISTORY_FILE, MessageHistory
 
 SIZE = (120, 40)
 

@@ -12,7 +12,7 @@ from supervisor_helpers import STUCK, hosted, spawn_one
 from textual.pilot import Pilot
 from textual.widgets import Input, Select, Static, TextArea
 
-from legion_tui.app import LegionApp, make_app
+from legion_tui.dashboard.app import LegionApp, make_app
 from legion_tui.supervisor.core import RootOperations, Supervisor
 from legion_tui.widgets.new_agent import EMPTY_HINT, NewAgentScreen
 

@@ -8,10 +8,10 @@ from pathlib import Path
 from app_helpers import NOW, FakeOps, canned_model, fixed_clock, write_run_files
 from textual.widgets import Static, TabbedContent
 
-from legion_tui.app import LegionApp, make_app
+from legion_tui.dashboard.app import LegionApp, make_app
 from legion_tui.model import Event, EventType
-from legion_tui.widgets.detail import DetailScreen
-from legion_tui.widgets.detail_text import event_sentence, footer_text
+from legion_tui.widgets.overlay.detail import DetailScreen
+from legion_tui.widgets.overlay.detail_text import event_sentence, footer_text
 
 
 def build(run_dir: Path) -> LegionApp:
@@ -89,7 +89,7 @@ def test_mail_events_name_the_letter_and_the_overlay_names_the_nodes(tmp_path: P
     view.events.append(Event(10, "n1", EventType.MAIL_BOUNCED, {
         "message_id": 13, "from": "n1", "to": "n2", "state": "obsolete",
         "reason": "obsolete_after_phase_change"}, NOW))  # fmt: skip
-    from legion_tui.widgets.detail_text import event_lines
+    from legion_tui.widgets.overlay.detail_text import event_lines
 
     lines = event_lines(view, lambda nid: model.nodes[nid].node.name)
     assert [line.split(" ", 1)[1] for line in lines[-2:]] == [
@@ -102,7 +102,7 @@ def test_the_overlay_header_says_failed_for_a_team_settled_in_its_failed_phase()
     from dataclasses import replace
 
     from legion_tui.model import NodeStatus
-    from legion_tui.widgets.detail_text import header_line
+    from legion_tui.widgets.overlay.detail_text import header_line
 
     model = canned_model()
     view = model.nodes["n1"]
@@ -113,7 +113,7 @@ def test_the_overlay_header_says_failed_for_a_team_settled_in_its_failed_phase()
 async def test_w_wraps_the_transcripts_long_entries_and_cuts_them_again(tmp_path: Path) -> None:
     import json
 
-    from legion_tui.widgets.transcript_view import LABEL_WIDTH, TranscriptView
+    from legion_tui.widgets.overlay.transcript_view import LABEL_WIDTH, TranscriptView
 
     run_dir = write_run_files(tmp_path)
     # ≈ 1 900 characters (under the transcript's cut): more wrapped rows than the tab
@@ -168,7 +168,7 @@ def test_the_head_keeps_its_figures_over_the_branch_at_80x24() -> None:
     branch shows where there is room for both (and always on the Diff tab)."""
     from dataclasses import replace
 
-    from legion_tui.widgets.detail_text import header_line, overlay_head
+    from legion_tui.widgets.overlay.detail_text import header_line, overlay_head
 
     view = canned_model().nodes["n2"]  # worker-0: live, simulated
     branch = " · branch legion/lead-api-7f3a @ 1a2b3c4"

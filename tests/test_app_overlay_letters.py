@@ -9,11 +9,11 @@ from pathlib import Path
 from app_helpers import NOW, FakeOps, canned_model, fixed_clock, open_detail, write_run_files
 from textual.widgets import Static
 
-from legion_tui.app import make_app
+from legion_tui.dashboard.app import make_app
 from legion_tui.model import MailboxStats, MailKind, MailState, Message, Urgency
 from legion_tui.state import LegionModel
-from legion_tui.widgets.detail import DetailScreen
-from legion_tui.widgets.detail_text import letter_text
+from legion_tui.widgets.overlay.detail import DetailScreen
+from legion_tui.widgets.overlay.detail_text import letter_text
 
 BRIEF = "Build the parser.\nThe contract is in contract.md; write tests first."
 

@@ -14,9 +14,9 @@ import pyte
 import pytest
 from app_helpers import FakeOps, canned_model, capture, fixed_clock, terminal_screen
 
-from legion_tui.app import make_app
+from legion_tui.dashboard.app import make_app
 from legion_tui.themes import palette
-from legion_tui.widgets.detail import DetailScreen
+from legion_tui.widgets.overlay.detail import DetailScreen
 
 W, H = 120, 40
 

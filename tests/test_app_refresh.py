@@ -8,11 +8,11 @@ from app_helpers import FakeOps, canned_app, canned_model
 from textual.widgets import Static
 
 from legion_tui import receipts
-from legion_tui.app import LegionApp, make_app
+from legion_tui.dashboard.app import LegionApp, make_app
 from legion_tui.model import NodeStatus
 from legion_tui.render.steps import DRAW_HZ
 from legion_tui.session.progress import RateSegment
-from legion_tui.widgets.detail import DetailScreen
+from legion_tui.widgets.overlay.detail import DetailScreen
 
 
 async def test_a_flood_of_changes_never_touches_the_banner_unless_it_changes() -> None:

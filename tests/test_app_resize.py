@@ -7,7 +7,7 @@ from app_helpers import FakeOps, canned_model, fixed_clock
 from textual._compositor import LayoutUpdate
 from textual.geometry import Region
 
-from legion_tui.app import LegionApp, make_app
+from legion_tui.dashboard.app import LegionApp, make_app
 from legion_tui.widgets.keys import KeyHints
 from legion_tui.widgets.layout import layout_classes
 

@@ -12,10 +12,10 @@ from supervisor_helpers import hosted, until
 from test_app_detail import open_detail
 from test_app_live_stop import wait_app
 
-from legion_tui.app import LegionApp, make_app
+from legion_tui.dashboard.app import LegionApp, make_app
 from legion_tui.supervisor.core import ROOT_ID, ChildRequest, RootOperations
-from legion_tui.widgets.detail import DetailScreen
-from legion_tui.widgets.terminal_view import (
+from legion_tui.widgets.overlay.detail import DetailScreen
+from legion_tui.widgets.overlay.terminal_view import (
     INSERT_LINE,
     NORMAL_LINE,
     NOT_TYPING_LINE,

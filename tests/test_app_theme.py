@@ -7,12 +7,12 @@ from pathlib import Path
 
 from app_helpers import FakeOps, canned_model, fixed_clock, open_detail, write_run_files
 
-from legion_tui.app import LegionApp, make_app
+from legion_tui.dashboard.app import LegionApp, make_app
 from legion_tui.settings import load_settings
 from legion_tui.themes import THEME_ORDER, palette
+from legion_tui.widgets.overlay.terminal_view import TerminalView
+from legion_tui.widgets.overlay.transcript_view import TranscriptView
 from legion_tui.widgets.paint import FollowsTheme
-from legion_tui.widgets.terminal_view import TerminalView
-from legion_tui.widgets.transcript_view import TranscriptView
 
 
 def build(run_dir: Path) -> LegionApp:

@@ -18,8 +18,8 @@ from app_helpers import (
 )
 from supervisor_helpers import until
 
-from legion_tui.app import make_app
-from legion_tui.widgets.transcript_view import TranscriptView
+from legion_tui.dashboard.app import make_app
+from legion_tui.widgets.overlay.transcript_view import TranscriptView
 
 BLOCKS = set("▁▂▃▄▅▆▇█")
 

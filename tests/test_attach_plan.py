@@ -1,4 +1,4 @@
-"""The argv attach runs for each agent kind (legion_tui.attach), from real session files
+"""The argv attach runs for each agent kind (legion_tui.agents.attach), from real session files
 and real programs, and the refusals for what has no UI or no session."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from legion_tui.attach import AttachRefused, attach_argv, session_entries
+from legion_tui.agents.attach import AttachRefused, attach_argv, session_entries
 
 THREAD = "01a232e4-54dd-7550-bdb1-2ddb6a7fb059"
 
@@ -81,7 +81,7 @@ async def test_a_on_a_simulated_agent_says_it_has_no_ui_and_suspends_nothing(
 ) -> None:
     from supervisor_helpers import hosted, settled, spawn_one, until
 
-    from legion_tui.app import make_app
+    from legion_tui.dashboard.app import make_app
     from legion_tui.supervisor.core import RootOperations
 
     async with hosted(tmp_path) as sup:

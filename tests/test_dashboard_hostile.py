@@ -48,13 +48,13 @@ from textual import events
 from textual.pilot import Pilot
 from textual.widgets import Static
 
-from legion_tui.app import LegionApp, ModelChanged, make_app
+from legion_tui.dashboard.app import LegionApp, ModelChanged, make_app
 from legion_tui.demo import demo_budgets, start_demo, stop_demo
 from legion_tui.runs.catalog import find_session_run
 from legion_tui.supervisor.core import RootOperations, Supervisor
 from legion_tui.widgets.confirm import ConfirmBar
-from legion_tui.widgets.detail import DetailScreen
 from legion_tui.widgets.help import HelpScreen
+from legion_tui.widgets.overlay.detail import DetailScreen
 
 W, H = 120, 40
 EXIT_BOUND_S = 15.0  # a host that pauses its agents and exits; before: never (SIGKILL)

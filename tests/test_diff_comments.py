@@ -19,12 +19,12 @@ from supervisor_helpers import git, until, use_git_identity
 from textual.pilot import Pilot
 from textual.widgets import TabbedContent
 
-from legion_tui.app import LegionApp, make_app
+from legion_tui.dashboard.app import LegionApp, make_app
 from legion_tui.git.review import FileChange, Review, review
 from legion_tui.git.worktree import create_worktree
 from legion_tui.model import NodeStatus
 from legion_tui.ops import Workspace
-from legion_tui.widgets.diff_view import (
+from legion_tui.widgets.overlay.diff_view import (
     DiffSpot,
     DiffView,
     comment_text,
@@ -32,7 +32,7 @@ from legion_tui.widgets.diff_view import (
     diff_spot,
     review_lines,
 )
-from legion_tui.widgets.message_box import MessageBox, MessageText
+from legion_tui.widgets.overlay.message_box import MessageBox, MessageText
 
 SIZE = (120, 40)
 SETTLED = "n4"  # scout-0: settled (idle) — a comment to it is a follow-up

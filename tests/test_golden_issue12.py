@@ -19,7 +19,7 @@ from test_snapshots_golden import check
 from textual.pilot import Pilot
 from textual.widgets import Input, TextArea
 
-from legion_tui.app import LegionApp, make_app
+from legion_tui.dashboard.app import LegionApp, make_app
 from legion_tui.ops import OpError, Workspace
 from legion_tui.widgets.new_agent import NewAgentScreen
 

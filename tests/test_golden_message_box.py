@@ -13,8 +13,8 @@ from test_golden_issue12 import _shoot
 from test_snapshots_golden import check
 from textual.pilot import Pilot
 
-from legion_tui.app import LegionApp
-from legion_tui.widgets.message_box import MessageText
+from legion_tui.dashboard.app import LegionApp
+from legion_tui.widgets.overlay.message_box import MessageText
 
 
 async def test_golden_message_box_while_typing() -> None:

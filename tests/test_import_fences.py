@@ -17,7 +17,7 @@ from supervisor_helpers import cli_env, hosted
 # module → packages it must never pull in (by any chain of imports)
 FENCES = {
     # The supervisor runs headless (`legion run`, the socket): no dashboard, no terminal UI.
-    "legion_tui.supervisor.core": ("textual", "legion_tui.app", "legion_tui.widgets"),
+    "legion_tui.supervisor.core": ("textual", "legion_tui.dashboard.app", "legion_tui.widgets"),
     # Session parsing is pure: no supervisor, no ledger, no UI.
     "legion_tui.session.reader": ("legion_tui.supervisor", "legion_tui.ledger", "textual"),
     "legion_tui.session.transcript": ("legion_tui.supervisor", "textual"),

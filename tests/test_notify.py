@@ -21,9 +21,9 @@ from supervisor_helpers import hosted, spawn_one, until
 from test_needs_you_exec import _exec_card
 
 from legion_tui import receipts
-from legion_tui.app import LegionApp, make_app
+from legion_tui.dashboard.app import LegionApp, make_app
+from legion_tui.dashboard.notify import Notifier, desktop_sequences
 from legion_tui.model import InFlightTool, NodeStatus
-from legion_tui.notify import Notifier, desktop_sequences
 from legion_tui.supervisor.core import ROOT_ID, RootOperations, Supervisor
 
 BELL = "\x07"

@@ -15,10 +15,10 @@ from ray_helpers import BOX, NODE_CPUS, handle_of, project_on, sha
 from ray_helpers import cluster as cluster  # the module's fixture
 from supervisor_helpers import STUCK, hosted, spawn_one, until
 
-from legion_tui.agents.sim_script import SANDBOX_FILES
 from legion_tui.git.worktree import create_sandbox_repo
 from legion_tui.model import EventType, NodeStatus
 from legion_tui.phases import DEFAULT_MACHINE
+from legion_tui.sim.script import SANDBOX_FILES
 from legion_tui.supervisor.backends.ray_handle import RayHandle
 from legion_tui.supervisor.continuity import NODE_LOST_REASON
 from legion_tui.supervisor.core import ROOT_ID

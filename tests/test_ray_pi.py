@@ -44,9 +44,9 @@ from real_pi_helpers import server as server  # the scripted model server fixtur
 from real_pi_helpers import world as world  # one per pi line
 from supervisor_helpers import GIT_ENV
 
-from legion_tui.agents.sim_script import SANDBOX_FILES
 from legion_tui.git.worktree import create_sandbox_repo
 from legion_tui.model import NodeStatus
+from legion_tui.sim.script import SANDBOX_FILES
 from legion_tui.supervisor.backends.rpc_handle import RESUME_PROMPT
 from legion_tui.supervisor.core import ROOT_ID
 

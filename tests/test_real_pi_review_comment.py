@@ -20,11 +20,11 @@ from real_pi_helpers import TURN_LIMIT, PiWorld, pi_host, settle, spawn_pi, verd
 from supervisor_helpers import git, until
 from test_app_live_stop import wait_app
 
-from legion_tui.app import make_app
+from legion_tui.dashboard.app import make_app
 from legion_tui.model import NodeStatus
 from legion_tui.supervisor.core import RootOperations
-from legion_tui.widgets.diff_view import DiffView
-from legion_tui.widgets.message_box import MessageBox, MessageText
+from legion_tui.widgets.overlay.diff_view import DiffView
+from legion_tui.widgets.overlay.message_box import MessageBox, MessageText
 
 COMMENT = "REVIEW-7: the API caps a page at 25, use that"
 HUNK = "@@ -1 +1 @@\n-PAGE_SIZE = 10\n+PAGE_SIZE = 50\n"

@@ -11,9 +11,9 @@ from typing import Any
 import pytest
 from process_helpers import HangingClock
 
-from legion_tui.agents.sim import FakeClock, SimAgent, SimConfig
-from legion_tui.agents.sim_config import seed_material
 from legion_tui.session.reader import read_session
+from legion_tui.sim.config import seed_material
+from legion_tui.sim.rpc_front import FakeClock, SimAgent, SimConfig
 
 
 def _config(tmp_path: Path, **kw: Any) -> SimConfig:

@@ -8,9 +8,9 @@ import json
 import subprocess
 from pathlib import Path
 
-from legion_tui.agents.sim import CatchUpClock, FakeClock, SimAgent, SimConfig
-from legion_tui.agents.sim_script import EDIT_NEW, EDIT_OLD, SANDBOX_FILES
 from legion_tui.git.worktree import create_sandbox_repo
+from legion_tui.sim.rpc_front import CatchUpClock, FakeClock, SimAgent, SimConfig
+from legion_tui.sim.script import EDIT_NEW, EDIT_OLD, SANDBOX_FILES
 
 
 def _git(cwd: Path, *args: str) -> str:

@@ -35,7 +35,7 @@ from app_helpers import (
 from textual.pilot import Pilot
 from textual.widgets import TabbedContent
 
-from legion_tui.app import LegionApp, make_app
+from legion_tui.dashboard.app import LegionApp, make_app
 from legion_tui.model import NodeStatus
 
 GOLDENS = Path(__file__).resolve().parent.parent / "snapshots"

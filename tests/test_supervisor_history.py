@@ -7,10 +7,10 @@ from pathlib import Path
 
 from supervisor_helpers import STUCK, hosted, spawn_one, until
 
-from legion_tui.agents.sim_script import SANDBOX_FILES
 from legion_tui.git.worktree import create_sandbox_repo
 from legion_tui.model import EventType
 from legion_tui.phases import DEFAULT_MACHINE
+from legion_tui.sim.script import SANDBOX_FILES
 from legion_tui.state import EVENTS_PER_NODE
 from legion_tui.supervisor.core import ROOT_ID, Supervisor
 

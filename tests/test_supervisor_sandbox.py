@@ -7,10 +7,10 @@ from pathlib import Path
 
 from supervisor_helpers import git, hosted, settled, spawn_one, until
 
-from legion_tui.agents.sim_script import SANDBOX_FILES
 from legion_tui.git.worktree import create_sandbox_repo
 from legion_tui.model import Event, EventType, NodeStatus
 from legion_tui.phases import DEFAULT_MACHINE
+from legion_tui.sim.script import SANDBOX_FILES
 
 QUICK_TEAM = [
     {"role": "worker", "name": "worker-0", "task": "Fix it.", "sim": {"quick": True}},

@@ -6,7 +6,7 @@ from __future__ import annotations
 import fcntl
 import os
 
-from legion_tui.terminal import say_after_exit
+from legion_tui.dashboard.terminal import say_after_exit
 
 
 def test_the_line_reaches_a_terminal_that_reads() -> None:

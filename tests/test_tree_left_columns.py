@@ -8,7 +8,7 @@ from dataclasses import replace
 
 from app_helpers import FakeOps, canned_model, fixed_clock
 
-from legion_tui.app import LegionApp, make_app
+from legion_tui.dashboard.app import LegionApp, make_app
 from legion_tui.model import NodeStatus
 from legion_tui.widgets.tree_rows import GLYPHS
 

@@ -14,13 +14,13 @@ from pathlib import Path
 
 from supervisor_helpers import hosted, run_cli, settled, spawn_one, stuck_worker, until
 
-from legion_tui.app import LegionApp, make_app
+from legion_tui.dashboard.app import LegionApp, make_app
+from legion_tui.dashboard.remote_ops import READ_ONLY_REFUSAL
+from legion_tui.dashboard.view import ViewFeed, view_operations
 from legion_tui.ledger.follow import LedgerFollower
 from legion_tui.model import EventType, NodeStatus
-from legion_tui.remote_ops import READ_ONLY_REFUSAL
 from legion_tui.runs.catalog import find_session_run
 from legion_tui.supervisor.core import Supervisor
-from legion_tui.view import ViewFeed, view_operations
 from legion_tui.widgets.confirm import ConfirmBar
 
 NODE_STEERED = EventType.NODE_STEERED

@@ -350,7 +350,7 @@ async def _demo_headless(args: argparse.Namespace) -> int:
 
 async def _host_dashboard(sup: Supervisor, theme: str, demo_nodes: int | None, seed: int) -> int:
     try:
-        from legion_tui.app import LegionApp, run_dashboard_async
+        from legion_tui.dashboard.app import LegionApp, run_dashboard_async
     except ImportError as err:
         print(f"legion: the dashboard is not available ({err}); use --headless", file=sys.stderr)
         return 2
@@ -447,7 +447,7 @@ def _tui(args: argparse.Namespace) -> int:
 
     theme = args.theme or load_settings(Path.cwd()).settings.theme
     if args.view or args.read_only:
-        from legion_tui.view import run_view
+        from legion_tui.dashboard.view import run_view
 
         # Hosts nothing: no supervisor to start, so none of `_hosting`'s refusals apply.
         raise_fd_limit()

@@ -1,7 +1,7 @@
 """`legion serve`: the view dashboard (`legion tui --view`) in a browser, one per page.
 
 Bound to 127.0.0.1 unless `--host` says otherwise; read-only unless `--control`, which
-prints a URL carrying a fresh token (legion_tui.web).
+prints a URL carrying a fresh token (legion_tui.dashboard.web).
 """
 
 from __future__ import annotations
@@ -51,15 +51,15 @@ def _serve_args(p: argparse.ArgumentParser) -> None:
 
 
 def _serve(args: argparse.Namespace) -> int:
+    from legion_tui.dashboard.view import find_view_run
     from legion_tui.runs.catalog import find_project_dir
-    from legion_tui.view import find_view_run
 
     found = find_view_run(find_project_dir(Path.cwd()), args.session)
     if isinstance(found, str):
         print(f"legion serve: {found}", file=sys.stderr)
         return 1
     try:
-        from legion_tui.web import serve
+        from legion_tui.dashboard.web import serve
     except ImportError as err:  # textual-serve is a dependency; a broken install says so
         print(f"legion serve: the browser view is not available ({err})", file=sys.stderr)
         return 1

@@ -14,8 +14,8 @@ from legion_tui.runs.folder import session_file
 from legion_tui.supervisor.naming import ROOT_ID
 
 if TYPE_CHECKING:
+    from legion_tui.agents.attach import AttachPlan
     from legion_tui.agents.cards import CardSet
-    from legion_tui.attach import AttachPlan
     from legion_tui.ops import Workspace
     from legion_tui.supervisor.front import Front
     from legion_tui.supervisor.spawn_request import ChildRequest
@@ -73,8 +73,8 @@ class RootOperations:
         return None if found is None else Workspace(*found)
 
     def attach_plan(self, node_id: str) -> AttachPlan:
-        """The node's agent UI on its session, as its backend would run it (legion_tui.attach)."""
-        from legion_tui import attach
+        """The node's agent UI on its session, as its backend would run it (agents.attach)."""
+        from legion_tui.agents import attach
 
         sup = self.supervisor
         node = sup.node(node_id)

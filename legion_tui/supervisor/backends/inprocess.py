@@ -5,8 +5,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 
-from legion_tui.agents.sim import SimAgent, SimClock, SimConfig
 from legion_tui.model import Backend
+from legion_tui.sim.rpc_front import SimAgent, SimClock, SimConfig
 from legion_tui.supervisor.backend import (
     ABORT_BOUND,
     STOP_GRACE,

@@ -18,7 +18,7 @@ def sim_argv(spec: LaunchSpec) -> list[str]:
     argv = [
         sys.executable,
         "-m",
-        "legion_tui.agents.sim",
+        "legion_tui.sim.rpc_front",
         "--node-id",
         spec.node_id,
         "--name",

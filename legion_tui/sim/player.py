@@ -14,8 +14,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from legion_tui.agents.sim_config import SimConfig, contract_path
-from legion_tui.agents.sim_script import EDIT_NEW, EDIT_OLD, Step, ToolStep
+from legion_tui.sim.config import SimConfig, contract_path
+from legion_tui.sim.script import EDIT_NEW, EDIT_OLD, Step, ToolStep
 from legion_tui.timeouts import within
 from legion_tui.wire.client import LegionClient
 from legion_tui.wire.names import RequestError

@@ -1,5 +1,5 @@
 """The attach flow of the dashboard (issue 12 item 2): `A` on a node → its plan
-(legion_tui.attach) → for a node whose legion agent still runs, `Stop NAME's agent and
+(legion_tui.agents.attach) → for a node whose legion agent still runs, `Stop NAME's agent and
 open its session in pi? y confirms` and the stop → the dashboard suspends, the agent's
 own UI runs on the session in the node's cwd, and on its exit the dashboard comes back
 with a toast of what the session gained (`+N entries`).
@@ -17,7 +17,7 @@ from typing import Any
 
 from textual.app import App, SuspendNotSupported
 
-from legion_tui.attach import AttachPlan, AttachRefused, session_entries
+from legion_tui.agents.attach import AttachPlan, AttachRefused, session_entries
 from legion_tui.ops import HostOperations, Operations, OpError
 from legion_tui.widgets.confirm import ConfirmRequest
 

@@ -1,4 +1,4 @@
-"""The simulated agent's turn machine (SPEC §9): a scripted plan of steps (`sim_script`),
+"""The simulated agent's turn machine (SPEC §9): a scripted plan of steps (`script`),
 each a model call "decoded" at the step's rate and its tool calls run in turn; steers
 and follow-ups queued for the next turn boundary; an abort that ends the turn honestly
 in the file; the empty generations of `fail`. What it says goes to its `Transcript`
@@ -13,11 +13,11 @@ import json
 import random
 from typing import Any, Literal
 
-from legion_tui.agents.sim_clock import CatchUpClock, SimClock, WallClock
-from legion_tui.agents.sim_config import SimConfig, seed_material
-from legion_tui.agents.sim_player import SocketPlayer
-from legion_tui.agents.sim_script import Step, ToolStep, continuation, plan_for
-from legion_tui.agents.sim_session import Emit, SessionWriter, Transcript
+from legion_tui.sim.clock import CatchUpClock, SimClock, WallClock
+from legion_tui.sim.config import SimConfig, seed_material
+from legion_tui.sim.player import SocketPlayer
+from legion_tui.sim.script import Step, ToolStep, continuation, plan_for
+from legion_tui.sim.session import Emit, SessionWriter, Transcript
 
 __all__ = ["ABORTED_TEXT", "Disposition", "SimAgent"]
 

@@ -20,7 +20,7 @@ from textual.widgets.option_list import Option
 
 from legion_tui.model import Message
 from legion_tui.state import NodeView
-from legion_tui.widgets.detail_text import letter_row, letter_text, mailbox_line
+from legion_tui.widgets.overlay.detail_text import letter_row, letter_text, mailbox_line
 
 
 class LetterList(OptionList):

@@ -29,29 +29,29 @@ from textual.widgets import Static
 from textual.widgets._toast import ToastRack  # the screen's own rack: kept above the prompts
 
 from legion_tui import receipts
-from legion_tui.notify import Alerts, Notifier, settings_near
+from legion_tui.dashboard.notify import Alerts, Notifier, settings_near
+from legion_tui.dashboard.terminal import SIGNAL_GRACE_S, LegionDriver, say_after_exit
 from legion_tui.ops import HostOperations, Operations, OpError
 from legion_tui.render.steps import DRAW_HZ
 from legion_tui.settings import save_theme
 from legion_tui.state import Clock, LegionModel, NodeView
-from legion_tui.talk import MessageHistory, SentMessage, steer_outcome
-from legion_tui.terminal import SIGNAL_GRACE_S, LegionDriver, say_after_exit
 from legion_tui.themes import DEFAULT_THEME, THEME_ORDER, textual_themes
-from legion_tui.widgets.attaching import ATTACH_KINDS, Attacher
 from legion_tui.widgets.commit_message import CommitMessageScreen
 from legion_tui.widgets.confirm import ConfirmBar, ConfirmRequest
-from legion_tui.widgets.detail import DetailScreen
 from legion_tui.widgets.galaxy import GalaxyView
 from legion_tui.widgets.header import HeaderBar
 from legion_tui.widgets.help import HelpScreen
 from legion_tui.widgets.keys import KeyHints, agent_bindings
 from legion_tui.widgets.landing import LANDING_KINDS, Landing
 from legion_tui.widgets.layout import layout_classes
-from legion_tui.widgets.message_box import MessageBox
 from legion_tui.widgets.new_agent import EMPTY_HINT, NewAgentScreen
+from legion_tui.widgets.overlay.attaching import ATTACH_KINDS, Attacher
+from legion_tui.widgets.overlay.detail import DetailScreen
+from legion_tui.widgets.overlay.message_box import MessageBox
+from legion_tui.widgets.overlay.steer import FilterLine
+from legion_tui.widgets.overlay.talk import MessageHistory, SentMessage, steer_outcome
 from legion_tui.widgets.palette import LegionCommands, SlashStop
 from legion_tui.widgets.rate_chart import RateChart
-from legion_tui.widgets.steer import FilterLine
 from legion_tui.widgets.tree import RailwayTree, WholeCellScrollBar
 from legion_tui.widgets.tree_header import TreeHeader
 
@@ -184,7 +184,7 @@ class LegionApp(App[None]):
         hosts: bool = True,
     ) -> None:
         # Our driver: a terminal that closes, stalls or sends SIGCONT never blocks the loop
-        # the supervisor shares (legion_tui.terminal). Tests' headless runs are unchanged.
+        # the supervisor shares (legion_tui.dashboard.terminal). Tests' headless runs are unchanged.
         # A driver named in TEXTUAL_DRIVER is Textual's choice as usual: textual-serve
         # names its WebDriver for the view it runs per browser (`legion serve`).
         super().__init__(driver_class=None if os.environ.get("TEXTUAL_DRIVER") else LegionDriver)
@@ -192,7 +192,7 @@ class LegionApp(App[None]):
         # its sub-cell ends (▁▂▅) read as chart bars beside the tok/s chart and the galaxy.
         ScrollBar.renderer = WholeCellScrollBar
         self.gc_tuning = gc_tuning
-        # False: a view of a run another process hosts (legion_tui.view); quitting it
+        # False: a view of a run another process hosts (legion_tui.dashboard.view); quitting it
         # pauses nothing, so it asks nothing.
         self.hosts = hosts
         self.model = model

@@ -1,6 +1,6 @@
 """The simulated agent (SPEC §9): a deterministic stand-in for pi, no network, no key.
 
-One `SimAgent` (the turn machine, `sim_agent.py`) does the work; it runs either
+One `SimAgent` (the turn machine, `agent.py`) does the work; it runs either
 
 - in-process, driven by method calls from the in-process backend (an asyncio task in
   the supervisor), or
@@ -10,10 +10,10 @@ One `SimAgent` (the turn machine, `sim_agent.py`) does the work; it runs either
   agent_start, turn_start, message_end, tool_execution_start/end, turn_end, agent_end,
   agent_settled {aborted}. That front is this module (`_RpcFront`, `main`).
 
-Its parts: `sim_script.py` (the scenario: steps, tools, prices), `sim_agent.py` (the turn
-machine), `sim_session.py` (the session file and the transcript in it), `sim_player.py`
+Its parts: `script.py` (the scenario: steps, tools, prices), `agent.py` (the turn
+machine), `session.py` (the session file and the transcript in it), `player.py`
 (the tools that act: legion verbs over the socket, the contract, real edits in a
-worktree), `sim_clock.py` and `sim_config.py`. Their public names are offered here too.
+worktree), `clock.py` and `config.py`. Their public names are offered here too.
 
 It writes a real pi v3 session file, one whole line per entry. Timestamps come from the
 clock, so the file's tok/s is a real decode rate: at `speed` s every duration is divided
@@ -59,10 +59,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from legion_tui.agents.sim_agent import Disposition, SimAgent
-from legion_tui.agents.sim_clock import CatchUpClock, FakeClock, SimClock, WallClock
-from legion_tui.agents.sim_config import SimConfig, contract_path
-from legion_tui.agents.sim_script import MODEL, PROVIDER
+from legion_tui.sim.agent import Disposition, SimAgent
+from legion_tui.sim.clock import CatchUpClock, FakeClock, SimClock, WallClock
+from legion_tui.sim.config import SimConfig, contract_path
+from legion_tui.sim.script import MODEL, PROVIDER
 from legion_tui.timeouts import within
 from legion_tui.wire.lines import lines_of
 from legion_tui.wire.names import ENV_NODE_ID, ENV_RUN_DIR, ENV_SESSION_FILE, ENV_SOCKET

@@ -2,7 +2,7 @@
 
 textual-serve runs one command per browser connection, its terminal carried over a
 websocket: here that command is `legion tui --view --session S`, so each page is a view
-of its own (legion_tui.view) and the host is never touched but through its socket.
+of its own (legion_tui.dashboard.view) and the host is never touched but through its socket.
 
 Control is the token's alone: `--control` makes a token, printed at start inside the
 page's URL (`/?token=…`). Opening that URL sets it as a same-site cookie, and a

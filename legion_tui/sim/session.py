@@ -15,8 +15,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from legion_tui.agents.sim_clock import SimClock
-from legion_tui.agents.sim_script import MODEL, PROVIDER, ToolStep, price
+from legion_tui.sim.clock import SimClock
+from legion_tui.sim.script import MODEL, PROVIDER, ToolStep, price
 
 __all__ = ["API", "Emit", "SessionWriter", "Transcript", "iso", "ms"]
 

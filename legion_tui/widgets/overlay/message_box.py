@@ -20,7 +20,7 @@ from textual.widget import Widget
 from textual.widgets import Static, TextArea
 
 from legion_tui.state import NodeView
-from legion_tui.talk import MessageHistory, SentMessage, message_mode
+from legion_tui.widgets.overlay.talk import MessageHistory, SentMessage, message_mode
 
 __all__ = ["MessageBox", "MessageText"]
 

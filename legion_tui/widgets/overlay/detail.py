@@ -25,9 +25,9 @@ from legion_tui.git.review import Review, review
 from legion_tui.ops import Workspace
 from legion_tui.runs.folder import terminal_log
 from legion_tui.state import Clock, LegionModel, NodeView
-from legion_tui.talk import MessageHistory
 from legion_tui.widgets.confirm import ConfirmBar
-from legion_tui.widgets.detail_text import (
+from legion_tui.widgets.keys import agent_bindings
+from legion_tui.widgets.overlay.detail_text import (
     activity_lines,
     event_lines,
     footer_text,
@@ -35,13 +35,13 @@ from legion_tui.widgets.detail_text import (
     skipped_line,
     stall_line,
 )
-from legion_tui.widgets.diff_view import DiffView, branch_note
-from legion_tui.widgets.keys import agent_bindings
-from legion_tui.widgets.letters import Letters
-from legion_tui.widgets.message_box import MessageBox
+from legion_tui.widgets.overlay.diff_view import DiffView, branch_note
+from legion_tui.widgets.overlay.letters import Letters
+from legion_tui.widgets.overlay.message_box import MessageBox
+from legion_tui.widgets.overlay.talk import MessageHistory
+from legion_tui.widgets.overlay.terminal_view import TerminalTab, TerminalView
+from legion_tui.widgets.overlay.transcript_view import TranscriptView
 from legion_tui.widgets.paint import paint_for
-from legion_tui.widgets.terminal_view import TerminalTab, TerminalView
-from legion_tui.widgets.transcript_view import TranscriptView
 
 
 class DetailScreen(ModalScreen[None]):

@@ -18,11 +18,11 @@ import signal
 import sys
 from pathlib import Path
 
+from legion_tui.dashboard.remote_ops import ReadOnlyOperations, SocketOperations
 from legion_tui.git.worktree import recorded_worktree
 from legion_tui.ledger.follow import FACT_TYPES, LedgerChanges, LedgerFollower
 from legion_tui.model import Event, EventType, NodeStatus
 from legion_tui.ops import Operations, Workspace
-from legion_tui.remote_ops import ReadOnlyOperations, SocketOperations
 from legion_tui.runs.catalog import (
     RunInfo,
     find_live_run,
@@ -161,7 +161,7 @@ def view_operations(feed: ViewFeed, project: Path, *, control: bool) -> Operatio
 
 async def run_view(cwd: Path, session: str | None, theme: str, *, control: bool = True) -> int:
     """Run the view dashboard until the user quits; the exit code of `legion tui --view`."""
-    from legion_tui.app import LegionApp, run_dashboard_async
+    from legion_tui.dashboard.app import LegionApp, run_dashboard_async
     from legion_tui.ledger import LedgerError
 
     project = find_project_dir(cwd)

@@ -1,5 +1,5 @@
 """What one simulated agent is told at its start (its node, files, socket, seed, speed and
-behaviour knobs; see `sim.py`), and where a centurion sim writes its contract."""
+behaviour knobs; see `rpc_front.py`), and where a centurion sim writes its contract."""
 
 from __future__ import annotations
 
