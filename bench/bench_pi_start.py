@@ -42,9 +42,10 @@ from agent_bins import PI_LINES  # noqa: E402
 from pi_env import PiEnv, pi_env  # noqa: E402
 from real_pi_helpers import PI_TOOLS, write_card  # noqa: E402
 
-from legion_tui.supervisor import backend, launching  # noqa: E402
+from legion_tui.supervisor import backend  # noqa: E402
 from legion_tui.supervisor.backends import registry  # noqa: E402
 from legion_tui.supervisor.core import ROOT_ID, ChildRequest, Supervisor  # noqa: E402
+from legion_tui.supervisor.life import launching  # noqa: E402
 
 ROUNDS_ONE = 5
 ROUNDS_SIX = 3

@@ -23,8 +23,8 @@ from pathlib import Path
 
 from calibration import calibrated
 
-from legion_tui.supervisor.process import marker_env, spawn_child
-from legion_tui.supervisor.sweep import sweep
+from legion_tui.supervisor.processes.process import marker_env, spawn_child
+from legion_tui.supervisor.processes.sweep import sweep
 
 ROUNDS = 25
 RUN_ID = f"bench-exit-{os.getpid()}"  # run ids are kill targets: never share one

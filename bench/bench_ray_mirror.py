@@ -41,7 +41,7 @@ from legion_tui.session.progress import SessionProgress
 from legion_tui.session.watcher import SessionWatcher
 from legion_tui.settings import ClusterSettings
 from legion_tui.supervisor.backend import AgentHandle, LaunchSpec
-from legion_tui.supervisor.backends.ray_actor import QUIET_AFTER
+from legion_tui.supervisor.backends.ray.actor import QUIET_AFTER
 
 LINES = 100  # per agent, latency runs
 HZ = 10.0  # lines per second per agent
@@ -200,7 +200,7 @@ async def main() -> int:
     from ray.cluster_utils import Cluster
 
     from legion_tui.supervisor.backends.exec_handle import ExecHandle
-    from legion_tui.supervisor.backends.ray_handle import RayHandle
+    from legion_tui.supervisor.backends.ray.handle import RayHandle
 
     cluster = Cluster(
         initialize_head=True, head_node_args={"num_cpus": 0, "include_dashboard": False}

@@ -19,7 +19,7 @@ from pathlib import Path
 
 from calibration import calibrated
 
-from legion_tui.supervisor.verify import run_verification
+from legion_tui.supervisor.teams.verify import run_verification
 
 RUNS = 30
 

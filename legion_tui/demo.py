@@ -302,7 +302,7 @@ def summary(supervisor: Supervisor, demo: Demo, elapsed: float) -> dict[str, Any
     counts = model.counts()
     processes = sum(1 for v in model.nodes.values() if v.node.backend == "process")
     from legion_tui.receipts import STALL_SECONDS
-    from legion_tui.supervisor.status import tool_seconds
+    from legion_tui.supervisor.hearing.status import tool_seconds
 
     # Stuck as the dashboard and `legion status` count it: a replayed history's call
     # runs from the agent's launch, not from its replayed start.

@@ -11,7 +11,7 @@ if TYPE_CHECKING:
     from legion_tui.agents.attach import AttachPlan
     from legion_tui.agents.cards import CardSet
     from legion_tui.git.worktree import Worktree
-    from legion_tui.supervisor.admission import ChildRequest
+    from legion_tui.supervisor.life.admission import ChildRequest
 
 
 class OpError(Exception):

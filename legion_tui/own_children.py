@@ -1,6 +1,6 @@
 """The host's own children that run in sessions of their own — agents (`spawn_child`),
 git and gh (`git.process.run_tool`), an agent's dry start — registered by pid while
-asyncio waits for them, so the orphan reaper (supervisor/orphans.py), which reaps the
+asyncio waits for them, so the orphan reaper (supervisor/processes/orphans.py), which reaps the
 zombies outside the host's session that nobody registered, never steals their exit
 status (an unregistered git once reported 255 for a success).
 

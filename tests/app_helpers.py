@@ -38,7 +38,7 @@ from legion_tui.model import (
 from legion_tui.ops import OpError, Workspace
 from legion_tui.session.progress import RateSegment, SessionProgress
 from legion_tui.state import LegionModel
-from legion_tui.supervisor.admission import ChildRequest
+from legion_tui.supervisor.life.admission import ChildRequest
 
 if TYPE_CHECKING:
     from textual.pilot import Pilot

@@ -19,7 +19,7 @@ import pytest
 import ray
 from ray.cluster_utils import Cluster
 
-from legion_tui.supervisor.backends.ray_handle import RayHandle
+from legion_tui.supervisor.backends.ray.handle import RayHandle
 from legion_tui.supervisor.core import Supervisor
 
 __all__ = ["BOX", "NODE_CPUS", "cluster", "handle_of", "local_cluster", "project_on", "sha"]

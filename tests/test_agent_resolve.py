@@ -27,7 +27,7 @@ from legion_tui.ops import OpError
 from legion_tui.runs.catalog import find_session_run
 from legion_tui.settings import AgentSettings, parse_settings
 from legion_tui.supervisor.core import ROOT_ID
-from legion_tui.supervisor.status import render_status
+from legion_tui.supervisor.hearing.status import render_status
 from legion_tui.widgets.overlay.detail_text import header_line
 
 INSTALL = "npm install -g @mariozechner/pi-coding-agent"

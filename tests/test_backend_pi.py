@@ -12,8 +12,8 @@ from process_helpers import launch_spec, marked, put_fake_pi_on_path, until
 
 from legion_tui import receipts
 from legion_tui.supervisor.backend import LaunchSpec
+from legion_tui.supervisor.backends.pi.handle import RpcHandle
 from legion_tui.supervisor.backends.registry import make_handle
-from legion_tui.supervisor.backends.rpc_handle import RpcHandle
 from legion_tui.wire.names import RequestError
 
 

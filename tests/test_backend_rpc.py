@@ -7,7 +7,7 @@ import json
 
 from process_helpers import until
 
-from legion_tui.supervisor.rpc import RpcClient
+from legion_tui.supervisor.backends.pi.rpc import RpcClient
 from legion_tui.wire.lines import split_lines
 from legion_tui.wire.names import RequestError
 

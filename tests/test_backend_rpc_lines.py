@@ -12,7 +12,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from process_helpers import until
 
-from legion_tui.supervisor.rpc import RpcClient
+from legion_tui.supervisor.backends.pi.rpc import RpcClient
 from legion_tui.wire.lines import LineSplitter, split_lines
 
 

@@ -7,7 +7,7 @@ import asyncio
 import json
 from typing import Any
 
-from legion_tui.supervisor.rpc import RpcClient
+from legion_tui.supervisor.backends.pi.rpc import RpcClient
 
 
 class Recorder:

@@ -17,8 +17,8 @@ from supervisor_helpers import STUCK, hosted, run_cli, settled, spawn_one, until
 
 from legion_tui.model import EventType, NodeStatus
 from legion_tui.ops import OpError
-from legion_tui.supervisor.admission import ChildRequest
 from legion_tui.supervisor.core import ROOT_ID, Supervisor
+from legion_tui.supervisor.life.admission import ChildRequest
 
 
 def _exceeded(sup: Supervisor, node_id: str) -> list[dict[str, object]]:

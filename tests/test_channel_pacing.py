@@ -20,9 +20,9 @@ from typing import Any
 import pytest
 from supervisor_helpers import until
 
-from legion_tui.supervisor import channel
-from legion_tui.supervisor.process import ChildProcess, spawn_child
-from legion_tui.supervisor.rpc import RpcClient
+from legion_tui.supervisor.backends.pi.rpc import RpcClient
+from legion_tui.supervisor.processes import channel
+from legion_tui.supervisor.processes.process import ChildProcess, spawn_child
 
 # argv: how many events (-1: until stdin closes), the pause between them (s), and how
 # many bytes of padding the first one carries.

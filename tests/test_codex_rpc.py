@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from legion_tui.supervisor.backends.codex_rpc import METHOD_NOT_FOUND, JsonRpcClient
+from legion_tui.supervisor.backends.codex.rpc import METHOD_NOT_FOUND, JsonRpcClient
 from legion_tui.wire.names import RequestError
 
 

@@ -259,7 +259,7 @@ async def test_a_partly_failed_team_settles_not_ok_and_legion_run_exits_1(
 
 
 async def test_a_member_failure_a_sibling_superseded_keeps_the_team_ok(tmp_path: Path) -> None:
-    from legion_tui.supervisor.results import team_verdict
+    from legion_tui.supervisor.hearing.results import team_verdict
 
     said = {"ok": True, "reason": "shipped"}
     verdict = team_verdict(said, [("w1", "exited with status 1")], ["w1"])

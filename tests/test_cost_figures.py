@@ -12,7 +12,7 @@ from supervisor_helpers import hosted, settled, spawn_one
 from legion_tui.costs import fmt_usd
 from legion_tui.dashboard.app import make_app
 from legion_tui.supervisor.core import ROOT_ID, RootOperations
-from legion_tui.supervisor.status import render_status
+from legion_tui.supervisor.hearing.status import render_status
 from legion_tui.widgets.tree import plan_columns
 from legion_tui.widgets.tree_rows import fmt_tokens
 

@@ -29,12 +29,12 @@ import pytest
 from process_helpers import by_env, holds_a_line, proc_state, until
 from supervisor_helpers import LEGION, cli_env
 
-from legion_tui.supervisor import cgroups
-from legion_tui.supervisor.procfs import environ_of, stat_of
+from legion_tui.supervisor.processes import cgroups
+from legion_tui.supervisor.processes.procfs import environ_of, stat_of
 from legion_tui.wire.names import ENV_NO_CGROUP
 
 PROBE = "LEGION_TEST_PROBE"  # every process of a test's host carries it (inherited env)
-WATCHDOG = b"legion_tui.supervisor.watchdog"
+WATCHDOG = b"legion_tui.supervisor.processes.watchdog"
 MODES = ["cgroup", "no-cgroup"]
 
 # Ten descendants of every kind an agent leaves, five of them in sessions of their own
@@ -77,7 +77,7 @@ HOST = textwrap.dedent(
     """
     import asyncio, sys
     from pathlib import Path
-    from legion_tui.supervisor import containment
+    from legion_tui.supervisor.processes import containment
     from legion_tui.supervisor.core import ROOT_ID, ChildRequest, Supervisor
 
     async def main():

@@ -10,7 +10,7 @@ from pathlib import Path
 from supervisor_helpers import STUCK, hosted, settled, spawn_one, until
 
 from legion_tui.supervisor.core import ROOT_ID
-from legion_tui.supervisor.results import (
+from legion_tui.supervisor.hearing.results import (
     ENTRY_BYTES,
     TOTAL_BYTES,
     FinishedResults,

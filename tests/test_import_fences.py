@@ -57,7 +57,7 @@ WIRE_ONLY = ("socket", "random")
 RENDERED_FORBIDDEN = (
     "textual", "numpy", "aiosqlite", "psutil", "asyncio", "legion_tui.widgets", *WIRE_ONLY,
     # spawn's admission rules and the role cards are the supervisor's to apply
-    "legion_tui.supervisor.admission", "legion_tui.agents",
+    "legion_tui.supervisor.life.admission", "legion_tui.agents",
 )  # fmt: skip
 # ... nor the model's records (`dataclasses`, and `inspect` with it: ~15 ms of a verb):
 # a verb prints a document's fields; the closed sets (`--kind`'s choices) come without.
@@ -65,7 +65,9 @@ RECORDS = ("dataclasses", "legion_tui.model_records")
 VERB_FORBIDDEN = (*RENDERED_FORBIDDEN, *RECORDS)
 # `spawn --name` checks the name against the wire's NAME_PATTERN, which the supervisor's
 # naming compiles too — not through `naming` (logging, `legion_tui.ops` and its dataclass).
-SPAWN_FORBIDDEN = (*VERB_FORBIDDEN, "logging", "legion_tui.ops", "legion_tui.supervisor.naming")
+SPAWN_FORBIDDEN = (
+    *VERB_FORBIDDEN, "logging", "legion_tui.ops", "legion_tui.supervisor.state.naming",
+)
 # A user's shell finds the live run in ./.legion first (`supervisor.runs`, which looks at
 # the host's pid in /proc): the UI, numpy, the ledger's driver, psutil and asyncio stay out,
 # and so do the records (the run's pointer and a /proc stat are NamedTuples).
@@ -149,7 +151,7 @@ def test_the_verbs_named_tuples_hold_real_types_not_strings() -> None:
     from legion_tui.commands import Command
     from legion_tui.costs import Spend
     from legion_tui.runs.folder import RunInfo
-    from legion_tui.supervisor.procfs import ProcStat
+    from legion_tui.supervisor.processes.procfs import ProcStat
 
     for record in (Command, Spend, ProcStat, RunInfo):
         strings = [

@@ -26,8 +26,8 @@ from supervisor_helpers import until
 
 from legion_tui.model import Node, NodeStatus
 from legion_tui.state import LegionModel
-from legion_tui.supervisor.notices import Notices
-from legion_tui.supervisor.results import FinishedResults, Result
+from legion_tui.supervisor.hearing.notices import Notices
+from legion_tui.supervisor.hearing.results import FinishedResults, Result
 
 LEAD, A, B = "lead", "a", "b"
 

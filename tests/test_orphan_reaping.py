@@ -9,7 +9,7 @@ from pathlib import Path
 
 from supervisor_helpers import hosted, spawn_one, until
 
-from legion_tui.supervisor import orphans
+from legion_tui.supervisor.processes import orphans
 
 HELPERS = 200
 

@@ -22,7 +22,7 @@ from typing import Any
 import pytest
 from process_helpers import until
 
-from legion_tui.supervisor.process import spawn_child
+from legion_tui.supervisor.processes.process import spawn_child
 
 pytestmark = pytest.mark.skipif(
     not hasattr(asyncio, "ThreadedChildWatcher"), reason="child watchers are gone (3.14+)"

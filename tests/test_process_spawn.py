@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from process_helpers import gone, unique_run_id, until
 
-from legion_tui.supervisor.process import (
+from legion_tui.supervisor.processes.process import (
     death_signal_prefix,
     marker_env,
     reap,
@@ -23,8 +23,8 @@ RUN_ID = unique_run_id("spawn")
 HOST = r"""
 import asyncio, os, sys
 from pathlib import Path
-import legion_tui.supervisor.process as process
-from legion_tui.supervisor.process import marker_env, spawn_child
+import legion_tui.supervisor.processes.process as process
+from legion_tui.supervisor.processes.process import marker_env, spawn_child
 
 if sys.argv[2] == "python":
     process.death_signal_prefix = process.python_launcher_prefix
@@ -89,7 +89,7 @@ async def test_exit_is_learned_although_a_grandchild_holds_the_pipe(tmp_path: Pa
         pipes=True,
     )
     assert await child.wait(10.0) == 0
-    from legion_tui.supervisor.sweep import sweep
+    from legion_tui.supervisor.processes.sweep import sweep
 
     report = await sweep(root_pid=None, pgid=child.pgid, run_id=RUN_ID, node_ids={"n1"}, force=True)
     assert report.survivors == []

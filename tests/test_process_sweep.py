@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 from process_helpers import TREE_AGENT, marked, our_zombies, unique_run_id, until
 
-from legion_tui.supervisor.process import ChildProcess, marker_env, spawn_child
-from legion_tui.supervisor.sweep import marked_pids, sweep
+from legion_tui.supervisor.processes.process import ChildProcess, marker_env, spawn_child
+from legion_tui.supervisor.processes.sweep import marked_pids, sweep
 
 
 async def _spawn_tree(tmp_path: Path, run_id: str, node_id: str) -> ChildProcess:

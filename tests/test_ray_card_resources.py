@@ -10,7 +10,7 @@ import pytest
 
 from legion_tui.agents.cards import CardError, load_cards, parse_card
 from legion_tui.settings import ClusterSettings
-from legion_tui.supervisor.backends.ray_cluster import actor_options
+from legion_tui.supervisor.backends.ray.cluster import actor_options
 
 PATH = ".legion/agents/builder.md"
 

@@ -19,9 +19,9 @@ from legion_tui.git.worktree import create_sandbox_repo
 from legion_tui.model import EventType, NodeStatus
 from legion_tui.phases import DEFAULT_MACHINE
 from legion_tui.sim.script import SANDBOX_FILES
-from legion_tui.supervisor.backends.ray_handle import RayHandle
-from legion_tui.supervisor.continuity import NODE_LOST_REASON
+from legion_tui.supervisor.backends.ray.handle import RayHandle
 from legion_tui.supervisor.core import ROOT_ID
+from legion_tui.supervisor.life.continuity import NODE_LOST_REASON
 
 pytestmark = pytest.mark.timeout(180)
 

@@ -32,7 +32,7 @@ from supervisor_helpers import STUCK
 
 from legion_tui.settings import ClusterSettings
 from legion_tui.supervisor.backend import LaunchSpec
-from legion_tui.supervisor.backends.ray_handle import RayHandle
+from legion_tui.supervisor.backends.ray.handle import RayHandle
 
 pytestmark = pytest.mark.timeout(240)
 

@@ -39,7 +39,7 @@ from supervisor_helpers import GIT_ENV, LEGION
 
 from legion_tui.model import EventType, MailState, Node, NodeStatus
 from legion_tui.session.reader import read_session
-from legion_tui.supervisor.backends.claude_handle import NOTIFICATION_TURN_BOUND
+from legion_tui.supervisor.backends.claude.handle import NOTIFICATION_TURN_BOUND
 from legion_tui.supervisor.backends.common import RESUME_PROMPT
 from legion_tui.supervisor.core import ROOT_ID, ChildRequest, Supervisor
 
@@ -450,7 +450,7 @@ async def test_api_error_fails_the_node_with_the_apis_message(world: ClaudeLegio
 # ----- the flags a card gives are left alone ----------------------------------------------
 def test_claude_argv_adds_only_what_the_card_did_not_give(tmp_path: Path) -> None:
     from legion_tui.supervisor.backend import LaunchSpec
-    from legion_tui.supervisor.backends.claude_handle import claude_argv
+    from legion_tui.supervisor.backends.claude.handle import claude_argv
 
     def spec(command: list[str] | None, **kw: object) -> LaunchSpec:
         return LaunchSpec(

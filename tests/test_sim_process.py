@@ -12,8 +12,8 @@ from pathlib import Path
 from process_helpers import launch_spec, marked, until
 
 from legion_tui.supervisor.backend import LaunchSpec
+from legion_tui.supervisor.backends.pi.handle import RpcHandle
 from legion_tui.supervisor.backends.registry import make_handle
-from legion_tui.supervisor.backends.rpc_handle import RpcHandle
 
 # Fast everywhere except the stall: at speed 40 the stall bash call lasts 90 s.
 BEHAVIOUR = {"stall_seconds": 3600}

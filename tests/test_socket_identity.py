@@ -15,7 +15,7 @@ from supervisor_helpers import hosted, run_cli, spawn_one, stuck_worker, until
 
 from legion_tui.model import NodeStatus
 from legion_tui.supervisor.core import ROOT_ID
-from legion_tui.supervisor.identity import Peer, caller_of
+from legion_tui.supervisor.socket.identity import Peer, caller_of
 
 LEGION = f"{sys.executable} -m legion_tui.cli"
 

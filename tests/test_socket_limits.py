@@ -28,7 +28,7 @@ from typing import Any
 import pytest
 from supervisor_helpers import LEGION, cli_env, hosted, run_cli, until
 
-from legion_tui.supervisor import intake
+from legion_tui.supervisor.socket import intake
 from legion_tui.wire.client import LegionClient
 from legion_tui.wire.names import RequestError
 
@@ -45,7 +45,7 @@ if nofile:
     hard = resource.getrlimit(resource.RLIMIT_NOFILE)[1]
     resource.setrlimit(resource.RLIMIT_NOFILE, (nofile, hard))
 
-from legion_tui.supervisor import intake
+from legion_tui.supervisor.socket import intake
 from legion_tui.supervisor.core import ROOT_ID, ChildRequest, Supervisor
 
 intake.DEFAULT_LIMITS = dataclasses.replace(intake.DEFAULT_LIMITS, idle_seconds=idle)

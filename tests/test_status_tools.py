@@ -7,7 +7,7 @@ from dataclasses import replace
 
 from legion_tui.model import InFlightTool, Node, NodeStatus
 from legion_tui.session.progress import SessionProgress
-from legion_tui.supervisor.status import (
+from legion_tui.supervisor.hearing.status import (
     in_flight_suffix,
     render_status,
     status_document,

@@ -18,7 +18,7 @@ from legion_tui.model import EventType, NodeStatus
 from legion_tui.ops import OpError
 from legion_tui.runs.catalog import SessionBusy
 from legion_tui.supervisor.core import ROOT_ID, Supervisor
-from legion_tui.supervisor.sweep import marked_pids
+from legion_tui.supervisor.processes.sweep import marked_pids
 
 MACHINE = {
     "phases": [

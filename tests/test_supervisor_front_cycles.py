@@ -9,9 +9,9 @@ from test_import_fences import _import_cycles
 
 FRONT = {
     "legion_tui.supervisor.core",
-    "legion_tui.supervisor.server",
-    "legion_tui.supervisor.server_ops",
-    "legion_tui.supervisor.dispatch",
+    "legion_tui.supervisor.socket.server",
+    "legion_tui.supervisor.socket.server_ops",
+    "legion_tui.supervisor.socket.dispatch",
     "legion_tui.supervisor.front",
     "legion_tui.supervisor.root_ops",
 }

@@ -13,7 +13,7 @@ from supervisor_helpers import hosted, settled, spawn_one, stuck_worker, until
 from legion_tui.model import EventType, NodeStatus
 from legion_tui.ops import OpError
 from legion_tui.supervisor.core import ROOT_ID
-from legion_tui.supervisor.status import render_status
+from legion_tui.supervisor.hearing.status import render_status
 from legion_tui.widgets.tree_rows import Activity, activity
 
 

@@ -14,8 +14,8 @@ from supervisor_helpers import STUCK, hosted, until
 
 from legion_tui.model import NodeStatus
 from legion_tui.ops import OpError
-from legion_tui.supervisor import launching
 from legion_tui.supervisor.core import ROOT_ID, ChildRequest, Supervisor
+from legion_tui.supervisor.life import launching
 
 
 def _node_named(sup: Supervisor, name: str) -> str | None:

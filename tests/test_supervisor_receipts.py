@@ -111,7 +111,7 @@ async def test_abort_without_a_queue_has_no_dropped_suffix(tmp_path: Path) -> No
         _, receipt = await sup.abort(ROOT_ID, "w", keep_queue=True)
         assert receipt == "Aborted w's current turn (context kept; partial edits may remain)"
         # Live, idle, context kept: status says how to go on.
-        from legion_tui.supervisor.status import render_status
+        from legion_tui.supervisor.hearing.status import render_status
 
         block = render_status(sup.status(ROOT_ID, "w")).split("\n\n")[1].splitlines()
         assert block[1] == "  running · idle, no turn running (steer w to continue)"
@@ -180,7 +180,7 @@ async def test_status_leads_with_the_activity_and_marks_a_stall(tmp_path: Path) 
     """The sim replays a history whose bash call began 7 minutes before its launch: status
     counts the call from the launch (as the dashboard does), and marks a stall once the
     call has really run that long — the same document read 7 minutes later."""
-    from legion_tui.supervisor.status import render_status, status_document
+    from legion_tui.supervisor.hearing.status import render_status, status_document
 
     async with hosted(tmp_path) as sup:
         team = {"history_seconds": 420.0, "stall_seconds": 1e7}

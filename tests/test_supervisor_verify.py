@@ -13,7 +13,7 @@ from supervisor_helpers import STUCK, hosted, spawn_one, until
 from legion_tui.model import EventType, NodeStatus
 from legion_tui.ops import OpError
 from legion_tui.supervisor.core import ROOT_ID, Supervisor
-from legion_tui.supervisor.sweep import marked_pids
+from legion_tui.supervisor.processes.sweep import marked_pids
 
 GATED = {
     "phases": [
@@ -64,7 +64,7 @@ async def test_a_stop_during_verification_ends_it_and_keeps_the_team_aborted(
 async def test_a_verification_that_passes_after_the_stop_writes_no_move(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from legion_tui.supervisor import verify
+    from legion_tui.supervisor.teams.teams import verify
 
     gate, entered = asyncio.Event(), asyncio.Event()
     real = verify.verify_contract

@@ -15,7 +15,7 @@ from collections.abc import Awaitable, Callable
 
 import pytest
 
-from legion_tui.supervisor.orphans import OrphanReaper
+from legion_tui.supervisor.processes.orphans import OrphanReaper
 from legion_tui.timeouts import within
 
 Bounded = Callable[[Awaitable[bool], float], Awaitable[bool]]

@@ -13,7 +13,7 @@ import pytest
 
 from legion_tui.phases.builtin import DEFAULT_MACHINE
 from legion_tui.phases.load import parse_machine
-from legion_tui.supervisor.verify import (
+from legion_tui.supervisor.teams.verify import (
     VerificationResult,
     needs_verification,
     run_verification,

@@ -86,7 +86,7 @@ def attach_argv(
     kind: Kind, name: str, link: Path, command: Sequence[str], cwd: Path, *, path: str | None
 ) -> tuple[tuple[str, ...], Path]:
     """The UI's argv and the session file it continues, or AttachRefused."""
-    from legion_tui.supervisor.backends.codex_handle import rollout_thread_id
+    from legion_tui.supervisor.backends.codex.handle import rollout_thread_id
     from legion_tui.supervisor.backends.common import find_program
 
     if kind == "sim":

@@ -270,7 +270,7 @@ def _status_args(p: argparse.ArgumentParser) -> None:
 def _offline_doc(session: str | None) -> dict[str, Any] | None:
     """The newest run's status from its ledger + session files, read-only."""
     from legion_tui.runs.catalog import find_project_dir, newest_run, owner_alive
-    from legion_tui.supervisor.status import offline_status
+    from legion_tui.supervisor.hearing.status import offline_status
 
     project = find_project_dir(Path.cwd())
     info = newest_run(project, session)
@@ -315,7 +315,7 @@ def _status_or_tree(verb: str) -> Callable[[argparse.Namespace], int]:
         elif args.json:
             print(json.dumps(doc, ensure_ascii=False))
         else:  # the model's words and glyphs: imported only to print them
-            from legion_tui.supervisor.status import render_status, tree_rows_from_doc
+            from legion_tui.supervisor.hearing.status import render_status, tree_rows_from_doc
 
             print(tree_rows_from_doc(doc) if verb == "tree" else render_status(doc))
         return 0

@@ -100,7 +100,7 @@ def task_of(args: argparse.Namespace) -> str:
     """`task_text`, checked as a spawn checks it — for `legion run`, which must refuse
     before its host exists; a problem raises ValueError with the message to print."""
     from legion_tui.ops import OpError
-    from legion_tui.supervisor.admission import check_task
+    from legion_tui.supervisor.life.admission import check_task
 
     task = task_text(args)
     try:

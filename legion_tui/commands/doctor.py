@@ -27,7 +27,7 @@ from legion_tui.commands import Command
 if TYPE_CHECKING:  # cards pull in yaml; keep `legion --help` light
     from legion_tui.agents.cards import CardSet
     from legion_tui.supervisor.backends.dry_starts import StartProbe
-    from legion_tui.supervisor.backends.pi_cli import PiVersion
+    from legion_tui.supervisor.backends.pi.cli import PiVersion
 
 Severity = Literal["problem", "warning"]
 
@@ -204,7 +204,7 @@ def check_agent_starts(report: Report) -> None:
         codex_dry_start,
         pi_dry_start,
     )
-    from legion_tui.supervisor.backends.pi_cli import pi_version
+    from legion_tui.supervisor.backends.pi.cli import pi_version
 
     starts = {"pi": pi_dry_start, "claude": claude_dry_start, "codex": codex_dry_start}
 

@@ -24,7 +24,7 @@ from legion_tui.wire.names import ROOT_ID, RequestError
 
 if TYPE_CHECKING:
     from legion_tui.agents.cards import CardSet
-    from legion_tui.supervisor.admission import ChildRequest
+    from legion_tui.supervisor.life.admission import ChildRequest
 
 READ_ONLY_CODE = "FORBIDDEN"
 READ_ONLY_REFUSAL = "403 Forbidden — read-only view: this operation needs the control token"

@@ -33,7 +33,7 @@ from legion_tui.runs.catalog import (
 )
 from legion_tui.session.progress import SessionProgress
 from legion_tui.state import LegionModel
-from legion_tui.supervisor.continuity import INTERRUPT_REASONS
+from legion_tui.supervisor.life.continuity import INTERRUPT_REASONS
 from legion_tui.timeouts import within
 
 # How often the ledger is looked at: a commit reaches the rows within this (an idle
@@ -95,7 +95,7 @@ class ViewFeed:
                 model.mark_interrupted(node_id, interrupted)
 
     def workspace(self, node_id: str) -> Workspace | None:
-        """The worktree `node_id` works in, as its host knows it (supervisor/teams.py): its
+        """The worktree `node_id` works in, as its host knows it (supervisor/teams/teams.py): its
         own or its nearest ancestor's, from the ledger's launch record."""
         view = self.model.nodes.get(node_id)
         while view is not None:

@@ -5,7 +5,7 @@ Written against narrow pieces of the supervisor (its `LegionModel`, its ledger, 
 find a node's `AgentHandle`) so that wiring it in is a few lines in the host:
 
     self.mail = MailService(self.ledger, self.model, self._handles.get)
-    register_op("mail", self.mail.op)            # legion_tui.supervisor.server
+    register_op("mail", self.mail.op)            # legion_tui.supervisor.socket.server
     self.mail.start()                            # …and `await self.mail.close()` on close
 
 and in `wait`: `result = await race_mail(self.mail.postman, caller_id, <the wait>)`.

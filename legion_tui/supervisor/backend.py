@@ -11,7 +11,7 @@ Five backends implement `AgentHandle`:
 - ``codex-app-server`` — ``codex app-server``, JSON-RPC over stdio (thread/turn methods).
 
 With ``[cluster] engine = "ray"`` a sim or exec agent runs under its process backend
-inside a Ray actor on some cluster node instead (``backends/ray_handle.py``).
+inside a Ray actor on some cluster node instead (``ray.handle.py``).
 
 `backend_for` names the one a launch spec's kind and ``isolate`` flag get. This module is
 the contract only: it imports no backend (they all import it). The handles are built by

@@ -26,37 +26,37 @@ from legion_tui.model import Node
 from legion_tui.runs import catalog as runs
 from legion_tui.session.progress import SessionProgress
 from legion_tui.state import Clock, LegionModel
-from legion_tui.supervisor.admission import Admission
-from legion_tui.supervisor.blocking import Blocking
-from legion_tui.supervisor.budget import BudgetWatch, run_limit
-from legion_tui.supervisor.continuity import Continuity
-from legion_tui.supervisor.control import Control
-from legion_tui.supervisor.endings import Endings
+from legion_tui.supervisor.hearing.blocking import Blocking
+from legion_tui.supervisor.hearing.budget import BudgetWatch, run_limit
+from legion_tui.supervisor.hearing.endings import Endings
+from legion_tui.supervisor.hearing.notices import Notices
+from legion_tui.supervisor.hearing.queries import Queries
+from legion_tui.supervisor.hearing.results import FinishedResults
 from legion_tui.supervisor.host_settings import read_host_settings
-from legion_tui.supervisor.launching import Launcher
-from legion_tui.supervisor.lifecycle import Lifecycle
-from legion_tui.supervisor.naming import ROOT_ID, Names
-from legion_tui.supervisor.node_loss import NodeLoss
-from legion_tui.supervisor.notices import Notices
-from legion_tui.supervisor.orphans import OrphanReaper
-from legion_tui.supervisor.phase_watch import PhaseWatch
-from legion_tui.supervisor.progress_watch import ProgressWatch
-from legion_tui.supervisor.queries import Queries
-from legion_tui.supervisor.record import Record
-from legion_tui.supervisor.results import FinishedResults
+from legion_tui.supervisor.life.admission import Admission
+from legion_tui.supervisor.life.continuity import Continuity
+from legion_tui.supervisor.life.control import Control
+from legion_tui.supervisor.life.launching import Launcher
+from legion_tui.supervisor.life.lifecycle import Lifecycle
+from legion_tui.supervisor.life.node_loss import NodeLoss
+from legion_tui.supervisor.life.spawn_request import Budgets, ChildRequest
+from legion_tui.supervisor.life.stops import Stops
+from legion_tui.supervisor.processes.orphans import OrphanReaper
 from legion_tui.supervisor.root_ops import RootOperations
-from legion_tui.supervisor.roster import Roster
 from legion_tui.supervisor.services import Services
-from legion_tui.supervisor.spawn_request import Budgets, ChildRequest
-from legion_tui.supervisor.stops import Stops
-from legion_tui.supervisor.teams import Teams
+from legion_tui.supervisor.state.naming import ROOT_ID, Names
+from legion_tui.supervisor.state.progress_watch import ProgressWatch
+from legion_tui.supervisor.state.record import Record
+from legion_tui.supervisor.state.roster import Roster
+from legion_tui.supervisor.teams.phase_watch import PhaseWatch
+from legion_tui.supervisor.teams.teams import Teams
 
 if TYPE_CHECKING:
     from legion_tui.git.worktree import Worktree
     from legion_tui.ledger import Ledger
     from legion_tui.mail.service import MailService
     from legion_tui.phases.timeouts import PhaseClock
-    from legion_tui.supervisor.server import SupervisorServer
+    from legion_tui.supervisor.socket.server import SupervisorServer
 
 __all__ = ["ROOT_ID", "Budgets", "ChildRequest", "RootOperations", "StartFailed", "Supervisor"]
 
@@ -182,7 +182,7 @@ class Supervisor:
         self.model.announce(ROOT_ID, text)
 
     def _server(self) -> SupervisorServer:
-        from legion_tui.supervisor.server import SupervisorServer
+        from legion_tui.supervisor.socket.server import SupervisorServer
 
         return SupervisorServer(self)
 

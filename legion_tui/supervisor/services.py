@@ -23,10 +23,10 @@ if TYPE_CHECKING:
     from legion_tui.mail.service import Deliverable, EchoingLedger, MailService
     from legion_tui.runs.catalog import RunInfo
     from legion_tui.state import Clock, LegionModel
-    from legion_tui.supervisor.orphans import OrphanReaper
-    from legion_tui.supervisor.phase_watch import PhaseWatch
-    from legion_tui.supervisor.progress_watch import ProgressWatch
-    from legion_tui.supervisor.server import SupervisorServer
+    from legion_tui.supervisor.processes.orphans import OrphanReaper
+    from legion_tui.supervisor.socket.server import SupervisorServer
+    from legion_tui.supervisor.state.progress_watch import ProgressWatch
+    from legion_tui.supervisor.teams.phase_watch import PhaseWatch
 
 __all__ = ["Services"]
 

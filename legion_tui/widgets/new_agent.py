@@ -22,7 +22,7 @@ from textual.worker import Worker
 
 from legion_tui.agents.cards import CardSet
 from legion_tui.ops import OpError
-from legion_tui.supervisor.admission import ChildRequest
+from legion_tui.supervisor.life.admission import ChildRequest
 
 # What the form offers for the agent: `auto` lets the card and the settings decide.
 AGENT_KINDS: tuple[str, ...] = ("auto", "pi", "claude", "codex", "sim")

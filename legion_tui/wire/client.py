@@ -4,7 +4,7 @@ Request:  {"id": <int>, "op": "<op>", "from": "<caller node id>", ...fields}
 Reply:    {"id": <int>, "ok": true, "result": {...}}
       or  {"id": <int>, "ok": false, "error": {"code": "<CODE>", "message": "<text>"}}
 
-Ops and their fields (the server in `supervisor/server.py` is the authority):
+Ops and their fields (the server in `supervisor/socket/server.py` is the authority):
   spawn    children: [{role, task, name?, phases?, kind?, worktree?}]
            -> {nodes: [{id, name, path}], warnings?: [str]}
   wait     names: [str] | null, timeout: float | null                   -> {state, nodes: [...]}

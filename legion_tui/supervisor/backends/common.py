@@ -21,8 +21,8 @@ from legion_tui.supervisor.backend import (
     SteerOutcome,
     SweepReport,
 )
-from legion_tui.supervisor.process import ChildProcess, marker_env
-from legion_tui.supervisor.sweep import sweep
+from legion_tui.supervisor.processes.process import ChildProcess, marker_env
+from legion_tui.supervisor.processes.sweep import sweep
 from legion_tui.timeouts import within
 
 __all__ = [

@@ -26,9 +26,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from legion_tui.supervisor.backends.codex_rpc import JsonRpcClient
+from legion_tui.supervisor.backends.codex.rpc import JsonRpcClient
 from legion_tui.supervisor.backends.common import has_option, option_value
-from legion_tui.supervisor.backends.pi_cli import VERSION_BOUND
+from legion_tui.supervisor.backends.pi.cli import VERSION_BOUND
 from legion_tui.timeouts import within
 from legion_tui.wire.lines import lines_of
 from legion_tui.wire.names import RequestError

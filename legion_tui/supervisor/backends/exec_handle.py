@@ -36,9 +36,9 @@ from legion_tui.supervisor.backends.common import (
     require_executable,
     resolve_argv,
 )
-from legion_tui.supervisor.process import ChildProcess, spawn_child
-from legion_tui.supervisor.pty_terminal import LineSink, PtyTerminal
-from legion_tui.supervisor.tty_wait import reading_terminal
+from legion_tui.supervisor.processes.process import ChildProcess, spawn_child
+from legion_tui.supervisor.processes.pty_terminal import LineSink, PtyTerminal
+from legion_tui.supervisor.processes.tty_wait import reading_terminal
 
 __all__ = ["ExecHandle"]
 

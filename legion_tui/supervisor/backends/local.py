@@ -2,7 +2,7 @@
 
 The concrete classes are imported when asked for: importing this module (the supervisor
 core does, through `registry`) pulls in no process layer, and a Ray worker
-(`ray_actor`) builds its one agent's handle here without the Ray side of the registry.
+(`ray.actor`) builds its one agent's handle here without the Ray side of the registry.
 """
 
 from __future__ import annotations
@@ -29,17 +29,17 @@ def build(
 
         return InProcessHandle(spec)
     if backend == "claude-stream":
-        from legion_tui.supervisor.backends.claude_handle import ClaudeHandle
+        from legion_tui.supervisor.backends.claude.handle import ClaudeHandle
 
         return ClaudeHandle(spec, on_stream=on_stream, on_input=on_input)
     if backend == "codex-app-server":
-        from legion_tui.supervisor.backends.codex_handle import CodexHandle
+        from legion_tui.supervisor.backends.codex.handle import CodexHandle
 
         return CodexHandle(spec, on_stream=on_stream, on_input=on_input)
     if spec.kind == "exec":
         from legion_tui.supervisor.backends.exec_handle import ExecHandle
 
         return ExecHandle(spec, on_line=on_line, on_input=on_input)
-    from legion_tui.supervisor.backends.rpc_handle import RpcHandle
+    from legion_tui.supervisor.backends.pi.handle import RpcHandle
 
     return RpcHandle(spec, backend, on_stream=on_stream, on_input=on_input)

@@ -1,5 +1,5 @@
 """`make_handle`: the handle a launch spec gets — on this machine (`local.build`) or, with
-`[cluster] engine = "ray"`, in a Ray actor on some cluster node (`ray_handle`).
+`[cluster] engine = "ray"`, in a Ray actor on some cluster node (`ray.handle`).
 
 The contract (`backend`) knows no backend; every backend imports the contract. Callers
 that build handles import them from here, so the dependency runs one way.
@@ -36,13 +36,13 @@ def make_handle(
     `on_input` the question the agent waits on its user for, and None once it is
     answered (`backends.asking`; the next steer is the answer).
     `cluster` with engine "ray": the agent runs in a Ray actor on some node
-    (`backends/ray_handle.py`) and the three hooks hear what its handle on the node
+    (`ray.handle.py`) and the three hooks hear what its handle on the node
     heard, by the mirror's pulls; `on_lost` hears, once, that its node died.
     """
     if cluster is not None and cluster.engine == "ray":
         # Imported only for a Ray run, like the local handles: not at the core's import.
-        from legion_tui.supervisor.backends.ray_handle import RayHandle
-        from legion_tui.supervisor.backends.ray_mirror import LiveHooks
+        from legion_tui.supervisor.backends.ray.handle import RayHandle
+        from legion_tui.supervisor.backends.ray.mirror import LiveHooks
 
         live = LiveHooks(on_stream, on_line, on_input)
         return RayHandle(spec, cluster, on_lost=on_lost, live=live)

@@ -1,0 +1,2 @@
+"""Claude Code over stream-json: the handle (`handle`), the stream (`stream`), its argv
+(`argv`)."""

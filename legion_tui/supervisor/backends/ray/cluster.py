@@ -1,0 +1,87 @@
+"""The Ray cluster a run's agents go to (issue 15): the host's one connection to it, the
+actor class every agent's actor is made from, and what an actor asks of a node.
+
+An actor asks for the role card's `resources:` (`LaunchSpec.resources`, Ray's names as
+the card load checked them), else the settings' `numCpus` and `[cluster.resources]`,
+and is spread over the nodes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from legion_tui.settings import ClusterSettings
+from legion_tui.supervisor.backend import LaunchSpec
+from legion_tui.supervisor.backends.ray.actor import NodeAgent, Shipment
+
+__all__ = ["actor_options", "asked_for", "connect", "create_actor"]
+
+_actor_class: Any = None
+
+# Ray takes these two as keywords; every other name is a custom resource.
+_RAY_KEYWORDS = {"CPU": "num_cpus", "GPU": "num_gpus"}
+
+
+def connect(cluster: ClusterSettings) -> Any:
+    """Ray, connected to the cluster the settings name (once per process)."""
+    global _actor_class
+    try:
+        import ray
+    except ImportError as err:
+        raise RuntimeError(
+            '[cluster] engine = "ray" needs Ray: pip install "legion-tui[ray]"'
+        ) from err
+    if not ray.is_initialized():
+        # Blocks the host's loop for the connection (≈1 s, once): ray.init must run on
+        # the main thread.
+        try:
+            ray.init(address=cluster.address, log_to_driver=False)
+        except Exception as err:  # Ray Client says only "ray client connection timeout"
+            raise RuntimeError(
+                f"cannot reach the Ray cluster at {cluster.address}: {err}"
+            ) from err
+    if _actor_class is None:
+        _actor_class = ray.remote(max_restarts=0, max_task_retries=0)(NodeAgent)
+    return ray
+
+
+def create_actor(
+    ray: Any, options: Mapping[str, Any], spec: LaunchSpec, shipment: Shipment
+) -> Any:
+    """A `NodeAgent` actor for `spec` (Ray queues it until some node has room); call
+    `connect` first."""
+    assert _actor_class is not None, "connect() first"
+    return _actor_class.options(**options).remote(spec, ray.put(shipment))
+
+
+def actor_options(
+    cluster: ClusterSettings, resources: Mapping[str, float] | None
+) -> dict[str, Any]:
+    """The actor's Ray options: the role card's `resources:` (CPU, GPU and custom
+    names, as the card load checked them), else the settings' `numCpus` and
+    `[cluster.resources]`; spread over the nodes."""
+    options: dict[str, Any] = {
+        "scheduling_strategy": "SPREAD",  # a legion's agents over all the nodes
+        "num_cpus": cluster.num_cpus,  # unless the card names its CPUs
+    }
+    asked = cluster.resources if resources is None else resources
+    custom = {name: amount for name, amount in asked.items() if name not in _RAY_KEYWORDS}
+    for name, keyword in _RAY_KEYWORDS.items():
+        if name in asked:
+            options[keyword] = asked[name]
+    if custom:
+        options["resources"] = custom
+    return options
+
+
+def asked_for(options: Mapping[str, Any]) -> str:
+    """`2 CPUs, 1 GPU and {'box': 1.0}`: what an actor asked for, for a refusal."""
+    cpus = options.get("num_cpus", 1)
+    parts = [f"{cpus:g} CPU{'' if cpus == 1 else 's'}"]
+    gpus = options.get("num_gpus")
+    if gpus:
+        parts.append(f"{gpus:g} GPU{'' if gpus == 1 else 's'}")
+    if options.get("resources"):
+        parts.append(str(options["resources"]))
+    return ", ".join(parts[:-1]) + " and " + parts[-1] if len(parts) > 1 else parts[0]

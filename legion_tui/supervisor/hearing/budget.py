@@ -1,0 +1,141 @@
+"""Dollar budgets (issue 12 item 6): a subtree that spends past its budget is stopped.
+
+A budget belongs to a node — `--budget-usd` on `legion run` / `legion spawn` (the spawn
+request's `budgetUsd`), else its card's `budgetUsd` — and covers the node and everything
+below it; `[budget] usd` in .legion/settings.toml covers the whole run. Spending is what
+the sessions say (`costs`: the same sums as the header and `legion status`). On every
+model change the nodes that changed and their ancestors are looked at; the first time a
+budget is passed its subtree is stopped through the supervisor's own stop (children
+first, as any stop), a `budget_exceeded` event records which budget, the spent figure,
+the limit and the stop's receipt, and the user is told (root's announcement: a toast).
+Each budget trips once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from legion_tui.costs import fmt_usd, total_spend
+from legion_tui.model import EventType
+from legion_tui.ops import OpError
+
+if TYPE_CHECKING:
+    from legion_tui.agents.cards import RoleCard
+    from legion_tui.state import LegionModel
+    from legion_tui.supervisor.life.admission import ChildRequest
+
+__all__ = ["RUN_BUDGET", "BudgetWatch", "Limit", "budget_exceeded", "run_limit"]
+
+log = logging.getLogger(__name__)
+
+RUN_BUDGET = "[budget] usd in .legion/settings.toml"
+
+
+@dataclass(frozen=True, slots=True)
+class Limit:
+    usd: float
+    source: str  # which budget, as the receipt names it
+
+
+def run_limit(project_dir: Path) -> Limit | None:
+    from legion_tui.settings import load_settings
+
+    usd = load_settings(project_dir).settings.budget_usd
+    return None if usd is None else Limit(usd, RUN_BUDGET)
+
+
+def budget_exceeded(who: str, spent: float, limit: Limit, receipt: str) -> str:
+    """The honest receipt: which budget, what was spent, the limit, what the stop did."""
+    return (
+        f"Budget exceeded: {who} spent {fmt_usd(spent)} of {fmt_usd(limit.usd)} "
+        f"({limit.source}) — {receipt}"
+    )
+
+
+class BudgetWatch:
+    def __init__(
+        self,
+        model: LegionModel,
+        *,
+        stop: Callable[[str], Awaitable[str]],  # a node id, or "all": the stop's receipt
+        event: Callable[[str | None, EventType, dict[str, Any]], Awaitable[object]],
+        announce: Callable[[str], None],
+        closed: Callable[[], bool],
+        run: Limit | None = None,
+    ) -> None:
+        self._model = model
+        self._stop = stop
+        self._event = event
+        self._announce = announce
+        self._closed = closed
+        self._run = run
+        self._limits: dict[str, Limit] = {}
+        self._tripped: set[str] = set()  # node ids, and "" for the run's budget
+        self._tasks: set[asyncio.Task[None]] = set()
+        self._unsubscribe = model.subscribe(self._changed)
+
+    def track(self, node_id: str, req: ChildRequest | None, card: RoleCard | None) -> None:
+        """The node's budget at launch: the request's, else its card's."""
+        if req is not None and req.budget_usd is not None:
+            self._limits[node_id] = Limit(req.budget_usd, "--budget-usd")
+        elif card is not None and card.budget_usd is not None:
+            self._limits[node_id] = Limit(card.budget_usd, f"budgetUsd of card {card.name}")
+
+    def close(self) -> None:
+        self._unsubscribe()
+
+    def _changed(self, dirty: frozenset[str]) -> None:
+        if self._closed():
+            return
+        nodes = self._model.nodes
+        if self._run is not None and "" not in self._tripped:
+            spent = total_spend(view.progress for view in nodes.values()).usd
+            if spent > self._run.usd:
+                self._trip("", "the run", spent, self._run)
+        looked: set[str] = set()
+        for node_id in dirty:
+            current: str | None = node_id
+            while current is not None and current not in looked and current in nodes:
+                looked.add(current)
+                limit = self._limits.get(current)
+                if limit is not None and current not in self._tripped:
+                    spent = self._subtree_usd(current)
+                    if spent > limit.usd:
+                        name = nodes[current].node.name
+                        self._trip(current, f"{name} and its subtree", spent, limit)
+                current = nodes[current].node.parent_id
+
+    def _subtree_usd(self, node_id: str) -> float:
+        return total_spend(view.progress for view in self._walk(node_id)).usd
+
+    def _walk(self, node_id: str) -> Any:
+        yield self._model.nodes[node_id]
+        for view, _depth in self._model.walk(node_id):
+            yield view
+
+    def _trip(self, node_id: str, who: str, spent: float, limit: Limit) -> None:
+        self._tripped.add(node_id)
+        task = asyncio.get_running_loop().create_task(self._stop_over(node_id, who, spent, limit))
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def _stop_over(self, node_id: str, who: str, spent: float, limit: Limit) -> None:
+        try:
+            receipt = await self._stop(node_id or "all")
+        except OpError as err:
+            receipt = f"not stopped: {err.message}"
+        except Exception as err:  # the stop's failure is said, never swallowed
+            log.exception("the budget stop of %s failed", who)
+            receipt = f"the stop failed: {err}"
+        text = budget_exceeded(who, spent, limit, receipt)
+        data = {"budget": limit.source, "spent_usd": round(spent, 6), "limit_usd": limit.usd,
+                "receipt": receipt}  # fmt: skip
+        try:
+            await self._event(node_id or self._model.root_id, EventType.BUDGET_EXCEEDED, data)
+        finally:
+            self._announce(text)

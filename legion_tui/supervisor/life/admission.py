@@ -1,0 +1,322 @@
+"""Admission: a spawn batch becomes plans — cards, kinds, phase machines, names and
+budgets all decided and checked before any row, file or process exists. Nothing here
+writes a node; an over-budget batch leaves only its `budget_exceeded` event.
+
+What one child asks for, and the budgets, are `spawn_request.py`'s (their names are
+offered here too). Admission also knows the role cards: which card each node was made
+from (`card_of`), the card's depth cap, and the command a resumed node relaunches with.
+"""
+
+from __future__ import annotations
+
+import logging
+import secrets
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from legion_tui.agents.cards import CardSet, RoleCard
+from legion_tui.model import CARD_KINDS, EventType, Kind, Node, NodeStatus
+from legion_tui.ops import OpError
+from legion_tui.runs.folder import session_file
+from legion_tui.supervisor.backend import LaunchSpec, backend_for
+from legion_tui.supervisor.life.spawn_request import (
+    MAX_TASK_BYTES,
+    Budgets,
+    ChildRequest,
+    check_task,
+)
+from legion_tui.supervisor.state.naming import ROOT_ID
+
+if TYPE_CHECKING:
+    from legion_tui.agents.resolve import Launch
+    from legion_tui.runs.catalog import RunInfo
+    from legion_tui.state import Clock, LegionModel
+    from legion_tui.supervisor.state.naming import Names
+    from legion_tui.supervisor.state.record import Record
+
+__all__ = ["MAX_TASK_BYTES", "Admission", "Budgets", "ChildRequest", "Plan", "check_task"]
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(slots=True)
+class Plan:
+    """A validated child: everything decided before anything exists."""
+
+    node: Node
+    request: ChildRequest
+    card: str  # the role card's name (the node's `role` is the role the card plays)
+    command: list[str] | None
+    isolate: bool
+
+
+class Admission:
+    def __init__(
+        self,
+        model: LegionModel,
+        names: Names,
+        record: Record,
+        *,
+        run: RunInfo,
+        project_dir: Path,
+        socket_path: Path,
+        clock: Clock,
+        default_kind: str | None,
+        budgets: Callable[[], Budgets],
+        worktree_repo: Callable[[str], Path | None],
+    ) -> None:
+        self._model = model
+        self._names = names
+        self._record = record
+        self._run = run  # its id and folders: fixed for the run (a reopen keeps them)
+        self._project_dir = project_dir
+        self._socket_path = socket_path
+        self._clock = clock
+        # The kind `auto` cards get on this host, over `[agent] default`.
+        self._default_kind = default_kind
+        self._budgets = budgets
+        self._worktree_repo = worktree_repo  # the repository a centurion branches from
+        self.cards = CardSet({})  # the project's and the bundled role cards, once loaded
+        self.card_of: dict[str, str] = {}  # node id → role card name
+
+    def reload_cards(self) -> CardSet:
+        """Read the role cards again (bundled + `.legion/agents/`): a card added or edited
+        while the host runs counts from the next spawn on, without a restart."""
+        from legion_tui.agents.cards import load_cards
+
+        self.cards = load_cards(self._project_dir)
+        return self.cards
+
+    def card_name(self, node: Node) -> str:
+        return self.card_of.get(node.id, node.role)
+
+    def card_for(self, node: Node) -> RoleCard | None:
+        """The node's role card, None when no card of that name is loaded."""
+        card_name = self.card_name(node)
+        return self.cards.get(card_name) if card_name in self.cards else None
+
+    async def plan(self, caller: Node, requests: Sequence[ChildRequest]) -> list[Plan]:
+        is_root = caller.id == ROOT_ID
+        for req in requests:
+            check_task(req.task)
+        self.reload_cards()  # as they are on disk now: edited cards need no restart
+        from legion_tui.agents.cards import CardError
+        from legion_tui.phases import DeclarationRefused, check_centurion_dispatch
+
+        # `role` in a request names a role CARD; the card says which of the four roles
+        # the node plays (a project card `runner` may play `worker`).
+        cards: list[RoleCard] = []
+        for req in requests:
+            try:
+                cards.append(self.cards.get(req.role))
+            except CardError as err:
+                raise OpError("CARD", str(err)) from err
+        for card, req in zip(cards, requests, strict=True):
+            try:  # G1: only root dispatches a centurion
+                check_centurion_dispatch(
+                    card.role, caller_is_root=is_root, caller=caller.name, node=caller.path
+                )
+            except DeclarationRefused as err:
+                raise OpError("FORBIDDEN", str(err)) from err
+            if req.kind is not None and req.kind not in CARD_KINDS:
+                raise OpError("BAD_REQUEST", f"unknown kind {req.kind!r} (one of {CARD_KINDS})")
+        # `auto` → the agent that runs, decided before any row exists (a refusal spawns
+        # nothing); the node records the resolved kind.
+        launches = [
+            self._resolve(caller, card, req) for card, req in zip(cards, requests, strict=True)
+        ]
+        machines = [
+            _declared_machine(req, card, caller) for req, card in zip(requests, cards, strict=True)
+        ]
+        names = self._names.child_names(caller, requests)
+        await self.check_budgets(caller, len(requests))
+        plans: list[Plan] = []
+        now = self._clock()
+        from legion_tui.git.worktree import own_worktree
+        from legion_tui.settings import load_settings
+
+        per_agent = load_settings(self._project_dir).settings.worktree_per_agent
+        for req, card, name, (machine_json, start_phase), launch in zip(
+            requests, cards, names, machines, launches, strict=True
+        ):
+            kind = launch.kind
+            isolate = card.isolate if req.isolate is None else bool(req.isolate)
+            wants_tree = card.worktree if req.worktree is None else bool(req.worktree)
+            # A centurion owns a worktree, and so does an agent started from root on its
+            # own (`own_worktree`), only in a git repository; a process is what gives it
+            # its own cwd (SPEC §6.1).
+            repo = self._worktree_repo(kind)
+            own = own_worktree(is_root, card.role, req.worktree, per_agent)
+            if ((card.role == "centurion" and wants_tree) or own) and repo is not None:
+                isolate = isolate or (repo / ".git").exists()
+            node_id = f"{name}-{secrets.token_hex(3)}"
+            probe = LaunchSpec(
+                node_id=node_id,
+                run_id=self._run.run_id,
+                name=name,
+                role=card.role,
+                kind=kind,
+                task=req.task,
+                session_file=session_file(self._run.dir, node_id),
+                run_dir=self._run.dir,
+                cwd=self._project_dir,
+                socket_path=self._socket_path,
+                isolate=isolate,
+            )
+            node = Node(
+                id=node_id,
+                run_id=self._run.run_id,
+                parent_id=caller.id,
+                name=name,
+                path=f"{caller.path}/{name}",
+                role=card.role,
+                kind=kind,
+                backend=backend_for(probe),
+                status=NodeStatus.STARTING,
+                phase=start_phase,
+                phase_since=now if start_phase else None,
+                machine=machine_json,
+                session_file=str(probe.session_file),
+                task=req.task,
+                created_at=now,
+                updated_at=now,
+            )
+            plans.append(Plan(node, req, card.name, list(launch.command) or None, isolate))
+        return plans
+
+    def _resolve(self, caller: Node, card: RoleCard, req: ChildRequest) -> Launch:
+        """The kind and command one request runs (`agents.resolve`); NO_AGENT when an
+        `auto` launch has no agent. Settings are read now, so a fixed `[agent]` counts at
+        the next spawn without restarting the host."""
+        from legion_tui.agents.resolve import NoAgent, resolve_launch
+        from legion_tui.settings import AgentSettings, SettingsProblem, load_settings
+
+        agent = AgentSettings(self._default_kind)
+        problems: tuple[SettingsProblem, ...] = ()
+        if (req.kind or card.kind) == "auto" and self._default_kind is None:
+            result = load_settings(self._project_dir)
+            agent, problems = result.settings.agent, result.problems
+        try:
+            launch = resolve_launch(
+                card.kind,
+                card.command,
+                requested=req.kind,
+                agent=agent,
+                problems=problems,
+                simulated_parent=caller.simulated,
+                what=f"'{card.name}' (kind: auto)",
+                cwd=self._project_dir,
+            )
+        except NoAgent as err:
+            raise OpError("NO_AGENT", str(err)) from err
+        if launch.kind != "sim":
+            self._check_program(card, launch)
+        if launch.kind == "exec" and not launch.command:
+            # Refused here, before a row exists: a launch would only fail (and a node left
+            # `starting` would hold a budget slot for ever).
+            raise OpError(
+                "BAD_REQUEST",
+                f"'{card.name}' has no command, and kind exec runs one: give the card a "
+                "`command: [...]` (or choose another --kind); nothing was spawned",
+            )
+        return launch
+
+    def _check_program(self, card: RoleCard, launch: Launch) -> None:
+        """A command whose program is not there is refused now, before a row exists —
+        not a node that exists only to fail its launch."""
+        from legion_tui.supervisor.backends.common import find_program
+
+        if not launch.command and launch.kind not in ("pi", "claude", "codex"):
+            return  # exec without a command: refused below with its own reason
+        program = launch.command[0] if launch.command else launch.kind
+        if "{" in program:
+            return  # filled at launch (a placeholder names it): the launch will tell
+        if find_program(program, cwd=self._project_dir, path=None) is None:
+            raise OpError(
+                "NOT_FOUND",
+                f"'{card.name}' (kind {launch.kind}) runs {program!r}, which is not on PATH "
+                "(nor a file from the project): nothing was spawned",
+            )
+
+    def command_of(self, card_name: str, kind: Kind) -> list[str]:
+        """The command a resumed node relaunches with: its card's, or for an `auto` card
+        what `[agent]` gives that kind now (the node recorded the kind it resolved to)."""
+        if card_name not in self.cards:
+            return []
+        card = self.cards.get(card_name)
+        if card.kind != "auto":
+            return list(card.command)
+        from legion_tui.agents.resolve import configured_command
+        from legion_tui.settings import load_settings
+
+        return list(configured_command(load_settings(self._project_dir).settings.agent, kind))
+
+    async def check_budgets(self, caller: Node, count: int) -> None:
+        depth = self._names.depth(caller.id) + 1
+        live_children = sum(
+            1 for c in self._model.children(caller.id) if self._model.nodes[c].node.live
+        )
+        active = sum(1 for v in self._model.nodes.values() if v.node.live and v.node.id != ROOT_ID)
+        b = self._budgets()
+        problem: tuple[str, int, int] | None = None
+        if depth > b.max_depth:
+            problem = ("maxDepth", b.max_depth, depth)
+        elif live_children + count > b.max_children:
+            problem = ("maxChildrenPerNode", b.max_children, live_children + count)
+        elif active + count > b.max_active:
+            problem = ("maxActiveNodes", b.max_active, active + count)
+        else:
+            # A card's maxSubagentDepth caps how many levels of descendants may grow
+            # below a node of that role: 0 = it spawns nothing, 1 = children only.
+            view = self._model.nodes.get(caller.id)
+            while view is not None and view.node.id != ROOT_ID:
+                card_name = self.card_of.get(view.node.id, view.node.role)
+                cap = self._card_depth_cap(card_name)
+                if cap is not None and depth - self._names.depth(view.node.id) > cap:
+                    problem = (f"maxSubagentDepth of {card_name}", cap, depth)
+                    break
+                view = self._model.nodes.get(view.node.parent_id or "")
+        if problem is None:
+            return
+        budget, limit, wanted = problem
+        await self._record.event(
+            caller.id,
+            EventType.BUDGET_EXCEEDED,
+            {"budget": budget, "limit": limit, "requested": wanted, "children": count},
+        )
+        raise OpError(
+            "BUDGET",
+            f"over budget: {budget} is {limit}, this spawn would need {wanted}; "
+            "nothing was spawned",
+        )
+
+    def _card_depth_cap(self, card_name: str) -> int | None:
+        if card_name not in self.cards:
+            return None
+        cap: int = self.cards.get(card_name).max_subagent_depth
+        return cap
+
+
+def _declared_machine(
+    req: ChildRequest, card: RoleCard, caller: Node
+) -> tuple[str | None, str | None]:
+    """(machine JSON, start phase) of the machine the new node runs under, or (None, None).
+    G2–G4 (upstream centurion-declared-phases): only root passes phases, only for a
+    centurion, and the machine validates and reaches a terminal."""
+    from legion_tui.phases import DeclarationRefused, declared_machine
+
+    try:
+        machine = declared_machine(
+            req.phases,
+            role=card.role,  # the role the card plays (`lead` may play centurion), not its name
+            caller_is_root=caller.id == ROOT_ID,
+            caller=caller.path,
+            card_machine=card.phases,
+        )
+    except DeclarationRefused as err:
+        raise OpError("PHASES", str(err)) from err
+    if machine is None:
+        return None, None
+    return machine.to_json(), machine.start

@@ -1,0 +1,184 @@
+"""The control verbs on a node someone may control (SPEC §6.3, §6.6): stop, abort,
+steer, resume. Each resolves its target for the caller (`naming.Names.resolve`: a node
+controls only its own descendants, root controls everything) and answers with the
+receipt that says what really happened."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from legion_tui import receipts
+from legion_tui.model import EventType, Node, NodeStatus
+from legion_tui.ops import OpError
+from legion_tui.supervisor.backend import ABORT_BOUND, AgentHandle
+from legion_tui.supervisor.state.naming import ROOT_ID
+from legion_tui.supervisor.state.progress_watch import has_file
+
+if TYPE_CHECKING:
+    from legion_tui.state import LegionModel
+    from legion_tui.supervisor.hearing.notices import Notices
+    from legion_tui.supervisor.life.admission import Admission
+    from legion_tui.supervisor.life.launching import Launcher
+    from legion_tui.supervisor.life.lifecycle import Lifecycle
+    from legion_tui.supervisor.life.stops import Stops
+    from legion_tui.supervisor.state.naming import Names
+    from legion_tui.supervisor.state.record import Record
+    from legion_tui.supervisor.state.roster import Roster
+    from legion_tui.supervisor.teams.teams import Teams
+
+__all__ = ["Control"]
+
+log = logging.getLogger(__name__)
+
+
+class Control:
+    def __init__(
+        self,
+        model: LegionModel,
+        names: Names,
+        record: Record,
+        roster: Roster,
+        stops: Stops,
+        notices: Notices,
+        lifecycle: Lifecycle,
+        admission: Admission,
+        teams: Teams,
+        launcher: Launcher,
+        *,
+        closed: Callable[[], bool],
+    ) -> None:
+        self._model = model
+        self._names = names
+        self._record = record
+        self._roster = roster
+        self._stops = stops
+        self._notices = notices
+        self._lifecycle = lifecycle
+        self._admission = admission
+        self._teams = teams
+        self._launcher = launcher
+        self._closed = closed  # the host is pausing: a failed resume leaves the stint be
+
+    async def stop(self, caller_id: str, name: str, *, force: bool = False) -> str:
+        """SPEC §6.3 stop: retire the node and its subtree, children first; the receipt
+        says what really happened. The receipt tells a parent of its own children's
+        ending; a stop by anyone else (root, the user) is told to the parent by notice."""
+        caller = self._names.caller(caller_id)
+        if name == "all":
+            told = list(self._model.children(caller.id))
+        else:
+            target = self._names.resolve(caller_id, name)
+            told = [target.id] if target.parent_id == caller.id else []
+        with self._notices.telling(told, "stop"):
+            return await self._stops.stop(caller_id, name, force=force)
+
+    def _controllable(self, caller_id: str, name: str, verb: str) -> tuple[Node, AgentHandle]:
+        target = self._names.resolve(caller_id, name)
+        if target.status is NodeStatus.RETIRED:
+            raise OpError("RETIRED", f"{verb} failed: {target.name} is retired")
+        handle = self._roster.handle(target.id)
+        if handle is None or (verb == "steer" and handle.exited is not None):
+            raise OpError(
+                "NOT_RUNNING",
+                f"{verb} failed: {target.name} has no running agent "
+                f"({target.status.value}; `legion resume {target.name}` starts it again)",
+            )
+        return target, handle
+
+    async def abort(
+        self, caller_id: str, name: str, *, keep_queue: bool = False
+    ) -> tuple[str, str]:
+        """(outcome, receipt) — exactly the three receipts of SPEC §6.3."""
+        target, handle = self._controllable(caller_id, name, "abort")
+        result = await handle.abort(keep_queue=keep_queue, bound=ABORT_BOUND)
+        await self._record.event(
+            target.id,
+            EventType.NODE_ABORTED,
+            {"name": target.name, "outcome": result.outcome, "dropped": result.dropped},
+        )
+        if result.outcome == "interrupted" and result.exited is not None:
+            return result.outcome, receipts.aborted_command(target.name, result.exited)
+        if result.outcome == "interrupted":
+            return result.outcome, receipts.aborted(target.name, result.dropped)
+        if result.outcome == "no-turn":
+            return result.outcome, receipts.nothing_to_abort(target.name)
+        return result.outcome, receipts.abort_timeout(target.name, ABORT_BOUND)
+
+    async def steer(self, caller_id: str, name: str, text: str) -> tuple[str, str]:
+        """(outcome, receipt): queued for the next turn boundary, accepted (a turn
+        started), or intercepted."""
+        target, handle = self._controllable(caller_id, name, "steer")
+        outcome = await handle.steer(text)
+        await self._record.event(target.id, EventType.NODE_STEERED, {"outcome": outcome})
+        if outcome == "accepted":
+            await self._lifecycle.turn_began(target.id)
+        return outcome, receipts.steered(target.name, outcome)
+
+    async def resume(self, caller_id: str, name: str) -> str:
+        """Resume an ended node on its old session file (SPEC §6.6); never automatic."""
+        target = self._names.resolve(caller_id, name)
+        roster = self._roster
+        if target.id in roster.resuming:
+            raise OpError("ALREADY_RUNNING", f"{target.name} is already resuming")
+        previous = roster.handle(target.id)
+        if (previous is not None and previous.exited is None) or (previous is None and target.live):
+            # A live node without a handle is being launched right now (spawn or resume).
+            raise OpError(
+                "ALREADY_RUNNING", f"{target.name} is {target.status.value}; steer it instead"
+            )
+        if target.id in roster.stopping and target.status is not NodeStatus.RETIRED:
+            raise OpError("STOPPING", f"{target.name} is being stopped; resume it after")
+        roster.resuming.add(target.id)
+        # Its last stop is over (it is retired, or never stopped): relaunching is allowed.
+        roster.stopping.discard(target.id)
+        try:
+            return await self._resume(target, previous)
+        finally:
+            roster.resuming.discard(target.id)
+
+    async def _resume(self, target: Node, previous: AgentHandle | None) -> str:
+        # Stopped before its agent wrote anything (pi writes its file only with its first
+        # answer): there is nothing to continue, so it starts again on the same task.
+        continues = has_file(target.session_file)
+        parent = self._model.nodes.get(target.parent_id or "")
+        if parent is not None and parent.node.id != ROOT_ID and not parent.node.live:
+            raise OpError(
+                "FORBIDDEN", f"resume {parent.node.name} first: {target.name}'s parent has ended"
+            )
+        if previous is not None:  # it exited (failed): sweep what is left, then relaunch
+            await self._sweep(target.id, previous)
+        node = await self._record.set_status(target.id, NodeStatus.STARTING, None, {}, error=None)
+        if node is None:  # it moved while the old agent was swept (a stop, a launch)
+            raise OpError("ALREADY_RUNNING", f"{target.name} changed while resuming; look again")
+        self._model.mark_interrupted(target.id, False)
+        card_name = self._admission.card_name(node)
+        command = self._admission.command_of(card_name, node.kind)
+        isolate = node.backend == "process" and node.kind == "sim"
+        before = await self._teams.revive_stint(node)
+        started = False
+        try:
+            started = await self._launcher.launch(
+                node, None, command or None, isolate, resume=continues
+            )
+        finally:
+            if before is not None and not started and not self._closed():
+                await self._teams.restore_stint(before)
+        if not continues:
+            return receipts.restarted(node.name)
+        return receipts.resumed(node.name, Path(node.session_file or ""))
+
+    async def _sweep(self, node_id: str, previous: AgentHandle) -> None:
+        """The exited agent's remains, before its relaunch."""
+        self._roster.detach(node_id)
+        # Its monitor must not judge the old agent's exit after the relaunch.
+        monitor = self._roster.unwatch(node_id)
+        if monitor is not None:
+            monitor.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await monitor
+        await previous.stop(force=True, grace=0.0)

@@ -1,0 +1,13 @@
+"""Why a node was retired, where `r` resumes it from: the reasons that leave it
+interrupted rather than ended (the host's exit, an orphan found on reopening, its cluster
+node lost). Read by the retire that writes the mark (`retires`), the reopening
+(`continuity`) and `legion status`."""
+
+from __future__ import annotations
+
+__all__ = ["INTERRUPT_REASONS", "NODE_LOST_REASON", "ORPHAN_REASON", "SHUTDOWN_REASON"]
+
+SHUTDOWN_REASON = "session-shutdown"
+ORPHAN_REASON = "orphaned"
+NODE_LOST_REASON = "node-lost"  # its cluster node died under it (life/node_loss.py)
+INTERRUPT_REASONS = frozenset({SHUTDOWN_REASON, ORPHAN_REASON, NODE_LOST_REASON})

@@ -1,0 +1,191 @@
+"""Stops: retire a node and its subtree, children first, and say what really happened.
+This module is the stop verb and its receipts; one node's retire is `retires.py`'s.
+
+A stop marks every live node of the subtree `stopping` in the roster before its first
+await (so nothing below spawns, settles or is launched while the levels under it are
+being ended), stops each agent (the sweep resolves only once it is done), ends any
+`legion-verify` commands the node runs, and only then writes `retired`.
+
+Each node's retire runs once: a second stop of a node whose retire is under way (a force
+stop during a graceful stop's grace, a parent's stop over a member's) joins it — a forced
+one escalates it to a forced sweep at once — and answers when it is done; one
+`node_retired`. A retire the ledger refuses (a full disk) still stands: the agent is
+stopped, the model says retired, the receipt says it is not recorded yet, and the write
+is retried until it lands (at the latest as the host closes, before the pause decides who
+was interrupted: `owed_retires.py`). The host never closes under a stop: `close()` lets
+the stops under way finish first and refuses new ones.
+
+A member that had already ended (✓ settled, ✗ failed) keeps its own ending when its
+parent is stopped: its agent — which idles after its final answer, waiting for a letter —
+is stopped all the same, but "retired" would overwrite what it did with what its parent's
+stop did (a failure vanished from the header's ✗ count). Only a stop that names the node
+itself retires an ended node (SPEC §6.3: "Retired 1 already-settled child").
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from legion_tui import receipts
+from legion_tui.model import EventType, Node, NodeStatus
+from legion_tui.ops import OpError
+from legion_tui.supervisor.life.owed_retires import RETRY_OWED_EVERY, OwedRetires
+from legion_tui.supervisor.life.retires import Retired, Retires, execution_of
+
+if TYPE_CHECKING:
+    from legion_tui.state import Clock, LegionModel
+    from legion_tui.supervisor.state.naming import Names
+    from legion_tui.supervisor.state.record import Record
+    from legion_tui.supervisor.state.roster import Roster
+
+__all__ = ["RETRY_OWED_EVERY", "Retired", "Stops", "execution_of"]
+
+log = logging.getLogger(__name__)
+
+
+class Stops:
+    def __init__(
+        self,
+        model: LegionModel,
+        names: Names,
+        record: Record,
+        roster: Roster,
+        *,
+        run_id: str,
+        clock: Clock,
+        grace: Callable[[], float],
+    ) -> None:
+        self._model = model
+        self._names = names
+        self._record = record
+        self._roster = roster
+        self._owed = OwedRetires(model, names, record, clock=clock)
+        self._retires = Retires(
+            model, names, roster, self._owed, run_id=run_id, clock=clock, grace=grace
+        )
+        self._ops = 0  # stop requests being answered now
+        self._quiet = asyncio.Event()  # set while none is
+        self._quiet.set()
+        self._closing = False
+
+    async def stop(self, caller_id: str, name: str, *, force: bool = False) -> str:
+        """SPEC §6.3 stop: retire the node and its subtree, children first; the receipt
+        says what really happened."""
+        if self._closing:
+            raise OpError("CLOSED", "the supervisor is shutting down")
+        self._ops += 1
+        self._quiet.clear()
+        try:
+            if name == "all":
+                return await self._stop_all(caller_id, force)
+            target = self._names.resolve(caller_id, name)
+            return await self._stop_target(target, force)
+        finally:
+            self._ops -= 1
+            if not self._ops:
+                self._quiet.set()
+
+    async def idle(self) -> None:
+        """Until no stop request is being answered (a host about to report its tree)."""
+        await self._quiet.wait()
+
+    async def close(self) -> None:
+        """The host is closing: refuse new stops, let those under way finish (a `stop all`
+        must not be cut in half by the exit it causes), and write what the ledger owes
+        before the pause decides which live nodes were interrupted."""
+        self._closing = True
+        self._owed.stop_retrying()
+        await self._quiet.wait()
+        await self._retires.finish()
+        await self._owed.close()
+
+    def owed(self) -> list[str]:
+        """The ids of the nodes whose retire the ledger has not got yet."""
+        return self._owed.node_ids()
+
+    async def flush_owed(self) -> None:
+        """Try every owed retire once more."""
+        await self._owed.flush()
+
+    # ----- one node's retire (retires.Retires) -------------------------------------------
+    async def retire(self, node: Node, reason: str, force: bool) -> Retired:
+        """Stop the node's agent, then mark it retired; joins a retire under way."""
+        return await self._retires.retire(node, reason, force)
+
+    async def retire_descendants(self, node: Node, force: bool) -> list[tuple[Node, Retired]]:
+        """The node's subtree retired, deepest level first."""
+        return await self._retires.retire_descendants(node, force)
+
+    async def sweep_verification(self, node_id: str, force: bool) -> list[int]:
+        """End the node's running `legion-verify` commands; returns the survivors."""
+        return await self._retires.sweep_verification(node_id, force)
+
+    # ----- the stop verb ------------------------------------------------------------------
+    async def _stop_all(self, caller_id: str, force: bool) -> str:
+        node = self._names.node
+        caller = self._names.caller(caller_id)
+        lines: list[str] = []
+        settled: dict[str, list[str]] = {}
+        for child_id in list(self._model.children(caller.id)):
+            child = node(child_id)
+            if child.live:  # a stop is in progress: it no longer settles on its own
+                self._roster.stopping.add(child.id)
+            below = await self._retires.retire_descendants(child, force)
+            child = node(child_id)
+            if child.status is NodeStatus.RETIRED and not self._retires.under_way(child_id):
+                lines += _unrecorded_lines(below)
+                continue
+            execution = execution_of(child.status)
+            was_live = child.live
+            done = await self._retires.retire(child, "stop", force)
+            if was_live:
+                lines.append(receipts.stopped(child.name))
+            else:
+                settled.setdefault(execution, []).append(child.name)
+            everything = [*below, (child, done)]
+            survivors = [pid for _n, r in everything for pid in r.survivors]
+            if survivors:
+                lines.append(receipts.stop_survivors(child.name, survivors))
+            lines += _unrecorded_lines(everything)
+        for execution, names in settled.items():
+            lines.append(receipts.retired_settled(names, execution))
+        return "\n".join(lines) if lines else receipts.nothing_to_stop()
+
+    async def _stop_target(self, target: Node, force: bool) -> str:
+        if target.live:  # a stop is in progress: it no longer settles on its own
+            self._roster.stopping.add(target.id)
+        below = await self._retires.retire_descendants(target, force)
+        target = self._names.node(target.id)
+        everything = list(below)
+        if target.status is NodeStatus.RETIRED and not self._retires.under_way(target.id):
+            event = self._record.last_event(target.id, EventType.NODE_RETIRED)
+            execution = str(event.data.get("execution", "unknown")) if event else "unknown"
+            at = event.at if event else target.updated_at
+            text = receipts.already_retired(
+                target.name, execution, time.strftime("%H:%M:%S", time.localtime(at))
+            )
+        else:
+            # Live, or retired by a retire still under way (it is joined): stopped.
+            was_live = target.live or self._retires.under_way(target.id)
+            execution = execution_of(target.status)
+            everything.append((target, await self._retires.retire(target, "stop", force)))
+            if was_live:
+                text = receipts.stopped(target.name)
+            else:
+                text = receipts.retired_settled([target.name], execution)
+        survivors = [pid for _n, r in everything for pid in r.survivors]
+        if survivors:
+            text += "\n" + receipts.stop_survivors(target.name, survivors)
+        return "\n".join([text, *_unrecorded_lines(everything)])
+
+
+def _unrecorded_lines(retired: list[tuple[Node, Retired]]) -> list[str]:
+    return [
+        receipts.stop_not_recorded(node.name, done.unrecorded)
+        for node, done in retired
+        if done.unrecorded is not None
+    ]

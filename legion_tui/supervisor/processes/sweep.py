@@ -1,0 +1,271 @@
+"""The stop sweep (SPEC §6.2): nothing of a stopped agent survives a stop, or it is named.
+
+Order matters (notes/runtime-facts.md "Processes"):
+1. snapshot BEFORE the first signal — once the root is dead its orphans cannot be found
+   through `children()` any more: its tree, the members of its cgroup, its session, what
+   the host recorded under it, and every process whose `/proc/<pid>/environ` carries
+   `LEGION_RUN_ID=<run>` with a `LEGION_NODE_ID` of the stopped subtree;
+2. SIGTERM to the process group, then wait (bounded) for the group's members to exit;
+3. SIGKILL to the group, to the cgroup (`cgroup.kill`: forks racing the kill included), to
+   every snapshotted process, and to whatever step 1 finds again now;
+4. reap what is ours, wait (bounded) for the deaths, and report survivors.
+
+What can be proved (issue 14 item 11): the env marker, the tree, the group and the
+session can all be shed (`env -u`, a double fork, `setsid`); the cgroup cannot
+(`containment.py`). With a cgroup, an empty group at the end proves nothing is left;
+without one, a process the host inherited and cannot attribute to any node may be the
+stopped agent's, so it is named among the survivors rather than silently left.
+
+A force stop is the same sweep without SIGTERM and grace.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import signal
+from collections.abc import Collection, Iterable
+
+import psutil
+
+from legion_tui.supervisor.backend import SweepReport
+from legion_tui.supervisor.processes import cgroups, containment
+from legion_tui.supervisor.processes.process import reap, wait_pid_exit
+from legion_tui.supervisor.processes.procfs import environ_of, pids, stat_of
+from legion_tui.timeouts import within
+from legion_tui.wire.names import ENV_NODE_ID, ENV_RUN_ID
+
+__all__ = ["KILL_SETTLE", "marked_pids", "sweep"]
+
+# How long SIGKILLed processes get to disappear before they count as survivors.
+KILL_SETTLE = 2.0
+
+_GONE = (ProcessLookupError, psutil.NoSuchProcess, PermissionError, psutil.AccessDenied)
+
+
+def marked_pids(
+    run_id: str, node_ids: Collection[str], sessions: Collection[int] = ()
+) -> list[int]:
+    """Pids whose environment carries this run's marker with one of `node_ids`, or that
+    are in one of `sessions` (the sessions the stopped agents were given)."""
+    want_run = f"{ENV_RUN_ID}={run_id}".encode()
+    want_nodes = {f"{ENV_NODE_ID}={n}".encode() for n in node_ids}
+    me = os.getpid()
+    found: list[int] = []
+    for pid in pids():  # no procfs: the group signal is all we have
+        if pid == me:
+            continue
+        if sessions:
+            stat = stat_of(pid)
+            if stat is not None and stat.session in sessions and not stat.dead:
+                found.append(pid)
+                continue
+        env = environ_of(pid)  # None: gone, a zombie, or not ours to read
+        if env is not None and want_run in env and not want_nodes.isdisjoint(env):
+            found.append(pid)
+    return found
+
+
+def _alive(proc: psutil.Process) -> bool:
+    """Running and not a zombie (a zombie is dead; it only awaits its reaper)."""
+    try:
+        return proc.is_running() and proc.status() != psutil.STATUS_ZOMBIE
+    except _GONE:
+        return False
+
+
+class _Scope:
+    """Where a stopped agent's processes are: its marker, its session, its cgroup, what
+    the host recorded under it (`containment`)."""
+
+    def __init__(self, run_id: str, node_ids: Collection[str]) -> None:
+        self.run_id = run_id
+        self.node_ids = node_ids
+        self.box = containment.current()
+        self.keys = {(run_id, node) for node in node_ids}
+        box = self.box
+        self.groups = box.groups(self.keys) if box is not None else []
+        # Spawned by this host and not in a cgroup: nothing can prove it left nothing.
+        self.unproven = box is not None and any(
+            box.spawned(k) and not box.contained(k) for k in self.keys
+        )
+
+    def find(self) -> set[int]:
+        """Every process of the stopped agents that can be found now."""
+        box = self.box
+        sessions: set[int] = set()
+        recorded: list[int] = []
+        if box is not None:
+            box.record()  # what the host inherited since its last walk
+            sessions = box.sessions_of(self.keys)
+            recorded = box.recorded(self.keys)
+        found = set(marked_pids(self.run_id, self.node_ids, sessions))
+        found.update(recorded)
+        for group in self.groups:
+            found.update(cgroups.members(group))
+        found.discard(os.getpid())
+        return found
+
+    def kill_groups(self) -> None:
+        for group in self.groups:
+            cgroups.kill(group)
+
+    def populated(self) -> bool:
+        return any(cgroups.populated(group) for group in self.groups)
+
+    def unattributed(self) -> list[int]:
+        """Without a cgroup: the live processes the host inherited and cannot tell apart
+        from the stopped agent's — named, never silently left (and never killed: they
+        may as well be another agent's)."""
+        if not self.unproven or self.box is None:
+            return []
+        self.box.record()
+        return self.box.recorded([None])
+
+    def release(self) -> None:
+        if self.box is not None:
+            self.box.release(self.keys)
+
+
+def _processes(found: Iterable[int], known: dict[int, psutil.Process]) -> list[psutil.Process]:
+    """psutil handles of the pids not in `known` yet (added to it)."""
+    new: list[psutil.Process] = []
+    for pid in found:
+        if pid in known:
+            continue
+        with contextlib.suppress(*_GONE):
+            known[pid] = proc = psutil.Process(pid)
+            new.append(proc)
+    return new
+
+
+def _snapshot(root_pid: int | None, scope: _Scope) -> dict[int, psutil.Process]:
+    procs: dict[int, psutil.Process] = {}
+    if root_pid is not None:
+        with contextlib.suppress(*_GONE):
+            root = psutil.Process(root_pid)
+            procs[root.pid] = root
+            for child in root.children(recursive=True):
+                procs[child.pid] = child
+    _processes(scope.find(), procs)
+    return procs
+
+
+def _signal_group(pgid: int | None, sig: signal.Signals) -> bool:
+    if pgid is None:
+        return False
+    try:
+        os.killpg(pgid, sig)
+    except (ProcessLookupError, PermissionError):
+        return False
+    return True
+
+
+def _kill(procs: Iterable[psutil.Process], sig: signal.Signals) -> list[int]:
+    hit: list[int] = []
+    for proc in procs:
+        try:
+            # psutil checks the create time first, so a reused pid is never signalled.
+            proc.send_signal(sig)
+        except _GONE:
+            continue
+        hit.append(proc.pid)
+    return hit
+
+
+async def _wait_gone(procs: Collection[psutil.Process], bound: float) -> None:
+    """Wait until none of `procs` is alive, at most `bound` seconds."""
+    live = [p for p in procs if _alive(p)]
+    if not live or bound <= 0:
+        return
+    waiters = [wait_pid_exit(p.pid) for p in live]
+    try:
+        await within(asyncio.gather(*waiters), bound)
+    except TimeoutError:
+        pass
+    finally:
+        for w in waiters:
+            w.cancel()
+
+
+async def sweep(
+    *,
+    root_pid: int | None,
+    pgid: int | None,
+    run_id: str,
+    node_ids: Collection[str],
+    force: bool,
+    grace: float = 5.0,
+    root_exit: asyncio.Future[int] | None = None,
+) -> SweepReport:
+    """Stop the process tree of `root_pid` and everything of `node_ids`.
+
+    Resolves only after the sweep; `survivors` lists what is still alive (should be [])
+    and, where no cgroup proves the agents left nothing, what the host inherited and
+    cannot attribute. `root_exit`, when given, is the root's own exit future (its reaper
+    is asyncio's).
+    """
+    loop = asyncio.get_running_loop()
+    scope = _Scope(run_id, node_ids)
+    known = _snapshot(root_pid, scope)
+    snapshot = list(known.values())
+    signalled: set[int] = set()
+    # Membership before any signal: a member that dies at once can no longer be asked.
+    group = [p for p in snapshot if _in_group(p, pgid)]
+    if not force:
+        if _signal_group(pgid, signal.SIGTERM):
+            signalled.update(p.pid for p in group)
+        await _wait_gone(group, grace)
+    # SIGKILL everything, even if the group looks gone: a member may have left it.
+    if _signal_group(pgid, signal.SIGKILL):
+        signalled.update(p.pid for p in group)
+    scope.kill_groups()
+    signalled.update(_kill(snapshot, signal.SIGKILL))
+    late = _processes((p for p in scope.find() if _exists(p)), known)
+    signalled.update(_kill(late, signal.SIGKILL))
+    deadline = loop.time() + KILL_SETTLE
+    await _wait_gone(list(known.values()), KILL_SETTLE)
+    # Until the groups are empty: what they still hold is killed again and waited for.
+    while scope.populated() and loop.time() < deadline:
+        scope.kill_groups()
+        signalled.update(p.pid for p in _processes(scope.find(), known))
+        left = [p for p in known.values() if _alive(p)]
+        if left:
+            await _wait_gone(left, deadline - loop.time())
+        else:
+            await asyncio.sleep(0.01)  # its last member is between its kill and its exit
+    if root_exit is not None:
+        with contextlib.suppress(TimeoutError):
+            await within(asyncio.shield(root_exit), KILL_SETTLE)
+    targets = list(known.values())
+    # Orphans re-parented to us (we are a subreaper) are ours to reap; the root is not:
+    # asyncio's watcher reaps it.
+    reap([p.pid for p in targets if p.pid != root_pid and _is_our_zombie(p.pid)])
+    survivors = {p.pid for p in targets if _alive(p)}
+    for cgroup in scope.groups:
+        survivors.update(cgroups.members(cgroup))
+    survivors.update(scope.unattributed())
+    scope.release()
+    return SweepReport(signalled=sorted(signalled), survivors=sorted(survivors))
+
+
+def _exists(pid: int) -> bool:
+    return psutil.pid_exists(pid)
+
+
+def _in_group(proc: psutil.Process, pgid: int | None) -> bool:
+    if pgid is None:
+        return False
+    try:
+        return os.getpgid(proc.pid) == pgid
+    except (ProcessLookupError, PermissionError):
+        return False
+
+
+def _is_our_zombie(pid: int) -> bool:
+    try:
+        proc = psutil.Process(pid)
+        return proc.ppid() == os.getpid() and proc.status() == psutil.STATUS_ZOMBIE
+    except _GONE:
+        return False

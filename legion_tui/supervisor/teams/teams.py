@@ -1,0 +1,145 @@
+"""Teams (SPEC §6.4, §6.7): a centurion's worktree for its launch and its delivery
+(`team_worktrees.py`), the `legion phase` op along the team's declared machine and the
+`legion-verify` run a move out of the verification phase needs (`phase_op.py`), and
+stints (revive / restore) — one front for the launch path and the queries.
+
+Every write goes through the record; the roster's `verifying` mark lets a stop sweep a
+verification's commands; the mail service (when running) carries a declared failure to
+the parent.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from legion_tui.model import Node
+from legion_tui.supervisor.teams.phase_op import PhaseOp
+from legion_tui.supervisor.teams.team_worktrees import TeamWorktrees
+
+if TYPE_CHECKING:
+    from legion_tui.agents.cards import RoleCard
+    from legion_tui.git.worktree import Worktree
+    from legion_tui.mail.service import MailService
+    from legion_tui.phases.timeouts import ReviveStore
+    from legion_tui.runs.catalog import RunInfo
+    from legion_tui.state import Clock, LegionModel
+    from legion_tui.supervisor.life.admission import ChildRequest
+    from legion_tui.supervisor.state.naming import Names
+    from legion_tui.supervisor.state.record import Record
+    from legion_tui.supervisor.state.roster import Roster
+
+__all__ = ["Teams"]
+
+log = logging.getLogger(__name__)
+
+
+class Teams:
+    def __init__(
+        self,
+        model: LegionModel,
+        names: Names,
+        record: Record,
+        roster: Roster,
+        *,
+        run: RunInfo,
+        project_dir: Path,
+        clock: Clock,
+        card_for: Callable[[Node], RoleCard | None],
+        sandbox: Callable[[], Path | None],
+        echo: Callable[[], ReviveStore],
+        mail: Callable[[], MailService | None],
+    ) -> None:
+        self._clock = clock
+        self._echo = echo  # the ledger through which rows and events reach the model at once
+        self.worktrees = TeamWorktrees(
+            model, record, run=run, project_dir=project_dir, card_for=card_for, sandbox=sandbox
+        )
+        self._phase_op = PhaseOp(
+            model,
+            names,
+            record,
+            roster,
+            run=run,
+            clock=clock,
+            mail=mail,
+            contract_path=self.worktrees.contract_path,
+            cwd_for=self.worktrees.cwd_for,
+        )
+
+    # ----- worktrees (team_worktrees.TeamWorktrees) -------------------------------------
+    async def worktree_for_launch(
+        self, node: Node, req: ChildRequest | None, *, resume: bool
+    ) -> str | None:
+        """The node's worktree made (or found again) before it starts; the warning a
+        demoted request gets."""
+        return await self.worktrees.worktree_for_launch(node, req, resume=resume)
+
+    def worktree_repo(self, kind: str) -> Path | None:
+        return self.worktrees.worktree_repo(kind)
+
+    def launch_warning(self, node_id: str) -> str | None:
+        return self.worktrees.launch_warning(node_id)
+
+    def worktree_data(self, node_id: str, warning: str | None) -> dict[str, Any]:
+        return self.worktrees.worktree_data(node_id, warning)
+
+    def worktree_of(self, node_id: str) -> Worktree | None:
+        return self.worktrees.worktree_of(node_id)
+
+    def holder_of(self, node_id: str) -> str | None:
+        return self.worktrees.holder_of(node_id)
+
+    def workspace_of(self, node_id: str) -> tuple[str, Worktree] | None:
+        return self.worktrees.workspace_of(node_id)
+
+    def cwd_for(self, node: Node) -> Path:
+        return self.worktrees.cwd_for(node)
+
+    def contract_path(self, node: Node) -> Path:
+        return self.worktrees.contract_path(node)
+
+    async def delivery_of(self, node_id: str) -> dict[str, Any] | None:
+        return await self.worktrees.delivery_of(node_id)
+
+    # ----- stints ---------------------------------------------------------------------------
+    async def revive_stint(self, node: Node) -> Node | None:
+        """A team woken after it ended starts a new stint in its phase (SPEC §6.4,
+        upstream #357): `phase_since` moves to now and a `phase_change` from == to with
+        reason `revived` says so, so its clock may time it out again and the notices of
+        the old stint go OBSOLETE. Returns the row before (to give the clock back if the
+        revival fails); None when there is no clock to restart (no declared machine, or
+        a terminal phase, where the clock never runs)."""
+        from legion_tui.phases.machine import TERMINALS
+        from legion_tui.phases.timeouts import revive_stint
+
+        if node.phase is None or node.phase in TERMINALS:
+            return None
+        # Through the echo: the node row and the event reach the live model at once.
+        await revive_stint(self._echo(), node, self._clock())
+        return node
+
+    async def restore_stint(self, before: Node) -> None:
+        """A revival whose launch did not happen keeps the old stint (upstream PR #363):
+        a moved clock for a run that never was would de-dupe the next real stint away."""
+        from legion_tui.phases.timeouts import restore_stint
+
+        await restore_stint(self._echo(), before)
+
+    # ----- the phase op (phase_op.PhaseOp) ----------------------------------------------
+    async def phase(
+        self,
+        caller_id: str,
+        to: str,
+        *,
+        note: str | None = None,
+        evidence: str | None = None,
+        reason: str | None = None,
+        supersedes: Sequence[str] = (),
+    ) -> dict[str, Any]:
+        """`legion phase --to P` for the caller's team (see `phase_op`)."""
+        return await self._phase_op.phase(
+            caller_id, to, note=note, evidence=evidence, reason=reason, supersedes=supersedes
+        )
