@@ -76,7 +76,8 @@ def until_live(env: dict[str, str], cwd: Path, host: subprocess.Popen[bytes]) ->
         time.sleep(0.2)
     else:
         raise SystemExit("the demo host did not answer within 60 s")
-    from legion_tui.runs.catalog import find_live_run, resolve_socket
+    from legion_tui.runs.catalog import find_live_run
+    from legion_tui.runs.socket_link import resolve_socket
 
     info = find_live_run(cwd)
     sock = resolve_socket(info) if info is not None else None

@@ -21,7 +21,9 @@ from pathlib import Path
 
 from calibration import calibrated
 
-from legion_tui.supervisor.core import ROOT_ID, Budgets, ChildRequest, Supervisor
+from legion_tui.supervisor.core import Supervisor
+from legion_tui.wire.names import ROOT_ID
+from legion_tui.wire.spawn_request import Budgets, ChildRequest
 
 TEAMS = 10
 SPEED = 20.0

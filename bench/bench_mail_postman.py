@@ -33,7 +33,8 @@ from legion_tui.ledger.ledger import Ledger, open_ledger
 from legion_tui.mail.envelope import format_envelope
 from legion_tui.mail.postman import ModelDirectory, Postman
 from legion_tui.mail.service import MailService
-from legion_tui.model import MailKind, MailState, Message, Node, NodeStatus, Urgency
+from legion_tui.model import MailKind, MailState, NodeStatus, Urgency
+from legion_tui.model_records import Message, Node
 from legion_tui.session.progress import SessionProgress
 from legion_tui.state import LegionModel
 

@@ -44,8 +44,10 @@ from real_pi_helpers import PI_TOOLS, write_card  # noqa: E402
 
 from legion_tui.supervisor import backend  # noqa: E402
 from legion_tui.supervisor.backends import registry  # noqa: E402
-from legion_tui.supervisor.core import ROOT_ID, ChildRequest, Supervisor  # noqa: E402
+from legion_tui.supervisor.core import Supervisor  # noqa: E402
 from legion_tui.supervisor.life import launching  # noqa: E402
+from legion_tui.wire.names import ROOT_ID  # noqa: E402
+from legion_tui.wire.spawn_request import ChildRequest  # noqa: E402
 
 ROUNDS_ONE = 5
 ROUNDS_SIX = 3

@@ -27,7 +27,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 from calibration import calibrated
 from process_helpers import TREE_AGENT, marked, until
 
-from legion_tui.supervisor.processes.process import ChildProcess, marker_env, spawn_child
+from legion_tui.supervisor.processes.child_process import ChildProcess
+from legion_tui.supervisor.processes.process import marker_env, spawn_child
 from legion_tui.supervisor.processes.sweep import marked_pids, sweep
 
 GRACE = 1.0

@@ -38,7 +38,9 @@ import psutil
 from calibration import calibrated
 
 from legion_tui.model import EventType
-from legion_tui.supervisor.core import ROOT_ID, Budgets, ChildRequest, Supervisor
+from legion_tui.supervisor.core import Supervisor
+from legion_tui.wire.names import ROOT_ID
+from legion_tui.wire.spawn_request import Budgets, ChildRequest
 
 AGENTS = 200
 SPEED = 20.0  # the sims' time scale: a quick worker's turns in about a second

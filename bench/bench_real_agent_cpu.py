@@ -45,7 +45,9 @@ from pi_env import pi_env
 from real_pi_helpers import START_LIMIT, agent_host, use_env, write_card
 from supervisor_helpers import GIT_ENV, until
 
-from legion_tui.supervisor.core import ROOT_ID, ChildRequest, Supervisor
+from legion_tui.supervisor.core import Supervisor
+from legion_tui.wire.names import ROOT_ID
+from legion_tui.wire.spawn_request import ChildRequest
 
 TESTS = Path(sys.path[0])  # the tests' helpers: the model server's process imports them too
 PI_LINE = "1.6"

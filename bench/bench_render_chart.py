@@ -20,7 +20,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_render_galaxy import RUN_S, STEP_S, T0, p95, scenario, timed
 from calibration import calibrated
 
-from legion_tui.model import Node, NodeStatus
+from legion_tui.model import NodeStatus
+from legion_tui.model_records import Node
 from legion_tui.render import chart as chart_module
 from legion_tui.render.chart import BAND_OF_ROLE, N_BANDS, ChartRenderer, RateBuckets
 from legion_tui.render.inks import STYLES

@@ -17,7 +17,8 @@ import drawille
 import numpy as np
 from calibration import calibrated
 
-from legion_tui.model import Node, NodeStatus, Role
+from legion_tui.model import NodeStatus, Role
+from legion_tui.model_records import Node
 from legion_tui.render.braille import BrailleCanvas
 from legion_tui.render.chart import ChartRenderer
 from legion_tui.render.galaxy import GalaxyRenderer

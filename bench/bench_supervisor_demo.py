@@ -65,7 +65,9 @@ def run_demo(
 
 async def _agents_rss(count: int, isolate: bool) -> float:
     """RSS (MB) of this process + its children with `count` stuck agents running."""
-    from legion_tui.supervisor.core import ROOT_ID, Budgets, ChildRequest, Supervisor
+    from legion_tui.supervisor.core import Supervisor
+    from legion_tui.wire.names import ROOT_ID
+    from legion_tui.wire.spawn_request import Budgets, ChildRequest
 
     with tempfile.TemporaryDirectory(prefix="lt-bench-") as tmp:
         sup = Supervisor(

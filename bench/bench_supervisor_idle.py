@@ -20,7 +20,9 @@ import psutil
 from calibration import calibrated
 
 from legion_tui.session.reader import read_session
-from legion_tui.supervisor.core import ROOT_ID, Budgets, ChildRequest, Supervisor
+from legion_tui.supervisor.core import Supervisor
+from legion_tui.wire.names import ROOT_ID
+from legion_tui.wire.spawn_request import Budgets, ChildRequest
 
 NODES = 100
 IDLE_SECONDS = 30.0

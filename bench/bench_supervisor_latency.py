@@ -27,8 +27,10 @@ from typing import TextIO
 
 from calibration import calibrated
 
-from legion_tui.model import Node, NodeStatus
-from legion_tui.supervisor.core import ROOT_ID, Supervisor
+from legion_tui.model import NodeStatus
+from legion_tui.model_records import Node
+from legion_tui.supervisor.core import Supervisor
+from legion_tui.wire.names import ROOT_ID
 
 FILES = 200
 SECONDS = 8.0

@@ -46,3 +46,9 @@ def total_spend(progresses: "Iterable[SessionProgress]") -> Spend:
 def fmt_usd(usd: float) -> str:
     """Cents for a dollar and more; a tenth of a cent below (agents spend in small bits)."""
     return f"${usd:.2f}" if usd >= 1 else f"${usd:.3f}"
+
+
+def is_usd(value: object) -> bool:
+    """A budget in dollars: a finite number > 0 (not a bool)."""
+    return (isinstance(value, int | float) and not isinstance(value, bool)
+            and 0 < value < float("inf"))  # fmt: skip

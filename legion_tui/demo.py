@@ -46,7 +46,8 @@ from typing import TYPE_CHECKING, Any
 from legion_tui.phases import DEFAULT_MACHINE
 
 if TYPE_CHECKING:
-    from legion_tui.supervisor.core import Budgets, Supervisor
+    from legion_tui.supervisor.core import Supervisor
+    from legion_tui.wire.spawn_request import Budgets
 
 __all__ = [
     "Demo",
@@ -119,7 +120,7 @@ def _teams(nodes: int) -> tuple[int, list[int]]:
 
 def demo_budgets(nodes: int) -> Budgets:
     """The demo raises the budgets so `--nodes 1000` fits (SPEC §5: the demo raises them)."""
-    from legion_tui.supervisor.core import Budgets
+    from legion_tui.wire.spawn_request import Budgets
 
     _teams_n, sizes = _teams(nodes)
     widest = max([8, len(sizes), *sizes])
@@ -242,7 +243,8 @@ async def prepare_sandbox(supervisor: Supervisor) -> Path | None:
 async def start_demo(supervisor: Supervisor, nodes: int, seed: int, speed: float) -> Demo:
     """Dispatch the demo legion from root; returns once the centurions run (their teams
     follow as each centurion spawns them through the socket)."""
-    from legion_tui.supervisor.core import ROOT_ID, ChildRequest
+    from legion_tui.wire.names import ROOT_ID
+    from legion_tui.wire.spawn_request import ChildRequest
 
     demo = Demo(planned_nodes=nodes, started_at=time.time())
     demo.sandbox = await prepare_sandbox(supervisor)
@@ -271,8 +273,7 @@ async def start_demo(supervisor: Supervisor, nodes: int, seed: int, speed: float
 async def _collect_team(supervisor: Supervisor, demo: Demo, lead: str) -> None:
     """Root's part: wait for a team to end, then collect it (its output file and its
     delivery — branch @ sha — are what root hands on)."""
-    from legion_tui.ops import OpError
-    from legion_tui.supervisor.core import ROOT_ID
+    from legion_tui.wire.names import ROOT_ID, OpError
 
     try:
         while True:

@@ -3,15 +3,15 @@
 Every closed set lives here once; the ledger's CHECK constraints, the CLI's choices and
 the dashboard's glyph tables are generated from these definitions.
 
-The records (Node, Usage, Verdict, ...) are defined in `model_records` and handed out
-from here on first use (PEP 562): a control verb that needs a status word or the kinds
-for its parser imports this module without `dataclasses` (SPEC §8's verb budget).
+The records (Node, Usage, Verdict, ...) live in `model_records`: a control verb that
+needs a status word or the kinds for its parser imports this module without
+`dataclasses` (SPEC §8's verb budget).
 """
 
 from __future__ import annotations
 
 import enum
-from typing import TYPE_CHECKING, Literal
+from typing import Literal
 
 __all__ = [
     "BACKENDS",
@@ -23,38 +23,17 @@ __all__ = [
     "ROLES",
     "Backend",
     "CardKind",
-    "Event",
     "EventType",
     "IllegalMailMove",
-    "InFlightTool",
     "Kind",
     "MailKind",
     "MailState",
-    "MailboxStats",
-    "Message",
-    "Node",
     "NodeStatus",
     "Role",
     "Urgency",
-    "Usage",
-    "Verdict",
     "check_mail_move",
     "outcome_of",
 ]
-
-if TYPE_CHECKING:
-    from legion_tui.model_records import (
-        Event,
-        InFlightTool,
-        MailboxStats,
-        Message,
-        Node,
-        Usage,
-        Verdict,
-    )
-
-_RECORDS = ("Event", "InFlightTool", "MailboxStats", "Message", "Node", "Usage", "Verdict")
-
 
 class NodeStatus(enum.StrEnum):
     STARTING = "starting"
@@ -195,13 +174,3 @@ def outcome_of(status: NodeStatus, phase: str | None) -> NodeStatus:
         return NodeStatus.FAILED
     return status
 
-
-def __getattr__(name: str) -> object:
-    """A record, on first use: imported from `model_records` and kept in this module."""
-    if name not in _RECORDS:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    from legion_tui import model_records
-
-    for record in _RECORDS:
-        globals()[record] = getattr(model_records, record)
-    return globals()[name]

@@ -1,7 +1,7 @@
-"""The plain records of a legion (`legion_tui.model` hands them out; import them from
-there). A module of their own so that the closed sets — what a control verb needs to
-build its parser or print a status word — import without `dataclasses` (which brings
-`inspect`) and the records' generated methods: ~15 ms of a verb's ~30 ms budget above
+"""The plain records of a legion, beside the closed sets of `legion_tui.model`. A module
+of their own so that the closed sets — what a control verb needs to build its parser or
+print a status word — import without `dataclasses` (which brings `inspect`) and the
+records' generated methods: ~15 ms of a verb's ~30 ms budget above
 the bare interpreter (SPEC §8).
 """
 

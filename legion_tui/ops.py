@@ -11,16 +11,9 @@ if TYPE_CHECKING:
     from legion_tui.agents.attach import AttachPlan
     from legion_tui.agents.cards import CardSet
     from legion_tui.git.worktree import Worktree
-    from legion_tui.supervisor.life.admission import ChildRequest
+    from legion_tui.wire.spawn_request import ChildRequest
 
 
-class OpError(Exception):
-    """An operation was refused or failed; `code` is machine-readable."""
-
-    def __init__(self, code: str, message: str) -> None:
-        super().__init__(message)
-        self.code = code
-        self.message = message
 
 
 @dataclass(frozen=True, slots=True)

@@ -3,8 +3,13 @@
 from __future__ import annotations
 
 import functools
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from legion_tui.model import NodeStatus
+
+if TYPE_CHECKING:
+    from legion_tui.model_records import InFlightTool
 
 # SPEC §7.1: the station glyph by status (tree rows, `legion status`, `legion tree`).
 STATUS_GLYPHS: dict[NodeStatus, str] = {
@@ -331,3 +336,20 @@ def already_reported(name: str, via: str, when: str, message_id: int | None) -> 
         f"{name}'s result was already reported to you {how} at {when}; "
         f"`legion collect {name} --again` shows it again."
     )
+
+
+def in_flight_suffix(stack: Sequence[InFlightTool]) -> str:
+    """What follows the top (innermost) tool's name (SPEC §3): ` (inside codemode ×2)`
+    when parent ids chain the whole stack up to its outermost call, ` (+N more)` when
+    they do not (parallel calls), "" for a single call."""
+    if len(stack) <= 1:
+        return ""
+    by_id = {t.id: t for t in stack}
+    chain: list[InFlightTool] = []
+    cur = stack[-1]
+    while cur.parent_id is not None and cur.parent_id in by_id:
+        cur = by_id[cur.parent_id]
+        chain.append(cur)
+    if chain and len(chain) == len(stack) - 1:
+        return f" (inside {chain[-1].name} ×{len(chain)})"
+    return f" (+{len(stack) - 1} more)"

@@ -61,6 +61,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any, Literal, Protocol, get_args
 
+from legion_tui.costs import is_usd
 from legion_tui.regular_files import read_regular_text
 
 __all__ = [
@@ -74,7 +75,6 @@ __all__ = [
     "Settings",
     "SettingsProblem",
     "SettingsResult",
-    "is_usd",
     "load_settings",
     "parse_settings",
 ]
@@ -334,10 +334,6 @@ def _budget(value: object, add: _Add, values: dict[str, Any]) -> None:
             values["budget_usd"] = float(item)
 
 
-def is_usd(value: object) -> bool:
-    """A budget in dollars: a finite number > 0 (not a bool)."""
-    return (isinstance(value, int | float) and not isinstance(value, bool)
-            and 0 < value < float("inf"))  # fmt: skip
 
 
 def _is_amount(value: object) -> bool:
@@ -393,7 +389,7 @@ def _phase_timeouts(value: object, add: _Add, values: dict[str, Any]) -> None:
 
 
 def _agent(value: object, add: _Add, values: dict[str, Any], line: int | None) -> None:
-    from legion_tui.agents.cards import PLACEHOLDERS, placeholders_in
+    from legion_tui.agents.placeholders import PLACEHOLDERS, placeholders_in
     from legion_tui.model import CARD_KINDS
 
     if not isinstance(value, dict):

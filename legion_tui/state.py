@@ -13,7 +13,8 @@ from collections import deque
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
-from legion_tui.model import Event, MailboxStats, Message, Node, NodeStatus
+from legion_tui.model import NodeStatus
+from legion_tui.model_records import Event, MailboxStats, Message, Node
 from legion_tui.session.progress import RateSegment, SessionProgress
 
 Clock = Callable[[], float]  # epoch seconds; tests inject a fixed one

@@ -20,25 +20,21 @@ from textual.drivers.headless_driver import HeadlessDriver
 
 from legion_tui import receipts
 from legion_tui.agents.cards import CardSet, load_cards
-from legion_tui.model import (
+from legion_tui.model import EventType, MailKind, MailState, NodeStatus, Role, Urgency
+from legion_tui.model_records import (
     Event,
-    EventType,
     InFlightTool,
     MailboxStats,
-    MailKind,
-    MailState,
     Message,
     Node,
-    NodeStatus,
-    Role,
-    Urgency,
     Usage,
     Verdict,
 )
-from legion_tui.ops import OpError, Workspace
+from legion_tui.ops import Workspace
 from legion_tui.session.progress import RateSegment, SessionProgress
 from legion_tui.state import LegionModel
-from legion_tui.supervisor.life.admission import ChildRequest
+from legion_tui.wire.names import OpError
+from legion_tui.wire.spawn_request import ChildRequest
 
 if TYPE_CHECKING:
     from textual.pilot import Pilot

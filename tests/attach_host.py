@@ -13,7 +13,7 @@ from real_pi_helpers import settle, spawn_pi
 from supervisor_helpers import hosted
 
 from legion_tui.dashboard.app import LegionApp, make_app
-from legion_tui.supervisor.core import RootOperations
+from legion_tui.supervisor.root_ops import RootOperations
 
 
 async def main(project: Path, task: str) -> int:

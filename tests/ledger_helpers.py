@@ -14,7 +14,8 @@ from typing import Any
 import pytest
 
 from legion_tui.ledger import Ledger, connect, immediate, open_ledger
-from legion_tui.model import EventType, Node
+from legion_tui.model import EventType
+from legion_tui.model_records import Node
 
 
 def make_node(

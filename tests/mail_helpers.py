@@ -6,7 +6,8 @@ import json
 import uuid
 from pathlib import Path
 
-from legion_tui.model import Node, NodeStatus
+from legion_tui.model import NodeStatus
+from legion_tui.model_records import Node
 from legion_tui.session.reader import SessionReader
 from legion_tui.state import LegionModel
 

@@ -8,7 +8,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from legion_tui.sim.rpc_front import FakeClock
+from legion_tui.sim.clock import FakeClock
 
 # An agent that leaves every kind of process the sweep must catch (SPEC §10):
 # (a) a plain child, (b) a start_new_session child, (c) a double-forked setsid daemon,

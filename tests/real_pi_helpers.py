@@ -29,8 +29,11 @@ from pi_env import MODEL, PROVIDER, PiEnv, pi_env
 from process_helpers import by_env
 from supervisor_helpers import GIT_ENV, hosted, settled, until
 
-from legion_tui.model import EventType, Node, NodeStatus
-from legion_tui.supervisor.core import ROOT_ID, ChildRequest, Supervisor
+from legion_tui.model import EventType, NodeStatus
+from legion_tui.model_records import Node
+from legion_tui.supervisor.core import Supervisor
+from legion_tui.wire.names import ROOT_ID
+from legion_tui.wire.spawn_request import ChildRequest
 
 __all__ = [
     "PI_COMMAND",

@@ -9,7 +9,8 @@ from rich.style import Style
 from textual.app import App, ComposeResult
 from textual.widget import Widget
 
-from legion_tui.model import Node, NodeStatus, Role
+from legion_tui.model import NodeStatus, Role
+from legion_tui.model_records import Node
 from legion_tui.render.inks import STYLES
 from legion_tui.session.progress import RateSegment, SessionProgress
 from legion_tui.state import LegionModel

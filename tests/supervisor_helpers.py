@@ -14,8 +14,11 @@ from typing import Any
 
 import pytest
 
-from legion_tui.model import EventType, Node, NodeStatus
-from legion_tui.supervisor.core import ROOT_ID, Budgets, ChildRequest, Supervisor
+from legion_tui.model import EventType, NodeStatus
+from legion_tui.model_records import Node
+from legion_tui.supervisor.core import Supervisor
+from legion_tui.wire.names import ROOT_ID
+from legion_tui.wire.spawn_request import Budgets, ChildRequest
 
 FAST = 200.0  # sim time scale: a worker's whole run takes well under a second
 # A worker stuck in one bash call for the whole test (the sim divides by the speed).

@@ -23,12 +23,11 @@ from supervisor_helpers import LEGION, cli_env, hosted, run_cli, settled, spawn_
 from legion_tui.agents.resolve import NoAgent, configured_command, resolve_launch
 from legion_tui.ledger import read_snapshot
 from legion_tui.model import NodeStatus
-from legion_tui.ops import OpError
 from legion_tui.runs.catalog import find_session_run
 from legion_tui.settings import AgentSettings, parse_settings
-from legion_tui.supervisor.core import ROOT_ID
 from legion_tui.supervisor.hearing.status import render_status
 from legion_tui.widgets.overlay.detail_text import header_line
+from legion_tui.wire.names import ROOT_ID, OpError
 
 INSTALL = "npm install -g @mariozechner/pi-coding-agent"
 

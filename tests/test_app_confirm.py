@@ -10,10 +10,11 @@ from app_helpers import NOW, FakeOps, canned_model, fixed_clock
 
 from legion_tui import receipts
 from legion_tui.dashboard.app import LegionApp, make_app
-from legion_tui.model import Node, NodeStatus
-from legion_tui.ops import OpError
+from legion_tui.model import NodeStatus
+from legion_tui.model_records import Node
 from legion_tui.widgets.confirm import ConfirmBar
 from legion_tui.widgets.overlay.detail import DetailScreen
+from legion_tui.wire.names import OpError
 
 
 def notes(app: LegionApp) -> list[str]:

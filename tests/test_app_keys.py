@@ -9,7 +9,8 @@ from app_helpers import NOW, FakeOps, big_model, canned_model, fixed_clock
 
 from legion_tui import receipts
 from legion_tui.dashboard.app import LegionApp, ModelChanged, make_app
-from legion_tui.model import Node, NodeStatus
+from legion_tui.model import NodeStatus
+from legion_tui.model_records import Node
 from legion_tui.state import LegionModel
 from legion_tui.widgets.confirm import ConfirmBar
 from legion_tui.widgets.galaxy import GalaxyView

@@ -10,7 +10,7 @@ from supervisor_helpers import STUCK, hosted, spawn_one, stuck_worker
 
 from legion_tui.dashboard.app import LegionApp, make_app
 from legion_tui.model import NodeStatus
-from legion_tui.supervisor.core import RootOperations
+from legion_tui.supervisor.root_ops import RootOperations
 from legion_tui.widgets.confirm import ConfirmBar
 
 

@@ -14,7 +14,7 @@ from test_app_detail import open_detail
 from test_app_live_stop import wait_app
 
 from legion_tui.dashboard.app import LegionApp, make_app
-from legion_tui.supervisor.core import RootOperations
+from legion_tui.supervisor.root_ops import RootOperations
 from legion_tui.widgets.overlay.message_box import MessageBox, MessageText
 from legion_tui.widgets.overlay.talk import HISTORY_FILE, MessageHistory
 

@@ -13,7 +13,8 @@ from textual.pilot import Pilot
 from textual.widgets import Input, Select, Static, TextArea
 
 from legion_tui.dashboard.app import LegionApp, make_app
-from legion_tui.supervisor.core import RootOperations, Supervisor
+from legion_tui.supervisor.core import Supervisor
+from legion_tui.supervisor.root_ops import RootOperations
 from legion_tui.widgets.new_agent import EMPTY_HINT, NewAgentScreen
 
 RUNNER = """---

@@ -9,7 +9,8 @@ from app_helpers import NOW, FakeOps, canned_model, fixed_clock, write_run_files
 from textual.widgets import Static, TabbedContent
 
 from legion_tui.dashboard.app import LegionApp, make_app
-from legion_tui.model import Event, EventType
+from legion_tui.model import EventType
+from legion_tui.model_records import Event
 from legion_tui.widgets.overlay.detail import DetailScreen
 from legion_tui.widgets.overlay.detail_text import event_sentence, footer_text
 

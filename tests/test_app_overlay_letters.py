@@ -10,7 +10,8 @@ from app_helpers import NOW, FakeOps, canned_model, fixed_clock, open_detail, wr
 from textual.widgets import Static
 
 from legion_tui.dashboard.app import make_app
-from legion_tui.model import MailboxStats, MailKind, MailState, Message, Urgency
+from legion_tui.model import MailKind, MailState, Urgency
+from legion_tui.model_records import MailboxStats, Message
 from legion_tui.state import LegionModel
 from legion_tui.widgets.overlay.detail import DetailScreen
 from legion_tui.widgets.overlay.detail_text import letter_text

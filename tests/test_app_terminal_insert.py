@@ -13,7 +13,7 @@ from test_app_detail import open_detail
 from test_app_live_stop import wait_app
 
 from legion_tui.dashboard.app import LegionApp, make_app
-from legion_tui.supervisor.core import ROOT_ID, ChildRequest, RootOperations
+from legion_tui.supervisor.root_ops import RootOperations
 from legion_tui.widgets.overlay.detail import DetailScreen
 from legion_tui.widgets.overlay.terminal_view import (
     INSERT_LINE,
@@ -21,6 +21,8 @@ from legion_tui.widgets.overlay.terminal_view import (
     NOT_TYPING_LINE,
     TerminalView,
 )
+from legion_tui.wire.names import ROOT_ID
+from legion_tui.wire.spawn_request import ChildRequest
 
 
 def _card(project: Path) -> None:

@@ -82,7 +82,7 @@ async def test_a_on_a_simulated_agent_says_it_has_no_ui_and_suspends_nothing(
     from supervisor_helpers import hosted, settled, spawn_one, until
 
     from legion_tui.dashboard.app import make_app
-    from legion_tui.supervisor.core import RootOperations
+    from legion_tui.supervisor.root_ops import RootOperations
 
     async with hosted(tmp_path) as sup:
         node = await spawn_one(sup, name="w", sim={"quick": True})

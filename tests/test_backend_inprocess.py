@@ -8,7 +8,7 @@ from pathlib import Path
 
 from process_helpers import HangingClock, launch_spec
 
-from legion_tui.sim.rpc_front import FakeClock
+from legion_tui.sim.clock import FakeClock
 from legion_tui.supervisor.backend import AgentHandle, LaunchSpec, backend_for
 from legion_tui.supervisor.backends.inprocess import InProcessHandle
 from legion_tui.supervisor.backends.registry import make_handle

@@ -16,9 +16,9 @@ import pytest
 from supervisor_helpers import STUCK, hosted, run_cli, settled, spawn_one, until
 
 from legion_tui.model import EventType, NodeStatus
-from legion_tui.ops import OpError
-from legion_tui.supervisor.core import ROOT_ID, Supervisor
-from legion_tui.supervisor.life.admission import ChildRequest
+from legion_tui.supervisor.core import Supervisor
+from legion_tui.wire.names import ROOT_ID, OpError
+from legion_tui.wire.spawn_request import ChildRequest
 
 
 def _exceeded(sup: Supervisor, node_id: str) -> list[dict[str, object]]:

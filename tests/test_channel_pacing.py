@@ -22,7 +22,8 @@ from supervisor_helpers import until
 
 from legion_tui.supervisor.backends.pi.rpc import RpcClient
 from legion_tui.supervisor.processes import channel
-from legion_tui.supervisor.processes.process import ChildProcess, spawn_child
+from legion_tui.supervisor.processes.child_process import ChildProcess
+from legion_tui.supervisor.processes.process import spawn_child
 
 # argv: how many events (-1: until stdin closes), the pause between them (s), and how
 # many bytes of padding the first one carries.

@@ -11,7 +11,8 @@ from process_helpers import put_fake_pi_on_path
 from supervisor_helpers import hosted, run_cli, settled, spawn_one, stuck_worker
 
 from legion_tui.model import NodeStatus
-from legion_tui.supervisor.core import ROOT_ID, Budgets
+from legion_tui.wire.names import ROOT_ID
+from legion_tui.wire.spawn_request import Budgets
 
 
 async def test_status_json_with_a_live_supervisor(tmp_path: Path) -> None:

@@ -128,8 +128,8 @@ async def test_a_spawn_with_a_task_no_agent_can_take_leaves_no_row(tmp_path: Pat
     """The same check at the socket: an agent's own `legion spawn` (or any client)."""
     from supervisor_helpers import hosted
 
-    from legion_tui.ops import OpError
-    from legion_tui.supervisor.core import ROOT_ID, ChildRequest
+    from legion_tui.wire.names import ROOT_ID, OpError
+    from legion_tui.wire.spawn_request import ChildRequest
 
     async with hosted(tmp_path) as sup:
         for task in ("a\x00b", "y" * (128 * 1024 + 1)):

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from supervisor_helpers import LEGION, cli_env, hosted
 
-from legion_tui.supervisor.core import ROOT_ID
+from legion_tui.wire.names import ROOT_ID
 
 
 @pytest.mark.parametrize(

@@ -25,8 +25,10 @@ from legion_tui.git import land as git_land
 from legion_tui.git.process import run_tool
 from legion_tui.git.worktree import Worktree, create_worktree
 from legion_tui.ledger import open_ledger
-from legion_tui.model import EventType, Node, NodeStatus
-from legion_tui.runs.catalog import RunInfo, create_run
+from legion_tui.model import EventType, NodeStatus
+from legion_tui.model_records import Node
+from legion_tui.runs.catalog import create_run
+from legion_tui.runs.folder import RunInfo
 from legion_tui.settings import LAND_MODES, parse_settings
 
 TASK = "Raise the page size\n\nTo 50, callers ask for more."

@@ -19,7 +19,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from legion_tui.model import Verdict
+from legion_tui.model_records import Verdict
 from legion_tui.session.codex import CodexLines
 from legion_tui.session.entries import AssistantEntry, UserEntry
 from legion_tui.session.formats import detect

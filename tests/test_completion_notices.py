@@ -22,7 +22,8 @@ from test_real_pi_legion import legion
 
 from legion_tui.agents.cards import load_cards
 from legion_tui.model import MailKind, MailState, NodeStatus
-from legion_tui.supervisor.core import ROOT_ID, Supervisor
+from legion_tui.supervisor.core import Supervisor
+from legion_tui.wire.names import ROOT_ID
 
 NOTICE_MARK = "Subject: Finished: "
 

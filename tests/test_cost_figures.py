@@ -11,10 +11,11 @@ from supervisor_helpers import hosted, settled, spawn_one
 
 from legion_tui.costs import fmt_usd
 from legion_tui.dashboard.app import make_app
-from legion_tui.supervisor.core import ROOT_ID, RootOperations
 from legion_tui.supervisor.hearing.status import render_status
+from legion_tui.supervisor.root_ops import RootOperations
 from legion_tui.widgets.tree import plan_columns
 from legion_tui.widgets.tree_rows import fmt_tokens
+from legion_tui.wire.names import ROOT_ID
 
 
 async def test_header_column_and_status_agree_with_the_sessions_sums(tmp_path: Path) -> None:

@@ -51,7 +51,8 @@ from textual.widgets import Static
 from legion_tui.dashboard.app import LegionApp, ModelChanged, make_app
 from legion_tui.demo import demo_budgets, start_demo, stop_demo
 from legion_tui.runs.catalog import find_session_run
-from legion_tui.supervisor.core import RootOperations, Supervisor
+from legion_tui.supervisor.core import Supervisor
+from legion_tui.supervisor.root_ops import RootOperations
 from legion_tui.widgets.confirm import ConfirmBar
 from legion_tui.widgets.help import HelpScreen
 from legion_tui.widgets.overlay.detail import DetailScreen

@@ -29,8 +29,8 @@ import pytest
 from process_helpers import by_env, holds_a_line, proc_state, until
 from supervisor_helpers import LEGION, cli_env
 
+from legion_tui.procfs import environ_of, stat_of
 from legion_tui.supervisor.processes import cgroups
-from legion_tui.supervisor.processes.procfs import environ_of, stat_of
 from legion_tui.wire.names import ENV_NO_CGROUP
 
 PROBE = "LEGION_TEST_PROBE"  # every process of a test's host carries it (inherited env)
@@ -78,7 +78,9 @@ HOST = textwrap.dedent(
     import asyncio, sys
     from pathlib import Path
     from legion_tui.supervisor.processes import containment
-    from legion_tui.supervisor.core import ROOT_ID, ChildRequest, Supervisor
+    from legion_tui.wire.names import ROOT_ID
+    from legion_tui.wire.spawn_request import ChildRequest
+    from legion_tui.supervisor.core import Supervisor
 
     async def main():
         project, card, recorded = Path(sys.argv[1]), sys.argv[2], int(sys.argv[3])

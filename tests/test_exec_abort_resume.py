@@ -10,7 +10,7 @@ from pathlib import Path
 from supervisor_helpers import hosted, settled, spawn_one, until
 
 from legion_tui.model import NodeStatus
-from legion_tui.supervisor.core import ROOT_ID
+from legion_tui.wire.names import ROOT_ID
 
 
 def _card(project: Path) -> None:

@@ -21,7 +21,7 @@ from supervisor_helpers import cli_env, hosted, spawn_one, until
 from legion_tui.regular_files import NotARegularFile
 from legion_tui.session.reader import SessionReader
 from legion_tui.session.transcript import TranscriptPager
-from legion_tui.supervisor.core import ROOT_ID
+from legion_tui.wire.names import ROOT_ID
 
 BOUND = 10.0
 

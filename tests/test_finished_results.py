@@ -9,7 +9,6 @@ from pathlib import Path
 
 from supervisor_helpers import STUCK, hosted, settled, spawn_one, until
 
-from legion_tui.supervisor.core import ROOT_ID
 from legion_tui.supervisor.hearing.results import (
     ENTRY_BYTES,
     TOTAL_BYTES,
@@ -17,6 +16,7 @@ from legion_tui.supervisor.hearing.results import (
     Result,
     write_output,
 )
+from legion_tui.wire.names import ROOT_ID
 
 
 def result(tmp_path: Path, name: str, text: str, round_: int = 1) -> Result:

@@ -16,7 +16,8 @@ from test_chart_buckets import naive_buckets
 from legion_tui import receipts
 from legion_tui.costs import Spend, total_spend
 from legion_tui.dashboard.notify import Notice, Notifier
-from legion_tui.model import InFlightTool, NodeStatus, Usage
+from legion_tui.model import NodeStatus
+from legion_tui.model_records import InFlightTool, Usage
 from legion_tui.render import chart
 from legion_tui.render import feed as feed_module
 from legion_tui.render.chart import RateBuckets

@@ -11,7 +11,8 @@ from __future__ import annotations
 from app_helpers import canned_app, canned_model, capture, fixed_clock, terminal_screen
 from test_snapshots_golden import check
 
-from legion_tui.model import Event, EventType, NodeStatus
+from legion_tui.model import EventType, NodeStatus
+from legion_tui.model_records import Event
 
 QUESTION = "allow Write (plan.md)? y allows"
 

@@ -20,8 +20,9 @@ from textual.pilot import Pilot
 from textual.widgets import Input, TextArea
 
 from legion_tui.dashboard.app import LegionApp, make_app
-from legion_tui.ops import OpError, Workspace
+from legion_tui.ops import Workspace
 from legion_tui.widgets.new_agent import NewAgentScreen
+from legion_tui.wire.names import OpError
 
 Steps = Callable[[Pilot[None], LegionApp], Awaitable[None]]
 

@@ -150,8 +150,8 @@ def test_the_verbs_named_tuples_hold_real_types_not_strings() -> None:
 
     from legion_tui.commands import Command
     from legion_tui.costs import Spend
+    from legion_tui.procfs import ProcStat
     from legion_tui.runs.folder import RunInfo
-    from legion_tui.supervisor.processes.procfs import ProcStat
 
     for record in (Command, Spend, ProcStat, RunInfo):
         strings = [

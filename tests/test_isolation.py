@@ -13,10 +13,13 @@ from process_helpers import holds_a_line
 from supervisor_helpers import git, hosted, settled, spawn_one, until, use_git_identity
 
 from legion_tui.git.worktree import create_sandbox_repo
-from legion_tui.model import EventType, Node
+from legion_tui.model import EventType
+from legion_tui.model_records import Node
 from legion_tui.settings import parse_settings
 from legion_tui.sim.script import SANDBOX_FILES
-from legion_tui.supervisor.core import ROOT_ID, ChildRequest, Supervisor
+from legion_tui.supervisor.core import Supervisor
+from legion_tui.wire.names import ROOT_ID
+from legion_tui.wire.spawn_request import ChildRequest
 
 WRITER = """---
 name: writer

@@ -19,15 +19,8 @@ from legion_tui.ledger import (
     open_ledger,
     read_snapshot,
 )
-from legion_tui.model import (
-    EventType,
-    MailboxStats,
-    MailKind,
-    MailState,
-    NodeStatus,
-    Urgency,
-    Usage,
-)
+from legion_tui.model import EventType, MailKind, MailState, NodeStatus, Urgency
+from legion_tui.model_records import MailboxStats, Usage
 
 
 async def test_nodes_round_trip_exactly(ledger: Ledger) -> None:

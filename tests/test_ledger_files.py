@@ -21,7 +21,8 @@ from legion_tui.ledger import (
     read_snapshot,
 )
 from legion_tui.ledger.rows import NODE_INSERT_SQL, node_params
-from legion_tui.model import EventType, MailState, NodeStatus, Usage
+from legion_tui.model import EventType, MailState, NodeStatus
+from legion_tui.model_records import Usage
 
 
 async def _make_ledger(path: Path, events: int = 0) -> None:

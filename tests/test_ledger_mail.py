@@ -18,15 +18,8 @@ from legion_tui.ledger import (
     NotFound,
     open_ledger,
 )
-from legion_tui.model import (
-    MAIL_MOVES,
-    EventType,
-    IllegalMailMove,
-    MailKind,
-    MailState,
-    Message,
-    Urgency,
-)
+from legion_tui.model import MAIL_MOVES, EventType, IllegalMailMove, MailKind, MailState, Urgency
+from legion_tui.model_records import Message
 
 # The legal path from PENDING to each state (model.MAIL_MOVES is the authority).
 PATH_TO: dict[MailState, tuple[MailState, ...]] = {

@@ -5,16 +5,17 @@ from __future__ import annotations
 import pytest
 from mail_helpers import make_node
 
+from legion_tui.ledger.errors import MailInvalidText
 from legion_tui.ledger.mailtext import BODY_MAX_BYTES
 from legion_tui.mail.envelope import (
     AddressError,
-    MailInvalidText,
     check_mail_text,
     format_envelope,
     resolve_address,
     route_allowed,
 )
-from legion_tui.model import MailKind, MailState, Message, Urgency
+from legion_tui.model import MailKind, MailState, Urgency
+from legion_tui.model_records import Message
 
 
 def _message(**overrides: object) -> Message:

@@ -19,11 +19,10 @@ from legion_tui.model import (
     IllegalMailMove,
     MailKind,
     MailState,
-    Message,
-    Node,
     NodeStatus,
     Urgency,
 )
+from legion_tui.model_records import Message, Node
 from legion_tui.state import LegionModel
 
 PHASE_SINCE = 1_764_424_000.0

@@ -18,11 +18,12 @@ from legion_tui.ledger.ledger import Ledger
 from legion_tui.mail.postman import MailTake
 from legion_tui.mail.service import MailService, race_mail
 from legion_tui.model import EventType, MailState, NodeStatus
-from legion_tui.ops import OpError
 from legion_tui.state import LegionModel
 from legion_tui.supervisor.hearing.notices import Answer
 from legion_tui.supervisor.socket import server as server_module
-from legion_tui.supervisor.socket.server import SupervisorServer, register_op
+from legion_tui.supervisor.socket.server import SupervisorServer
+from legion_tui.supervisor.socket.server_ops import register_op
+from legion_tui.wire.names import OpError
 
 
 @pytest.fixture

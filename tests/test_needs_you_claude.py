@@ -19,8 +19,11 @@ from model_server import ModelServer, Reply, Text, ToolCall
 from real_pi_helpers import TURN_LIMIT, agent_host, settle, until, use_env, verdict_line, write_card
 from supervisor_helpers import GIT_ENV
 
-from legion_tui.model import EventType, Node, NodeStatus
-from legion_tui.supervisor.core import ROOT_ID, ChildRequest, Supervisor
+from legion_tui.model import EventType, NodeStatus
+from legion_tui.model_records import Node
+from legion_tui.supervisor.core import Supervisor
+from legion_tui.wire.names import ROOT_ID
+from legion_tui.wire.spawn_request import ChildRequest
 
 
 def _project(tmp_path: Path, server: ModelServer, monkeypatch: pytest.MonkeyPatch) -> Path:

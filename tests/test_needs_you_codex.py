@@ -19,7 +19,9 @@ from real_pi_helpers import agent_host, settle, until, use_env, verdict_line, wr
 from supervisor_helpers import GIT_ENV
 
 from legion_tui.model import EventType, NodeStatus
-from legion_tui.supervisor.core import ROOT_ID, ChildRequest, Supervisor
+from legion_tui.supervisor.core import Supervisor
+from legion_tui.wire.names import ROOT_ID
+from legion_tui.wire.spawn_request import ChildRequest
 
 TURN_LIMIT = 60.0
 

@@ -13,7 +13,8 @@ from pathlib import Path
 from supervisor_helpers import hosted, until
 
 from legion_tui.model import EventType, NodeStatus
-from legion_tui.supervisor.core import ROOT_ID, ChildRequest
+from legion_tui.wire.names import ROOT_ID
+from legion_tui.wire.spawn_request import ChildRequest
 
 SCRIPT = """\
 sleep 0.6

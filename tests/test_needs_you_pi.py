@@ -14,7 +14,9 @@ from model_server import Reply, Text, ToolCall
 from real_pi_helpers import PI_COMMAND, PiWorld, agent_host, settle, until, verdict_line, write_card
 
 from legion_tui.model import EventType, NodeStatus
-from legion_tui.supervisor.core import ROOT_ID, ChildRequest, Supervisor
+from legion_tui.supervisor.core import Supervisor
+from legion_tui.wire.names import ROOT_ID
+from legion_tui.wire.spawn_request import ChildRequest
 
 TURN_LIMIT = 60.0
 EXTENSION = """\

@@ -24,7 +24,8 @@ import pytest
 from mail_helpers import make_node
 from supervisor_helpers import until
 
-from legion_tui.model import Node, NodeStatus
+from legion_tui.model import NodeStatus
+from legion_tui.model_records import Node
 from legion_tui.state import LegionModel
 from legion_tui.supervisor.hearing.notices import Notices
 from legion_tui.supervisor.hearing.results import FinishedResults, Result

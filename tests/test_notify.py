@@ -23,8 +23,11 @@ from test_needs_you_exec import _exec_card
 from legion_tui import receipts
 from legion_tui.dashboard.app import LegionApp, make_app
 from legion_tui.dashboard.notify import Notifier, desktop_sequences
-from legion_tui.model import InFlightTool, NodeStatus
-from legion_tui.supervisor.core import ROOT_ID, RootOperations, Supervisor
+from legion_tui.model import NodeStatus
+from legion_tui.model_records import InFlightTool
+from legion_tui.supervisor.core import Supervisor
+from legion_tui.supervisor.root_ops import RootOperations
+from legion_tui.wire.names import ROOT_ID
 
 BELL = "\x07"
 QUESTION = "ask needs you: Deploy to prod? [y/N]"

@@ -6,7 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from legion_tui.model import Node, NodeStatus
+from legion_tui.model import NodeStatus
+from legion_tui.model_records import Node
 from legion_tui.phases import (
     CONDITIONS,
     ChildFact,

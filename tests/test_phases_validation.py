@@ -10,13 +10,13 @@ import pytest
 
 from legion_tui.phases import (
     DEFAULT_MACHINE,
-    Machine,
     MachineError,
     load_machine_file,
     parse_inline,
     parse_machine,
     validate_machine,
 )
+from legion_tui.phases.load import machine_from_json
 
 
 def problems(data: Any) -> list[str]:
@@ -29,7 +29,7 @@ def test_default_machine_validates_and_round_trips() -> None:
     again = parse_machine(DEFAULT_MACHINE.to_dict())
     assert again == DEFAULT_MACHINE
     assert again.start == "planning"
-    assert Machine.from_json(DEFAULT_MACHINE.to_json()) == DEFAULT_MACHINE
+    assert machine_from_json(DEFAULT_MACHINE.to_json()) == DEFAULT_MACHINE
 
 
 def test_simple_v5_shape_loads_and_starts_in_first_phase() -> None:
@@ -42,7 +42,7 @@ def test_simple_v5_shape_loads_and_starts_in_first_phase() -> None:
     assert machine.start == "planning"
     assert machine.phase_ids == ("planning", "implementing")
     assert machine.timeout_ms("implementing") == 60000
-    assert Machine.from_json(machine.to_json()) == machine
+    assert machine_from_json(machine.to_json()) == machine
 
 
 def test_explicit_start_and_max_rework() -> None:

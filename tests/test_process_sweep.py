@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 from process_helpers import TREE_AGENT, marked, our_zombies, unique_run_id, until
 
-from legion_tui.supervisor.processes.process import ChildProcess, marker_env, spawn_child
+from legion_tui.supervisor.processes.child_process import ChildProcess
+from legion_tui.supervisor.processes.process import marker_env, spawn_child
 from legion_tui.supervisor.processes.sweep import marked_pids, sweep
 
 

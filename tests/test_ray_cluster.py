@@ -20,8 +20,8 @@ from legion_tui.model import EventType, NodeStatus
 from legion_tui.phases import DEFAULT_MACHINE
 from legion_tui.sim.script import SANDBOX_FILES
 from legion_tui.supervisor.backends.ray.handle import RayHandle
-from legion_tui.supervisor.core import ROOT_ID
-from legion_tui.supervisor.life.continuity import NODE_LOST_REASON
+from legion_tui.supervisor.life.retire_reasons import NODE_LOST_REASON
+from legion_tui.wire.names import ROOT_ID
 
 pytestmark = pytest.mark.timeout(180)
 

@@ -47,8 +47,8 @@ from supervisor_helpers import GIT_ENV
 from legion_tui.git.worktree import create_sandbox_repo
 from legion_tui.model import NodeStatus
 from legion_tui.sim.script import SANDBOX_FILES
-from legion_tui.supervisor.backends.pi.handle import RESUME_PROMPT
-from legion_tui.supervisor.core import ROOT_ID
+from legion_tui.supervisor.backends.common import RESUME_PROMPT
+from legion_tui.wire.names import ROOT_ID
 
 pytestmark = pytest.mark.timeout(180)
 

@@ -46,7 +46,7 @@ from codex_env import codex_config
 from model_server import ModelServer, RecordedRequest, Reply, Text, ToolCall
 from process_helpers import by_env
 
-from legion_tui.model import Verdict
+from legion_tui.model_records import Verdict
 from legion_tui.session.verdict import extract_verdict
 
 RUN_TIMEOUT = 120.0  # one cold CLI start plus a two-call turn, on 2 loaded cores

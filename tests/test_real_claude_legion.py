@@ -37,11 +37,14 @@ from real_pi_helpers import (
 )
 from supervisor_helpers import GIT_ENV, LEGION
 
-from legion_tui.model import EventType, MailState, Node, NodeStatus
+from legion_tui.model import EventType, MailState, NodeStatus
+from legion_tui.model_records import Node
 from legion_tui.session.reader import read_session
-from legion_tui.supervisor.backends.claude.handle import NOTIFICATION_TURN_BOUND
+from legion_tui.supervisor.backends.claude.stream import NOTIFICATION_TURN_BOUND
 from legion_tui.supervisor.backends.common import RESUME_PROMPT
-from legion_tui.supervisor.core import ROOT_ID, ChildRequest, Supervisor
+from legion_tui.supervisor.core import Supervisor
+from legion_tui.wire.names import ROOT_ID
+from legion_tui.wire.spawn_request import ChildRequest
 
 ABORT_WITHIN = 1.0  # an abort answers `interrupted` within a second
 API_RETRIES = 10  # Claude sends a 400 six times before it gives up: script more than that
@@ -450,7 +453,7 @@ async def test_api_error_fails_the_node_with_the_apis_message(world: ClaudeLegio
 # ----- the flags a card gives are left alone ----------------------------------------------
 def test_claude_argv_adds_only_what_the_card_did_not_give(tmp_path: Path) -> None:
     from legion_tui.supervisor.backend import LaunchSpec
-    from legion_tui.supervisor.backends.claude.handle import claude_argv
+    from legion_tui.supervisor.backends.claude.argv import claude_argv
 
     def spec(command: list[str] | None, **kw: object) -> LaunchSpec:
         return LaunchSpec(

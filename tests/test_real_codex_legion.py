@@ -40,10 +40,13 @@ from real_pi_helpers import (
 )
 from supervisor_helpers import GIT_ENV, run_cli
 
-from legion_tui.model import EventType, MailState, Node, NodeStatus
+from legion_tui.model import EventType, MailState, NodeStatus
+from legion_tui.model_records import Node
 from legion_tui.session.reader import read_session
 from legion_tui.supervisor.backends.common import RESUME_PROMPT
-from legion_tui.supervisor.core import ROOT_ID, ChildRequest, Supervisor
+from legion_tui.supervisor.core import Supervisor
+from legion_tui.wire.names import ROOT_ID
+from legion_tui.wire.spawn_request import ChildRequest
 
 START_LIMIT = 60.0  # a cold `codex app-server` start on 2 loaded cores, then a model call
 TURN_LIMIT = 60.0

@@ -37,7 +37,7 @@ from supervisor_helpers import LEGION
 
 from legion_tui.model import EventType, NodeStatus
 from legion_tui.supervisor.backends.common import RESUME_PROMPT
-from legion_tui.supervisor.core import ROOT_ID
+from legion_tui.wire.names import ROOT_ID
 
 ABORT_WITHIN = 1.0  # issue 9: an abort answers `interrupted` within a second
 

@@ -35,7 +35,8 @@ from supervisor_helpers import run_cli
 from legion_tui import receipts
 from legion_tui.model import EventType, NodeStatus
 from legion_tui.supervisor.backends.common import RESUME_PROMPT
-from legion_tui.supervisor.core import ROOT_ID, ChildRequest
+from legion_tui.wire.names import ROOT_ID
+from legion_tui.wire.spawn_request import ChildRequest
 
 SIX = 6
 # How many HTTP requests one pi attempt makes when the provider answers 503: pi 0.73's

@@ -22,7 +22,7 @@ from test_app_live_stop import wait_app
 
 from legion_tui.dashboard.app import make_app
 from legion_tui.model import NodeStatus
-from legion_tui.supervisor.core import RootOperations
+from legion_tui.supervisor.root_ops import RootOperations
 from legion_tui.widgets.overlay.diff_view import DiffView
 from legion_tui.widgets.overlay.message_box import MessageBox, MessageText
 

@@ -18,8 +18,10 @@ import psutil
 from supervisor_helpers import ask_for_sim, hosted, run_cli, settled, spawn_one, until
 
 from legion_tui.runs import catalog as runs
-from legion_tui.runs.catalog import find_session_run, socket_refusal
-from legion_tui.supervisor.core import ROOT_ID, ChildRequest
+from legion_tui.runs.catalog import find_session_run
+from legion_tui.runs.socket_link import socket_refusal
+from legion_tui.wire.names import ROOT_ID
+from legion_tui.wire.spawn_request import ChildRequest
 
 # A host of session "s" in its own process. It waits for `go` (so that two of them open
 # the session at the same moment), says `claimed` once its Supervisor exists, and with
@@ -30,8 +32,10 @@ _HOST = textwrap.dedent(
     """
     import asyncio, sys, time
     from pathlib import Path
-    from legion_tui.supervisor.core import ROOT_ID, ChildRequest, Supervisor
-    from legion_tui.runs.catalog import SessionBusy
+    from legion_tui.wire.names import ROOT_ID
+    from legion_tui.wire.spawn_request import ChildRequest
+    from legion_tui.supervisor.core import Supervisor
+    from legion_tui.runs.host_lock import SessionBusy
 
     async def main():
         project, go, mode = Path(sys.argv[1]), Path(sys.argv[2]), sys.argv[3]

@@ -12,8 +12,9 @@ import pytest
 from process_helpers import HangingClock
 
 from legion_tui.session.reader import read_session
-from legion_tui.sim.config import seed_material
-from legion_tui.sim.rpc_front import FakeClock, SimAgent, SimConfig
+from legion_tui.sim.agent import SimAgent
+from legion_tui.sim.clock import FakeClock
+from legion_tui.sim.config import SimConfig, seed_material
 
 
 def _config(tmp_path: Path, **kw: Any) -> SimConfig:

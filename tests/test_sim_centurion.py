@@ -14,7 +14,9 @@ from process_helpers import launch_spec, until
 
 from legion_tui.phases.verify_blocks import extract_verify_commands
 from legion_tui.session.reader import read_session
-from legion_tui.sim.rpc_front import FakeClock, SimAgent, SimConfig
+from legion_tui.sim.agent import SimAgent
+from legion_tui.sim.clock import FakeClock
+from legion_tui.sim.config import SimConfig
 from legion_tui.supervisor.backend import LaunchSpec
 from legion_tui.supervisor.backends.pi.handle import RpcHandle
 from legion_tui.supervisor.backends.registry import make_handle

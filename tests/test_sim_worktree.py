@@ -9,7 +9,9 @@ import subprocess
 from pathlib import Path
 
 from legion_tui.git.worktree import create_sandbox_repo
-from legion_tui.sim.rpc_front import CatchUpClock, FakeClock, SimAgent, SimConfig
+from legion_tui.sim.agent import SimAgent
+from legion_tui.sim.clock import CatchUpClock, FakeClock
+from legion_tui.sim.config import SimConfig
 from legion_tui.sim.script import EDIT_NEW, EDIT_OLD, SANDBOX_FILES
 
 

@@ -14,8 +14,8 @@ from pathlib import Path
 from supervisor_helpers import hosted, run_cli, spawn_one, stuck_worker, until
 
 from legion_tui.model import NodeStatus
-from legion_tui.supervisor.core import ROOT_ID
 from legion_tui.supervisor.socket.identity import Peer, caller_of
+from legion_tui.wire.names import ROOT_ID
 
 LEGION = f"{sys.executable} -m legion_tui.cli"
 

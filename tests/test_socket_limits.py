@@ -46,7 +46,9 @@ if nofile:
     resource.setrlimit(resource.RLIMIT_NOFILE, (nofile, hard))
 
 from legion_tui.supervisor.socket import intake
-from legion_tui.supervisor.core import ROOT_ID, ChildRequest, Supervisor
+from legion_tui.wire.names import ROOT_ID
+from legion_tui.wire.spawn_request import ChildRequest
+from legion_tui.supervisor.core import Supervisor
 
 intake.DEFAULT_LIMITS = dataclasses.replace(intake.DEFAULT_LIMITS, idle_seconds=idle)
 hogged = []

@@ -5,14 +5,11 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from legion_tui.model import InFlightTool, Node, NodeStatus
+from legion_tui.model import NodeStatus
+from legion_tui.model_records import InFlightTool, Node
+from legion_tui.receipts import in_flight_suffix
 from legion_tui.session.progress import SessionProgress
-from legion_tui.supervisor.hearing.status import (
-    in_flight_suffix,
-    render_status,
-    status_document,
-    tool_label,
-)
+from legion_tui.supervisor.hearing.status import render_status, status_document, tool_label
 
 
 def test_one_call_is_just_its_name() -> None:

@@ -29,8 +29,10 @@ from supervisor_helpers import (
 from legion_tui.ledger import LedgerError, open_ledger, read_snapshot
 from legion_tui.model import EventType, NodeStatus
 from legion_tui.runs.catalog import find_session_run
-from legion_tui.supervisor.core import ROOT_ID, ChildRequest, Supervisor
+from legion_tui.supervisor.core import Supervisor
 from legion_tui.supervisor.life.owed_retires import OwedRetires
+from legion_tui.wire.names import ROOT_ID
+from legion_tui.wire.spawn_request import ChildRequest
 
 # An exec agent that outlives SIGTERM: it says when the signal came (its terminal line)
 # and goes on until SIGKILL. Its `sleep` dies of the group's SIGTERM; bash lives on.

@@ -15,10 +15,10 @@ import pytest
 from supervisor_helpers import STUCK, hosted, run_cli, settled, spawn_one, stuck_worker, until
 
 from legion_tui.model import EventType, NodeStatus
-from legion_tui.ops import OpError
-from legion_tui.runs.catalog import SessionBusy
-from legion_tui.supervisor.core import ROOT_ID, Supervisor
+from legion_tui.runs.host_lock import SessionBusy
+from legion_tui.supervisor.core import Supervisor
 from legion_tui.supervisor.processes.sweep import marked_pids
+from legion_tui.wire.names import ROOT_ID, OpError
 
 MACHINE = {
     "phases": [
@@ -133,7 +133,9 @@ _HOST = textwrap.dedent(
     """
     import asyncio, sys
     from pathlib import Path
-    from legion_tui.supervisor.core import ROOT_ID, ChildRequest, Supervisor
+    from legion_tui.wire.names import ROOT_ID
+    from legion_tui.wire.spawn_request import ChildRequest
+    from legion_tui.supervisor.core import Supervisor
 
     async def main():
         sup = Supervisor(

@@ -12,7 +12,8 @@ from legion_tui.model import EventType
 from legion_tui.phases import DEFAULT_MACHINE
 from legion_tui.sim.script import SANDBOX_FILES
 from legion_tui.state import EVENTS_PER_NODE
-from legion_tui.supervisor.core import ROOT_ID, Supervisor
+from legion_tui.supervisor.core import Supervisor
+from legion_tui.wire.names import ROOT_ID
 
 PADDING = EVENTS_PER_NODE + 50
 

@@ -11,10 +11,9 @@ import pytest
 from supervisor_helpers import hosted, settled, spawn_one, stuck_worker, until
 
 from legion_tui.model import EventType, NodeStatus
-from legion_tui.ops import OpError
-from legion_tui.supervisor.core import ROOT_ID
 from legion_tui.supervisor.hearing.status import render_status
 from legion_tui.widgets.tree_rows import Activity, activity
+from legion_tui.wire.names import ROOT_ID, OpError
 
 
 async def test_a_worker_settles_with_its_verdict_in_ledger_and_model(tmp_path: Path) -> None:

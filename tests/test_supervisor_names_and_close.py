@@ -11,8 +11,9 @@ import pytest
 from supervisor_helpers import STUCK, hosted, spawn_one, stuck_worker, until
 
 from legion_tui.model import EventType, NodeStatus
-from legion_tui.ops import OpError
-from legion_tui.supervisor.core import ROOT_ID, ChildRequest, Supervisor
+from legion_tui.supervisor.core import Supervisor
+from legion_tui.wire.names import ROOT_ID, OpError
+from legion_tui.wire.spawn_request import ChildRequest
 
 
 @pytest.mark.parametrize("name", ["all", "root"])

@@ -13,9 +13,10 @@ import pytest
 from supervisor_helpers import STUCK, hosted, until
 
 from legion_tui.model import NodeStatus
-from legion_tui.ops import OpError
-from legion_tui.supervisor.core import ROOT_ID, ChildRequest, Supervisor
+from legion_tui.supervisor.core import Supervisor
 from legion_tui.supervisor.life import launching
+from legion_tui.wire.names import ROOT_ID, OpError
+from legion_tui.wire.spawn_request import ChildRequest
 
 
 def _node_named(sup: Supervisor, name: str) -> str | None:

@@ -20,8 +20,8 @@ from supervisor_helpers import (
 )
 
 from legion_tui.model import EventType, NodeStatus
-from legion_tui.ops import OpError
-from legion_tui.supervisor.core import ROOT_ID, RootOperations
+from legion_tui.supervisor.root_ops import RootOperations
+from legion_tui.wire.names import ROOT_ID, OpError
 
 
 async def test_stop_a_live_node(tmp_path: Path) -> None:

@@ -9,8 +9,10 @@ from pathlib import Path
 
 from supervisor_helpers import STUCK, hosted, settled, spawn_one, until
 
-from legion_tui.model import Event, EventType, MailState, NodeStatus
-from legion_tui.supervisor.core import ROOT_ID, Supervisor
+from legion_tui.model import EventType, MailState, NodeStatus
+from legion_tui.model_records import Event
+from legion_tui.supervisor.core import Supervisor
+from legion_tui.wire.names import ROOT_ID
 
 MACHINE = {
     "phases": [

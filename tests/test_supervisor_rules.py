@@ -9,10 +9,10 @@ import pytest
 from supervisor_helpers import hosted, spawn_one, stuck_worker, until
 
 from legion_tui.model import EventType, NodeStatus
-from legion_tui.ops import OpError
-from legion_tui.supervisor.core import ROOT_ID, Budgets, ChildRequest, Supervisor
+from legion_tui.supervisor.core import Supervisor
 from legion_tui.wire.client import LegionClient
-from legion_tui.wire.names import RequestError
+from legion_tui.wire.names import ROOT_ID, OpError, RequestError
+from legion_tui.wire.spawn_request import Budgets, ChildRequest
 
 
 async def _rows(sup: Supervisor) -> list[str]:

@@ -8,7 +8,8 @@ from pathlib import Path
 from supervisor_helpers import git, hosted, settled, spawn_one, until
 
 from legion_tui.git.worktree import create_sandbox_repo
-from legion_tui.model import Event, EventType, NodeStatus
+from legion_tui.model import EventType, NodeStatus
+from legion_tui.model_records import Event
 from legion_tui.phases import DEFAULT_MACHINE
 from legion_tui.sim.script import SANDBOX_FILES
 

@@ -10,10 +10,9 @@ from typing import Any
 import pytest
 from supervisor_helpers import hosted, stuck_worker, until
 
-from legion_tui.supervisor.core import ROOT_ID
 from legion_tui.wire.client import LegionClient
 from legion_tui.wire.lines import MAX_LINE_BYTES
-from legion_tui.wire.names import RequestError
+from legion_tui.wire.names import ROOT_ID, RequestError
 
 
 async def _ask(

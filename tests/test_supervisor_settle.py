@@ -10,7 +10,9 @@ from typing import Any
 from supervisor_helpers import hosted, until
 
 from legion_tui.model import EventType, NodeStatus
-from legion_tui.supervisor.core import ROOT_ID, ChildRequest, Supervisor
+from legion_tui.supervisor.core import Supervisor
+from legion_tui.wire.names import ROOT_ID
+from legion_tui.wire.spawn_request import ChildRequest
 
 
 def _settles(sup: Supervisor, node_id: str) -> int:

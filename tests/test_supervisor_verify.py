@@ -11,9 +11,9 @@ import pytest
 from supervisor_helpers import STUCK, hosted, spawn_one, until
 
 from legion_tui.model import EventType, NodeStatus
-from legion_tui.ops import OpError
-from legion_tui.supervisor.core import ROOT_ID, Supervisor
+from legion_tui.supervisor.core import Supervisor
 from legion_tui.supervisor.processes.sweep import marked_pids
+from legion_tui.wire.names import ROOT_ID, OpError
 
 GATED = {
     "phases": [

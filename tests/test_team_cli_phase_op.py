@@ -21,9 +21,9 @@ from supervisor_helpers import (
 
 from legion_tui import receipts
 from legion_tui.model import EventType, MailKind, MailState, NodeStatus
-from legion_tui.ops import OpError
-from legion_tui.supervisor.core import ROOT_ID, Supervisor
+from legion_tui.supervisor.core import Supervisor
 from legion_tui.wire.client import LegionClient
+from legion_tui.wire.names import ROOT_ID, OpError
 
 PIPELINE = {
     "phases": [

@@ -8,7 +8,8 @@ from ledger_helpers import ledger_fixture  # noqa: F401 (a fixture)
 
 from legion_tui.ledger.ledger import Ledger
 from legion_tui.mail.postman import Postman
-from legion_tui.model import EventType, MailKind, MailState, Node, NodeStatus, Urgency
+from legion_tui.model import EventType, MailKind, MailState, NodeStatus, Urgency
+from legion_tui.model_records import Node
 from legion_tui.phases.builtin import DEFAULT_MACHINE
 from legion_tui.phases.load import parse_machine
 from legion_tui.phases.timeouts import PhaseClock, restore_stint, revive_stint

@@ -7,7 +7,8 @@ from dataclasses import replace
 from app_helpers import NOW, canned_model
 
 from legion_tui import receipts
-from legion_tui.model import InFlightTool, NodeStatus
+from legion_tui.model import NodeStatus
+from legion_tui.model_records import InFlightTool
 from legion_tui.session.progress import RateSegment, SessionProgress
 from legion_tui.supervisor.hearing.status import tree_rows_from_doc
 from legion_tui.widgets.tree import plan_columns

@@ -86,8 +86,8 @@ def attach_argv(
     kind: Kind, name: str, link: Path, command: Sequence[str], cwd: Path, *, path: str | None
 ) -> tuple[tuple[str, ...], Path]:
     """The UI's argv and the session file it continues, or AttachRefused."""
-    from legion_tui.supervisor.backends.codex.handle import rollout_thread_id
-    from legion_tui.supervisor.backends.common import find_program
+    from legion_tui.agents.resolve import find_program
+    from legion_tui.supervisor.backends.codex.argv import rollout_thread_id
 
     if kind == "sim":
         raise AttachRefused(f"{name} is a simulated agent: it has no UI of its own to open")

@@ -30,30 +30,26 @@ from typing import Any, cast
 
 import yaml
 
+from legion_tui.agents.placeholders import PLACEHOLDER_PATTERN, PLACEHOLDERS, placeholders_in
+from legion_tui.costs import is_usd
 from legion_tui.model import CARD_KINDS, ROLES, CardKind, Role
 from legion_tui.phases import locate
 from legion_tui.phases.load import validate_machine
 from legion_tui.phases.locate import line_of, load_with_nodes
 from legion_tui.phases.machine import Machine
 from legion_tui.regular_files import read_regular_text
-from legion_tui.settings import is_usd
 
 __all__ = [
     "CARD_FIELDS",
-    "PLACEHOLDERS",
     "CardError",
     "CardProblem",
     "CardSet",
     "RoleCard",
     "load_cards",
     "parse_card",
-    "placeholders_in",
 ]
 
 NAME = re.compile(r"[a-z0-9][a-z0-9._-]{0,63}")
-PLACEHOLDERS: tuple[str, ...] = ("task", "session_file", "cwd", "name")
-# `{name}`, but not a shell `${VAR}`: a command may well expand environment variables.
-_PLACEHOLDER = re.compile(r"(?<!\$)\{([A-Za-z_][A-Za-z0-9_]*)\}")
 PROJECT_CARDS = Path(".legion") / "agents"
 # The parser class; a module attribute so the benchmark can compare parsers.
 YAML_LOADER: type[yaml.SafeLoader] = locate.YAML_LOADER
@@ -135,7 +131,8 @@ class RoleCard:
         """The command with its placeholders filled. Only the four known ones are
         replaced (validation refused any other), so braces in a task are left alone."""
         values = {"task": task, "session_file": session_file, "cwd": cwd, "name": name}
-        return [_PLACEHOLDER.sub(lambda m: values.get(m[1], m[0]), part) for part in self.command]
+        fill = lambda m: values.get(m[1], m[0])  # noqa: E731
+        return [PLACEHOLDER_PATTERN.sub(fill, part) for part in self.command]
 
 
 @dataclass(frozen=True, slots=True)
@@ -170,9 +167,6 @@ class CardSet:
         return tuple(sorted(self.cards))
 
 
-def placeholders_in(part: str) -> list[str]:
-    """The `{name}` placeholders of one argv part (a shell `${VAR}` is not one)."""
-    return [str(p) for p in _PLACEHOLDER.findall(part)]
 
 
 # ----- one card ------------------------------------------------------------------------

@@ -21,6 +21,8 @@ while it plans a spawn, `legion run` / `legion tui` call it to refuse before hos
 from __future__ import annotations
 
 import json
+import os
+import shutil
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -167,7 +169,6 @@ def resolve_launch(
     file's problems (`agent_problems` picks the ones that matter). `what` names the
     launch in a refusal (`'worker' (kind: auto)`). `path`: the PATH to look on (None:
     this process's, which the agents inherit)."""
-    from legion_tui.supervisor.backends.common import find_program
 
     kind = requested or card_kind
     if kind not in CARD_KINDS:
@@ -205,3 +206,16 @@ def _as_kind(value: str) -> Kind:
         if kind == value:
             return kind
     raise ValueError(f"not a runnable kind: {value!r}")
+
+
+def find_program(program: str, *, cwd: Path, path: str | None) -> str | None:
+    """Where `program` would be executed from, or None when it is not there.
+
+    A bare name is looked up on `path` (a PATH string; None: this process's PATH). A name
+    with a slash is taken as the child takes it: relative to `cwd`, the folder the child
+    starts in — not to the folder the supervisor happens to run in.
+    """
+    if os.sep not in program:
+        return shutil.which(program, path=path)
+    candidate = Path(program) if os.path.isabs(program) else cwd / program
+    return str(candidate) if candidate.is_file() and os.access(candidate, os.X_OK) else None

@@ -269,7 +269,8 @@ def _status_args(p: argparse.ArgumentParser) -> None:
 
 def _offline_doc(session: str | None) -> dict[str, Any] | None:
     """The newest run's status from its ledger + session files, read-only."""
-    from legion_tui.runs.catalog import find_project_dir, newest_run, owner_alive
+    from legion_tui.runs.catalog import find_project_dir, newest_run
+    from legion_tui.runs.socket_link import owner_alive
     from legion_tui.supervisor.hearing.status import offline_status
 
     project = find_project_dir(Path.cwd())

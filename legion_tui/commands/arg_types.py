@@ -20,7 +20,7 @@ __all__ = [
 
 
 def session_name(text: str) -> str:
-    from legion_tui.runs.catalog import SessionNameError, validate_session_name
+    from legion_tui.runs.folder import SessionNameError, validate_session_name
 
     try:
         return validate_session_name(text)
@@ -99,8 +99,8 @@ def task_text(args: argparse.Namespace) -> str:
 def task_of(args: argparse.Namespace) -> str:
     """`task_text`, checked as a spawn checks it — for `legion run`, which must refuse
     before its host exists; a problem raises ValueError with the message to print."""
-    from legion_tui.ops import OpError
-    from legion_tui.supervisor.life.admission import check_task
+    from legion_tui.wire.names import OpError
+    from legion_tui.wire.spawn_request import check_task
 
     task = task_text(args)
     try:

@@ -117,9 +117,8 @@ def check_cards(report: Report) -> None:
 
 def check_auto(report: Report, cards: CardSet) -> None:
     """What the `kind: auto` cards would run, resolved exactly as a launch resolves it."""
-    from legion_tui.agents.resolve import NoAgent, agent_problems, resolve_launch
+    from legion_tui.agents.resolve import NoAgent, agent_problems, find_program, resolve_launch
     from legion_tui.settings import SETTINGS_FILE, load_settings
-    from legion_tui.supervisor.backends.common import find_program
 
     names = [c.name for c in cards if c.kind == "auto"]
     if not names:
@@ -166,7 +165,7 @@ def check_auto(report: Report, cards: CardSet) -> None:
 
 
 def check_commands(report: Report, cards: CardSet) -> None:
-    from legion_tui.supervisor.backends.common import find_program
+    from legion_tui.agents.resolve import find_program
 
     check_auto(report, cards)
     for card in cards:
@@ -198,7 +197,8 @@ def check_agent_starts(report: Report) -> None:
     broken install fails here, in the agent's words, not at the first spawn."""
     import asyncio
 
-    from legion_tui.supervisor.backends.common import fill_placeholders, find_program
+    from legion_tui.agents.resolve import find_program
+    from legion_tui.supervisor.backends.common import fill_placeholders
     from legion_tui.supervisor.backends.dry_starts import (
         claude_dry_start,
         codex_dry_start,
@@ -352,7 +352,7 @@ def _check_ledger(report: Report, run: Path, where: str) -> None:
 
 
 def _check_socket(report: Report, run: Path, where: str) -> None:
-    from legion_tui.runs.catalog import socket_refusal, socket_target
+    from legion_tui.runs.socket_link import socket_refusal, socket_target
 
     target = socket_target(run / "supervisor.sock")
     if target is None:

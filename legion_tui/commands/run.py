@@ -194,8 +194,9 @@ def no_agent_refusal(
 
 async def _run_headless(args: argparse.Namespace) -> int:
     from legion_tui.agents.cards import CardError, load_cards
-    from legion_tui.ops import OpError
-    from legion_tui.supervisor.core import ROOT_ID, ChildRequest, Supervisor
+    from legion_tui.supervisor.core import Supervisor
+    from legion_tui.wire.names import ROOT_ID, OpError
+    from legion_tui.wire.spawn_request import ChildRequest
 
     # Everything that can refuse is asked before the host exists: a refused run leaves no
     # session, no run folder and no ledger behind.
@@ -205,7 +206,7 @@ async def _run_headless(args: argparse.Namespace) -> int:
     except (ValueError, CardError) as err:
         print(f"legion run: {err}", file=sys.stderr)
         return 1
-    from legion_tui.settings import is_usd
+    from legion_tui.costs import is_usd
 
     if args.budget_usd is not None and not is_usd(args.budget_usd):
         print(f"legion run: --budget-usd must be an amount of dollars > 0, got "
@@ -355,7 +356,7 @@ async def _host_dashboard(sup: Supervisor, theme: str, demo_nodes: int | None, s
         print(f"legion: the dashboard is not available ({err}); use --headless", file=sys.stderr)
         return 2
     from legion_tui.demo import Demo, stop_demo
-    from legion_tui.supervisor.core import RootOperations
+    from legion_tui.supervisor.root_ops import RootOperations
 
     await sup.start()
     demos: list[Demo] = []
@@ -453,12 +454,10 @@ def _tui(args: argparse.Namespace) -> int:
         raise_fd_limit()
         return asyncio.run(run_view(Path.cwd(), args.session, theme, control=not args.read_only))
     args.session = args.session or "main"
-    from legion_tui.runs.catalog import (
-        SessionBusy,
-        SessionNameError,
-        UnsafeSocketDir,
-        find_session_run,
-    )
+    from legion_tui.runs.catalog import find_session_run
+    from legion_tui.runs.folder import SessionNameError
+    from legion_tui.runs.host_lock import SessionBusy
+    from legion_tui.runs.socket_link import UnsafeSocketDir
     from legion_tui.supervisor.core import Supervisor
 
     try:
@@ -480,7 +479,9 @@ def _tui(args: argparse.Namespace) -> int:
 def _hosting(verb: str, host: Callable[[], int]) -> int:
     """Run a host; a refused session or ledger is a clear one-line error, exit 1."""
     from legion_tui.ledger import LedgerError
-    from legion_tui.runs.catalog import SessionBusy, SessionNameError, UnsafeSocketDir
+    from legion_tui.runs.folder import SessionNameError
+    from legion_tui.runs.host_lock import SessionBusy
+    from legion_tui.runs.socket_link import UnsafeSocketDir
     from legion_tui.supervisor.core import StartFailed
 
     raise_fd_limit()

@@ -30,8 +30,8 @@ if TYPE_CHECKING:
     from legion_tui.git.land import LandPlan
     from legion_tui.git.review import FileChange, Review
     from legion_tui.git.worktree import Worktree
-    from legion_tui.model import Node
-    from legion_tui.runs.catalog import RunInfo
+    from legion_tui.model_records import Node
+    from legion_tui.runs.folder import RunInfo
     from legion_tui.settings import LandMode
 
 __all__ = ["COMMANDS", "handle_of", "work_summary"]
@@ -126,7 +126,8 @@ def find_target(name: str, session: str | None, verb: str, *, settled: bool = Tr
     and the worktree it holds. Refused: no run, no such agent, several of that name, one
     that works in the project itself or in its lead's worktree, and — when `settled` —
     one still at work in it while its host runs."""
-    from legion_tui.runs.catalog import find_project_dir, newest_run, owner_alive
+    from legion_tui.runs.catalog import find_project_dir, newest_run
+    from legion_tui.runs.socket_link import owner_alive
 
     project = find_project_dir(Path.cwd())
     run = newest_run(project, session)
@@ -580,7 +581,8 @@ def _gc_args(p: argparse.ArgumentParser) -> None:
 
 def _busy_branches(project: Path) -> frozenset[str]:
     """The branches live agents hold (or work in) in every run whose host is alive."""
-    from legion_tui.runs.catalog import list_runs, owner_alive
+    from legion_tui.runs.catalog import list_runs
+    from legion_tui.runs.socket_link import owner_alive
 
     busy: set[str] = set()
     for run in list_runs(project):

@@ -31,7 +31,7 @@ from textual.widgets._toast import ToastRack  # the screen's own rack: kept abov
 from legion_tui import receipts
 from legion_tui.dashboard.notify import Alerts, Notifier, settings_near
 from legion_tui.dashboard.terminal import SIGNAL_GRACE_S, LegionDriver, say_after_exit
-from legion_tui.ops import HostOperations, Operations, OpError
+from legion_tui.ops import HostOperations, Operations
 from legion_tui.render.steps import DRAW_HZ
 from legion_tui.settings import save_theme
 from legion_tui.state import Clock, LegionModel, NodeView
@@ -54,6 +54,7 @@ from legion_tui.widgets.palette import LegionCommands, SlashStop
 from legion_tui.widgets.rate_chart import RateChart
 from legion_tui.widgets.tree import RailwayTree, WholeCellScrollBar
 from legion_tui.widgets.tree_header import TreeHeader
+from legion_tui.wire.names import OpError
 
 MAX_APPLY_HZ = 30.0
 GC_THRESHOLDS = (20_000, 50, 1000)

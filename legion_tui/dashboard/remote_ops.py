@@ -17,14 +17,15 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from legion_tui.ops import OpError, Workspace
-from legion_tui.runs.catalog import RunInfo, resolve_socket
+from legion_tui.ops import Workspace
+from legion_tui.runs.folder import RunInfo
+from legion_tui.runs.socket_link import resolve_socket
 from legion_tui.wire.client import LegionClient
-from legion_tui.wire.names import ROOT_ID, RequestError
+from legion_tui.wire.names import ROOT_ID, OpError, RequestError
 
 if TYPE_CHECKING:
     from legion_tui.agents.cards import CardSet
-    from legion_tui.supervisor.life.admission import ChildRequest
+    from legion_tui.wire.spawn_request import ChildRequest
 
 READ_ONLY_CODE = "FORBIDDEN"
 READ_ONLY_REFUSAL = "403 Forbidden — read-only view: this operation needs the control token"

@@ -21,19 +21,14 @@ from pathlib import Path
 from legion_tui.dashboard.remote_ops import ReadOnlyOperations, SocketOperations
 from legion_tui.git.worktree import recorded_worktree
 from legion_tui.ledger.follow import FACT_TYPES, LedgerChanges, LedgerFollower
-from legion_tui.model import Event, EventType, NodeStatus
+from legion_tui.model import EventType, NodeStatus
+from legion_tui.model_records import Event
 from legion_tui.ops import Operations, Workspace
-from legion_tui.runs.catalog import (
-    RunInfo,
-    find_live_run,
-    find_project_dir,
-    find_session_run,
-    legion_dir,
-    newest_run,
-)
+from legion_tui.runs.catalog import find_live_run, find_project_dir, find_session_run, newest_run
+from legion_tui.runs.folder import RunInfo, legion_dir
 from legion_tui.session.progress import SessionProgress
 from legion_tui.state import LegionModel
-from legion_tui.supervisor.life.continuity import INTERRUPT_REASONS
+from legion_tui.supervisor.life.retire_reasons import INTERRUPT_REASONS
 from legion_tui.timeouts import within
 
 # How often the ledger is looked at: a commit reaches the rows within this (an idle

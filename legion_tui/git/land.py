@@ -29,8 +29,6 @@ from legion_tui.receipts import plural
 from legion_tui.settings import LAND_MODES, LandMode
 
 __all__ = [
-    "LAND_MODES",
-    "LandMode",
     "LandPlan",
     "Landed",
     "checkout_of",

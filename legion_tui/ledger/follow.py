@@ -26,7 +26,8 @@ from legion_tui.ledger.rows import (
     message_from_row,
     node_from_row,
 )
-from legion_tui.model import Event, EventType, MailboxStats, MailState, Message, Node
+from legion_tui.model import EventType, MailState
+from legion_tui.model_records import Event, MailboxStats, Message, Node
 
 # The first look reads at most this many of the newest events (the model keeps 200 a
 # node); the facts below are read in full.

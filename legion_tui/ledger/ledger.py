@@ -29,18 +29,8 @@ from legion_tui.ledger.rows import (
     usage_from_row,
 )
 from legion_tui.ledger.writer import BatchWriter, WriterStats
-from legion_tui.model import (
-    Event,
-    EventType,
-    MailboxStats,
-    MailKind,
-    MailState,
-    Message,
-    Node,
-    Urgency,
-    Usage,
-    check_mail_move,
-)
+from legion_tui.model import EventType, MailKind, MailState, Urgency, check_mail_move
+from legion_tui.model_records import Event, MailboxStats, Message, Node, Usage
 
 Clock = Callable[[], float]
 _UPDATABLE = frozenset(NODE_COLUMNS) - {"id"}

@@ -11,7 +11,8 @@ from __future__ import annotations
 from collections.abc import Collection
 from typing import TYPE_CHECKING, Any, Protocol
 
-from legion_tui.model import Event, EventType, MailKind, MailState, Message, Node, Urgency
+from legion_tui.model import EventType, MailKind, MailState, Urgency
+from legion_tui.model_records import Event, Message, Node
 
 __all__ = ["EventReader", "EventWriter", "MailMover", "MailSender", "NodeUpdater"]
 

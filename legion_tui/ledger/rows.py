@@ -12,18 +12,15 @@ from legion_tui.model import (
     KINDS,
     ROLES,
     Backend,
-    Event,
     EventType,
     Kind,
     MailKind,
     MailState,
-    Message,
-    Node,
     NodeStatus,
     Role,
     Urgency,
-    Usage,
 )
+from legion_tui.model_records import Event, Message, Node, Usage
 
 NODE_COLUMNS: tuple[str, ...] = tuple(f.name for f in dataclasses.fields(Node))
 USAGE_COLUMNS: tuple[str, ...] = tuple(f.name for f in dataclasses.fields(Usage))

@@ -17,7 +17,8 @@ from legion_tui.ledger.connection import configure, readonly_uri
 from legion_tui.ledger.errors import LedgerError
 from legion_tui.ledger.recognise import FileState, inspect_file
 from legion_tui.ledger.rows import NODE_COLUMNS, USAGE_COLUMNS, node_from_row, usage_from_row
-from legion_tui.model import EventType, Node, Usage
+from legion_tui.model import EventType
+from legion_tui.model_records import Node, Usage
 
 
 @contextlib.contextmanager

@@ -27,7 +27,7 @@ from typing import Any
 from legion_tui.ledger.connection import connect, migrate
 from legion_tui.ledger.errors import LedgerError
 from legion_tui.ledger.rows import USAGE_UPSERT_SQL, usage_params
-from legion_tui.model import Usage
+from legion_tui.model_records import Usage
 
 Apply = Callable[[sqlite3.Connection], Any]
 

@@ -16,11 +16,10 @@ from legion_tui.ledger.errors import MailInvalidText
 from legion_tui.ledger.mailtext import check_mail_text as ledger_check
 
 if TYPE_CHECKING:  # annotations only: `legion mail` checks its text without the records
-    from legion_tui.model import Message, Node
+    from legion_tui.model_records import Message, Node
 
 __all__ = [
     "AddressError",
-    "MailInvalidText",
     "check_mail_text",
     "envelope_header",
     "format_envelope",

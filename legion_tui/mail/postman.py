@@ -34,15 +34,8 @@ from typing import Any, Protocol
 
 from legion_tui.ledger.ports import EventReader, MailMover
 from legion_tui.mail.envelope import format_envelope
-from legion_tui.model import (
-    Event,
-    EventType,
-    MailKind,
-    MailState,
-    Message,
-    Node,
-    NodeStatus,
-)
+from legion_tui.model import EventType, MailKind, MailState, NodeStatus
+from legion_tui.model_records import Event, Message, Node
 from legion_tui.receipts import PHASE_TIMEOUT_PREFIX
 
 __all__ = [

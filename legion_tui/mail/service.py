@@ -35,17 +35,9 @@ from legion_tui.mail.postman import (
     ModelDirectory,
     Postman,
 )
-from legion_tui.model import (
-    Event,
-    EventType,
-    MailboxStats,
-    MailKind,
-    MailState,
-    Message,
-    Node,
-    Urgency,
-)
-from legion_tui.ops import OpError
+from legion_tui.model import EventType, MailKind, MailState, Urgency
+from legion_tui.model_records import Event, MailboxStats, Message, Node
+from legion_tui.wire.names import OpError
 
 __all__ = [
     "MAIL_POLL_SECONDS",

@@ -14,7 +14,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal, get_args
 
-from legion_tui.model import Node, NodeStatus
+from legion_tui.model import NodeStatus
+from legion_tui.model_records import Node
 
 __all__ = [
     "CONDITIONS",

@@ -334,3 +334,9 @@ def load_machine_file(path: str | Path) -> Machine:
         located = [PhaseProblem(p.path, p.message, line_of(node, p.path)) for p in problems]
         raise MachineError(located, source)
     return machine
+
+
+def machine_from_json(text: str) -> Machine:
+    """A stored machine (`Machine.to_json`), parsed and validated; raises `MachineError`
+    when it is invalid."""
+    return parse_machine(json.loads(text))

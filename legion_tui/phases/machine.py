@@ -220,13 +220,6 @@ class Machine:
     def to_json(self) -> str:
         return json.dumps(self.to_dict(), ensure_ascii=False, separators=(",", ":"))
 
-    @classmethod
-    def from_json(cls, text: str) -> Machine:
-        """Parse and validate a stored machine; raises `MachineError` when it is invalid."""
-        from legion_tui.phases.load import parse_machine  # load imports this module
-
-        return parse_machine(json.loads(text))
-
     # ----- internals: the one place the rules live -----------------------------------------
     def _decide(
         self, snap: TeamSnapshot, current: str, target: str, reason: str | None, actor: Actor

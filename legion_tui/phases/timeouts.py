@@ -30,13 +30,10 @@ from typing import Protocol
 
 from legion_tui import receipts
 from legion_tui.ledger.ports import EventReader, EventWriter, MailSender, NodeUpdater
-from legion_tui.model import (
-    EventType,
-    MailKind,
-    Node,
-    Urgency,
-)
+from legion_tui.model import EventType, MailKind, Urgency
+from legion_tui.model_records import Node
 from legion_tui.phases.builtin import resolve_timeout_ms
+from legion_tui.phases.load import machine_from_json
 from legion_tui.phases.machine import TERMINALS, Machine
 
 __all__ = [
@@ -84,7 +81,7 @@ def _machine_of(node: Node, cache: dict[str, Machine | None]) -> Machine | None:
         return None
     if node.machine not in cache:
         try:
-            cache[node.machine] = Machine.from_json(node.machine)
+            cache[node.machine] = machine_from_json(node.machine)
         except ValueError:
             log.warning("node %s: stored phase machine is unreadable", node.path)
             cache[node.machine] = None

@@ -10,14 +10,11 @@ ever falls back to the terminal's default background (upstream page-floor-v1) �
 from __future__ import annotations
 
 import enum
-from typing import TYPE_CHECKING
+from dataclasses import dataclass
 
 from rich.style import Style
 
 from legion_tui.model import ROLES, Role
-
-if TYPE_CHECKING:  # the themes module imports Textual; render/ stays Textual-free at runtime
-    from legion_tui.themes import Palette
 
 
 class Ink(enum.IntEnum):
@@ -86,3 +83,27 @@ class StyleCache:
 
 
 STYLES = StyleCache()  # process-wide: Styles are immutable, themes are few
+
+
+# A theme's colours (legion_tui.themes builds the three; render/ stays Textual-free).
+@dataclass(frozen=True, slots=True)
+class Palette:
+    name: str
+    page: str  # the page floor; "default" in the ANSI theme
+    text: str
+    dim: str  # ended nodes, hints
+    accent: str  # selection, header title
+    warning: str  # the stall marker
+    ok: str  # ✓ verdicts
+    fail: str  # ✗ verdicts, failed nodes
+    track: str  # railway tracks
+    selection_bg: str
+    roles: dict[Role, str]
+
+    def role(self, role: Role) -> str:
+        return self.roles[role]
+
+    @property
+    def bands(self) -> tuple[str, ...]:
+        """Chart bands, in stacking order: one per role, in the role's own colour."""
+        return tuple(self.roles[role] for role in BAND_ROLES)

@@ -19,7 +19,6 @@ from pathlib import Path
 from legion_tui.runs.folder import (
     RUN_SUBDIRS,
     RunInfo,
-    SessionNameError,
     atomic_write,
     legion_dir,
     read_run,
@@ -28,49 +27,28 @@ from legion_tui.runs.folder import (
     validate_session_name,
     write_run,
 )
-from legion_tui.runs.host_lock import HostLock, SessionBusy, claim_session
-from legion_tui.runs.privacy import OWNER_ONLY_ACL, PRIVATE_DIR, make_private
+from legion_tui.runs.host_lock import SessionBusy
+from legion_tui.runs.privacy import PRIVATE_DIR, make_private
 from legion_tui.runs.socket_link import (
-    MAX_SOCKET_PATH,
-    UnsafeSocketDir,
     owner_alive,
     process_exists,
     resolve_socket,
-    socket_path_for,
     socket_refusal,
-    socket_target,
 )
 from legion_tui.wire.client import LegionClient
 from legion_tui.wire.names import ENV_SOCKET, ROOT_ID, RequestError
 
 __all__ = [
     "DEFAULT_SESSION",
-    "MAX_SOCKET_PATH",
-    "OWNER_ONLY_ACL",
-    "HostLock",
-    "RunInfo",
-    "SessionBusy",
-    "SessionNameError",
-    "UnsafeSocketDir",
-    "claim_session",
     "client_for",
     "create_run",
     "find_live_run",
     "find_project_dir",
     "find_session_run",
-    "legion_dir",
     "list_runs",
-    "make_private",
     "newest_run",
     "open_session",
-    "owner_alive",
-    "read_run",
-    "resolve_socket",
-    "socket_path_for",
-    "socket_refusal",
-    "socket_target",
     "touch_run",
-    "validate_session_name",
 ]
 
 DEFAULT_SESSION = "main"

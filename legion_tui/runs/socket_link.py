@@ -9,8 +9,8 @@ import os
 import stat
 from pathlib import Path
 
+from legion_tui.procfs import stat_of
 from legion_tui.runs.folder import RunInfo
-from legion_tui.supervisor.processes.procfs import stat_of
 
 __all__ = [
     "MAX_SOCKET_PATH",

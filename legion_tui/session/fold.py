@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections import deque
 from dataclasses import dataclass, field, replace
 
-from legion_tui.model import InFlightTool
+from legion_tui.model_records import InFlightTool
 from legion_tui.session.entries import (
     AssistantEntry,
     Entry,

@@ -6,7 +6,7 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from legion_tui.model import InFlightTool, Usage, Verdict
+from legion_tui.model_records import InFlightTool, Usage, Verdict
 
 if TYPE_CHECKING:  # a name only: the parsers (formats, entries) stay out of a verb's imports
     from legion_tui.session.formats import Format

@@ -18,7 +18,7 @@ import json
 import re
 from typing import Any
 
-from legion_tui.model import Verdict
+from legion_tui.model_records import Verdict
 
 __all__ = ["extract_verdict"]
 

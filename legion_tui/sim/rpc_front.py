@@ -59,23 +59,14 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from legion_tui.sim.agent import Disposition, SimAgent
-from legion_tui.sim.clock import CatchUpClock, FakeClock, SimClock, WallClock
-from legion_tui.sim.config import SimConfig, contract_path
+from legion_tui.sim.agent import SimAgent
+from legion_tui.sim.config import SimConfig
 from legion_tui.sim.script import MODEL, PROVIDER
 from legion_tui.timeouts import within
 from legion_tui.wire.lines import lines_of
 from legion_tui.wire.names import ENV_NODE_ID, ENV_RUN_DIR, ENV_SESSION_FILE, ENV_SOCKET
 
 __all__ = [
-    "CatchUpClock",
-    "Disposition",
-    "FakeClock",
-    "SimAgent",
-    "SimClock",
-    "SimConfig",
-    "WallClock",
-    "contract_path",
     "main",
 ]
 

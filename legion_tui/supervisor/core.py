@@ -22,8 +22,10 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from legion_tui.model import Node
+from legion_tui.model_records import Node
 from legion_tui.runs import catalog as runs
+from legion_tui.runs.host_lock import claim_session
+from legion_tui.runs.socket_link import socket_path_for
 from legion_tui.session.progress import SessionProgress
 from legion_tui.state import Clock, LegionModel
 from legion_tui.supervisor.hearing.blocking import Blocking
@@ -39,17 +41,17 @@ from legion_tui.supervisor.life.control import Control
 from legion_tui.supervisor.life.launching import Launcher
 from legion_tui.supervisor.life.lifecycle import Lifecycle
 from legion_tui.supervisor.life.node_loss import NodeLoss
-from legion_tui.supervisor.life.spawn_request import Budgets, ChildRequest
 from legion_tui.supervisor.life.stops import Stops
 from legion_tui.supervisor.processes.orphans import OrphanReaper
-from legion_tui.supervisor.root_ops import RootOperations
 from legion_tui.supervisor.services import Services
-from legion_tui.supervisor.state.naming import ROOT_ID, Names
+from legion_tui.supervisor.state.naming import Names
 from legion_tui.supervisor.state.progress_watch import ProgressWatch
 from legion_tui.supervisor.state.record import Record
 from legion_tui.supervisor.state.roster import Roster
 from legion_tui.supervisor.teams.phase_watch import PhaseWatch
 from legion_tui.supervisor.teams.teams import Teams
+from legion_tui.wire.names import ROOT_ID
+from legion_tui.wire.spawn_request import Budgets, ChildRequest
 
 if TYPE_CHECKING:
     from legion_tui.git.worktree import Worktree
@@ -58,7 +60,7 @@ if TYPE_CHECKING:
     from legion_tui.phases.timeouts import PhaseClock
     from legion_tui.supervisor.socket.server import SupervisorServer
 
-__all__ = ["ROOT_ID", "Budgets", "ChildRequest", "RootOperations", "StartFailed", "Supervisor"]
+__all__ = [ "StartFailed", "Supervisor"]
 
 log = logging.getLogger(__name__)
 
@@ -95,7 +97,7 @@ class Supervisor:
         self.speed = speed
         # Held for the host's life: the session's run is ours alone from before it is
         # looked up (two hosts opening it at once: one gets SessionBusy, nothing else).
-        self.host_lock = runs.claim_session(self.project_dir, session)
+        self.host_lock = claim_session(self.project_dir, session)
         self.run, self.reopened = runs.open_session(self.project_dir, session, task=task)
         settings = read_host_settings(self.project_dir, cluster)
         self.budgets = budgets or settings.budgets
@@ -103,7 +105,7 @@ class Supervisor:
         # Where agents run: here, or on a Ray cluster (whose lost nodes NodeLoss retires).
         self.cluster = settings.cluster
         self.model = LegionModel(self.run.run_id, session, clock=clock)
-        self.socket_path = runs.socket_path_for(self.run)
+        self.socket_path = socket_path_for(self.run)
         # A git repository the host owns (the demo's sandbox). When set, every
         # centurion's worktree is made from it — never from the project — and simulated
         # centurions get one too (they commit there); the user's repository is untouched.

@@ -11,14 +11,14 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
     from legion_tui.mail.service import MailService
-    from legion_tui.model import Node
-    from legion_tui.runs.catalog import RunInfo
+    from legion_tui.model_records import Node
+    from legion_tui.runs.folder import RunInfo
     from legion_tui.state import LegionModel
     from legion_tui.supervisor.hearing.notices import Notices
     from legion_tui.supervisor.life.admission import Admission
-    from legion_tui.supervisor.life.spawn_request import ChildRequest
     from legion_tui.supervisor.state.roster import Roster
     from legion_tui.supervisor.teams.teams import Teams
+    from legion_tui.wire.spawn_request import ChildRequest
 
 __all__ = ["Front"]
 

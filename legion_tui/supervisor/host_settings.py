@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from legion_tui.supervisor.life.spawn_request import Budgets
+from legion_tui.wire.spawn_request import Budgets
 
 if TYPE_CHECKING:
     from legion_tui.settings import ClusterSettings

@@ -9,16 +9,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from legion_tui.model import NodeStatus
-from legion_tui.ops import OpError
 from legion_tui.runs.folder import session_file
-from legion_tui.supervisor.state.naming import ROOT_ID
+from legion_tui.wire.names import ROOT_ID, OpError
 
 if TYPE_CHECKING:
     from legion_tui.agents.attach import AttachPlan
     from legion_tui.agents.cards import CardSet
     from legion_tui.ops import Workspace
     from legion_tui.supervisor.front import Front
-    from legion_tui.supervisor.life.spawn_request import ChildRequest
+    from legion_tui.wire.spawn_request import ChildRequest
 
 __all__ = ["RootOperations"]
 

@@ -21,7 +21,7 @@ from legion_tui.timeouts import within
 if TYPE_CHECKING:
     from legion_tui.ledger import Ledger
     from legion_tui.mail.service import Deliverable, EchoingLedger, MailService
-    from legion_tui.runs.catalog import RunInfo
+    from legion_tui.runs.folder import RunInfo
     from legion_tui.state import Clock, LegionModel
     from legion_tui.supervisor.processes.orphans import OrphanReaper
     from legion_tui.supervisor.socket.server import SupervisorServer

@@ -11,37 +11,14 @@ theme exists for terminals whose user chose their own colours.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from textual.theme import Theme
 
-from legion_tui.model import ROLES, Role
-from legion_tui.render.inks import BAND_ROLES
+from legion_tui.model import ROLES
+from legion_tui.render.inks import Palette
 
 DEFAULT_THEME = "legion-dark"
 
 
-@dataclass(frozen=True, slots=True)
-class Palette:
-    name: str
-    page: str  # the page floor; "default" in the ANSI theme
-    text: str
-    dim: str  # ended nodes, hints
-    accent: str  # selection, header title
-    warning: str  # the stall marker
-    ok: str  # ✓ verdicts
-    fail: str  # ✗ verdicts, failed nodes
-    track: str  # railway tracks
-    selection_bg: str
-    roles: dict[Role, str]
-
-    def role(self, role: Role) -> str:
-        return self.roles[role]
-
-    @property
-    def bands(self) -> tuple[str, ...]:
-        """Chart bands, in stacking order: one per role, in the role's own colour."""
-        return tuple(self.roles[role] for role in BAND_ROLES)
 
 
 def _palette(name: str, chrome: str, roles: str) -> Palette:

@@ -20,10 +20,10 @@ from textual.strip import Strip
 
 from legion_tui.render.feed import ChangeFeed
 from legion_tui.render.galaxy import GalaxyRenderer
-from legion_tui.render.inks import STYLES, Ink
+from legion_tui.render.inks import STYLES, Ink, Palette
 from legion_tui.render.steps import StepFrames
 from legion_tui.state import LegionModel
-from legion_tui.themes import Palette, palette
+from legion_tui.themes import palette
 from legion_tui.widgets.lines import PanelStrip, direct_lines
 from legion_tui.widgets.paint import FollowsTheme
 

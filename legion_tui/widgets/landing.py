@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from legion_tui.git.cleanup import Loss, discard, human_size, loss_of, size_on_disk
-from legion_tui.git.land import LAND_MODES, LandMode, LandPlan, checkout_of, land, plan_land
+from legion_tui.git.land import LandPlan, checkout_of, land, plan_land
 from legion_tui.git.process import GitRefused, git
 from legion_tui.git.share import (
     commit_message,
@@ -34,6 +34,7 @@ from legion_tui.git.share import (
 from legion_tui.git.worktree import Worktree, on_disk
 from legion_tui.ops import Operations
 from legion_tui.receipts import plural
+from legion_tui.settings import LAND_MODES, LandMode
 from legion_tui.state import LegionModel
 from legion_tui.widgets.confirm import ConfirmRequest
 

@@ -21,8 +21,8 @@ from textual.widgets import Input, Select, Static, TextArea
 from textual.worker import Worker
 
 from legion_tui.agents.cards import CardSet
-from legion_tui.ops import OpError
-from legion_tui.supervisor.life.admission import ChildRequest
+from legion_tui.wire.names import OpError
+from legion_tui.wire.spawn_request import ChildRequest
 
 # What the form offers for the agent: `auto` lets the card and the settings decide.
 AGENT_KINDS: tuple[str, ...] = ("auto", "pi", "claude", "codex", "sim")

@@ -16,7 +16,8 @@ from rich.style import Style
 from textual.widget import Widget
 
 from legion_tui.model import ROLES, Role
-from legion_tui.themes import DEFAULT_THEME, Palette, palette
+from legion_tui.render.inks import Palette
+from legion_tui.themes import DEFAULT_THEME, palette
 
 # A tone's name → the Paint field that holds its style.
 _TONES = {"text": "base", "dim": "dim", "warning": "warning", "ok": "ok", "fail": "fail",

@@ -14,8 +14,8 @@ from typing import NamedTuple
 
 from legion_tui import receipts
 from legion_tui.model import EventType, NodeStatus
+from legion_tui.receipts import in_flight_suffix
 from legion_tui.state import LegionModel, NodeView
-from legion_tui.supervisor.hearing.status import in_flight_suffix
 
 GLYPHS: dict[NodeStatus, str] = receipts.STATUS_GLYPHS  # station glyph by status
 

@@ -8,10 +8,10 @@ import asyncio
 import contextlib
 import math
 import os
-import shutil
 from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 
+from legion_tui.agents.resolve import find_program
 from legion_tui.runs.folder import inbox_file, terminal_log
 from legion_tui.supervisor.backend import (
     ABORT_BOUND,
@@ -21,7 +21,8 @@ from legion_tui.supervisor.backend import (
     SteerOutcome,
     SweepReport,
 )
-from legion_tui.supervisor.processes.process import ChildProcess, marker_env
+from legion_tui.supervisor.processes.child_process import ChildProcess
+from legion_tui.supervisor.processes.process import marker_env
 from legion_tui.supervisor.processes.sweep import sweep
 from legion_tui.timeouts import within
 
@@ -34,7 +35,6 @@ __all__ = [
     "bounded_abort",
     "child_env",
     "fill_placeholders",
-    "find_program",
     "has_option",
     "inbox_path",
     "log_path",
@@ -205,17 +205,6 @@ async def bounded_abort(
     return AbortResult("interrupted", dropped)
 
 
-def find_program(program: str, *, cwd: Path, path: str | None) -> str | None:
-    """Where `program` would be executed from, or None when it is not there.
-
-    A bare name is looked up on `path` (a PATH string; None: this process's PATH). A name
-    with a slash is taken as the child takes it: relative to `cwd`, the folder the child
-    starts in — not to the folder the supervisor happens to run in.
-    """
-    if os.sep not in program:
-        return shutil.which(program, path=path)
-    candidate = Path(program) if os.path.isabs(program) else cwd / program
-    return str(candidate) if candidate.is_file() and os.access(candidate, os.X_OK) else None
 
 
 def require_executable(argv: list[str], env: dict[str, str], cwd: Path) -> None:

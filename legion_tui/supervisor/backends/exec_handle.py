@@ -36,7 +36,8 @@ from legion_tui.supervisor.backends.common import (
     require_executable,
     resolve_argv,
 )
-from legion_tui.supervisor.processes.process import ChildProcess, spawn_child
+from legion_tui.supervisor.processes.child_process import ChildProcess
+from legion_tui.supervisor.processes.process import spawn_child
 from legion_tui.supervisor.processes.pty_terminal import LineSink, PtyTerminal
 from legion_tui.supervisor.processes.tty_wait import reading_terminal
 

@@ -6,7 +6,9 @@ import asyncio
 import contextlib
 
 from legion_tui.model import Backend
-from legion_tui.sim.rpc_front import SimAgent, SimClock, SimConfig
+from legion_tui.sim.agent import SimAgent
+from legion_tui.sim.clock import SimClock
+from legion_tui.sim.config import SimConfig
 from legion_tui.supervisor.backend import (
     ABORT_BOUND,
     STOP_GRACE,

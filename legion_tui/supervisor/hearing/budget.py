@@ -22,12 +22,12 @@ from typing import TYPE_CHECKING, Any
 
 from legion_tui.costs import fmt_usd, total_spend
 from legion_tui.model import EventType
-from legion_tui.ops import OpError
+from legion_tui.wire.names import OpError
 
 if TYPE_CHECKING:
     from legion_tui.agents.cards import RoleCard
     from legion_tui.state import LegionModel
-    from legion_tui.supervisor.life.admission import ChildRequest
+    from legion_tui.wire.spawn_request import ChildRequest
 
 __all__ = ["RUN_BUDGET", "BudgetWatch", "Limit", "budget_exceeded", "run_limit"]
 

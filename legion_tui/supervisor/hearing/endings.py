@@ -8,14 +8,15 @@ import logging
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
-from legion_tui.model import EventType, MailKind, Node
+from legion_tui.model import EventType, MailKind
+from legion_tui.model_records import Node
 from legion_tui.session.progress import SessionProgress
 from legion_tui.supervisor.hearing.queries import output_file, verdict_of
 from legion_tui.supervisor.hearing.results import Result, write_output
 
 if TYPE_CHECKING:
     from legion_tui.mail.service import MailService
-    from legion_tui.runs.catalog import RunInfo
+    from legion_tui.runs.folder import RunInfo
     from legion_tui.state import LegionModel
 
 __all__ = ["Endings"]

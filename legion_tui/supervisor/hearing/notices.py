@@ -39,10 +39,10 @@ from typing import TYPE_CHECKING
 from legion_tui.model import NodeStatus
 from legion_tui.supervisor.hearing.notice_text import notice_body, notice_subject
 from legion_tui.supervisor.hearing.results import FinishedResults, Result
-from legion_tui.supervisor.state.naming import ROOT_ID
+from legion_tui.wire.names import ROOT_ID
 
 if TYPE_CHECKING:
-    from legion_tui.model import Node
+    from legion_tui.model_records import Node
     from legion_tui.state import LegionModel
 
 __all__ = [
@@ -51,8 +51,6 @@ __all__ = [
     "Claim",
     "Notices",
     "live_children",
-    "notice_body",
-    "notice_subject",
 ]
 
 log = logging.getLogger(__name__)

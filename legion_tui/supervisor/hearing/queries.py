@@ -20,13 +20,13 @@ from legion_tui.model import LIVE_STATUSES
 from legion_tui.session.progress import SessionProgress
 from legion_tui.supervisor.hearing.notices import Claim
 from legion_tui.supervisor.hearing.results import write_output
-from legion_tui.supervisor.state.naming import ROOT_ID
 from legion_tui.timeouts import within
+from legion_tui.wire.names import ROOT_ID
 
 if TYPE_CHECKING:
     from legion_tui.mail.service import MailService
-    from legion_tui.model import Node
-    from legion_tui.runs.catalog import RunInfo
+    from legion_tui.model_records import Node
+    from legion_tui.runs.folder import RunInfo
     from legion_tui.state import Clock, LegionModel
     from legion_tui.supervisor.hearing.notices import Notices
     from legion_tui.supervisor.hearing.results import Result

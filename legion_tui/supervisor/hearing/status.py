@@ -27,14 +27,14 @@ from typing import TYPE_CHECKING, Any
 from legion_tui import receipts
 from legion_tui.costs import fmt_usd, spend_of, total_spend
 from legion_tui.model import NodeStatus, outcome_of
+from legion_tui.receipts import in_flight_suffix
 
 if TYPE_CHECKING:  # names only: `legion status` formats a document (SPEC §8's verb budget)
-    from legion_tui.model import InFlightTool, Node
+    from legion_tui.model_records import InFlightTool, Node
     from legion_tui.session.progress import SessionProgress
 
 __all__ = [
     "activity_of",
-    "in_flight_suffix",
     "offline_status",
     "render_status",
     "render_tree",
@@ -44,21 +44,6 @@ __all__ = [
 ]
 
 
-def in_flight_suffix(stack: Sequence[InFlightTool]) -> str:
-    """What follows the top (innermost) tool's name (SPEC §3): ` (inside codemode ×2)`
-    when parent ids chain the whole stack up to its outermost call, ` (+N more)` when
-    they do not (parallel calls), "" for a single call."""
-    if len(stack) <= 1:
-        return ""
-    by_id = {t.id: t for t in stack}
-    chain: list[InFlightTool] = []
-    cur = stack[-1]
-    while cur.parent_id is not None and cur.parent_id in by_id:
-        cur = by_id[cur.parent_id]
-        chain.append(cur)
-    if chain and len(chain) == len(stack) - 1:
-        return f" (inside {chain[-1].name} ×{len(chain)})"
-    return f" (+{len(stack) - 1} more)"
 
 
 def tool_label(stack: Sequence[InFlightTool]) -> str:
@@ -248,7 +233,7 @@ def offline_status(
     from legion_tui.ledger.snapshot import read_retired_reasons, read_snapshot
     from legion_tui.session.progress import SessionProgress
     from legion_tui.session.reader import read_session
-    from legion_tui.supervisor.life.continuity import INTERRUPT_REASONS
+    from legion_tui.supervisor.life.retire_reasons import INTERRUPT_REASONS
 
     nodes, _usage = read_snapshot(run_dir / "legion.db")
     # Retired by the host's exit (or found orphaned): interrupted, resumable — the word

@@ -17,26 +17,25 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from legion_tui.agents.cards import CardSet, RoleCard
-from legion_tui.model import CARD_KINDS, EventType, Kind, Node, NodeStatus
-from legion_tui.ops import OpError
+from legion_tui.model import CARD_KINDS, EventType, Kind, NodeStatus
+from legion_tui.model_records import Node
 from legion_tui.runs.folder import session_file
 from legion_tui.supervisor.backend import LaunchSpec, backend_for
-from legion_tui.supervisor.life.spawn_request import (
-    MAX_TASK_BYTES,
+from legion_tui.wire.names import ROOT_ID, OpError
+from legion_tui.wire.spawn_request import (
     Budgets,
     ChildRequest,
     check_task,
 )
-from legion_tui.supervisor.state.naming import ROOT_ID
 
 if TYPE_CHECKING:
     from legion_tui.agents.resolve import Launch
-    from legion_tui.runs.catalog import RunInfo
+    from legion_tui.runs.folder import RunInfo
     from legion_tui.state import Clock, LegionModel
     from legion_tui.supervisor.state.naming import Names
     from legion_tui.supervisor.state.record import Record
 
-__all__ = ["MAX_TASK_BYTES", "Admission", "Budgets", "ChildRequest", "Plan", "check_task"]
+__all__ = [ "Admission", "Plan",]
 
 log = logging.getLogger(__name__)
 
@@ -226,7 +225,7 @@ class Admission:
     def _check_program(self, card: RoleCard, launch: Launch) -> None:
         """A command whose program is not there is refused now, before a row exists —
         not a node that exists only to fail its launch."""
-        from legion_tui.supervisor.backends.common import find_program
+        from legion_tui.agents.resolve import find_program
 
         if not launch.command and launch.kind not in ("pi", "claude", "codex"):
             return  # exec without a command: refused below with its own reason

@@ -15,19 +15,19 @@ import os
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING
 
-from legion_tui.model import EventType, Node, NodeStatus
+from legion_tui.model import EventType, NodeStatus
+from legion_tui.model_records import Node
 from legion_tui.supervisor.life.retire_reasons import (
     INTERRUPT_REASONS,
-    NODE_LOST_REASON,
     ORPHAN_REASON,
     SHUTDOWN_REASON,
 )
-from legion_tui.supervisor.state.naming import ROOT_ID
 from legion_tui.supervisor.state.record import DECISION_EVENTS
 from legion_tui.supervisor.teams.verify import verify_marker
+from legion_tui.wire.names import ROOT_ID
 
 if TYPE_CHECKING:
-    from legion_tui.runs.catalog import RunInfo
+    from legion_tui.runs.folder import RunInfo
     from legion_tui.state import Clock, LegionModel
     from legion_tui.supervisor.life.admission import Admission
     from legion_tui.supervisor.life.stops import Stops
@@ -35,10 +35,6 @@ if TYPE_CHECKING:
     from legion_tui.supervisor.state.roster import Roster
 
 __all__ = [
-    "INTERRUPT_REASONS",
-    "NODE_LOST_REASON",
-    "ORPHAN_REASON",
-    "SHUTDOWN_REASON",
     "Continuity",
 ]
 

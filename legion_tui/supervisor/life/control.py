@@ -13,11 +13,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from legion_tui import receipts
-from legion_tui.model import EventType, Node, NodeStatus
-from legion_tui.ops import OpError
+from legion_tui.model import EventType, NodeStatus
+from legion_tui.model_records import Node
 from legion_tui.supervisor.backend import ABORT_BOUND, AgentHandle
-from legion_tui.supervisor.state.naming import ROOT_ID
 from legion_tui.supervisor.state.progress_watch import has_file
+from legion_tui.wire.names import ROOT_ID, OpError
 
 if TYPE_CHECKING:
     from legion_tui.state import LegionModel

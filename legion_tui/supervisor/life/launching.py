@@ -14,15 +14,15 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from legion_tui.model import EventType, Node, NodeStatus
-from legion_tui.ops import OpError
+from legion_tui.model import EventType, NodeStatus
+from legion_tui.model_records import Node
 from legion_tui.runs.folder import session_file
 from legion_tui.supervisor.backend import AgentHandle, LaunchSpec
 from legion_tui.supervisor.backends.registry import make_handle
-from legion_tui.supervisor.state.naming import ROOT_ID
+from legion_tui.wire.names import ROOT_ID, OpError
 
 if TYPE_CHECKING:
-    from legion_tui.runs.catalog import RunInfo
+    from legion_tui.runs.folder import RunInfo
     from legion_tui.settings import ClusterSettings
     from legion_tui.state import LegionModel
     from legion_tui.supervisor.hearing.blocking import Blocking
@@ -31,11 +31,11 @@ if TYPE_CHECKING:
     from legion_tui.supervisor.life.admission import Admission
     from legion_tui.supervisor.life.lifecycle import Lifecycle
     from legion_tui.supervisor.life.node_loss import NodeLoss
-    from legion_tui.supervisor.life.spawn_request import ChildRequest
     from legion_tui.supervisor.state.naming import Names
     from legion_tui.supervisor.state.record import Record
     from legion_tui.supervisor.state.roster import Roster
     from legion_tui.supervisor.teams.teams import Teams
+    from legion_tui.wire.spawn_request import ChildRequest
 
 __all__ = ["Launcher"]
 

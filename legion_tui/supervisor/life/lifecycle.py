@@ -19,7 +19,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from legion_tui import receipts
-from legion_tui.model import EventType, Node, NodeStatus
+from legion_tui.model import EventType, NodeStatus
+from legion_tui.model_records import Node
 from legion_tui.session.progress import SessionProgress
 from legion_tui.supervisor.hearing.notices import live_children
 from legion_tui.supervisor.hearing.queries import verdict_of

@@ -14,7 +14,7 @@ import asyncio
 import logging
 from typing import TYPE_CHECKING
 
-from legion_tui.supervisor.life.continuity import NODE_LOST_REASON
+from legion_tui.supervisor.life.retire_reasons import NODE_LOST_REASON
 
 if TYPE_CHECKING:
     from legion_tui.state import LegionModel

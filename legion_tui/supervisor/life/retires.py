@@ -18,7 +18,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
 from legion_tui.mail.postman import TERMINAL_PHASES
-from legion_tui.model import Node, NodeStatus
+from legion_tui.model import NodeStatus
+from legion_tui.model_records import Node
 from legion_tui.supervisor.life.owed_retires import Owed, OwedRetires
 from legion_tui.supervisor.life.retire_reasons import INTERRUPT_REASONS
 from legion_tui.supervisor.teams.verify import verify_marker

@@ -31,10 +31,11 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from legion_tui import receipts
-from legion_tui.model import EventType, Node, NodeStatus
-from legion_tui.ops import OpError
-from legion_tui.supervisor.life.owed_retires import RETRY_OWED_EVERY, OwedRetires
+from legion_tui.model import EventType, NodeStatus
+from legion_tui.model_records import Node
+from legion_tui.supervisor.life.owed_retires import OwedRetires
 from legion_tui.supervisor.life.retires import Retired, Retires, execution_of
+from legion_tui.wire.names import OpError
 
 if TYPE_CHECKING:
     from legion_tui.state import Clock, LegionModel
@@ -42,7 +43,7 @@ if TYPE_CHECKING:
     from legion_tui.supervisor.state.record import Record
     from legion_tui.supervisor.state.roster import Roster
 
-__all__ = ["RETRY_OWED_EVERY", "Retired", "Stops", "execution_of"]
+__all__ = [ "Stops",]
 
 log = logging.getLogger(__name__)
 

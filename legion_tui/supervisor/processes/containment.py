@@ -36,8 +36,8 @@ from collections.abc import Callable, Collection, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from legion_tui.procfs import ProcStat, children_of, environ_of, stat_of
 from legion_tui.supervisor.processes import cgroups
-from legion_tui.supervisor.processes.procfs import ProcStat, children_of, environ_of, stat_of
 from legion_tui.supervisor.processes.watchdog_link import WatchdogLink
 from legion_tui.wire.names import ENV_NO_CGROUP, ENV_NODE_ID, ENV_RUN_ID
 

@@ -28,8 +28,8 @@ import os
 import signal
 
 from legion_tui.own_children import registered, spawns_under_way
+from legion_tui.procfs import children_of, stat_of
 from legion_tui.supervisor.processes import containment
-from legion_tui.supervisor.processes.procfs import children_of, stat_of
 from legion_tui.timeouts import within
 
 __all__ = ["OrphanReaper", "reap_orphans"]

@@ -46,7 +46,6 @@ from legion_tui.supervisor.processes import containment
 from legion_tui.supervisor.processes.child_process import (
     ChildProcess,
     ExitReportingProtocol,
-    exit_code_of,
 )
 from legion_tui.wire.names import (
     ENV_INBOX,
@@ -58,10 +57,8 @@ from legion_tui.wire.names import (
 )
 
 __all__ = [
-    "ChildProcess",
     "death_signal_prefix",
     "enable_subreaper",
-    "exit_code_of",
     "marker_env",
     "python_launcher_prefix",
     "reap",

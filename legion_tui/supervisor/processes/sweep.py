@@ -29,10 +29,10 @@ from collections.abc import Collection, Iterable
 
 import psutil
 
+from legion_tui.procfs import environ_of, pids, stat_of
 from legion_tui.supervisor.backend import SweepReport
 from legion_tui.supervisor.processes import cgroups, containment
 from legion_tui.supervisor.processes.process import reap, wait_pid_exit
-from legion_tui.supervisor.processes.procfs import environ_of, pids, stat_of
 from legion_tui.timeouts import within
 from legion_tui.wire.names import ENV_NODE_ID, ENV_RUN_ID
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 import contextlib
 import os
 
-from legion_tui.supervisor.processes.procfs import children_of, stat_of
+from legion_tui.procfs import children_of, stat_of
 
 __all__ = ["READ_CALLS", "reading_terminal"]
 

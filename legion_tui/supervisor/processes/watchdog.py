@@ -32,8 +32,8 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
+from legion_tui.procfs import ProcStat, all_stats
 from legion_tui.supervisor.processes import cgroups
-from legion_tui.supervisor.processes.procfs import ProcStat, all_stats
 from legion_tui.wire.lines import LineSplitter
 
 __all__ = ["KILL_BOUND", "Tracked", "main"]

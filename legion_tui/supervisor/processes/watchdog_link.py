@@ -12,7 +12,7 @@ import os
 import sys
 from pathlib import Path
 
-from legion_tui.supervisor.processes.procfs import stat_of
+from legion_tui.procfs import stat_of
 
 __all__ = ["WatchdogLink"]
 

@@ -9,9 +9,9 @@ import json
 import logging
 from typing import TYPE_CHECKING, Any
 
-from legion_tui.ops import OpError
 from legion_tui.supervisor.socket.identity import Peer, caller_of
 from legion_tui.supervisor.socket.server_ops import OPS
+from legion_tui.wire.names import OpError
 
 if TYPE_CHECKING:
     from legion_tui.supervisor.front import Front

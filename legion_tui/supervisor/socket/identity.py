@@ -27,9 +27,8 @@ import struct
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
-from legion_tui.ops import OpError
-from legion_tui.supervisor.processes.procfs import environ_of, stat_of
-from legion_tui.wire.names import ENV_RUN_ID
+from legion_tui.procfs import environ_of, stat_of
+from legion_tui.wire.names import ENV_RUN_ID, OpError
 
 __all__ = ["MAX_ANCESTRY", "Peer", "caller_of", "peer_of", "peer_pid"]
 

@@ -21,8 +21,8 @@ from dataclasses import dataclass
 from json.decoder import scanstring  # type: ignore[attr-defined]
 from typing import Any
 
-from legion_tui.ops import OpError
 from legion_tui.wire.lines import MAX_LINE_BYTES, LineFramer
+from legion_tui.wire.names import OpError
 
 __all__ = [
     "DEFAULT_LIMITS",

@@ -34,7 +34,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from legion_tui.ops import OpError
 from legion_tui.supervisor.socket import intake
 from legion_tui.supervisor.socket.dispatch import Dispatcher, encode_reply, error_reply
 from legion_tui.supervisor.socket.identity import Peer, peer_of, peer_pid
@@ -46,12 +45,12 @@ from legion_tui.supervisor.socket.intake import (
     connection_cap,
     parse_request,
 )
-from legion_tui.supervisor.socket.server_ops import OPS, Handler, register_op
+from legion_tui.wire.names import OpError
 
 if TYPE_CHECKING:
     from legion_tui.supervisor.front import Front
 
-__all__ = ["OPS", "Handler", "SupervisorServer", "register_op"]
+__all__ = [ "SupervisorServer",]
 
 log = logging.getLogger(__name__)
 

@@ -11,8 +11,8 @@ import logging
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
-from legion_tui.ops import OpError
-from legion_tui.supervisor.life.spawn_request import ChildRequest
+from legion_tui.wire.names import OpError
+from legion_tui.wire.spawn_request import ChildRequest
 
 if TYPE_CHECKING:
     from legion_tui.supervisor.front import Front

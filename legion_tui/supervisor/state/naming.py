@@ -11,15 +11,14 @@ import re
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from legion_tui.ops import OpError
-from legion_tui.wire.names import NAME_PATTERN, ROOT_ID
+from legion_tui.wire.names import NAME_PATTERN, ROOT_ID, OpError
 
 if TYPE_CHECKING:
-    from legion_tui.model import Node
+    from legion_tui.model_records import Node
     from legion_tui.state import LegionModel
-    from legion_tui.supervisor.life.spawn_request import ChildRequest
+    from legion_tui.wire.spawn_request import ChildRequest
 
-__all__ = ["NAME_RE", "RESERVED_NAMES", "ROOT_ID", "Names"]
+__all__ = ["NAME_RE", "RESERVED_NAMES", "Names"]
 
 log = logging.getLogger(__name__)
 

@@ -13,7 +13,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from legion_tui.model import Usage
+from legion_tui.model_records import Usage
 from legion_tui.session.progress import SessionProgress
 from legion_tui.timeouts import within
 

@@ -14,7 +14,8 @@ import logging
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from legion_tui.model import NODE_MOVES, Event, EventType, Node, NodeStatus
+from legion_tui.model import NODE_MOVES, EventType, NodeStatus
+from legion_tui.model_records import Event, Node
 
 if TYPE_CHECKING:
     from legion_tui.ledger import Ledger

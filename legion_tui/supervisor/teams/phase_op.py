@@ -17,13 +17,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from legion_tui import receipts
-from legion_tui.model import EventType, Node, NodeStatus
-from legion_tui.ops import OpError
+from legion_tui.model import EventType, NodeStatus
+from legion_tui.model_records import Node
+from legion_tui.phases.load import machine_from_json
+from legion_tui.wire.names import OpError
 
 if TYPE_CHECKING:
     from legion_tui.mail.service import MailService
     from legion_tui.phases import Machine, TransitionResult, Verification
-    from legion_tui.runs.catalog import RunInfo
+    from legion_tui.runs.folder import RunInfo
     from legion_tui.state import Clock, LegionModel
     from legion_tui.supervisor.state.naming import Names
     from legion_tui.supervisor.state.record import Record
@@ -94,14 +96,14 @@ class PhaseOp:
 
     def _machine_of(self, lead: Node) -> Machine:
         """The caller's live, declared machine, or the refusal that says why not."""
-        from legion_tui.phases import Machine, MachineError
+        from legion_tui.phases import MachineError
 
         if lead.machine is None or lead.phase is None:
             raise OpError("NO_PHASES", receipts.no_phases(lead.name))
         if not lead.live:
             raise OpError("ENDED", f"{lead.name} has ended ({lead.status.value})")
         try:
-            return Machine.from_json(lead.machine)
+            return machine_from_json(lead.machine)
         except (MachineError, ValueError) as err:
             raise OpError(
                 "PHASES", f"{lead.name}'s stored phase machine is unreadable: {err}"

@@ -12,15 +12,16 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from legion_tui.model import EventType, Node
+from legion_tui.model import EventType
+from legion_tui.model_records import Node
 
 if TYPE_CHECKING:
     from legion_tui.agents.cards import RoleCard
     from legion_tui.git.worktree import Worktree
-    from legion_tui.runs.catalog import RunInfo
+    from legion_tui.runs.folder import RunInfo
     from legion_tui.state import LegionModel
-    from legion_tui.supervisor.life.admission import ChildRequest
     from legion_tui.supervisor.state.record import Record
+    from legion_tui.wire.spawn_request import ChildRequest
 
 __all__ = ["TeamWorktrees"]
 
@@ -66,7 +67,7 @@ class TeamWorktrees:
             prepare_worktree,
         )
         from legion_tui.settings import load_settings
-        from legion_tui.supervisor.state.naming import ROOT_ID
+        from legion_tui.wire.names import ROOT_ID
 
         if node.id in self._worktrees:
             return None

@@ -15,7 +15,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from legion_tui.model import Node
+from legion_tui.model_records import Node
 from legion_tui.supervisor.teams.phase_op import PhaseOp
 from legion_tui.supervisor.teams.team_worktrees import TeamWorktrees
 
@@ -24,12 +24,12 @@ if TYPE_CHECKING:
     from legion_tui.git.worktree import Worktree
     from legion_tui.mail.service import MailService
     from legion_tui.phases.timeouts import ReviveStore
-    from legion_tui.runs.catalog import RunInfo
+    from legion_tui.runs.folder import RunInfo
     from legion_tui.state import Clock, LegionModel
-    from legion_tui.supervisor.life.admission import ChildRequest
     from legion_tui.supervisor.state.naming import Names
     from legion_tui.supervisor.state.record import Record
     from legion_tui.supervisor.state.roster import Roster
+    from legion_tui.wire.spawn_request import ChildRequest
 
 __all__ = ["Teams"]
 

@@ -18,8 +18,9 @@ from typing import Any
 from textual.app import App, SuspendNotSupported
 
 from legion_tui.agents.attach import AttachPlan, AttachRefused, session_entries
-from legion_tui.ops import HostOperations, Operations, OpError
+from legion_tui.ops import HostOperations, Operations
 from legion_tui.widgets.confirm import ConfirmRequest
+from legion_tui.wire.names import OpError
 
 ATTACH_KINDS = ("attach",)
 

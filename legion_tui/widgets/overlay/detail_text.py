@@ -7,7 +7,8 @@ from collections.abc import Callable
 from typing import Any
 
 from legion_tui import receipts
-from legion_tui.model import EventType, MailState, Message
+from legion_tui.model import EventType, MailState
+from legion_tui.model_records import Message
 from legion_tui.render.rates import node_rate
 from legion_tui.state import NodeView
 from legion_tui.widgets.tree_rows import fmt_tokens, in_flight_context, tool_seconds

@@ -18,7 +18,7 @@ from textual.containers import Vertical, VerticalScroll
 from textual.widgets import OptionList, Static
 from textual.widgets.option_list import Option
 
-from legion_tui.model import Message
+from legion_tui.model_records import Message
 from legion_tui.state import NodeView
 from legion_tui.widgets.overlay.detail_text import letter_row, letter_text, mailbox_line
 

@@ -54,15 +54,11 @@ from legion_tui.session.streaming import StreamSink
 from legion_tui.supervisor.backend import ABORT_BOUND, AbortResult, LaunchSpec, SteerOutcome
 from legion_tui.supervisor.backends.asking import InputSink
 from legion_tui.supervisor.backends.claude.argv import (
-    CLAUDE_TOOL_NAMES,
     claude_argv,
     claude_session_file,
-    claude_tools,
     resume_id,
 )
 from legion_tui.supervisor.backends.claude.stream import (
-    ABORTED_REASONS,
-    NOTIFICATION_TURN_BOUND,
     ClaudeChannel,
 )
 from legion_tui.supervisor.backends.common import (
@@ -77,18 +73,13 @@ from legion_tui.supervisor.backends.common import (
     point_session_link,
     require_executable,
 )
-from legion_tui.supervisor.processes.process import ChildProcess, spawn_child
+from legion_tui.supervisor.processes.child_process import ChildProcess
+from legion_tui.supervisor.processes.process import spawn_child
 from legion_tui.timeouts import within
 from legion_tui.wire.names import RequestError
 
 __all__ = [
-    "ABORTED_REASONS",
-    "CLAUDE_TOOL_NAMES",
-    "NOTIFICATION_TURN_BOUND",
     "ClaudeHandle",
-    "claude_argv",
-    "claude_session_file",
-    "claude_tools",
 ]
 
 _control_ids = itertools.count(1)

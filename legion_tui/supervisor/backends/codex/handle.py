@@ -62,11 +62,12 @@ from legion_tui.supervisor.backends.common import (
     point_session_link,
     require_executable,
 )
-from legion_tui.supervisor.processes.process import ChildProcess, spawn_child
+from legion_tui.supervisor.processes.child_process import ChildProcess
+from legion_tui.supervisor.processes.process import spawn_child
 from legion_tui.timeouts import within
 from legion_tui.wire.names import RequestError
 
-__all__ = ["CodexHandle", "codex_argv", "rollout_thread_id"]
+__all__ = ["CodexHandle",]
 
 
 def _text(text: str) -> list[dict[str, Any]]:

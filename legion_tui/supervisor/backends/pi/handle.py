@@ -12,7 +12,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-from legion_tui.model import Backend, InFlightTool
+from legion_tui.agents.resolve import find_program
+from legion_tui.model import Backend
+from legion_tui.model_records import InFlightTool
 from legion_tui.session.streaming import StreamingMessage, StreamSink
 from legion_tui.supervisor.backend import (
     ABORT_BOUND,
@@ -28,7 +30,6 @@ from legion_tui.supervisor.backends.common import (
     ProcessChildHandle,
     bounded_abort,
     child_env,
-    find_program,
     log_path,
     log_tail,
     point_session_link,
@@ -37,12 +38,13 @@ from legion_tui.supervisor.backends.common import (
 from legion_tui.supervisor.backends.pi.argv import pi_argv, pi_session_dir, sim_argv
 from legion_tui.supervisor.backends.pi.cli import PiVersion, pi_version
 from legion_tui.supervisor.backends.pi.rpc import RpcClient
-from legion_tui.supervisor.processes.process import ChildProcess, spawn_child
+from legion_tui.supervisor.processes.child_process import ChildProcess
+from legion_tui.supervisor.processes.process import spawn_child
 from legion_tui.wire.names import RequestError
 
 # Names other modules still import from here: the launch bounds live in `common`, the
 # command lines in `pi.argv`.
-__all__ = ["RESUME_PROMPT", "START_BOUND", "RpcHandle", "pi_argv", "pi_session_dir", "sim_argv"]
+__all__ = [ "RpcHandle",]
 
 def _succeeded(fut: asyncio.Future[Any]) -> bool:
     if fut.cancelled() or fut.exception() is not None:

@@ -18,7 +18,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from legion_tui.model import InFlightTool
+from legion_tui.model_records import InFlightTool
 from legion_tui.supervisor.processes.channel import CommandSink, JsonLinesChannel
 from legion_tui.timeouts import within
 from legion_tui.wire.lines import MAX_LINE_BYTES

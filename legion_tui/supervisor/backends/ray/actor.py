@@ -32,7 +32,7 @@ from legion_tui.git.worktree import _git
 from legion_tui.session.progress import RateSegment
 from legion_tui.supervisor.backend import AbortResult, AgentHandle, LaunchSpec, backend_for
 from legion_tui.supervisor.backends.common import log_path
-from legion_tui.supervisor.backends.pi.handle import pi_session_dir
+from legion_tui.supervisor.backends.pi.argv import pi_session_dir
 
 __all__ = ["Chunk", "Live", "NodeAgent", "Placement", "Shipment", "State", "node_folder"]
 

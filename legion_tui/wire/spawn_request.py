@@ -7,8 +7,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from legion_tui.ops import OpError
-from legion_tui.settings import is_usd
+from legion_tui.costs import is_usd
+from legion_tui.wire.names import OpError
 
 __all__ = ["MAX_TASK_BYTES", "Budgets", "ChildRequest", "check_task"]
 
