@@ -28,14 +28,7 @@ from legion_tui.git.worktree import Worktree, is_folder
 from legion_tui.receipts import plural
 from legion_tui.settings import LAND_MODES, LandMode
 
-__all__ = [
-    "LandPlan",
-    "Landed",
-    "checkout_of",
-    "holds_changes",
-    "land",
-    "plan_land",
-]
+__all__ = ["LandPlan", "Landed", "checkout_of", "holds_changes", "land", "plan_land"]
 
 # In the user's checkout: an operation of their own under way is theirs to finish.
 _IN_PROGRESS = {

@@ -34,15 +34,7 @@ from legion_tui.phases.conditions import (
     unmet,
 )
 
-__all__ = [
-    "NEEDS_REASON",
-    "TERMINALS",
-    "Actor",
-    "Edge",
-    "Machine",
-    "PhaseSpec",
-    "TransitionResult",
-]
+__all__ = ["NEEDS_REASON", "TERMINALS", "Actor", "Edge", "Machine", "PhaseSpec", "TransitionResult"]
 
 TERMINALS: tuple[str, ...] = ("done", "failed", "aborted")
 # Targets a request must give a reason for (`legion phase --to failed --reason TEXT`); the

@@ -1,7 +1,7 @@
 """Runs of a project's sessions: a session's run made, found, reopened; the live run a
 verb talks to. The parts beside it: `folder.py` (the layout, `run.json`), `privacy.py`
 (owner-only folders), `host_lock.py` (a host's claim on a session) and `socket_link.py`
-(the socket, and whether its owner answers); their names are offered here too.
+(the socket, and whether its owner answers).
 
 Session continuity (SPEC §6.6, upstream legion-session-continuity-v1): the same session
 name reopens the same run; a different name must never read, scan or write an old run.

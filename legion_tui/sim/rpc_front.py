@@ -13,7 +13,7 @@ One `SimAgent` (the turn machine, `agent.py`) does the work; it runs either
 Its parts: `script.py` (the scenario: steps, tools, prices), `agent.py` (the turn
 machine), `session.py` (the session file and the transcript in it), `player.py`
 (the tools that act: legion verbs over the socket, the contract, real edits in a
-worktree), `clock.py` and `config.py`. Their public names are offered here too.
+worktree), `clock.py` and `config.py`.
 
 It writes a real pi v3 session file, one whole line per entry. Timestamps come from the
 clock, so the file's tok/s is a real decode rate: at `speed` s every duration is divided
@@ -66,9 +66,7 @@ from legion_tui.timeouts import within
 from legion_tui.wire.lines import lines_of
 from legion_tui.wire.names import ENV_NODE_ID, ENV_RUN_DIR, ENV_SESSION_FILE, ENV_SOCKET
 
-__all__ = [
-    "main",
-]
+__all__ = ["main"]
 
 
 # -- legion-sim: the RPC front (pi's protocol subset) ----------------------------------

@@ -60,7 +60,7 @@ if TYPE_CHECKING:
     from legion_tui.phases.timeouts import PhaseClock
     from legion_tui.supervisor.socket.server import SupervisorServer
 
-__all__ = [ "StartFailed", "Supervisor"]
+__all__ = ["StartFailed", "Supervisor"]
 
 log = logging.getLogger(__name__)
 

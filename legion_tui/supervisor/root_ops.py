@@ -1,5 +1,5 @@
 """`legion_tui.ops.Operations` for the dashboard: node ids, acting as root, on the
-supervisor of this process (`front.Front`; `core` re-exports this class)."""
+supervisor of this process (`front.Front`)."""
 
 from __future__ import annotations
 

@@ -45,13 +45,7 @@ if TYPE_CHECKING:
     from legion_tui.model_records import Node
     from legion_tui.state import LegionModel
 
-__all__ = [
-    "JOIN_SECONDS",
-    "Answer",
-    "Claim",
-    "Notices",
-    "live_children",
-]
+__all__ = ["JOIN_SECONDS", "Answer", "Claim", "Notices", "live_children"]
 
 log = logging.getLogger(__name__)
 

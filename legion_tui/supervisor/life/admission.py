@@ -2,9 +2,9 @@
 budgets all decided and checked before any row, file or process exists. Nothing here
 writes a node; an over-budget batch leaves only its `budget_exceeded` event.
 
-What one child asks for, and the budgets, are `spawn_request.py`'s (their names are
-offered here too). Admission also knows the role cards: which card each node was made
-from (`card_of`), the card's depth cap, and the command a resumed node relaunches with.
+What one child asks for, and the budgets, are `wire/spawn_request.py`'s. Admission also
+knows the role cards: which card each node was made from (`card_of`), the card's depth
+cap, and the command a resumed node relaunches with.
 """
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ if TYPE_CHECKING:
     from legion_tui.supervisor.state.naming import Names
     from legion_tui.supervisor.state.record import Record
 
-__all__ = [ "Admission", "Plan",]
+__all__ = ["Admission", "Plan"]
 
 log = logging.getLogger(__name__)
 

@@ -34,9 +34,7 @@ if TYPE_CHECKING:
     from legion_tui.supervisor.state.record import Record
     from legion_tui.supervisor.state.roster import Roster
 
-__all__ = [
-    "Continuity",
-]
+__all__ = ["Continuity"]
 
 log = logging.getLogger(__name__)
 

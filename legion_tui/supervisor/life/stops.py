@@ -43,7 +43,7 @@ if TYPE_CHECKING:
     from legion_tui.supervisor.state.record import Record
     from legion_tui.supervisor.state.roster import Roster
 
-__all__ = [ "Stops",]
+__all__ = ["Stops"]
 
 log = logging.getLogger(__name__)
 

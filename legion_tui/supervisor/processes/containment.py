@@ -41,15 +41,7 @@ from legion_tui.supervisor.processes import cgroups
 from legion_tui.supervisor.processes.watchdog_link import WatchdogLink
 from legion_tui.wire.names import ENV_NO_CGROUP, ENV_NODE_ID, ENV_RUN_ID
 
-__all__ = [
-    "RECORD_EVERY",
-    "Containment",
-    "Key",
-    "current",
-    "get",
-    "key_of",
-    "launching",
-]
+__all__ = ["RECORD_EVERY", "Containment", "Key", "current", "get", "key_of", "launching"]
 
 RECORD_EVERY = 1.0  # without cgroups: how often the host's tree is walked for new pids
 

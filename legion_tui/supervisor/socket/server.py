@@ -14,7 +14,7 @@ line too long, too deep, with too many values, or beyond the shared byte budget 
 answered with an error line. BUSY and IDLE_CLOSED say the request was not read: the
 client sends it again. Refusals and failed accepts are logged once, then counted.
 
-The ops themselves are `server_ops` (the dispatch table, `OPS`, offered here too) and a
+The ops themselves are `server_ops` (the dispatch table, `OPS`) and a
 request's way to its op is `dispatch`; this module is the socket: accepting, framing,
 and answering each connection in order.
 """
@@ -50,7 +50,7 @@ from legion_tui.wire.names import OpError
 if TYPE_CHECKING:
     from legion_tui.supervisor.front import Front
 
-__all__ = [ "SupervisorServer",]
+__all__ = ["SupervisorServer"]
 
 log = logging.getLogger(__name__)
 

@@ -78,9 +78,7 @@ from legion_tui.supervisor.processes.process import spawn_child
 from legion_tui.timeouts import within
 from legion_tui.wire.names import RequestError
 
-__all__ = [
-    "ClaudeHandle",
-]
+__all__ = ["ClaudeHandle"]
 
 _control_ids = itertools.count(1)
 

@@ -67,7 +67,7 @@ from legion_tui.supervisor.processes.process import spawn_child
 from legion_tui.timeouts import within
 from legion_tui.wire.names import RequestError
 
-__all__ = ["CodexHandle",]
+__all__ = ["CodexHandle"]
 
 
 def _text(text: str) -> list[dict[str, Any]]:

@@ -44,7 +44,7 @@ from legion_tui.wire.names import RequestError
 
 # Names other modules still import from here: the launch bounds live in `common`, the
 # command lines in `pi.argv`.
-__all__ = [ "RpcHandle",]
+__all__ = ["RpcHandle"]
 
 def _succeeded(fut: asyncio.Future[Any]) -> bool:
     if fut.cancelled() or fut.exception() is not None:

@@ -53,7 +53,7 @@ from legion_tui.supervisor.backends.ray.shipping import TeamBranch
 from legion_tui.supervisor.backends.ray.starts import NotStarted, host_starts
 from legion_tui.timeouts import within
 
-__all__ = ["RAY_KINDS", "RayHandle",]
+__all__ = ["RAY_KINDS", "RayHandle"]
 
 log = logging.getLogger(__name__)
 
