@@ -37,6 +37,9 @@ from legion_tui.model import MailKind, MailState, NodeStatus, Urgency
 from legion_tui.model_records import Message, Node
 from legion_tui.session.progress import SessionProgress
 from legion_tui.state import LegionModel
+from legion_tui.supervisor.state.mail_record import MailRecord
+from legion_tui.supervisor.state.naming import Names
+from legion_tui.supervisor.state.record import Record
 
 RECIPIENTS = 200
 ROUNDS = 15
@@ -128,7 +131,9 @@ async def scenario_a(folder: Path) -> None:
         postman = Postman(ledger, ModelDirectory(model), handover)
         busy = await rounds(postman, ledger, ids, True)
         idle = await rounds(postman, ledger, ids, False)
-        service = MailService(ledger, model, lambda _nid: None)
+        record = Record(model, Names(model))
+        record.open(ledger)
+        service = MailService(MailRecord(record, model), model, lambda _nid: None)
         await service.round()  # the first round is a full sweep
         quiet: list[float] = []
         for _ in range(ROUNDS):

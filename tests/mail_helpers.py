@@ -6,10 +6,14 @@ import json
 import uuid
 from pathlib import Path
 
+from legion_tui.ledger.ledger import Ledger
 from legion_tui.model import NodeStatus
 from legion_tui.model_records import Node
 from legion_tui.session.reader import SessionReader
 from legion_tui.state import LegionModel
+from legion_tui.supervisor.state.mail_record import MailRecord
+from legion_tui.supervisor.state.naming import Names
+from legion_tui.supervisor.state.record import Record
 
 
 def make_node(
@@ -91,3 +95,10 @@ class SessionFile:
 
     def close(self) -> None:
         self.reader.close()
+
+
+def mail_record(ledger: Ledger, model: LegionModel) -> MailRecord:
+    """The ledger as a host hands it to the mail service: every write reaches `model`."""
+    record = Record(model, Names(model))
+    record.open(ledger)
+    return MailRecord(record, model)

@@ -12,7 +12,7 @@ from types import SimpleNamespace
 
 import pytest
 from ledger_helpers import ledger_fixture  # noqa: F401 (a fixture)
-from mail_helpers import Handle, make_node
+from mail_helpers import Handle, mail_record, make_node
 
 from legion_tui.ledger.ledger import Ledger
 from legion_tui.mail.postman import MailTake
@@ -20,9 +20,7 @@ from legion_tui.mail.service import MailService, race_mail
 from legion_tui.model import EventType, MailState, NodeStatus
 from legion_tui.state import LegionModel
 from legion_tui.supervisor.hearing.notices import Answer
-from legion_tui.supervisor.socket import server as server_module
 from legion_tui.supervisor.socket.server import SupervisorServer
-from legion_tui.supervisor.socket.server_ops import register_op
 from legion_tui.wire.names import OpError
 
 
@@ -50,7 +48,7 @@ def handles(model: LegionModel) -> dict[str, Handle]:
 
 @pytest.fixture
 def service(ledger: Ledger, model: LegionModel, handles: dict[str, Handle]) -> MailService:
-    return MailService(ledger, model, handles.get, tick=0.01)
+    return MailService(mail_record(ledger, model), model, handles.get, tick=0.01)
 
 
 async def test_child_to_parent_is_stored_and_handed_over_at_once(
@@ -126,9 +124,9 @@ async def test_mail_to_the_host_root_is_accepted_for_the_dashboard(
 
 async def test_op_checks_its_fields(service: MailService) -> None:
     with pytest.raises(OpError) as err:
-        await service.op(None, "a0", {"op": "mail", "to": "parent", "subject": "s"})
+        await service.op("a0", {"op": "mail", "to": "parent", "subject": "s"})
     assert err.value.code == "MISSING_FIELD"
-    reply = await service.op(None, "a0", {"to": "parent", "subject": "s", "body": "b"})
+    reply = await service.op("a0", {"to": "parent", "subject": "s", "body": "b"})
     assert reply["state"] == "accepted"
 
 
@@ -213,10 +211,10 @@ async def test_an_idle_legion_costs_no_ticks_between_sweeps(
 async def test_legion_mail_through_the_real_socket_server(
     service: MailService, ledger: Ledger, handles: dict[str, Handle], tmp_path: Path
 ) -> None:
-    saved = dict(server_module.OPS)
-    register_op("mail", service.op)
-    # The mail op needs no core; the server asks only who is calling (no live agents).
+    # The mail op needs no core but the service; the server asks only who is calling (no
+    # live agents).
     no_core = SimpleNamespace(
+        mail=service,
         run=SimpleNamespace(run_id="r1"),
         roster=SimpleNamespace(handles=dict),
         model=SimpleNamespace(nodes={}),
@@ -256,5 +254,3 @@ async def test_legion_mail_through_the_real_socket_server(
         assert len(handles["a1"].inbox) == 1
     finally:
         await server.close()
-        server_module.OPS.clear()
-        server_module.OPS.update(saved)

@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 from ledger_helpers import ledger_fixture  # noqa: F401 (a fixture)
-from mail_helpers import Handle, make_node
+from mail_helpers import Handle, mail_record, make_node
 
 from legion_tui.ledger.ledger import Ledger
-from legion_tui.mail.service import EchoingLedger, MailService
+from legion_tui.mail.service import MailService
 from legion_tui.model import EventType, MailKind, MailState, NodeStatus, Urgency
 from legion_tui.session.progress import SessionProgress
 from legion_tui.state import LegionModel
@@ -36,7 +36,7 @@ async def test_a_delivered_letter_shows_in_the_senders_events_and_both_counts(
     ledger: Ledger, model: LegionModel
 ) -> None:
     handles = {"a0": Handle(), "a1": Handle()}
-    service = MailService(ledger, model, handles.get, tick=0.01)
+    service = MailService(mail_record(ledger, model), model, handles.get, tick=0.01)
     await service.round()  # the first round is a full sweep; the next ones are not
     reply = await service.send("a", "w0", "Handoff: w0", "your part", kind="handoff")
     assert reply["state"] == "accepted"
@@ -59,7 +59,7 @@ async def test_a_delivered_letter_shows_in_the_senders_events_and_both_counts(
 
 async def test_a_bounced_letter_shows_at_once(ledger: Ledger, model: LegionModel) -> None:
     model.upsert(replace(model.nodes["a1"].node, status=NodeStatus.SETTLED))
-    service = MailService(ledger, model, {"a0": Handle()}.get, tick=0.01)
+    service = MailService(mail_record(ledger, model), model, {"a0": Handle()}.get, tick=0.01)
     reply = await service.send("a0", "w1", "Question", "which file?", kind="question")
     assert reply["state"] == "bounced"
     assert _types(model, "a0") == [EventType.MAIL_SENT, EventType.MAIL_BOUNCED]
@@ -67,7 +67,7 @@ async def test_a_bounced_letter_shows_at_once(ledger: Ledger, model: LegionModel
 
 
 async def test_a_repeated_move_echoes_nothing_twice(ledger: Ledger, model: LegionModel) -> None:
-    echo = EchoingLedger(ledger, model)
+    echo = mail_record(ledger, model)
     message = await echo.send_mail("a", "a0", MailKind.HANDOFF, Urgency.NORMAL, "Hi", "body")
     await echo.move_mail(message.id, MailState.ACCEPTED)
     await echo.move_mail(message.id, MailState.DELIVERED)
@@ -82,7 +82,7 @@ async def test_a_node_row_written_through_the_echo_is_the_models(
 ) -> None:
     lead = replace(model.nodes["a"].node, phase="planning", phase_since=100.0)
     await ledger.insert_nodes([lead])
-    echo = EchoingLedger(ledger, model)
+    echo = mail_record(ledger, model)
     written = await echo.update_node("a", phase_since=250.0)
     assert written.phase_since == 250.0
     assert model.nodes["a"].node == written == await ledger.get_node("a")

@@ -17,8 +17,8 @@ from pathlib import Path
 import psutil
 from supervisor_helpers import ask_for_sim, hosted, run_cli, settled, spawn_one, until
 
-from legion_tui.runs import catalog as runs
 from legion_tui.runs.catalog import find_session_run
+from legion_tui.runs.privacy import OWNER_ONLY_ACL
 from legion_tui.runs.socket_link import socket_refusal
 from legion_tui.wire.names import ROOT_ID
 from legion_tui.wire.spawn_request import ChildRequest
@@ -193,7 +193,7 @@ def _has_acls(where: Path) -> bool:
     probe = where / "acl-probe"
     probe.mkdir()
     try:
-        os.setxattr(probe, "system.posix_acl_default", runs.OWNER_ONLY_ACL)
+        os.setxattr(probe, "system.posix_acl_default", OWNER_ONLY_ACL)
     except OSError:
         return False
     finally:

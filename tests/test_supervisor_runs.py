@@ -12,6 +12,8 @@ import pytest
 from supervisor_helpers import hosted, run_cli
 
 from legion_tui.runs import catalog as runs
+from legion_tui.runs.folder import SessionNameError
+from legion_tui.runs.socket_link import MAX_SOCKET_PATH, UnsafeSocketDir, socket_path_for
 
 
 def test_a_new_session_creates_its_run_layout(tmp_path: Path) -> None:
@@ -33,7 +35,7 @@ def test_a_new_session_creates_its_run_layout(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("bad", ["", "-x", "a/b", "..", "x" * 65, "sp ace"])
 def test_session_names_are_checked(tmp_path: Path, bad: str) -> None:
-    with pytest.raises(runs.SessionNameError):
+    with pytest.raises(SessionNameError):
         runs.open_session(tmp_path, bad)
     assert not (tmp_path / ".legion").exists()
 
@@ -49,7 +51,7 @@ async def test_a_long_run_path_gets_a_short_socket_and_a_link(tmp_path: Path) ->
     deep = tmp_path / ("d" * 60) / ("e" * 40)
     deep.mkdir(parents=True)
     async with hosted(deep) as sup:
-        assert len(os.fsencode(sup.run.socket_link)) > runs.MAX_SOCKET_PATH
+        assert len(os.fsencode(sup.run.socket_link)) > MAX_SOCKET_PATH
         assert sup.socket_path != sup.run.socket_link
         assert sup.run.socket_link.is_symlink()
         assert runs.resolve_socket(sup.run) == sup.socket_path
@@ -93,19 +95,19 @@ def test_a_socket_dir_someone_else_made_or_opened_is_refused(
     squat = shared / f"legion-{os.getuid()}"
     squat.mkdir(mode=0o700)
     os.chown(squat, 12345, 12345)  # another user's, made first
-    with pytest.raises(runs.UnsafeSocketDir, match="belongs to uid 12345"):
-        runs.socket_path_for(info)
+    with pytest.raises(UnsafeSocketDir, match="belongs to uid 12345"):
+        socket_path_for(info)
     os.chown(squat, os.getuid(), os.getgid())
     squat.chmod(0o755)
-    with pytest.raises(runs.UnsafeSocketDir, match="open to others"):
-        runs.socket_path_for(info)
+    with pytest.raises(UnsafeSocketDir, match="open to others"):
+        socket_path_for(info)
     squat.rmdir()
     (shared / "elsewhere").mkdir(mode=0o700)
     squat.symlink_to(shared / "elsewhere")
-    with pytest.raises(runs.UnsafeSocketDir, match="not a directory"):
-        runs.socket_path_for(info)
+    with pytest.raises(UnsafeSocketDir, match="not a directory"):
+        socket_path_for(info)
     squat.unlink()
-    made = runs.socket_path_for(info)  # absent: made 0700, ours
+    made = socket_path_for(info)  # absent: made 0700, ours
     assert made.parent == squat and stat.S_IMODE(squat.stat().st_mode) == 0o700
 
 

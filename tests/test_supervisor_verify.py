@@ -64,7 +64,7 @@ async def test_a_stop_during_verification_ends_it_and_keeps_the_team_aborted(
 async def test_a_verification_that_passes_after_the_stop_writes_no_move(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from legion_tui.supervisor.teams.teams import verify
+    from legion_tui.supervisor.teams import verify
 
     gate, entered = asyncio.Event(), asyncio.Event()
     real = verify.verify_contract

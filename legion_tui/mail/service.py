@@ -1,24 +1,19 @@
 """Mail inside a hosting supervisor: the socket's `mail` op, the postman loop, and the
 early return of a blocking `wait` when the caller has mail (upstream #384).
 
-Written against narrow pieces of the supervisor (its `LegionModel`, its ledger, a way to
-find a node's `AgentHandle`) so that wiring it in is a few lines in the host:
-
-    self.mail = MailService(self.ledger, self.model, self._handles.get)
-    register_op("mail", self.mail.op)            # legion_tui.supervisor.socket.server
-    self.mail.start()                            # …and `await self.mail.close()` on close
-
-and in `wait`: `result = await race_mail(self.mail.postman, caller_id, <the wait>)`.
+Written against narrow pieces of the supervisor: its `LegionModel`, the ledger as an
+`EchoedLedger` (the host hands it `supervisor.state.mail_record.MailRecord`, whose writes
+reach the model at once), and a way to a node's `AgentHandle`. The socket's `mail` op
+calls `op`; a blocking `wait` races the caller's mail with `race_mail`.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import functools
 import logging
-from collections.abc import Awaitable, Callable, Coroutine
-from typing import TYPE_CHECKING, Any, ParamSpec, Protocol, TypeVar
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from legion_tui.ledger.errors import MailInvalidText
 from legion_tui.ledger.ports import EventWriter, MailSender, NodeUpdater
@@ -35,14 +30,16 @@ from legion_tui.mail.postman import (
     ModelDirectory,
     Postman,
 )
-from legion_tui.model import EventType, MailKind, MailState, Urgency
-from legion_tui.model_records import Event, MailboxStats, Message, Node
+from legion_tui.model import MailKind, MailState, Urgency
+from legion_tui.model_records import MailboxStats, Node
 from legion_tui.wire.names import OpError
+
+if TYPE_CHECKING:
+    from legion_tui.state import LegionModel
 
 __all__ = [
     "MAIL_POLL_SECONDS",
     "EchoedLedger",
-    "EchoingLedger",
     "MailLedger",
     "MailService",
     "race_mail",
@@ -55,8 +52,6 @@ FULL_SWEEP_ROUNDS = 15  # every 15th round (30 s) ticks every node, changed or n
 HOST_ROOT = "root"  # the hosting process's own node: the dashboard shows its mail
 
 T = TypeVar("T")
-R = TypeVar("R")
-P = ParamSpec("P")
 
 
 class MailLedger(MailStore, MailSender, Protocol):
@@ -66,111 +61,12 @@ class MailLedger(MailStore, MailSender, Protocol):
 
 
 class EchoedLedger(MailLedger, EventWriter, NodeUpdater, Protocol):
-    """What `EchoingLedger` wraps, and so what it is itself: the service's calls plus the
-    event writes of the phase clock and the node writes of a revived stint."""
-
-
-# The event the ledger writes itself inside a mail move (same transaction), by state.
-_MOVE_EVENT: dict[MailState, EventType] = {
-    MailState.DELIVERED: EventType.MAIL_DELIVERED,
-    MailState.BOUNCED: EventType.MAIL_BOUNCED,
-    MailState.OBSOLETE: EventType.MAIL_BOUNCED,
-}
-ECHO_LOOKBACK = 20  # newest events of the sender searched for the one a move wrote
-
-
-class EchoingLedger:
-    """The ledger as the mail service, the postman and the phase clock see it: every
-    event written through it also reaches the live `LegionModel` (the Events tab), so
-    does every node row it updates (a revived stint's clock), and a letter that moves
-    refreshes both ends' mail in the model (the Mail tab).
-
-    `send_mail` and `move_mail` write their event inside the ledger's own transaction
-    and return only the message, so the event is read back by its message id — one
-    small indexed read per letter move, which happens a handful of times per letter.
-    """
-
-    def __init__(self, ledger: EchoedLedger, model: Any) -> None:  # LegionModel
-        self.ledger = ledger
-        self.model = model
-        # Reads pass straight through and writes are the ledger's own calls followed by
-        # the echo, so their signatures are the ports' (`legion_tui.ledger.ports`), not
-        # copies here that could drift. `move_mail` stays a method: it must look at the
-        # model before the move to tell a real move from a repeated one.
-        self.get_events = ledger.get_events
-        self.get_pending_mail = ledger.get_pending_mail
-        self.mailbox_stats = ledger.mailbox_stats
-        self.append_event = _then(ledger.append_event, self._event_written)
-        self.send_mail = _then(ledger.send_mail, self._mail_sent)
-        self.update_node = _then(ledger.update_node, self._node_written)
-
-    async def _event_written(self, event: Event) -> None:
-        self.model.add_event(event)
-
-    async def _node_written(self, node: Node) -> None:
-        self.model.upsert(node)
-
-    async def _mail_sent(self, message: Message) -> None:
-        await self._echo(message, EventType.MAIL_SENT)
-        await self.refresh(message.from_node, message.to_node)
-
-    async def move_mail(
-        self, message_id: int, state: MailState, *, reason: str | None = None
-    ) -> Message:
-        before = self._state_in_model(message_id)
-        moved: Message = await self.ledger.move_mail(message_id, state, reason=reason)
-        if moved.delivered is not before:
-            etype = _MOVE_EVENT.get(moved.delivered)
-            if etype is not None:
-                await self._echo(moved, etype)
-            await self.refresh(moved.from_node, moved.to_node)
-        return moved
-
-    def _state_in_model(self, message_id: int) -> MailState | None:
-        for view in self.model.nodes.values():
-            for letter in view.messages:
-                if letter.id == message_id:
-                    state: MailState = letter.delivered
-                    return state
-        return None
-
-    async def _echo(self, message: Message, etype: EventType) -> None:
-        events = await self.ledger.get_events(message.from_node, types=[etype], limit=ECHO_LOOKBACK)
-        for event in reversed(events):
-            if event.data.get("message_id") == message.id:
-                self.model.add_event(event)
-                return
+    """The ledger as the service is given it: the service's calls plus the event writes of
+    the phase clock and the node writes of a revived stint, every write shown in the live
+    model as it is made (`MailRecord`)."""
 
     async def refresh(self, *node_ids: str) -> None:
-        """Give the model the five counts and the letters of these nodes (Mail tab)."""
-        for node_id in dict.fromkeys(node_ids):
-            if node_id not in self.model.nodes:
-                continue
-            stats = await self.ledger.mailbox_stats(node_id)
-            messages = await self.ledger.get_pending_mail(node_id, tuple(MailState))
-            self.model.set_mail(node_id, stats, messages)
-
-
-if TYPE_CHECKING:
-
-    def _echo_is_a_ledger(echo: EchoingLedger) -> EchoedLedger:
-        # The hosts keep the echo as `Any`: this is where the type checker sees that it
-        # still answers every call of the ledger it wraps (the phase clock's included).
-        return echo
-
-
-def _then(
-    call: Callable[P, Awaitable[R]], after: Callable[[R], Awaitable[None]]
-) -> Callable[P, Coroutine[Any, Any, R]]:
-    """`call`, then `after` with its result; the signature stays `call`'s."""
-
-    @functools.wraps(call)
-    async def run(*args: P.args, **kwargs: P.kwargs) -> R:
-        result = await call(*args, **kwargs)
-        await after(result)
-        return result
-
-    return run
+        """Give the model the counts and the letters of these nodes (Mail tab)."""
 
 
 class Deliverable(Protocol):
@@ -181,14 +77,12 @@ class MailService:
     def __init__(
         self,
         ledger: EchoedLedger,
-        model: Any,  # legion_tui.state.LegionModel
+        model: LegionModel,
         handle_of: Callable[[str], Deliverable | None],
         *,
         tick: float = TICK_SECONDS,
     ) -> None:
-        # Every ledger call goes through the echo: events and letter moves reach the
-        # live model the moment they are written (one path, whoever writes).
-        self.ledger = ledger if isinstance(ledger, EchoingLedger) else EchoingLedger(ledger, model)
+        self.ledger = ledger
         self.model = model
         self._handle_of = handle_of
         self.tick = tick
@@ -271,8 +165,8 @@ class MailService:
             "state": state.name.lower(),
         }
 
-    async def op(self, sup: Any, caller: str, req: dict[str, Any]) -> dict[str, Any]:
-        """The socket server's handler for `mail` (signature of server.Handler)."""
+    async def op(self, caller: str, req: dict[str, Any]) -> dict[str, Any]:
+        """The socket's `mail` op: the request's fields checked, then `send`."""
         fields: dict[str, str] = {}
         for key in ("to", "subject", "body"):
             value = req.get(key)
@@ -289,7 +183,7 @@ class MailService:
     # ----- the dashboard's picture -------------------------------------------------------
     async def refresh(self, *node_ids: str) -> None:
         """Give the model the five counts and the letters of these nodes (Mail tab);
-        letters that move refresh their two ends by themselves (`EchoingLedger`)."""
+        letters that move refresh their two ends by themselves (`MailRecord`)."""
         await self.ledger.refresh(*node_ids)
 
     # ----- the loop ----------------------------------------------------------------------

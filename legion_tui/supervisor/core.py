@@ -237,7 +237,7 @@ class Supervisor:
             self.record.open(ledger)
             await self.continuity.open(reopened=self.reopened)
             self.run = runs.touch_run(self.run)
-            await self.services.start(ledger, self.socket_path)
+            await self.services.start(self.record, self.socket_path)
         except BaseException as err:
             # Whatever started must end, or the ledger's writer thread keeps the process
             # alive for ever after the error (a corrupt or read-only ledger, a bad task).

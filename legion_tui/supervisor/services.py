@@ -1,7 +1,7 @@
-"""What runs beside the agents once a host has started: the ledger, and the echo the
-mail service, the postman and the phase clock write through (the events the ledger
-writes for them reach the live model at once, like the supervisor's own); the postman;
-the phase clock; the orphan reaper; the socket server; the session watcher.
+"""What runs beside the agents once a host has started: the ledger; the mail service and
+its postman, and the phase clock, which write through the record (`MailRecord`: their
+events and letters reach the live model at once, like the supervisor's own); the orphan
+reaper; the socket server; the session watcher.
 
 Each is started in that order and closed alone: one that fails to close (a postman or
 phase clock that died of an error) is logged and must not keep the next one open.
@@ -20,12 +20,14 @@ from legion_tui.timeouts import within
 
 if TYPE_CHECKING:
     from legion_tui.ledger import Ledger
-    from legion_tui.mail.service import Deliverable, EchoingLedger, MailService
+    from legion_tui.mail.service import Deliverable, MailService
     from legion_tui.runs.folder import RunInfo
     from legion_tui.state import Clock, LegionModel
     from legion_tui.supervisor.processes.orphans import OrphanReaper
     from legion_tui.supervisor.socket.server import SupervisorServer
+    from legion_tui.supervisor.state.mail_record import MailRecord
     from legion_tui.supervisor.state.progress_watch import ProgressWatch
+    from legion_tui.supervisor.state.record import Record
     from legion_tui.supervisor.teams.phase_watch import PhaseWatch
 
 __all__ = ["Services"]
@@ -59,7 +61,7 @@ class Services:
         self._make_server = server  # None: this host does not serve the socket
         self._watch = watch  # follow the session files (else read when asked)
         self.ledger: Ledger | None = None
-        self.echo: EchoingLedger | None = None
+        self.echo: MailRecord | None = None
         self.mail: MailService | None = None
         self.server: SupervisorServer | None = None
 
@@ -69,15 +71,17 @@ class Services:
         self.ledger = await open_ledger(self._run.ledger_path, create=True, clock=self._clock)
         return self.ledger
 
-    def echoing(self) -> EchoingLedger:
+    def echoing(self) -> MailRecord:
         if self.echo is None:
             raise RuntimeError("the supervisor is not started: no ledger to write through")
         return self.echo
 
-    async def start(self, ledger: Ledger, socket_path: Path) -> None:
-        from legion_tui.mail.service import EchoingLedger, MailService
+    async def start(self, record: Record, socket_path: Path) -> None:
+        """`record` is open on the ledger `open_ledger` gave."""
+        from legion_tui.mail.service import MailService
+        from legion_tui.supervisor.state.mail_record import MailRecord
 
-        self.echo = EchoingLedger(ledger, self._model)
+        self.echo = MailRecord(record, self._model)
         # Mail (SPEC §6.5): the postman hands letters over through the agents' handles.
         self.mail = MailService(self.echo, self._model, self._deliverable)
         self.mail.start()

@@ -129,8 +129,7 @@ class Continuity:
             created_at=now,
             updated_at=now,
         )
-        await self._record.ledger.insert_nodes([root])
-        self._model.upsert(root)
+        await self._record.insert_nodes([root])
 
     async def _restore(self) -> None:
         """Same session ⇒ same run: show the old tree, spawn nothing. Nodes still marked

@@ -103,12 +103,11 @@ class Launcher:
             from legion_tui.ledger import NameConflict
 
             try:
-                await self._record.ledger.insert_nodes(nodes)
+                await self._record.insert_nodes(nodes)
             except NameConflict as err:
                 raise OpError("NAME_CONFLICT", str(err)) from err
             for plan in plans:
                 self._admission.card_of[plan.node.id] = plan.card
-                self._model.upsert(plan.node)
         # The batch starts together: a real agent takes seconds to answer (pi: 2–5 s
         # here), and six started one after another kept the caller waiting for all.
         await asyncio.gather(

@@ -17,7 +17,7 @@ from legion_tui.wire.spawn_request import ChildRequest
 if TYPE_CHECKING:
     from legion_tui.supervisor.front import Front
 
-__all__ = ["OPS", "Handler", "register_op"]
+__all__ = ["OPS", "Handler"]
 
 log = logging.getLogger(__name__)
 
@@ -120,7 +120,7 @@ async def _resume(sup: Front, caller: str, req: dict[str, Any]) -> dict[str, Any
 async def _mail(sup: Front, caller: str, req: dict[str, Any]) -> dict[str, Any]:
     if sup.mail is None:
         raise OpError("NOT_READY", "mail is not running in this supervisor")
-    result: dict[str, Any] = await sup.mail.op(sup, caller, req)
+    result: dict[str, Any] = await sup.mail.op(caller, req)
     return result
 
 
@@ -152,7 +152,3 @@ OPS: dict[str, Handler] = {
     "phase": _phase,
 }
 
-
-def register_op(name: str, handler: Handler) -> None:
-    """Add or replace an op (the postman and phase engine register theirs)."""
-    OPS[name] = handler

@@ -1,4 +1,5 @@
-"""The record: the one write path for node state and the supervisor's own events.
+"""The record: the one write path for everything the ledger holds about the legion —
+node rows, their status, and events (letters too, through its sibling `mail_record`).
 
 Every status change is written to the ledger first, then shown in the model, then
 announced on the one change signal, so `legion status` (reading the ledger) and the
@@ -11,7 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from legion_tui.model import NODE_MOVES, EventType, NodeStatus
@@ -66,9 +67,24 @@ class Record:
         changed, self.changed = self.changed, asyncio.Event()
         changed.set()
 
+    async def insert_nodes(self, nodes: Sequence[Node]) -> None:
+        """New rows (a spawn's batch, a run's root), in one transaction, then the model."""
+        await self.ledger.insert_nodes(list(nodes))
+        for node in nodes:
+            self._model.upsert(node)
+
+    async def update_node(self, node_id: str, **fields: Any) -> Node:
+        """A row's fields other than its status (a phase, a stint's clock): ledger first,
+        then model. A status moves only through `set_status`, where its move is checked."""
+        if "status" in fields:
+            raise ValueError("a status is written by set_status, which checks the move")
+        node: Node = await self.ledger.update_node(node_id, **fields)
+        self._model.upsert(node)
+        return node
+
     async def event(self, node_id: str | None, etype: EventType, data: dict[str, Any]) -> Event:
-        """Append to the ledger and show in the model: the one path for the supervisor's
-        own events (the mail service and the phase clock share it via `EchoingLedger`)."""
+        """Append to the ledger and show in the model: the one path for events (the mail
+        service and the phase clock write theirs through `mail_record.MailRecord`)."""
         event: Event = await self.ledger.append_event(node_id, etype, data)
         self.events_written += 1
         self.remember(event)

@@ -211,8 +211,7 @@ class PhaseOp:
         if decision.rework:
             fields["rework_count"] = lead.rework_count + 1
             change["rework"] = fields["rework_count"]
-        node: Node = await self._record.ledger.update_node(lead.id, **fields)
-        self._model.upsert(node)
+        await self._record.update_node(lead.id, **fields)
         await self._record.event(lead.id, EventType.PHASE_CHANGE, change)
         self._record.notify()
 
