@@ -7,7 +7,7 @@ from app_helpers import FakeOps, canned_model, fixed_clock
 
 from legion_tui.dashboard.app import LegionApp, make_app
 from legion_tui.session.progress import SessionProgress
-from legion_tui.widgets.tree_rows import activity
+from legion_tui.widgets.tree.rows import activity
 
 
 def toasts(app: LegionApp) -> list[str]:

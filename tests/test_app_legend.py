@@ -12,7 +12,7 @@ from legion_tui.widgets.galaxy import GALAXY_LABEL
 from legion_tui.widgets.header import GLYPH_LEGEND
 from legion_tui.widgets.help import help_text
 from legion_tui.widgets.overlay.detail import DetailScreen
-from legion_tui.widgets.tree import RailwayTree
+from legion_tui.widgets.tree.railway import RailwayTree
 
 # How the help spells a binding's key.
 SHOWN = {

@@ -13,8 +13,8 @@ from legion_tui.costs import fmt_usd
 from legion_tui.dashboard.app import make_app
 from legion_tui.supervisor.hearing.status import render_status
 from legion_tui.supervisor.root_ops import RootOperations
-from legion_tui.widgets.tree import plan_columns
-from legion_tui.widgets.tree_rows import fmt_tokens
+from legion_tui.widgets.tree.railway import plan_columns
+from legion_tui.widgets.tree.rows import fmt_tokens
 from legion_tui.wire.names import ROOT_ID
 
 

@@ -4,11 +4,13 @@ imports only what is below it. A fresh interpreter imports one module and the te
 
 from __future__ import annotations
 
+import ast
 import asyncio
 import importlib.util
 import json
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -184,16 +186,19 @@ def test_every_name_the_ledger_package_offers_resolves() -> None:
 
 
 # ----- no import cycle between the agent contract and its backends (issue 8) -----------
-def _import_cycles() -> list[list[str]]:
-    """`tools/import_cycles.py` over `legion_tui/supervisor`: every import counts (top,
-    function-level, TYPE_CHECKING)."""
-    path = Path(__file__).resolve().parent.parent / "tools" / "import_cycles.py"
+ROOT = Path(__file__).resolve().parent.parent
+PRODUCT = ROOT / "legion_tui"
+
+
+def _import_cycles(package: Path = PRODUCT / "supervisor") -> list[list[str]]:
+    """`tools/import_cycles.py` over `package`: every import counts (top, function-level,
+    TYPE_CHECKING)."""
+    path = ROOT / "tools" / "import_cycles.py"
     spec = importlib.util.spec_from_file_location("import_cycles", path)
     assert spec is not None and spec.loader is not None
     tool = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(tool)
-    graph = tool.import_graph(path.parent.parent / "legion_tui" / "supervisor")
-    found: list[list[str]] = tool.cycles(graph)
+    found: list[list[str]] = tool.cycles(tool.import_graph(package))
     return found
 
 
@@ -206,3 +211,92 @@ def test_the_backends_import_the_agent_contract_and_it_imports_none_of_them() ->
         if any(m in (contract, backends) or m.startswith(backends + ".") for m in cycle)
     ]
     assert tangled == []
+
+
+# ----- the folders say the architecture (issue 29) ---------------------------------------
+MAX_MODULES_PER_FOLDER = 15
+
+
+def _module_name(path: Path) -> str:
+    parts = path.relative_to(ROOT).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _imports_of(path: Path) -> Iterator[tuple[int, str, str | None]]:
+    """(line, module, name) of every `import`/`from … import` in the file, wherever it is
+    (a function's body, `if TYPE_CHECKING:`); name is None for a plain `import`."""
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                yield node.lineno, alias.name, None
+        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            for alias in node.names:
+                yield node.lineno, node.module, alias.name
+
+
+def _top_level_names(body: list[ast.stmt]) -> Iterator[str]:
+    """What a module defines: its functions, classes and assigned names, also under a
+    module-level `if`/`try` (not a function's locals)."""
+    for node in body:
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            yield node.name
+        elif isinstance(node, ast.Assign | ast.AnnAssign | ast.AugAssign):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            for target in targets:
+                yield from (n.id for n in ast.walk(target) if isinstance(n, ast.Name))
+        elif isinstance(node, ast.If | ast.Try):
+            yield from _top_level_names([*node.body, *node.orelse])
+            for handler in getattr(node, "handlers", []):
+                yield from _top_level_names(handler.body)
+
+
+def test_no_import_cycle_anywhere_in_the_product() -> None:
+    assert _import_cycles(PRODUCT) == []
+
+
+def test_no_folder_holds_more_than_fifteen_modules() -> None:
+    crowded = {
+        str(folder.relative_to(ROOT)): count
+        for folder in [PRODUCT, *(p for p in PRODUCT.rglob("*") if p.is_dir())]
+        if (count := sum(1 for f in folder.glob("*.py") if f.name != "__init__.py"))
+        > MAX_MODULES_PER_FOLDER
+    }
+    assert crowded == {}
+
+
+@pytest.mark.parametrize("package", ["widgets", "sim"])
+def test_the_widgets_and_the_simulated_agent_never_import_the_supervisor(package: str) -> None:
+    """The widgets draw the model; the simulated agent talks to a host over the wire. Any
+    import of the engine, even one inside a function, would tie them to it."""
+    reaches = [
+        f"{path.relative_to(ROOT)}:{line}: {module}"
+        for path in sorted((PRODUCT / package).rglob("*.py"))
+        for line, module, name in _imports_of(path)
+        if f"{module}.{name}".startswith("legion_tui.supervisor")
+    ]
+    assert reaches == []
+
+
+def test_every_name_is_imported_from_the_module_that_defines_it() -> None:
+    """No module stands in for another's home: `from a import N` where `a` only imports N
+    sends a reader to the wrong file. A package's `__init__` may offer its parts' names
+    (the ledger's and the phases' public face), as Textual's does."""
+    defined: dict[str, set[str]] = {}
+    packages: set[str] = set()
+    for path in PRODUCT.rglob("*.py"):
+        module = _module_name(path)
+        if path.name == "__init__.py":
+            packages.add(module)
+        defined[module] = set(_top_level_names(ast.parse(path.read_text()).body))
+    stand_ins = [
+        f"{path.relative_to(ROOT)}:{line}: {name} from {module}"
+        for folder in ("legion_tui", "tests", "bench", "tools")
+        for path in sorted((ROOT / folder).rglob("*.py"))
+        for line, module, name in _imports_of(path)
+        if name is not None
+        and module in defined
+        and module not in packages
+        and name not in defined[module]
+        and f"{module}.{name}" not in defined  # a submodule
+    ]
+    assert stand_ins == []

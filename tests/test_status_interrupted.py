@@ -11,7 +11,7 @@ from app_helpers import NOW
 from supervisor_helpers import hosted, run_cli, settled, spawn_one, stuck_worker
 
 from legion_tui.model import NodeStatus
-from legion_tui.widgets.tree_rows import activity
+from legion_tui.widgets.tree.rows import activity
 
 
 async def test_status_read_from_the_ledger_says_interrupted_as_the_dashboard_does(

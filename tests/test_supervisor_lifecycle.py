@@ -12,7 +12,7 @@ from supervisor_helpers import hosted, settled, spawn_one, stuck_worker, until
 
 from legion_tui.model import EventType, NodeStatus
 from legion_tui.supervisor.hearing.status import render_status
-from legion_tui.widgets.tree_rows import Activity, activity
+from legion_tui.widgets.tree.rows import Activity, activity
 from legion_tui.wire.names import ROOT_ID, OpError
 
 

@@ -10,7 +10,7 @@ from app_helpers import FakeOps, canned_model, fixed_clock
 
 from legion_tui.dashboard.app import LegionApp, make_app
 from legion_tui.model import NodeStatus
-from legion_tui.widgets.tree_rows import GLYPHS
+from legion_tui.widgets.tree.rows import GLYPHS
 
 SIZE = (240, 40)  # the tree pane wide enough to keep its phase column
 

@@ -11,8 +11,8 @@ from legion_tui.model import NodeStatus
 from legion_tui.model_records import InFlightTool
 from legion_tui.session.progress import RateSegment, SessionProgress
 from legion_tui.supervisor.hearing.status import tree_rows_from_doc
-from legion_tui.widgets.tree import plan_columns
-from legion_tui.widgets.tree_rows import (
+from legion_tui.widgets.tree.railway import plan_columns
+from legion_tui.widgets.tree.rows import (
     GLYPHS,
     activity,
     elapsed_seconds,

@@ -52,8 +52,8 @@ from legion_tui.widgets.overlay.steer import FilterLine
 from legion_tui.widgets.overlay.talk import MessageHistory, SentMessage, steer_outcome
 from legion_tui.widgets.palette import LegionCommands, SlashStop
 from legion_tui.widgets.rate_chart import RateChart
-from legion_tui.widgets.tree import RailwayTree, WholeCellScrollBar
-from legion_tui.widgets.tree_header import TreeHeader
+from legion_tui.widgets.tree.header import TreeHeader
+from legion_tui.widgets.tree.railway import RailwayTree, WholeCellScrollBar
 from legion_tui.wire.names import OpError
 
 MAX_APPLY_HZ = 30.0

@@ -16,7 +16,7 @@ from legion_tui.render.feed import LiveIndex, SpendIndex
 from legion_tui.render.rates import node_rate
 from legion_tui.state import LegionModel
 from legion_tui.widgets.lines import PaintedLine, PanelStrip
-from legion_tui.widgets.tree_rows import fmt_tokens
+from legion_tui.widgets.tree.rows import fmt_tokens
 
 NARROW_BELOW = 100  # columns: the stop hint shortens below this width
 # The stop hint is a palette command: led by the palette's key, it reads as "type this

@@ -11,7 +11,7 @@ from legion_tui.model import EventType, MailState
 from legion_tui.model_records import Message
 from legion_tui.render.rates import node_rate
 from legion_tui.state import NodeView
-from legion_tui.widgets.tree_rows import fmt_tokens, in_flight_context, tool_seconds
+from legion_tui.widgets.tree.rows import fmt_tokens, in_flight_context, tool_seconds
 
 
 def clock_text(at: float) -> str:

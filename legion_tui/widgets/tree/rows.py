@@ -1,6 +1,6 @@
 """The railway tree as data: which rows are visible and what each cell says.
 
-Pure functions over a `LegionModel`, so the widget (`tree.py`) only paints and caches,
+Pure functions over a `LegionModel`, so the widget (`railway.py`) only paints and caches,
 and tests can pin the rail drawing and the activity text without a screen.
 """
 

@@ -33,7 +33,7 @@ from legion_tui.session.live_rate import open_message
 from legion_tui.state import Clock, LegionModel, NodeView
 from legion_tui.widgets.lines import PanelStrip, direct_lines
 from legion_tui.widgets.paint import FollowsTheme, Paint, paint_for
-from legion_tui.widgets.tree_rows import (
+from legion_tui.widgets.tree.rows import (
     GLYPHS,
     TreeRow,
     activity,

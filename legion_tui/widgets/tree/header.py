@@ -10,7 +10,7 @@ from textual.strip import Strip
 
 from legion_tui.widgets.lines import PanelStrip, direct_lines
 from legion_tui.widgets.paint import FollowsTheme, paint_for
-from legion_tui.widgets.tree import Columns, RailwayTree
+from legion_tui.widgets.tree.railway import Columns, RailwayTree
 
 
 def header_text(cols: Columns, width: int) -> str:
