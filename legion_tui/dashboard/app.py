@@ -38,6 +38,7 @@ from legion_tui.state import Clock, LegionModel, NodeView
 from legion_tui.themes import DEFAULT_THEME, THEME_ORDER, textual_themes
 from legion_tui.widgets.commit_message import CommitMessageScreen
 from legion_tui.widgets.confirm import ConfirmBar, ConfirmRequest
+from legion_tui.widgets.filter_line import FilterLine
 from legion_tui.widgets.galaxy import GalaxyView
 from legion_tui.widgets.header import HeaderBar
 from legion_tui.widgets.help import HelpScreen
@@ -48,7 +49,6 @@ from legion_tui.widgets.new_agent import EMPTY_HINT, NewAgentScreen
 from legion_tui.widgets.overlay.attaching import ATTACH_KINDS, Attacher
 from legion_tui.widgets.overlay.detail import DetailScreen
 from legion_tui.widgets.overlay.message_box import MessageBox
-from legion_tui.widgets.overlay.steer import FilterLine
 from legion_tui.widgets.overlay.talk import MessageHistory, SentMessage, steer_outcome
 from legion_tui.widgets.palette import LegionCommands, SlashStop
 from legion_tui.widgets.rate_chart import RateChart

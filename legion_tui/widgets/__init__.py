@@ -10,8 +10,9 @@
 - `galaxy.py`, `rate_chart.py` — the braille galaxy and the tok/s chart (numpy frames)
 - `overlay/` — the detail overlay of one agent (`detail.py`, its tabs and text, the
   message box, attach)
-- `confirm.py` — the in-place `y` confirm; `new_agent.py` — the `n` form;
-  `landing.py`, `commit_message.py` — commit, land, push, discard
+- `filter_line.py` — the `/` filter line; `confirm.py` — the in-place `y` confirm;
+  `new_agent.py` — the `n` form; `landing.py`, `commit_message.py` — commit, land,
+  push, discard
 - `palette.py` — the Ctrl+P commands; `help.py` — `?`; `layout.py` — size → layout
 - `paint.py` — Rich styles per theme, every one on the page floor, and `FollowsTheme`,
   the base every painted widget reads the app's theme through (no theme is handed in)

@@ -1,5 +1,5 @@
 """The one-line input docked at the bottom for the tree filter (`/`). Hidden until asked
-for; Esc closes without acting. (Steering has its own box: widgets/message_box.py.)"""
+for; Esc closes without acting. (Steering has its own box: widgets/overlay/message_box.py.)"""
 
 from __future__ import annotations
 
