@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test lint bench clean agents soak
+.PHONY: demo test check lint bench clean agents soak
 
 # The real agent CLIs the tests drive, pinned in agents/<line>/package.json and installed
 # once into a project-local prefix (no global install, npm's cache under .venv, not $HOME).
@@ -35,14 +35,23 @@ lint: $(STAMP)
 	$(BIN)/ruff check legion_tui tests bench tools
 	$(BIN)/mypy --strict legion_tui
 
-test: lint agents
-	TEXTUAL_ANIMATIONS=none $(BIN)/pytest -q
+# The quick loop: no agent, no process started by a test (the `unit` tier), both cores.
+check: lint
+	TEXTUAL_ANIMATIONS=none $(BIN)/pytest -q -m unit -n 2 -p no:cacheprovider
 
-# The whole suite RUNS times beside LOAD busy processes, failures counted per test.
+# Every tier on both cores. A module's tests stay on one worker (`loadscope`): its
+# fixtures (a Ray cluster, a scripted model server) are made once. The venv and the
+# four agent CLIs install side by side first.
+test:
+	$(MAKE) -j2 lint agents
+	TEXTUAL_ANIMATIONS=none $(BIN)/pytest -q -n 2 --dist loadscope --durations=25
+
+# The whole suite as `make test` runs it, RUNS times beside LOAD busy processes, failures
+# counted per test.
 RUNS ?= 5
 LOAD ?= 2
 soak: $(STAMP) agents
-	$(BIN)/python tools/soak.py --runs $(RUNS) --load $(LOAD) --logs .soak
+	$(BIN)/python tools/soak.py --runs $(RUNS) --load $(LOAD) --logs .soak -- -n 2 --dist loadscope
 
 bench: $(STAMP) agents
 	@for f in bench/bench_*.py; do echo "== $$f"; $(BIN)/python $$f || exit 1; done

@@ -1,5 +1,11 @@
-"""Shared test fixtures."""
+"""Shared test fixtures, and the tiers every test belongs to."""
 
+import os
+import subprocess
+from collections.abc import Iterator
+from typing import NoReturn
+
+import pytest
 from hypothesis import HealthCheck, settings
 
 # The real-pi tests' fixtures (a scripted model server; a project world per pi line),
@@ -16,3 +22,33 @@ pytest_plugins = ["timeout_tasks"]
 # `too_slow` (one draw: 3.1 s). Loaded here, before any test module builds its settings.
 settings.register_profile("legion", deadline=None, suppress_health_check=[HealthCheck.too_slow])
 settings.load_profile("legion")
+
+# The tiers (pyproject's markers): one per test, by its module's `pytestmark`.
+TIERS = ("unit", "host", "real", "ray")
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        tiers = {mark.name for mark in item.iter_markers() if mark.name in TIERS}
+        if len(tiers) != 1:
+            raise pytest.UsageError(
+                f"{item.nodeid}: a test belongs to exactly one of the tiers {TIERS} "
+                f"(its module's `pytestmark`), not {sorted(tiers) or 'none'}"
+            )
+
+
+def _refuse_a_process(*_args: object, **_kwargs: object) -> NoReturn:
+    raise AssertionError("a `unit` test started an OS process: its module is `host`")
+
+
+@pytest.fixture(autouse=True)
+def _unit_tests_start_no_process(
+    request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch
+) -> Iterator[None]:
+    """The unit tier's promise, kept: `make check` is fast and needs no agent because
+    nothing in it can start a process (subprocess, asyncio's and pty's all come here)."""
+    if request.node.get_closest_marker("unit") is not None:
+        monkeypatch.setattr(subprocess.Popen, "_execute_child", _refuse_a_process)
+        for start in ("fork", "forkpty", "posix_spawn", "posix_spawnp"):
+            monkeypatch.setattr(os, start, _refuse_a_process)
+    yield

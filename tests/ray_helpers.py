@@ -5,11 +5,18 @@ exactly as a user's would be.
 
 The first worker node also holds one unit of the custom resource `BOX`: an agent whose
 role card asks for it can only land there.
+
+The cluster is the test's own: its files live under a private `RAY_TMPDIR`, so its
+address is not written to `/tmp/ray/ray_current_cluster`, where Ray's `address = "auto"`
+looks — another `legion run` on this machine cannot join it and fill its nodes.
 """
 
 from __future__ import annotations
 
 import hashlib
+import os
+import shutil
+import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -40,16 +47,29 @@ def local_cluster(*node_cpus: int, first_resources: dict[str, float] | None = No
         # bound for a node that hangs instead).
         "_system_config": {"health_check_period_ms": 500, "health_check_failure_threshold": 3},
     }
-    made = Cluster(initialize_head=True, head_node_args=head)
-    for n, cpus in enumerate(node_cpus):
-        made.add_node(num_cpus=cpus, resources=(first_resources or {}) if n == 0 else {})
-    made.wait_for_nodes()
-    ray.init(address=made.address, log_to_driver=False)
+    # Short, under /tmp: Ray's Unix sockets live below it (a path holds at most 107 bytes).
+    private = tempfile.mkdtemp(prefix="legion-ray-", dir="/tmp")
+    before = os.environ.get("RAY_TMPDIR")
+    os.environ["RAY_TMPDIR"] = private  # read by this process and by every Ray process
     try:
-        yield made
+        made = Cluster(initialize_head=True, head_node_args=head)
+        try:
+            for n, cpus in enumerate(node_cpus):
+                made.add_node(num_cpus=cpus, resources=(first_resources or {}) if n == 0 else {})
+            made.wait_for_nodes()
+            ray.init(address=made.address, log_to_driver=False)
+            try:
+                yield made
+            finally:
+                ray.shutdown()
+        finally:
+            made.shutdown()
     finally:
-        ray.shutdown()
-        made.shutdown()
+        if before is None:
+            os.environ.pop("RAY_TMPDIR", None)
+        else:
+            os.environ["RAY_TMPDIR"] = before
+        shutil.rmtree(private, ignore_errors=True)
 
 
 @pytest.fixture(scope="module")

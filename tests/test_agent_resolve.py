@@ -29,6 +29,8 @@ from legion_tui.supervisor.hearing.status import render_status
 from legion_tui.widgets.overlay.detail_text import header_line
 from legion_tui.wire.names import ROOT_ID, OpError
 
+pytestmark = pytest.mark.host
+
 INSTALL = "npm install -g @mariozechner/pi-coding-agent"
 
 

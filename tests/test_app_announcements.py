@@ -3,11 +3,14 @@
 
 from __future__ import annotations
 
+import pytest
 from app_helpers import FakeOps, canned_model, fixed_clock
 
 from legion_tui.dashboard.app import LegionApp, make_app
 from legion_tui.session.progress import SessionProgress
 from legion_tui.widgets.tree.rows import activity
+
+pytestmark = pytest.mark.unit
 
 
 def toasts(app: LegionApp) -> list[str]:

@@ -23,6 +23,8 @@ from model_server import ModelServer, Text
 from real_pi_helpers import make_world, verdict_line
 from test_app_page_floor_pty import read_until
 
+pytestmark = pytest.mark.real
+
 W, H = 120, 40
 HOST = Path(__file__).with_name("attach_host.py")
 

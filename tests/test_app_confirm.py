@@ -16,6 +16,8 @@ from legion_tui.widgets.confirm import ConfirmBar
 from legion_tui.widgets.overlay.detail import DetailScreen
 from legion_tui.wire.names import OpError
 
+pytestmark = pytest.mark.unit
+
 
 def notes(app: LegionApp) -> list[str]:
     return [n.message for n in app._notifications]

@@ -5,6 +5,7 @@ toast covers the question being asked."""
 
 from __future__ import annotations
 
+import pytest
 from app_helpers import FakeOps, canned_model, fixed_clock
 from textual.widgets._toast import Toast
 
@@ -12,6 +13,8 @@ from legion_tui import receipts
 from legion_tui.dashboard.app import LegionApp, make_app
 from legion_tui.widgets.confirm import ConfirmBar
 from legion_tui.widgets.palette import LegionCommands
+
+pytestmark = pytest.mark.unit
 
 SIZE = (120, 40)
 

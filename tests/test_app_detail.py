@@ -23,6 +23,8 @@ from legion_tui.widgets.overlay import terminal_view
 from legion_tui.widgets.overlay.terminal_view import TerminalView, emulate, pyte_colour
 from legion_tui.widgets.overlay.transcript_view import INDEX_STEP_BYTES, TranscriptView
 
+pytestmark = pytest.mark.unit
+
 SIZE = (120, 40)
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from app_helpers import NOW, FakeOps, canned_model, fixed_clock, write_run_files
 from test_app_detail import open_detail
 from textual.widgets import Static
@@ -13,6 +14,8 @@ from textual.widgets import Static
 from legion_tui.dashboard.app import LegionApp, make_app
 from legion_tui.render.rates import node_rate
 from legion_tui.widgets.overlay.detail import DetailScreen
+
+pytestmark = pytest.mark.unit
 
 SIZE = (120, 40)
 

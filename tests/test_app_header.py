@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+import pytest
 from app_helpers import FakeOps, canned_model, fixed_clock
 from textual import events
 
@@ -11,6 +12,8 @@ from legion_tui import receipts
 from legion_tui.dashboard.app import make_app
 from legion_tui.model import NodeStatus
 from legion_tui.widgets.header import header_text, stop_hint
+
+pytestmark = pytest.mark.unit
 
 
 def test_stop_hint_is_wide_narrow_or_absent() -> None:

@@ -8,6 +8,8 @@ from app_helpers import canned_app
 from legion_tui.widgets.help import HelpScreen
 from legion_tui.widgets.keys import HINTS, PALETTE_HINT, fit_hints
 
+pytestmark = pytest.mark.unit
+
 
 @pytest.mark.parametrize("width", [40, 46, 60, 80, 100, 120, 200])
 def test_help_and_quit_always_fit_and_the_row_never_overflows(width: int) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
+import pytest
 from app_helpers import NOW, FakeOps, big_model, canned_model, fixed_clock
 
 from legion_tui import receipts
@@ -16,6 +17,8 @@ from legion_tui.widgets.confirm import ConfirmBar
 from legion_tui.widgets.galaxy import GalaxyView
 from legion_tui.widgets.help import HelpScreen
 from legion_tui.widgets.palette import LegionCommands, SlashStop, parse_slash_stop
+
+pytestmark = pytest.mark.unit
 
 SIZE = (120, 40)
 

@@ -27,6 +27,8 @@ from legion_tui.widgets.commit_message import CommitMessageScreen
 from legion_tui.widgets.confirm import ConfirmBar, ConfirmRequest
 from legion_tui.widgets.landing import land_prompt
 
+pytestmark = pytest.mark.host
+
 _NO = ConfirmRequest("land", None, "")  # what a prompt reads as while none is asked
 
 SETTLED = "n4"  # scout-0 in the canned legion: settled, and here it holds the worktree

@@ -4,6 +4,7 @@ tooltip spells its glyph counts out; the galaxy says what it is."""
 
 from __future__ import annotations
 
+import pytest
 from app_helpers import FakeOps, canned_model, fixed_clock
 from textual.binding import Binding
 
@@ -13,6 +14,8 @@ from legion_tui.widgets.header import GLYPH_LEGEND
 from legion_tui.widgets.help import help_text
 from legion_tui.widgets.overlay.detail import DetailScreen
 from legion_tui.widgets.tree.railway import RailwayTree
+
+pytestmark = pytest.mark.unit
 
 # How the help spells a binding's key.
 SHOWN = {

@@ -6,12 +6,15 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
+import pytest
 from supervisor_helpers import STUCK, hosted, spawn_one, stuck_worker
 
 from legion_tui.dashboard.app import LegionApp, make_app
 from legion_tui.model import NodeStatus
 from legion_tui.supervisor.root_ops import RootOperations
 from legion_tui.widgets.confirm import ConfirmBar
+
+pytestmark = pytest.mark.host
 
 
 def notes(app: LegionApp) -> list[str]:

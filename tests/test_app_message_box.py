@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from app_helpers import FakeOps, canned_model, fixed_clock
 from supervisor_helpers import FAST, hosted, settled, spawn_one, until
 from test_app_detail import open_detail
@@ -17,6 +18,8 @@ from legion_tui.dashboard.app import LegionApp, make_app
 from legion_tui.supervisor.root_ops import RootOperations
 from legion_tui.widgets.overlay.message_box import MessageBox, MessageText
 from legion_tui.widgets.overlay.talk import HISTORY_FILE, MessageHistory
+
+pytestmark = pytest.mark.host
 
 SIZE = (120, 40)
 

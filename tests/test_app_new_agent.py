@@ -8,6 +8,7 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
+import pytest
 from supervisor_helpers import STUCK, hosted, spawn_one
 from textual.pilot import Pilot
 from textual.widgets import Input, Select, Static, TextArea
@@ -16,6 +17,8 @@ from legion_tui.dashboard.app import LegionApp, make_app
 from legion_tui.supervisor.core import Supervisor
 from legion_tui.supervisor.root_ops import RootOperations
 from legion_tui.widgets.new_agent import EMPTY_HINT, NewAgentScreen
+
+pytestmark = pytest.mark.host
 
 RUNNER = """---
 name: runner

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from app_helpers import NOW, FakeOps, canned_model, fixed_clock, write_run_files
 from textual.widgets import Static, TabbedContent
 
@@ -13,6 +14,8 @@ from legion_tui.model import EventType
 from legion_tui.model_records import Event
 from legion_tui.widgets.overlay.detail import DetailScreen
 from legion_tui.widgets.overlay.detail_text import event_sentence, footer_text
+
+pytestmark = pytest.mark.unit
 
 
 def build(run_dir: Path) -> LegionApp:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from app_helpers import NOW, FakeOps, canned_model, fixed_clock, open_detail, write_run_files
 from textual.widgets import Static
 
@@ -15,6 +16,8 @@ from legion_tui.model_records import MailboxStats, Message
 from legion_tui.state import LegionModel
 from legion_tui.widgets.overlay.detail import DetailScreen
 from legion_tui.widgets.overlay.detail_text import letter_text
+
+pytestmark = pytest.mark.unit
 
 BRIEF = "Build the parser.\nThe contract is in contract.md; write tests first."
 

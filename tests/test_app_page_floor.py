@@ -18,6 +18,8 @@ from legion_tui.dashboard.app import make_app
 from legion_tui.themes import palette
 from legion_tui.widgets.overlay.detail import DetailScreen
 
+pytestmark = pytest.mark.unit
+
 W, H = 120, 40
 
 

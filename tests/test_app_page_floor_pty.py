@@ -20,6 +20,8 @@ import pytest
 
 from legion_tui.themes import palette
 
+pytestmark = pytest.mark.host
+
 W, H = 120, 40
 HELPERS = Path(__file__).with_name("app_helpers.py")
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+import pytest
 from app_helpers import FakeOps, canned_app, canned_model
 from textual.widgets import Static
 
@@ -13,6 +14,8 @@ from legion_tui.model import NodeStatus
 from legion_tui.render.steps import DRAW_HZ
 from legion_tui.session.progress import RateSegment
 from legion_tui.widgets.overlay.detail import DetailScreen
+
+pytestmark = pytest.mark.unit
 
 
 async def test_a_flood_of_changes_never_touches_the_banner_unless_it_changes() -> None:

@@ -3,6 +3,7 @@ than the terminal, the right layout at each size, and the too-small notice below
 
 from __future__ import annotations
 
+import pytest
 from app_helpers import FakeOps, canned_model, fixed_clock
 from textual._compositor import LayoutUpdate
 from textual.geometry import Region
@@ -10,6 +11,8 @@ from textual.geometry import Region
 from legion_tui.dashboard.app import LegionApp, make_app
 from legion_tui.widgets.keys import KeyHints
 from legion_tui.widgets.layout import layout_classes
+
+pytestmark = pytest.mark.unit
 
 SIZES = [(20, 5), (39, 10), (40, 9), (40, 10), (46, 60), (59, 20), (60, 20), (80, 24),
          (99, 30), (100, 30), (120, 40), (149, 40), (150, 40), (200, 60), (240, 70),

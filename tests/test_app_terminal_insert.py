@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from supervisor_helpers import hosted, until
 from test_app_detail import open_detail
 from test_app_live_stop import wait_app
@@ -23,6 +24,8 @@ from legion_tui.widgets.overlay.terminal_view import (
 )
 from legion_tui.wire.names import ROOT_ID
 from legion_tui.wire.spawn_request import ChildRequest
+
+pytestmark = pytest.mark.host
 
 
 def _card(project: Path) -> None:

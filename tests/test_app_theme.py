@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from app_helpers import FakeOps, canned_model, fixed_clock, open_detail, write_run_files
 
 from legion_tui.dashboard.app import LegionApp, make_app
@@ -13,6 +14,8 @@ from legion_tui.themes import THEME_ORDER, palette
 from legion_tui.widgets.overlay.terminal_view import TerminalView
 from legion_tui.widgets.overlay.transcript_view import TranscriptView
 from legion_tui.widgets.paint import FollowsTheme
+
+pytestmark = pytest.mark.unit
 
 
 def build(run_dir: Path) -> LegionApp:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 from app_helpers import (
     FakeOps,
     big_model,
@@ -20,6 +21,8 @@ from supervisor_helpers import until
 
 from legion_tui.dashboard.app import make_app
 from legion_tui.widgets.overlay.transcript_view import TranscriptView
+
+pytestmark = pytest.mark.unit
 
 BLOCKS = set("▁▂▃▄▅▆▇█")
 

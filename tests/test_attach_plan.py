@@ -10,6 +10,8 @@ import pytest
 
 from legion_tui.agents.attach import AttachRefused, attach_argv, session_entries
 
+pytestmark = pytest.mark.host
+
 THREAD = "01a232e4-54dd-7550-bdb1-2ddb6a7fb059"
 
 

@@ -15,6 +15,8 @@ from legion_tui.supervisor.backends.common import normalize_bound, resolve_argv
 from legion_tui.supervisor.backends.exec_handle import ExecHandle
 from legion_tui.supervisor.backends.registry import make_handle
 
+pytestmark = pytest.mark.host
+
 # Echo the placeholders and the inbox path, then wait (SIGINT ends it: KeyboardInterrupt).
 ECHO = (
     "import os, sys, time\n"

@@ -6,12 +6,15 @@ import asyncio
 import json
 from pathlib import Path
 
+import pytest
 from process_helpers import HangingClock, launch_spec
 
 from legion_tui.sim.clock import FakeClock
 from legion_tui.supervisor.backend import AgentHandle, LaunchSpec, backend_for
 from legion_tui.supervisor.backends.inprocess import InProcessHandle
 from legion_tui.supervisor.backends.registry import make_handle
+
+pytestmark = pytest.mark.unit
 
 
 def _spec(tmp_path: Path, **kw: object) -> LaunchSpec:

@@ -16,6 +16,8 @@ from legion_tui.supervisor.backends.pi.handle import RpcHandle
 from legion_tui.supervisor.backends.registry import make_handle
 from legion_tui.wire.names import RequestError
 
+pytestmark = pytest.mark.host
+
 
 @pytest.fixture
 def fake_pi(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

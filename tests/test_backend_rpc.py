@@ -5,11 +5,14 @@ from __future__ import annotations
 import asyncio
 import json
 
+import pytest
 from process_helpers import until
 
 from legion_tui.supervisor.backends.pi.rpc import RpcClient
 from legion_tui.wire.lines import split_lines
 from legion_tui.wire.names import RequestError
+
+pytestmark = pytest.mark.unit
 
 
 class Sink:

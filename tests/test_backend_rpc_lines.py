@@ -8,12 +8,15 @@ import itertools
 import sys
 import time
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 from process_helpers import until
 
 from legion_tui.supervisor.backends.pi.rpc import RpcClient
 from legion_tui.wire.lines import LineSplitter, split_lines
+
+pytestmark = pytest.mark.unit
 
 
 class Sink:

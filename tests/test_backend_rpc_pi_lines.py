@@ -7,7 +7,11 @@ import asyncio
 import json
 from typing import Any
 
+import pytest
+
 from legion_tui.supervisor.backends.pi.rpc import RpcClient
+
+pytestmark = pytest.mark.unit
 
 
 class Recorder:

@@ -20,6 +20,8 @@ from legion_tui.supervisor.core import Supervisor
 from legion_tui.wire.names import ROOT_ID, OpError
 from legion_tui.wire.spawn_request import ChildRequest
 
+pytestmark = pytest.mark.host
+
 
 def _exceeded(sup: Supervisor, node_id: str) -> list[dict[str, object]]:
     return [e.data for e in sup.model.nodes[node_id].events

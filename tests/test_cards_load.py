@@ -12,6 +12,8 @@ from legion_tui.agents import cards as cards_module
 from legion_tui.agents.cards import CARD_FIELDS, CardError, load_cards
 from legion_tui.phases import DEFAULT_MACHINE
 
+pytestmark = pytest.mark.unit
+
 
 def write_card(project: Path, file: str, text: str) -> Path:
     folder = project / ".legion" / "agents"

@@ -4,8 +4,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from legion_tui.phases import DEFAULT_MACHINE, resolve_timeout_ms
 from legion_tui.settings import DEFAULT_SETTINGS, load_settings
+
+pytestmark = pytest.mark.unit
 
 
 def write_settings(project: Path, text: str) -> None:

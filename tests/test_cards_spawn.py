@@ -14,6 +14,8 @@ import pytest
 
 from legion_tui.ledger import read_snapshot
 
+pytestmark = pytest.mark.host
+
 LEGION = str(Path(sys.executable).parent / "legion")
 
 BROKEN = {

@@ -25,6 +25,8 @@ from legion_tui.supervisor.processes import channel
 from legion_tui.supervisor.processes.child_process import ChildProcess
 from legion_tui.supervisor.processes.process import spawn_child
 
+pytestmark = pytest.mark.host
+
 # argv: how many events (-1: until stdin closes), the pause between them (s), and how
 # many bytes of padding the first one carries.
 PI_LIKE = r"""

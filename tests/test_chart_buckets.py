@@ -6,6 +6,7 @@ import math
 
 import numpy as np
 import numpy.typing as npt
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from render_helpers import T0, node
@@ -14,6 +15,8 @@ from legion_tui.model import ROLES, NodeStatus, Role
 from legion_tui.render.chart import BAND_OF_ROLE, N_BANDS, POINT_MASS_S, RateBuckets
 from legion_tui.session.progress import RateSegment, SessionProgress
 from legion_tui.state import LegionModel
+
+pytestmark = pytest.mark.unit
 
 
 def naive_buckets(

@@ -24,6 +24,8 @@ from legion_tui.render.steps import DRAW_HZ, step_of
 from legion_tui.session.progress import RateSegment, SessionProgress
 from legion_tui.state import LegionModel
 
+pytestmark = pytest.mark.unit
+
 
 def text_rows(rows: list[list[object]]) -> list[str]:
     return ["".join(seg.text for seg in row) for row in rows]  # type: ignore[attr-defined]

@@ -9,6 +9,8 @@ from textual.strip import Strip
 from legion_tui.render.steps import DRAW_HZ
 from legion_tui.widgets.rate_chart import RateChart
 
+pytestmark = pytest.mark.unit
+
 SIZES = [(1, 1), (3, 2), (12, 3), (20, 5), (40, 10), (80, 24), (200, 60), (240, 70)]
 
 

@@ -27,6 +27,8 @@ from legion_tui.session.progress import SessionProgress
 from legion_tui.session.reader import SessionReader, read_session
 from legion_tui.session.transcript import TranscriptPager
 
+pytestmark = pytest.mark.unit
+
 FIXTURES = Path("/work/shared/fixtures/claude-code")
 ROUNDTRIP = FIXTURES / "claude-session-tool-roundtrip.jsonl"
 STEERED = FIXTURES / "claude-session-streamjson-steer-interrupt.jsonl"

@@ -14,6 +14,8 @@ from legion_tui.model import NodeStatus
 from legion_tui.wire.names import ROOT_ID
 from legion_tui.wire.spawn_request import Budgets
 
+pytestmark = pytest.mark.host
+
 
 async def test_status_json_with_a_live_supervisor(tmp_path: Path) -> None:
     async with hosted(tmp_path) as sup:

@@ -12,6 +12,8 @@ from pathlib import Path
 import pytest
 from supervisor_helpers import cli_env
 
+pytestmark = pytest.mark.host
+
 CASES = [
     (["status", "--session", "../x"], "argument --session: invalid session name '../x'"),
     (["tui", "--session", "a/b"], "argument --session: invalid session name 'a/b'"),

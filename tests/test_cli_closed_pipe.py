@@ -11,6 +11,8 @@ from pathlib import Path
 import pytest
 from session_helpers import V3_FIXTURE
 
+pytestmark = pytest.mark.host
+
 LEGION = str(Path(sys.executable).with_name("legion"))
 
 

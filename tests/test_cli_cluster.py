@@ -6,7 +6,10 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
+import pytest
 from supervisor_helpers import LEGION
+
+pytestmark = pytest.mark.host
 
 
 def test_legion_run_on_a_cluster_it_cannot_reach_fails_clearly(tmp_path: Path) -> None:

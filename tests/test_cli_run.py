@@ -17,6 +17,8 @@ from legion_tui.ledger import LedgerError, open_ledger, read_snapshot
 from legion_tui.model import EventType, NodeStatus
 from legion_tui.runs.catalog import find_session_run
 
+pytestmark = pytest.mark.host
+
 
 async def test_legion_run_settles_with_a_verdict(tmp_path: Path) -> None:
     code, out, err = await run_cli(

@@ -14,6 +14,8 @@ import pytest
 from legion_tui.commands.run import close_host
 from legion_tui.supervisor.core import Supervisor
 
+pytestmark = pytest.mark.host
+
 
 class ClosingSupervisor:
     def __init__(self) -> None:

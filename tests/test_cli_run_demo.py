@@ -17,9 +17,12 @@ import sqlite3
 from pathlib import Path
 from typing import Any
 
+import pytest
 from supervisor_helpers import LEGION, cli_env, git
 
 from legion_tui.runs.catalog import find_session_run
+
+pytestmark = pytest.mark.host
 
 
 async def _demo(cwd: Path, *args: str, env: dict[str, str] | None = None) -> dict[str, Any]:

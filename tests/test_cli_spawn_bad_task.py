@@ -13,6 +13,8 @@ from supervisor_helpers import LEGION, cli_env, hosted
 
 from legion_tui.wire.names import ROOT_ID
 
+pytestmark = pytest.mark.host
+
 
 @pytest.mark.parametrize(
     ("content", "said"),

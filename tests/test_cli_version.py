@@ -6,7 +6,11 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from legion_tui import __version__
+
+pytestmark = pytest.mark.host
 
 LEGION = str(Path(sys.executable).with_name("legion"))
 

@@ -31,6 +31,8 @@ from legion_tui.runs.catalog import create_run
 from legion_tui.runs.folder import RunInfo
 from legion_tui.settings import LAND_MODES, parse_settings
 
+pytestmark = pytest.mark.host
+
 TASK = "Raise the page size\n\nTo 50, callers ask for more."
 VERDICT = {"ok": True, "reason": "page size is 50"}
 BOUND = 60.0

@@ -13,6 +13,8 @@ import pytest
 from legion_tui.supervisor.backends.codex.rpc import METHOD_NOT_FOUND, JsonRpcClient
 from legion_tui.wire.names import RequestError
 
+pytestmark = pytest.mark.unit
+
 
 class Sink:
     """The child's stdin: what the client wrote, one JSON object a line."""

@@ -27,6 +27,8 @@ from legion_tui.session.progress import SessionProgress
 from legion_tui.session.reader import SessionReader, read_session
 from legion_tui.session.transcript import TranscriptPager
 
+pytestmark = pytest.mark.unit
+
 FIXTURES = Path("/work/shared/fixtures/codex")
 # `codex exec` (a tool call that writes hi.txt, then a verdict), then two `exec resume`s.
 EXEC = FIXTURES / "codex-rollout-exec-then-2-resumes.jsonl"

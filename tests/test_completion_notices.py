@@ -15,6 +15,7 @@ import socket
 from pathlib import Path
 from typing import Any
 
+import pytest
 from model_server import Text, ToolCall
 from real_pi_helpers import PiWorld, agent_host, settle, spawn_pi, until, verdict_line, write_card
 from supervisor_helpers import LEGION, STUCK, hosted, read_text, settled, spawn_one
@@ -24,6 +25,8 @@ from legion_tui.agents.cards import load_cards
 from legion_tui.model import MailKind, MailState, NodeStatus
 from legion_tui.supervisor.core import Supervisor
 from legion_tui.wire.names import ROOT_ID
+
+pytestmark = pytest.mark.real
 
 NOTICE_MARK = "Subject: Finished: "
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+import pytest
 from supervisor_helpers import hosted, settled, spawn_one
 
 from legion_tui.costs import fmt_usd
@@ -16,6 +17,8 @@ from legion_tui.supervisor.root_ops import RootOperations
 from legion_tui.widgets.tree.railway import plan_columns
 from legion_tui.widgets.tree.rows import fmt_tokens
 from legion_tui.wire.names import ROOT_ID
+
+pytestmark = pytest.mark.host
 
 
 async def test_header_column_and_status_agree_with_the_sessions_sums(tmp_path: Path) -> None:

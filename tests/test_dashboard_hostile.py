@@ -57,6 +57,8 @@ from legion_tui.widgets.confirm import ConfirmBar
 from legion_tui.widgets.help import HelpScreen
 from legion_tui.widgets.overlay.detail import DetailScreen
 
+pytestmark = pytest.mark.host
+
 W, H = 120, 40
 EXIT_BOUND_S = 15.0  # a host that pauses its agents and exits; before: never (SIGKILL)
 REACT_S = 30.0  # a key's effect on screen, the backlog of a burst included

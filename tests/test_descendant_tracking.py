@@ -33,6 +33,8 @@ from legion_tui.procfs import environ_of, stat_of
 from legion_tui.supervisor.processes import cgroups
 from legion_tui.wire.names import ENV_NO_CGROUP
 
+pytestmark = pytest.mark.host
+
 PROBE = "LEGION_TEST_PROBE"  # every process of a test's host carries it (inherited env)
 WATCHDOG = b"legion_tui.supervisor.processes.watchdog"
 MODES = ["cgroup", "no-cgroup"]

@@ -34,6 +34,8 @@ from legion_tui.widgets.overlay.diff_view import (
 )
 from legion_tui.widgets.overlay.message_box import MessageBox, MessageText
 
+pytestmark = pytest.mark.host
+
 SIZE = (120, 40)
 SETTLED = "n4"  # scout-0: settled (idle) — a comment to it is a follow-up
 MEMBER, LEAD = "n3", "n1"  # worker-1 works in its lead's (lead-api, running) worktree

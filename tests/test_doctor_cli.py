@@ -18,6 +18,8 @@ from codex_env import PROVIDER as CODEX_PROVIDER
 from pi_env import MODEL, PROVIDER, pi_env
 from process_helpers import put_fake_pi_on_path
 
+pytestmark = pytest.mark.real
+
 LEGION = str(Path(sys.executable).parent / "legion")
 
 

@@ -8,7 +8,11 @@ import asyncio
 import sys
 from pathlib import Path
 
+import pytest
+
 from legion_tui.supervisor.backends.dry_starts import pi_dry_start
+
+pytestmark = pytest.mark.host
 
 # A pi stand-in: on the get_state request, one 200 KB line of noise, then the answer.
 FAKE_PI = r"""

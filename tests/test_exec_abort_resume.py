@@ -7,10 +7,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from supervisor_helpers import hosted, settled, spawn_one, until
 
 from legion_tui.model import NodeStatus
 from legion_tui.wire.names import ROOT_ID
+
+pytestmark = pytest.mark.host
 
 
 def _card(project: Path) -> None:

@@ -23,6 +23,8 @@ from legion_tui.session.reader import SessionReader
 from legion_tui.session.transcript import TranscriptPager
 from legion_tui.wire.names import ROOT_ID
 
+pytestmark = pytest.mark.host
+
 BOUND = 10.0
 
 

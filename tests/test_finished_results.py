@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from supervisor_helpers import STUCK, hosted, settled, spawn_one, until
 
 from legion_tui.supervisor.hearing.results import (
@@ -17,6 +18,8 @@ from legion_tui.supervisor.hearing.results import (
     write_output,
 )
 from legion_tui.wire.names import ROOT_ID
+
+pytestmark = pytest.mark.host
 
 
 def result(tmp_path: Path, name: str, text: str, round_: int = 1) -> Result:

@@ -28,6 +28,8 @@ from legion_tui.session.progress import RateSegment, SessionProgress
 from legion_tui.state import LegionModel, NodeView
 from legion_tui.themes import palette
 
+pytestmark = pytest.mark.unit
+
 ENDED, LIVE = 400, 4
 
 

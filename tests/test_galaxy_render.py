@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 import numpy as np
+import pytest
 from render_helpers import Clock, dark_styles, make_legion, node, streaming
 
 from legion_tui.model import NodeStatus
@@ -16,6 +17,8 @@ from legion_tui.render.galaxy import STENCIL_COUNT, GalaxyRenderer
 from legion_tui.render.inks import ROLE_BRIGHT_INK, ROLE_INK, Ink
 from legion_tui.render.steps import DRAW_HZ, step_of
 from legion_tui.state import LegionModel
+
+pytestmark = pytest.mark.host
 
 
 def frame_text(galaxy: GalaxyRenderer, model: LegionModel, now: float, **kw: object) -> list[str]:

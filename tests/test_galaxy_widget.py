@@ -11,6 +11,8 @@ from legion_tui.render.steps import DRAW_HZ
 from legion_tui.themes import palette
 from legion_tui.widgets.galaxy import GalaxyView
 
+pytestmark = pytest.mark.unit
+
 SIZES = [(1, 1), (2, 1), (1, 3), (7, 2), (20, 5), (40, 10), (80, 24), (133, 41), (240, 70)]
 
 

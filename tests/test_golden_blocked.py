@@ -8,11 +8,14 @@ Update after LOOKING at the change: `LEGION_UPDATE_GOLDENS=1 pytest tests/test_g
 
 from __future__ import annotations
 
+import pytest
 from app_helpers import canned_app, canned_model, capture, fixed_clock, terminal_screen
 from test_snapshots_golden import check
 
 from legion_tui.model import EventType, NodeStatus
 from legion_tui.model_records import Event
+
+pytestmark = pytest.mark.unit
 
 QUESTION = "allow Write (plan.md)? y allows"
 

@@ -24,6 +24,8 @@ from legion_tui.ops import Workspace
 from legion_tui.widgets.new_agent import NewAgentScreen
 from legion_tui.wire.names import OpError
 
+pytestmark = pytest.mark.host
+
 Steps = Callable[[Pilot[None], LegionApp], Awaitable[None]]
 
 

@@ -8,6 +8,7 @@ Update after LOOKING at the change:
 
 from __future__ import annotations
 
+import pytest
 from app_helpers import FakeOps, canned_model
 from test_golden_issue12 import _shoot
 from test_snapshots_golden import check
@@ -15,6 +16,8 @@ from textual.pilot import Pilot
 
 from legion_tui.dashboard.app import LegionApp
 from legion_tui.widgets.overlay.message_box import MessageText
+
+pytestmark = pytest.mark.unit
 
 
 async def test_golden_message_box_while_typing() -> None:

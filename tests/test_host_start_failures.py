@@ -17,6 +17,8 @@ from supervisor_helpers import cli_env
 from legion_tui.runs import catalog as runs
 from legion_tui.supervisor.core import StartFailed, Supervisor
 
+pytestmark = pytest.mark.host
+
 LIMIT = 30.0  # a hang is the bug; a clear refusal takes about a second
 
 

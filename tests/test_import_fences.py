@@ -16,6 +16,8 @@ from pathlib import Path
 import pytest
 from supervisor_helpers import cli_env, hosted
 
+pytestmark = pytest.mark.host
+
 # module → packages it must never pull in (by any chain of imports)
 FENCES = {
     # The supervisor runs headless (`legion run`, the socket): no dashboard, no terminal UI.

@@ -13,6 +13,8 @@ from supervisor_helpers import FAST, hosted, settled, spawn_one, until
 from legion_tui.ledger import LedgerError
 from legion_tui.model import NodeStatus
 
+pytestmark = pytest.mark.host
+
 
 async def test_a_sim_whose_session_file_becomes_unwritable_fails_with_the_error(
     tmp_path: Path,

@@ -24,6 +24,8 @@ from legion_tui.git.review import review
 from legion_tui.git.share import commit_message, commit_work, open_pr, push, remote_of
 from legion_tui.git.worktree import Worktree, create_worktree
 
+pytestmark = pytest.mark.host
+
 
 @pytest.fixture(autouse=True)
 def _git_identity(monkeypatch: pytest.MonkeyPatch) -> None:

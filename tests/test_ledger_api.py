@@ -22,6 +22,8 @@ from legion_tui.ledger import (
 from legion_tui.model import EventType, MailKind, MailState, NodeStatus, Urgency
 from legion_tui.model_records import MailboxStats, Usage
 
+pytestmark = pytest.mark.unit
+
 
 async def test_nodes_round_trip_exactly(ledger: Ledger) -> None:
     root = make_node("n-root", machine='{"phases":[]}', task="build it")

@@ -7,10 +7,13 @@ import multiprocessing
 import sqlite3
 from pathlib import Path
 
+import pytest
 from ledger_helpers import async_ledger_worker, churn_worker, read_then_write_worker, run_workers
 
 from legion_tui.ledger import connect, open_ledger, read_snapshot
 from legion_tui.model import EventType
+
+pytestmark = pytest.mark.unit
 
 PROCESSES = 6
 TRANSACTIONS = 300

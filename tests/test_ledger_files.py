@@ -24,6 +24,8 @@ from legion_tui.ledger.rows import NODE_INSERT_SQL, node_params
 from legion_tui.model import EventType, MailState, NodeStatus
 from legion_tui.model_records import Usage
 
+pytestmark = pytest.mark.unit
+
 
 async def _make_ledger(path: Path, events: int = 0) -> None:
     async with await open_ledger(path, create=True) as ledger:

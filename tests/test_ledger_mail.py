@@ -21,6 +21,8 @@ from legion_tui.ledger import (
 from legion_tui.model import MAIL_MOVES, EventType, IllegalMailMove, MailKind, MailState, Urgency
 from legion_tui.model_records import Message
 
+pytestmark = pytest.mark.unit
+
 # The legal path from PENDING to each state (model.MAIL_MOVES is the authority).
 PATH_TO: dict[MailState, tuple[MailState, ...]] = {
     MailState.PENDING: (),

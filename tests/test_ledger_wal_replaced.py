@@ -16,6 +16,8 @@ from ledger_helpers import make_node
 from legion_tui.ledger import LedgerError, open_ledger
 from legion_tui.model import EventType
 
+pytestmark = pytest.mark.unit
+
 
 def _counts(path: Path) -> tuple[int, int]:
     conn = sqlite3.connect(path)

@@ -17,6 +17,8 @@ from legion_tui.mail.envelope import (
 from legion_tui.model import MailKind, MailState, Urgency
 from legion_tui.model_records import Message
 
+pytestmark = pytest.mark.unit
+
 
 def _message(**overrides: object) -> Message:
     fields: dict[str, object] = {

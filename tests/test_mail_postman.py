@@ -25,6 +25,8 @@ from legion_tui.model import (
 from legion_tui.model_records import Message, Node
 from legion_tui.state import LegionModel
 
+pytestmark = pytest.mark.unit
+
 PHASE_SINCE = 1_764_424_000.0
 
 

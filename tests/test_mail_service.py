@@ -23,6 +23,8 @@ from legion_tui.supervisor.hearing.notices import Answer
 from legion_tui.supervisor.socket.server import SupervisorServer
 from legion_tui.wire.names import OpError
 
+pytestmark = pytest.mark.host
+
 
 @pytest.fixture
 def model() -> LegionModel:

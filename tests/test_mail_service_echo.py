@@ -17,6 +17,8 @@ from legion_tui.model import EventType, MailKind, MailState, NodeStatus, Urgency
 from legion_tui.session.progress import SessionProgress
 from legion_tui.state import LegionModel
 
+pytestmark = pytest.mark.unit
+
 
 @pytest.fixture
 def model(tmp_path: Path) -> LegionModel:

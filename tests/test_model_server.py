@@ -24,6 +24,8 @@ from model_server import (
     split_text,
 )
 
+pytestmark = pytest.mark.unit
+
 
 @pytest.fixture
 def server() -> Iterator[ModelServer]:

@@ -15,6 +15,8 @@ from typing import Any
 import pytest
 from model_server import Empty, Hang, ModelServer, Reply, Status, Text, ToolCall
 
+pytestmark = pytest.mark.unit
+
 Event = tuple[str, dict[str, Any]]  # (the SSE `event:` name, the parsed `data:`)
 
 ANTHROPIC_PATH = "/v1/messages?beta=true"  # as Claude Code calls it

@@ -25,6 +25,8 @@ from legion_tui.supervisor.core import Supervisor
 from legion_tui.wire.names import ROOT_ID
 from legion_tui.wire.spawn_request import ChildRequest
 
+pytestmark = pytest.mark.real
+
 
 def _project(tmp_path: Path, server: ModelServer, monkeypatch: pytest.MonkeyPatch) -> Path:
     world = claude_world(tmp_path)

@@ -10,11 +10,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from supervisor_helpers import hosted, until
 
 from legion_tui.model import EventType, NodeStatus
 from legion_tui.wire.names import ROOT_ID
 from legion_tui.wire.spawn_request import ChildRequest
+
+pytestmark = pytest.mark.host
 
 SCRIPT = """\
 sleep 0.6

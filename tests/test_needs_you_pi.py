@@ -18,6 +18,8 @@ from legion_tui.supervisor.core import Supervisor
 from legion_tui.wire.names import ROOT_ID
 from legion_tui.wire.spawn_request import ChildRequest
 
+pytestmark = pytest.mark.real
+
 TURN_LIMIT = 60.0
 EXTENSION = """\
 export default function (pi: any) {

@@ -13,6 +13,8 @@ from supervisor_helpers import hosted, spawn_one, until
 from legion_tui.model import LIVE_STATUSES, NODE_MOVES, EventType, NodeStatus
 from legion_tui.wire.names import ROOT_ID
 
+pytestmark = pytest.mark.host
+
 # `done` needs every child to have failed; a quick team's worker does not: the lead
 # settles in `planning`, an ended team in a live phase (a wake-up revives its stint).
 ENDS_IN_PLANNING = {

@@ -30,6 +30,8 @@ from legion_tui.state import LegionModel
 from legion_tui.supervisor.hearing.notices import Notices
 from legion_tui.supervisor.hearing.results import FinishedResults, Result
 
+pytestmark = pytest.mark.unit
+
 LEAD, A, B = "lead", "a", "b"
 
 

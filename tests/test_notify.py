@@ -16,6 +16,7 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
+import pytest
 from app_helpers import canned_model, capture
 from supervisor_helpers import hosted, spawn_one, until
 from test_needs_you_exec import _exec_card
@@ -28,6 +29,8 @@ from legion_tui.model_records import InFlightTool
 from legion_tui.supervisor.core import Supervisor
 from legion_tui.supervisor.root_ops import RootOperations
 from legion_tui.wire.names import ROOT_ID
+
+pytestmark = pytest.mark.host
 
 BELL = "\x07"
 QUESTION = "ask needs you: Deploy to prod? [y/N]"

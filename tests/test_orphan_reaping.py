@@ -7,9 +7,12 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+import pytest
 from supervisor_helpers import hosted, spawn_one, until
 
 from legion_tui.supervisor.processes import orphans
+
+pytestmark = pytest.mark.host
 
 HELPERS = 200
 

@@ -3,6 +3,7 @@ Textual's own Strip does, and a strip the compositor only divides and renders ma
 
 from __future__ import annotations
 
+import pytest
 from rich.console import Console
 from rich.segment import Segment
 from rich.style import Style
@@ -11,6 +12,8 @@ from textual.filter import Monochrome
 from textual.strip import Strip
 
 from legion_tui.widgets.lines import PanelStrip
+
+pytestmark = pytest.mark.unit
 
 RED, BLUE, ITALIC = Style(color="red"), Style(color="blue", bold=True), Style(italic=True)
 

@@ -19,6 +19,8 @@ from legion_tui.phases import (
     verdict_ok_of,
 )
 
+pytestmark = pytest.mark.unit
+
 S = NodeStatus
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -17,6 +18,8 @@ from legion_tui.phases import (
     validate_machine,
 )
 from legion_tui.phases.load import machine_from_json
+
+pytestmark = pytest.mark.unit
 
 IDS = ["a", "b", "c", "d"]
 conditions = st.lists(st.sampled_from([*CONDITIONS, "bogus"]), max_size=3)

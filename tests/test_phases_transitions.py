@@ -21,6 +21,8 @@ from legion_tui.phases import (
     resolve_timeout_ms,
 )
 
+pytestmark = pytest.mark.unit
+
 S = NodeStatus
 M = DEFAULT_MACHINE
 

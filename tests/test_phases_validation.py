@@ -18,6 +18,8 @@ from legion_tui.phases import (
 )
 from legion_tui.phases.load import machine_from_json
 
+pytestmark = pytest.mark.unit
+
 
 def problems(data: Any) -> list[str]:
     machine, found = validate_machine(data)

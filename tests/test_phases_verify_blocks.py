@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import pytest
+
 from legion_tui.phases import extract_verify_commands
+
+pytestmark = pytest.mark.unit
 
 CONTRACT = """\
 # Contract

@@ -24,9 +24,12 @@ from process_helpers import until
 
 from legion_tui.supervisor.processes.process import spawn_child
 
-pytestmark = pytest.mark.skipif(
-    not hasattr(asyncio, "ThreadedChildWatcher"), reason="child watchers are gone (3.14+)"
-)
+pytestmark = [
+    pytest.mark.host,
+    pytest.mark.skipif(
+        not hasattr(asyncio, "ThreadedChildWatcher"), reason="child watchers are gone (3.14+)"
+    ),
+]
 
 
 class HeldWatcher(asyncio.ThreadedChildWatcher):  # type: ignore[misc,name-defined,unused-ignore]

@@ -18,6 +18,8 @@ from legion_tui.supervisor.processes.process import (
     spawn_child,
 )
 
+pytestmark = pytest.mark.host
+
 RUN_ID = unique_run_id("spawn")
 
 HOST = r"""

@@ -13,6 +13,8 @@ from legion_tui.supervisor.processes.child_process import ChildProcess
 from legion_tui.supervisor.processes.process import marker_env, spawn_child
 from legion_tui.supervisor.processes.sweep import marked_pids, sweep
 
+pytestmark = pytest.mark.host
+
 
 async def _spawn_tree(tmp_path: Path, run_id: str, node_id: str) -> ChildProcess:
     script = tmp_path / "tree_agent.py"

@@ -12,6 +12,8 @@ from legion_tui.agents.cards import CardError, load_cards, parse_card
 from legion_tui.settings import ClusterSettings
 from legion_tui.supervisor.backends.ray.cluster import actor_options
 
+pytestmark = pytest.mark.unit
+
 PATH = ".legion/agents/builder.md"
 
 

@@ -16,6 +16,7 @@ from ray.cluster_utils import Cluster
 from supervisor_helpers import LEGION
 
 pytestmark = [
+    pytest.mark.ray,
     pytest.mark.timeout(180),
     # Ray's head leaves its client server's log file open (ray/_private/node.py), not ours.
     pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning"),

@@ -4,6 +4,7 @@ user's would be."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 from pathlib import Path
 
@@ -23,7 +24,7 @@ from legion_tui.supervisor.backends.ray.handle import RayHandle
 from legion_tui.supervisor.life.retire_reasons import NODE_LOST_REASON
 from legion_tui.wire.names import ROOT_ID
 
-pytestmark = pytest.mark.timeout(180)
+pytestmark = [pytest.mark.ray, pytest.mark.timeout(180)]
 
 
 def _project(tmp_path: Path, cluster: Cluster) -> Path:
@@ -40,6 +41,15 @@ def _marked(run_id: str) -> list[int]:
         except (psutil.Error, OSError):
             continue
     return found
+
+
+def test_the_tests_cluster_is_not_the_one_auto_finds(cluster: Cluster) -> None:
+    """Ray's `address = "auto"` reads /tmp/ray/ray_current_cluster: a `legion run`
+    elsewhere on this machine must not find the test's cluster there and fill its nodes."""
+    own = Path(os.environ["RAY_TMPDIR"]) / "ray" / "ray_current_cluster"
+    assert own.read_text().strip() == cluster.address
+    shared = Path("/tmp/ray/ray_current_cluster")
+    assert not shared.exists() or shared.read_text().strip() != cluster.address
 
 
 async def test_agents_land_on_both_nodes_and_the_host_mirrors_their_sessions_whole(

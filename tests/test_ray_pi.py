@@ -50,7 +50,7 @@ from legion_tui.sim.script import SANDBOX_FILES
 from legion_tui.supervisor.backends.common import RESUME_PROMPT
 from legion_tui.wire.names import ROOT_ID
 
-pytestmark = pytest.mark.timeout(180)
+pytestmark = [pytest.mark.ray, pytest.mark.timeout(180)]
 
 _LAUNCHER = """#!{python}
 # The node's pi as its own shell would start it: pi's environment, legion's markers kept.

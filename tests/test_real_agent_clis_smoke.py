@@ -49,6 +49,8 @@ from process_helpers import by_env
 from legion_tui.model_records import Verdict
 from legion_tui.session.verdict import extract_verdict
 
+pytestmark = pytest.mark.real
+
 RUN_TIMEOUT = 120.0  # one cold CLI start plus a two-call turn, on 2 loaded cores
 LEFTOVER_TIMEOUT = 10.0
 MARK = "LEGION_SMOKE_MARK"  # every process of one CLI run carries MARK=<its own value>

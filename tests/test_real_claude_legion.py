@@ -46,6 +46,8 @@ from legion_tui.supervisor.core import Supervisor
 from legion_tui.wire.names import ROOT_ID
 from legion_tui.wire.spawn_request import ChildRequest
 
+pytestmark = pytest.mark.real
+
 ABORT_WITHIN = 1.0  # an abort answers `interrupted` within a second
 API_RETRIES = 10  # Claude sends a 400 six times before it gives up: script more than that
 

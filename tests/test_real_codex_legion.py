@@ -48,6 +48,8 @@ from legion_tui.supervisor.core import Supervisor
 from legion_tui.wire.names import ROOT_ID
 from legion_tui.wire.spawn_request import ChildRequest
 
+pytestmark = pytest.mark.real
+
 START_LIMIT = 60.0  # a cold `codex app-server` start on 2 loaded cores, then a model call
 TURN_LIMIT = 60.0
 ABORT_WITHIN = 1.0  # issue 9/10: an abort answers `interrupted` within a second

@@ -39,6 +39,8 @@ from legion_tui.model import EventType, NodeStatus
 from legion_tui.supervisor.backends.common import RESUME_PROMPT
 from legion_tui.wire.names import ROOT_ID
 
+pytestmark = pytest.mark.real
+
 ABORT_WITHIN = 1.0  # issue 9: an abort answers `interrupted` within a second
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import json
 
+import pytest
 from model_server import Hang, Status, Text
 from real_pi_helpers import (
     PI_TOOLS,
@@ -37,6 +38,8 @@ from legion_tui.model import EventType, NodeStatus
 from legion_tui.supervisor.backends.common import RESUME_PROMPT
 from legion_tui.wire.names import ROOT_ID
 from legion_tui.wire.spawn_request import ChildRequest
+
+pytestmark = pytest.mark.real
 
 SIX = 6
 # How many HTTP requests one pi attempt makes when the provider answers 503: pi 0.73's

@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import json
 
+import pytest
 from model_server import Text, ToolCall
 from real_pi_helpers import TURN_LIMIT, PiWorld, pi_host, settle, spawn_pi, verdict_line
 from supervisor_helpers import git, until
@@ -25,6 +26,8 @@ from legion_tui.model import NodeStatus
 from legion_tui.supervisor.root_ops import RootOperations
 from legion_tui.widgets.overlay.diff_view import DiffView
 from legion_tui.widgets.overlay.message_box import MessageBox, MessageText
+
+pytestmark = pytest.mark.real
 
 COMMENT = "REVIEW-7: the API caps a page at 25, use that"
 HUNK = "@@ -1 +1 @@\n-PAGE_SIZE = 10\n+PAGE_SIZE = 50\n"

@@ -22,6 +22,8 @@ from agent_bins import PI_LINES, pi_install
 from model_server import ModelServer, Text, ToolCall
 from pi_env import PiEnv, pi_env
 
+pytestmark = pytest.mark.real
+
 START_TIMEOUT = 60.0  # a cold pi on 2 loaded cores
 TURN_TIMEOUT = 60.0
 

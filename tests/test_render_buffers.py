@@ -13,6 +13,8 @@ from legion_tui.render.chart import ChartRenderer
 from legion_tui.render.galaxy import GalaxyRenderer
 from legion_tui.render.reentry import not_reentrant
 
+pytestmark = pytest.mark.unit
+
 # SPEC §7.6, (x, y) → bit.
 SPEC_BITS = {
     (0, 0): 0x01,

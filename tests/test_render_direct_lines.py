@@ -16,6 +16,8 @@ from textual.widget import Widget
 from legion_tui.themes import THEME_ORDER
 from legion_tui.widgets.lines import PanelStrip, direct_lines
 
+pytestmark = pytest.mark.unit
+
 
 def cells(strip: Strip, width: int) -> list[tuple[str, Style | None]]:
     out: list[tuple[str, Style | None]] = []

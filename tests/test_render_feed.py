@@ -7,6 +7,7 @@ import asyncio
 from dataclasses import replace
 
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from render_helpers import T0, Clock, make_legion, node, streaming
@@ -18,6 +19,8 @@ from legion_tui.render.rates import node_rate
 from legion_tui.session.live_rate import live_tok_s
 from legion_tui.session.progress import RateSegment, SessionProgress
 from legion_tui.state import LegionModel
+
+pytestmark = pytest.mark.unit
 
 STATUSES = list(NodeStatus)
 # One step: (node index, action, argument); applied to whichever node exists.

@@ -15,6 +15,7 @@ import textwrap
 from pathlib import Path
 
 import psutil
+import pytest
 from supervisor_helpers import ask_for_sim, hosted, run_cli, settled, spawn_one, until
 
 from legion_tui.runs.catalog import find_session_run
@@ -22,6 +23,8 @@ from legion_tui.runs.privacy import OWNER_ONLY_ACL
 from legion_tui.runs.socket_link import socket_refusal
 from legion_tui.wire.names import ROOT_ID
 from legion_tui.wire.spawn_request import ChildRequest
+
+pytestmark = pytest.mark.host
 
 # A host of session "s" in its own process. It waits for `go` (so that two of them open
 # the session at the same moment), says `claimed` once its Supervisor exists, and with

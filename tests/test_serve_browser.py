@@ -19,6 +19,8 @@ from supervisor_helpers import LEGION, cli_env, hosted, run_cli, stuck_worker, u
 
 from legion_tui.model import NodeStatus
 
+pytestmark = pytest.mark.host
+
 TREE = ("root", "keep", "kill")
 
 

@@ -13,10 +13,13 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from session_helpers import conversation, line, user
 
 from legion_tui.session.reader import SessionReader, read_session
 from legion_tui.session.watcher import MAX_OPEN_FDS, SessionWatcher
+
+pytestmark = pytest.mark.host
 
 FILES = 300
 

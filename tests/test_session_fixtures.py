@@ -12,6 +12,8 @@ from session_helpers import V1_FIXTURE, V3_FIXTURE
 
 from legion_tui.session.reader import read_session
 
+pytestmark = pytest.mark.host
+
 LEGION = Path(sys.executable).with_name("legion")
 
 

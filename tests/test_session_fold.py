@@ -12,6 +12,8 @@ from legion_tui.session.fold import SessionFold
 from legion_tui.session.live_rate import live_tok_s
 from legion_tui.session.progress import RateSegment, SessionProgress
 
+pytestmark = pytest.mark.unit
+
 
 def fold(*objs: dict[str, Any]) -> SessionProgress:
     f = SessionFold()

@@ -10,8 +10,12 @@ import json
 import tracemalloc
 from pathlib import Path
 
+import pytest
+
 from legion_tui.session.fold import MAX_OPEN_TOOLS
 from legion_tui.session.reader import read_session
+
+pytestmark = pytest.mark.unit
 
 ENTRIES = 30_000
 

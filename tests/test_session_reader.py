@@ -19,6 +19,8 @@ from legion_tui.session import reader as reader_module
 from legion_tui.session.progress import SessionProgress
 from legion_tui.session.reader import SessionReader, read_session
 
+pytestmark = pytest.mark.unit
+
 BRANCHED = b"".join(
     line(x)
     for x in [

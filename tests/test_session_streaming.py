@@ -6,9 +6,13 @@ from __future__ import annotations
 import itertools
 from typing import Any
 
+import pytest
+
 from legion_tui.session.live_rate import live_tok_s, open_message
 from legion_tui.session.progress import RateSegment, SessionProgress
 from legion_tui.session.streaming import PUBLISH_EVERY, StreamingMessage
+
+pytestmark = pytest.mark.unit
 
 
 class Clock:

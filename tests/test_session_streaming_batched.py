@@ -5,8 +5,12 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 from legion_tui.session.progress import RateSegment
 from legion_tui.session.streaming import FLUSH_GAP, StreamingMessage
+
+pytestmark = pytest.mark.unit
 
 
 class Clock:

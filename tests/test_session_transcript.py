@@ -5,9 +5,12 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
+import pytest
 from session_helpers import V1_FIXTURE, assistant, conversation, header, line, user
 
 from legion_tui.session.transcript import TranscriptPager
+
+pytestmark = pytest.mark.unit
 
 
 def test_pages_of_a_small_session(tmp_path: Path) -> None:

@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import json
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from legion_tui.session.verdict import extract_verdict
+
+pytestmark = pytest.mark.unit
 
 
 def test_route_1_fenced_json_block_wins_over_the_last_line() -> None:

@@ -13,6 +13,8 @@ from session_helpers import conversation, line, user
 from legion_tui.session.progress import SessionProgress
 from legion_tui.session.watcher import SessionWatcher, node_id_for
 
+pytestmark = pytest.mark.unit
+
 DEADLINE = 5.0
 
 

@@ -5,7 +5,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from legion_tui.settings import ClusterSettings, load_settings
+
+pytestmark = pytest.mark.unit
 
 
 def _load(tmp_path: Path, text: str) -> tuple[ClusterSettings, list[str]]:

@@ -16,6 +16,8 @@ from legion_tui.sim.agent import SimAgent
 from legion_tui.sim.clock import FakeClock
 from legion_tui.sim.config import SimConfig, seed_material
 
+pytestmark = pytest.mark.unit
+
 
 def _config(tmp_path: Path, **kw: Any) -> SimConfig:
     fields: dict[str, Any] = {

@@ -10,6 +10,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+import pytest
 from process_helpers import launch_spec, until
 
 from legion_tui.phases.verify_blocks import extract_verify_commands
@@ -20,6 +21,8 @@ from legion_tui.sim.config import SimConfig
 from legion_tui.supervisor.backend import LaunchSpec
 from legion_tui.supervisor.backends.pi.handle import RpcHandle
 from legion_tui.supervisor.backends.registry import make_handle
+
+pytestmark = pytest.mark.host
 
 
 class StandInServer:

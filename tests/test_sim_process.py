@@ -9,11 +9,14 @@ import signal
 import time
 from pathlib import Path
 
+import pytest
 from process_helpers import launch_spec, marked, until
 
 from legion_tui.supervisor.backend import LaunchSpec
 from legion_tui.supervisor.backends.pi.handle import RpcHandle
 from legion_tui.supervisor.backends.registry import make_handle
+
+pytestmark = pytest.mark.host
 
 # Fast everywhere except the stall: at speed 40 the stall bash call lasts 90 s.
 BEHAVIOUR = {"stall_seconds": 3600}

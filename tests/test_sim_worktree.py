@@ -8,11 +8,15 @@ import json
 import subprocess
 from pathlib import Path
 
+import pytest
+
 from legion_tui.git.worktree import create_sandbox_repo
 from legion_tui.sim.agent import SimAgent
 from legion_tui.sim.clock import CatchUpClock, FakeClock
 from legion_tui.sim.config import SimConfig
 from legion_tui.sim.script import EDIT_NEW, EDIT_OLD, SANDBOX_FILES
+
+pytestmark = pytest.mark.host
 
 
 def _git(cwd: Path, *args: str) -> str:

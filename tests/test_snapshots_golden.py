@@ -38,6 +38,8 @@ from textual.widgets import TabbedContent
 from legion_tui.dashboard.app import LegionApp, make_app
 from legion_tui.model import NodeStatus
 
+pytestmark = pytest.mark.unit
+
 GOLDENS = Path(__file__).resolve().parent.parent / "snapshots"
 UPDATE = os.environ.get("LEGION_UPDATE_GOLDENS") == "1"
 

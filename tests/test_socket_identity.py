@@ -11,11 +11,14 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+import pytest
 from supervisor_helpers import hosted, run_cli, spawn_one, stuck_worker, until
 
 from legion_tui.model import NodeStatus
 from legion_tui.supervisor.socket.identity import Peer, caller_of
 from legion_tui.wire.names import ROOT_ID
+
+pytestmark = pytest.mark.host
 
 LEGION = f"{sys.executable} -m legion_tui.cli"
 

@@ -32,6 +32,8 @@ from legion_tui.supervisor.socket import intake
 from legion_tui.wire.client import LegionClient
 from legion_tui.wire.names import RequestError
 
+pytestmark = pytest.mark.host
+
 # The host: argv project, soft RLIMIT_NOFILE (0: as inherited), idle timeout in seconds.
 # One JSON line when it serves; then one JSON line per command on stdin: "spawn" launches
 # a quick in-process worker and says how it ended (the host's own agents still work);

@@ -7,11 +7,14 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 from app_helpers import NOW
 from supervisor_helpers import hosted, run_cli, settled, spawn_one, stuck_worker
 
 from legion_tui.model import NodeStatus
 from legion_tui.widgets.tree.rows import activity
+
+pytestmark = pytest.mark.host
 
 
 async def test_status_read_from_the_ledger_says_interrupted_as_the_dashboard_does(

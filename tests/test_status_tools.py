@@ -5,11 +5,15 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+import pytest
+
 from legion_tui.model import NodeStatus
 from legion_tui.model_records import InFlightTool, Node
 from legion_tui.receipts import in_flight_suffix
 from legion_tui.session.progress import SessionProgress
 from legion_tui.supervisor.hearing.status import render_status, status_document, tool_label
+
+pytestmark = pytest.mark.unit
 
 
 def test_one_call_is_just_its_name() -> None:

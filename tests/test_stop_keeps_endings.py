@@ -7,10 +7,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from supervisor_helpers import STUCK, hosted, settled, spawn_one, stuck_worker, until
 
 from legion_tui.model import EventType, NodeStatus
 from legion_tui.wire.names import ROOT_ID
+
+pytestmark = pytest.mark.host
 
 
 async def test_a_leads_stop_keeps_the_endings_of_members_that_had_ended(tmp_path: Path) -> None:

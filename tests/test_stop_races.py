@@ -34,6 +34,8 @@ from legion_tui.supervisor.life.owed_retires import OwedRetires
 from legion_tui.wire.names import ROOT_ID
 from legion_tui.wire.spawn_request import ChildRequest
 
+pytestmark = pytest.mark.host
+
 # An exec agent that outlives SIGTERM: it says when the signal came (its terminal line)
 # and goes on until SIGKILL. Its `sleep` dies of the group's SIGTERM; bash lives on.
 STUBBORN = (

@@ -5,7 +5,10 @@ from __future__ import annotations
 import textwrap
 from pathlib import Path
 
+import pytest
 from supervisor_helpers import STUCK, hosted, spawn_one
+
+pytestmark = pytest.mark.host
 
 LEAD_CARD = """\
 ---

@@ -20,6 +20,8 @@ from legion_tui.supervisor.core import Supervisor
 from legion_tui.supervisor.processes.sweep import marked_pids
 from legion_tui.wire.names import ROOT_ID, OpError
 
+pytestmark = pytest.mark.host
+
 MACHINE = {
     "phases": [
         {"id": "planning", "require": ["always"], "next": ["implementing"]},

@@ -5,7 +5,10 @@ as `tools/import_cycles.py` counts them."""
 
 from __future__ import annotations
 
+import pytest
 from test_import_fences import _import_cycles
+
+pytestmark = pytest.mark.unit
 
 FRONT = {
     "legion_tui.supervisor.core",

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from supervisor_helpers import STUCK, hosted, spawn_one, until
 
 from legion_tui.git.worktree import create_sandbox_repo
@@ -14,6 +15,8 @@ from legion_tui.sim.script import SANDBOX_FILES
 from legion_tui.state import EVENTS_PER_NODE
 from legion_tui.supervisor.core import Supervisor
 from legion_tui.wire.names import ROOT_ID
+
+pytestmark = pytest.mark.host
 
 PADDING = EVENTS_PER_NODE + 50
 

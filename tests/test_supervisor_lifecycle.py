@@ -15,6 +15,8 @@ from legion_tui.supervisor.hearing.status import render_status
 from legion_tui.widgets.tree.rows import Activity, activity
 from legion_tui.wire.names import ROOT_ID, OpError
 
+pytestmark = pytest.mark.host
+
 
 async def test_a_worker_settles_with_its_verdict_in_ledger_and_model(tmp_path: Path) -> None:
     async with hosted(tmp_path) as sup:

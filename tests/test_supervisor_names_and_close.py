@@ -15,6 +15,8 @@ from legion_tui.supervisor.core import Supervisor
 from legion_tui.wire.names import ROOT_ID, OpError
 from legion_tui.wire.spawn_request import ChildRequest
 
+pytestmark = pytest.mark.host
+
 
 @pytest.mark.parametrize("name", ["all", "root"])
 async def test_all_and_root_are_refused_as_names(tmp_path: Path, name: str) -> None:

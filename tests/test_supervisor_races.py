@@ -18,6 +18,8 @@ from legion_tui.supervisor.life import launching
 from legion_tui.wire.names import ROOT_ID, OpError
 from legion_tui.wire.spawn_request import ChildRequest
 
+pytestmark = pytest.mark.host
+
 
 def _node_named(sup: Supervisor, name: str) -> str | None:
     for view in sup.model.nodes.values():

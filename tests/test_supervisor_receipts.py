@@ -23,6 +23,8 @@ from legion_tui.model import EventType, NodeStatus
 from legion_tui.supervisor.root_ops import RootOperations
 from legion_tui.wire.names import ROOT_ID, OpError
 
+pytestmark = pytest.mark.host
+
 
 async def test_stop_a_live_node(tmp_path: Path) -> None:
     async with hosted(tmp_path) as sup:

@@ -7,12 +7,15 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from supervisor_helpers import STUCK, hosted, settled, spawn_one, until
 
 from legion_tui.model import EventType, MailState, NodeStatus
 from legion_tui.model_records import Event
 from legion_tui.supervisor.core import Supervisor
 from legion_tui.wire.names import ROOT_ID
+
+pytestmark = pytest.mark.host
 
 MACHINE = {
     "phases": [

@@ -14,6 +14,8 @@ from legion_tui.wire.client import LegionClient
 from legion_tui.wire.names import ROOT_ID, OpError, RequestError
 from legion_tui.wire.spawn_request import Budgets, ChildRequest
 
+pytestmark = pytest.mark.host
+
 
 async def _rows(sup: Supervisor) -> list[str]:
     return sorted(n.path for n in await sup.ledger.get_nodes(sup.run.run_id))

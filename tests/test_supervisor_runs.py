@@ -15,6 +15,8 @@ from legion_tui.runs import catalog as runs
 from legion_tui.runs.folder import SessionNameError
 from legion_tui.runs.socket_link import MAX_SOCKET_PATH, UnsafeSocketDir, socket_path_for
 
+pytestmark = pytest.mark.host
+
 
 def test_a_new_session_creates_its_run_layout(tmp_path: Path) -> None:
     info, reopened = runs.open_session(tmp_path, "alpha", task="t", now=1_800_000_000.0)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from supervisor_helpers import git, hosted, settled, spawn_one, until
 
 from legion_tui.git.worktree import create_sandbox_repo
@@ -12,6 +13,8 @@ from legion_tui.model import EventType, NodeStatus
 from legion_tui.model_records import Event
 from legion_tui.phases import DEFAULT_MACHINE
 from legion_tui.sim.script import SANDBOX_FILES
+
+pytestmark = pytest.mark.host
 
 QUICK_TEAM = [
     {"role": "worker", "name": "worker-0", "task": "Fix it.", "sim": {"quick": True}},

@@ -14,6 +14,8 @@ from legion_tui.wire.client import LegionClient
 from legion_tui.wire.lines import MAX_LINE_BYTES
 from legion_tui.wire.names import ROOT_ID, RequestError
 
+pytestmark = pytest.mark.host
+
 
 async def _ask(
     reader: asyncio.StreamReader, writer: asyncio.StreamWriter, raw: bytes

@@ -7,12 +7,15 @@ import asyncio
 from pathlib import Path
 from typing import Any
 
+import pytest
 from supervisor_helpers import hosted, until
 
 from legion_tui.model import EventType, NodeStatus
 from legion_tui.supervisor.core import Supervisor
 from legion_tui.wire.names import ROOT_ID
 from legion_tui.wire.spawn_request import ChildRequest
+
+pytestmark = pytest.mark.host
 
 
 def _settles(sup: Supervisor, node_id: str) -> int:

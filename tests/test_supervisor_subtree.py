@@ -14,6 +14,8 @@ from legion_tui.supervisor.core import Supervisor
 from legion_tui.wire.names import ROOT_ID, OpError
 from legion_tui.wire.spawn_request import ChildRequest
 
+pytestmark = pytest.mark.host
+
 
 def _hold_stops(sup: Supervisor, node_ids: list[str], gate: asyncio.Event) -> set[str]:
     """Each handle's stop waits on `gate`; returns the set of ids whose stop began."""

@@ -6,10 +6,13 @@ from __future__ import annotations
 import sqlite3
 from pathlib import Path
 
+import pytest
 from supervisor_helpers import hosted, settled, spawn_one, until
 
 from legion_tui.model import NodeStatus
 from legion_tui.wire.names import ROOT_ID
+
+pytestmark = pytest.mark.host
 
 DAMAGED = '{"ok": tru'  # cut off mid-write
 

@@ -15,6 +15,8 @@ from legion_tui.supervisor.core import Supervisor
 from legion_tui.supervisor.processes.sweep import marked_pids
 from legion_tui.wire.names import ROOT_ID, OpError
 
+pytestmark = pytest.mark.host
+
 GATED = {
     "phases": [
         {"id": "verifying", "next": [{"to": "done", "require": ["verification_passed"]}]},

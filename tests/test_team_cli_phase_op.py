@@ -25,6 +25,8 @@ from legion_tui.supervisor.core import Supervisor
 from legion_tui.wire.client import LegionClient
 from legion_tui.wire.names import ROOT_ID, OpError
 
+pytestmark = pytest.mark.host
+
 PIPELINE = {
     "phases": [
         {"id": "planning", "require": ["contract_file"], "next": ["implementing"]},

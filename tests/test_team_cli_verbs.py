@@ -18,6 +18,8 @@ from legion_tui import receipts
 from legion_tui.ledger.errors import MailInvalidText
 from legion_tui.ledger.mailtext import check_mail_text
 
+pytestmark = pytest.mark.host
+
 
 @dataclass
 class FakeSupervisor:

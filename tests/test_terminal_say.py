@@ -6,7 +6,11 @@ from __future__ import annotations
 import fcntl
 import os
 
+import pytest
+
 from legion_tui.dashboard.terminal import say_after_exit
+
+pytestmark = pytest.mark.unit
 
 
 def test_the_line_reaches_a_terminal_that_reads() -> None:

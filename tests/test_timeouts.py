@@ -18,6 +18,8 @@ import pytest
 from legion_tui.supervisor.processes.orphans import OrphanReaper
 from legion_tui.timeouts import within
 
+pytestmark = pytest.mark.unit
+
 Bounded = Callable[[Awaitable[bool], float], Awaitable[bool]]
 
 

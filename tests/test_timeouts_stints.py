@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+import pytest
 from ledger_helpers import ledger_fixture  # noqa: F401 (a fixture)
 
 from legion_tui.ledger.ledger import Ledger
@@ -13,6 +14,8 @@ from legion_tui.model_records import Node
 from legion_tui.phases.builtin import DEFAULT_MACHINE
 from legion_tui.phases.load import parse_machine
 from legion_tui.phases.timeouts import PhaseClock, restore_stint, revive_stint
+
+pytestmark = pytest.mark.unit
 
 T0 = 1_764_424_000.0
 MINUTE = 60.0

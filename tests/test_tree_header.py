@@ -5,6 +5,8 @@ from __future__ import annotations
 import pytest
 from app_helpers import canned_app
 
+pytestmark = pytest.mark.unit
+
 
 @pytest.mark.parametrize("size", [(200, 60), (120, 40), (80, 24), (46, 60)])
 async def test_titles_end_where_their_columns_end(size: tuple[int, int]) -> None:

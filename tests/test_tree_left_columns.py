@@ -6,11 +6,14 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+import pytest
 from app_helpers import FakeOps, canned_model, fixed_clock
 
 from legion_tui.dashboard.app import LegionApp, make_app
 from legion_tui.model import NodeStatus
 from legion_tui.widgets.tree.rows import GLYPHS
+
+pytestmark = pytest.mark.unit
 
 SIZE = (240, 40)  # the tree pane wide enough to keep its phase column
 

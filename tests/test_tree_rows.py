@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+import pytest
 from app_helpers import NOW, canned_model
 
 from legion_tui import receipts
@@ -19,6 +20,8 @@ from legion_tui.widgets.tree.rows import (
     flatten,
     in_flight_context,
 )
+
+pytestmark = pytest.mark.unit
 
 
 def rails(model, folded=frozenset(), needle=""):  # type: ignore[no-untyped-def]

@@ -21,6 +21,8 @@ from legion_tui.supervisor.teams.verify import (
     verify_contract,
 )
 
+pytestmark = pytest.mark.host
+
 # A command that leaves a child ignoring SIGTERM and a double-forked setsid daemon, writes
 # their pids, and then hangs: only the sweep (group + snapshot + /proc marker) gets them all.
 TREE = r"""

@@ -12,6 +12,7 @@ from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
 
+import pytest
 from supervisor_helpers import hosted, run_cli, settled, spawn_one, stuck_worker, until
 
 from legion_tui.dashboard.app import LegionApp, make_app
@@ -22,6 +23,8 @@ from legion_tui.model import EventType, NodeStatus
 from legion_tui.runs.catalog import find_session_run
 from legion_tui.supervisor.core import Supervisor
 from legion_tui.widgets.confirm import ConfirmBar
+
+pytestmark = pytest.mark.host
 
 NODE_STEERED = EventType.NODE_STEERED
 

@@ -20,6 +20,8 @@ from legion_tui.git.worktree import (
     remove_worktree,
 )
 
+pytestmark = pytest.mark.host
+
 
 @pytest.fixture(autouse=True)
 def _git_identity(monkeypatch: pytest.MonkeyPatch) -> None:

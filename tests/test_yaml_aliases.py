@@ -12,6 +12,8 @@ import pytest
 from legion_tui.agents.cards import load_cards
 from legion_tui.phases import MachineError, load_machine_file
 
+pytestmark = pytest.mark.unit
+
 
 def _laughs(key: str = "x") -> str:
     text = f'{key}0: &a ["lol", "lol", "lol", "lol", "lol", "lol", "lol", "lol", "lol"]\n'

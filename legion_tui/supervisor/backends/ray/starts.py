@@ -23,7 +23,7 @@ from __future__ import annotations
 import asyncio
 import math
 import time
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Callable
 from typing import TypeVar
 
 __all__ = ["NotStarted", "StartClock", "host_starts"]
@@ -38,26 +38,37 @@ class NotStarted(Exception):
 
 
 class StartClock:
-    """When this host's Ray actors last started, and the bound counted from it."""
+    """When this host's Ray actors last started, and the bound counted from it. `now` and
+    `sleep` are the clock it counts by (a test's own clock steps it; nothing else does)."""
 
-    def __init__(self) -> None:
-        self._last_start = -math.inf  # time.monotonic() of the latest start heard
+    def __init__(
+        self,
+        now: Callable[[], float] = time.monotonic,
+        sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+    ) -> None:
+        self._now = now
+        self._sleep = sleep
+        self._last_start = -math.inf  # `now()` of the latest start heard
 
     async def bounded(self, starting: Awaitable[T], bound: float) -> T:
         """`starting`'s result, or NotStarted (`starting` cancelled) once neither it
         nor any other start of this clock's has ended for `bound` s."""
-        began = time.monotonic()
+        began = self._now()
         waiting = asyncio.ensure_future(starting)
         try:
             while not waiting.done():
-                left = max(began, self._last_start) + bound - time.monotonic()
+                left = max(began, self._last_start) + bound - self._now()
                 if left <= 0:
                     raise NotStarted
                 # Wakes at the deadline as it stands; another's start meanwhile moved it.
-                await asyncio.wait({waiting}, timeout=left)
+                nap = asyncio.ensure_future(self._sleep(left))
+                try:
+                    await asyncio.wait({waiting, nap}, return_when=asyncio.FIRST_COMPLETED)
+                finally:
+                    nap.cancel()
         finally:
             waiting.cancel()  # a no-op once it is done
-        self._last_start = time.monotonic()
+        self._last_start = self._now()
         return waiting.result()
 
 
