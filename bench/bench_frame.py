@@ -79,7 +79,7 @@ from textual.widgets import Tree
 from legion_tui.dashboard.app import LegionApp, make_app
 from legion_tui.session.progress import RateSegment
 from legion_tui.state import LegionModel
-from legion_tui.widgets.tree_rows import GLYPHS, flatten
+from legion_tui.widgets.tree.rows import GLYPHS, flatten
 
 ROUNDS = 3  # every configuration measured in each round, the rounds one after another
 TIMED_FRAMES = 100  # per configuration and round: 300 in all

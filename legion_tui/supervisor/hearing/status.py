@@ -55,7 +55,7 @@ def tool_seconds(node: Node, started_at: float, now: float) -> float:
     """How long a tool call has run, never longer than its agent has: an agent started
     mid-flight (the demo replays a history with past timestamps) read "in bash for
     06:51" four seconds after its launch, and was already "stuck". The dashboard's rows
-    and overlay read the same figure (widgets.tree_rows)."""
+    and overlay read the same figure (widgets.tree.rows)."""
     return max(0.0, now - max(started_at, node.created_at))
 
 

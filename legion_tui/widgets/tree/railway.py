@@ -1,6 +1,6 @@
 """The railway tree: one Line API widget for the whole legion (never a widget per agent).
 
-Rows come from `tree_rows.flatten`; each painted row is cached as a `Strip` keyed on
+Rows come from `rows.flatten`; each painted row is cached as a `Strip` keyed on
 everything the row shows (node revision, rail, selection, width, theme, the clock second
 for live rows), so a frame costs the visible rows that changed, not the tree size.
 Selection is a node id, never a row index: rows that re-sort or appear above the cursor
