@@ -292,7 +292,7 @@ async def test_palette_hits_and_the_typed_slash_stop() -> None:
 async def test_slash_stop_all_stops_every_live_child_of_root() -> None:
     app, ops = build()
     async with app.run_test(size=SIZE, notifications=True) as pilot:
-        app.palette_slash_stop(SlashStop(False, None))
+        app.operator.slash_stop(SlashStop(False, None))
         await app.workers.wait_for_complete()
         await pilot.pause()
         assert sorted(c[1] for c in ops.calls) == ["n1", "n6"]

@@ -11,14 +11,13 @@ from __future__ import annotations
 import gc
 import os
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Coroutine
 from pathlib import Path
 from typing import Any, ClassVar
 
-from textual import events, on
-from textual.app import App, ComposeResult
+from textual import on
+from textual.app import App
 from textual.binding import Binding, BindingType
-from textual.containers import Container
 from textual.filter import ANSIToTruecolor
 from textual.message import Message
 from textual.notifications import SeverityLevel
@@ -26,10 +25,11 @@ from textual.screen import Screen
 from textual.scrollbar import ScrollBar
 from textual.timer import Timer
 from textual.widgets import Static
-from textual.widgets._toast import ToastRack  # the screen's own rack: kept above the prompts
 
 from legion_tui import receipts
+from legion_tui.dashboard.main_screen import MainScreen
 from legion_tui.dashboard.notify import Alerts, Notifier, settings_near
+from legion_tui.dashboard.operator import Operator
 from legion_tui.dashboard.terminal import SIGNAL_GRACE_S, LegionDriver, say_after_exit
 from legion_tui.ops import HostOperations, Operations
 from legion_tui.render.steps import DRAW_HZ
@@ -43,18 +43,17 @@ from legion_tui.widgets.galaxy import GalaxyView
 from legion_tui.widgets.header import HeaderBar
 from legion_tui.widgets.help import HelpScreen
 from legion_tui.widgets.keys import KeyHints, agent_bindings
-from legion_tui.widgets.landing import LANDING_KINDS, Landing
+from legion_tui.widgets.landing import Landing
 from legion_tui.widgets.layout import layout_classes
 from legion_tui.widgets.new_agent import EMPTY_HINT, NewAgentScreen
-from legion_tui.widgets.overlay.attaching import ATTACH_KINDS, Attacher
+from legion_tui.widgets.overlay.attaching import Attacher
 from legion_tui.widgets.overlay.detail import DetailScreen
 from legion_tui.widgets.overlay.message_box import MessageBox
-from legion_tui.widgets.overlay.talk import MessageHistory, SentMessage, steer_outcome
-from legion_tui.widgets.palette import LegionCommands, SlashStop
+from legion_tui.widgets.overlay.talk import MessageHistory
+from legion_tui.widgets.palette import LegionCommands
 from legion_tui.widgets.rate_chart import RateChart
 from legion_tui.widgets.tree.header import TreeHeader
 from legion_tui.widgets.tree.railway import RailwayTree, WholeCellScrollBar
-from legion_tui.wire.names import OpError
 
 MAX_APPLY_HZ = 30.0
 GC_THRESHOLDS = (20_000, 50, 1000)
@@ -76,80 +75,6 @@ class ModelChanged(Message):
 
     def can_replace(self, message: Message) -> bool:
         return isinstance(message, ModelChanged)
-
-
-class Backdrop(Container):
-    """A layout container that only ever shows its background where no child covers it.
-
-    `BLANK` makes Textual paint it as one cached blank strip per line instead of sending
-    every line through its styles pass: on a full frame the screen, `#body` and `#viz`
-    were 176 of 362 rendered lines, all hidden behind the panels."""
-
-    BLANK = True
-
-
-class Body(Backdrop):
-    """The panels' container (1fr): everything under it is prompt rows and key hints,
-    which grow and shrink (a message box, a steer's receipt row, the confirm bar)."""
-
-    def on_resize(self) -> None:
-        screen = self.screen
-        if isinstance(screen, MainScreen):
-            screen.keep_toasts_above(self.region.bottom)
-
-
-class MainScreen(Screen[None]):
-    """Header, banner, tree, galaxy, chart, confirm bar, inputs, footer."""
-
-    BLANK = True  # as Backdrop: a solid page colour under everything
-
-    def __init__(self, app: LegionApp) -> None:
-        super().__init__(id="main")
-        self.legion = app
-        self.confirm_bar = ConfirmBar(floor=app.floor, id="confirm")
-        self.steer_line = MessageBox(app.history, id="steer")
-        self.filter_line = FilterLine(id="filter")
-
-    def compose(self) -> ComposeResult:
-        legion = self.legion
-        yield legion.header
-        yield Static("", id="banner")
-        with Body(id="body"):
-            with Backdrop(id="tree-pane"):
-                yield legion.tree_header
-                yield legion.railway
-            with Backdrop(id="viz"):
-                yield legion.galaxy
-                yield legion.chart
-        yield Static(
-            "terminal too small — make it at least 40×10", id="too-small", markup=False
-        )
-        # The prompt lines sit in the normal flow under the body (the body is 1fr), and
-        # only the footer is docked: docked siblings would overlap each other.
-        yield self.confirm_bar
-        yield self.steer_line
-        yield self.filter_line
-        yield legion.key_hints
-
-    def on_mount(self) -> None:
-        self.legion.main_mounted()
-
-    def keep_toasts_above(self, prompts_top: int) -> None:
-        """Toasts sit above the rows under the body, whatever their height: a receipt
-        must never cover the question being asked (a fixed margin did, once a steer's
-        receipt row pushed the prompt up one row)."""
-        margin = max(1, self.size.height - prompts_top)
-        for rack in self.query(ToastRack):
-            rack.styles.margin = (0, 0, margin, 0)
-
-    def on_screen_suspend(self) -> None:
-        # An overlay, the help or the palette now covers the stop/quit prompt: a prompt
-        # out of sight is cancelled, never left for a later key to answer (fast keys had
-        # left one open under the overlay, locked to an agent chosen long before).
-        self.confirm_bar.cancel()
-
-    def on_resize(self, event: events.Resize) -> None:
-        self.legion.apply_layout(event.size.width, event.size.height)
 
 
 class LegionApp(App[None]):
@@ -218,7 +143,6 @@ class LegionApp(App[None]):
         self._galaxy_full = False
         self._interrupted: set[str] = set()  # ids the banner names
         self._banner_text: str | None = None  # None: not drawn yet
-        self._queued_steers: dict[str, list[str]] = {}  # steer texts sent and queued
         self.history = MessageHistory(run_dir)  # the message box's, both screens'
         for textual_theme in textual_themes():
             self.register_theme(textual_theme)
@@ -241,10 +165,10 @@ class LegionApp(App[None]):
         self.landing = Landing(
             model,
             ops,
-            say=lambda text, error: self._say(
+            say=lambda text, error: self.say(
                 text, severity="error" if error else "information", timeout=15 if error else None
             ),
-            ask=self._ask,
+            ask=self.ask,
             run=lambda call: self.run_worker(call, group="land"),
             edit=self._edit_commit_message,
             mode=lambda: settings_near(run_dir).land_mode,  # `[land] mode`, read at each L
@@ -252,10 +176,12 @@ class LegionApp(App[None]):
         self.attacher = Attacher(
             self,
             ops,
-            say=lambda text, error: self._say(text, severity="error" if error else "information"),
-            ask=self._ask,
+            say=lambda text, error: self.say(text, severity="error" if error else "information"),
+            ask=self.ask,
             run=lambda call: self.run_worker(call, group="attach"),
         )
+        # stop, abort, steer, resume: confirmed, run and answered there
+        self.operator = Operator(model, ops, self, landing=self.landing, attacher=self.attacher)
         if not floor:
             self.add_class("-no-floor")
         self._unsubscribe = model.subscribe(self._on_model_signal)
@@ -333,7 +259,7 @@ class LegionApp(App[None]):
                 self.screen.model_changed(dirty)
             self._update_banner(dirty)
             self._toast_announcements()
-            self._follow_receipt(dirty)
+            self.operator.follow_receipt(dirty)
         self.alerts.say(self.notifier.news(self.clock()))
 
     def _second_tick(self) -> None:
@@ -419,7 +345,7 @@ class LegionApp(App[None]):
             return self.model.nodes.get(self.screen.node_id)
         return self.railway.selected_view
 
-    def _prompts(self) -> tuple[ConfirmBar, MessageBox] | None:
+    def prompts(self) -> tuple[ConfirmBar, MessageBox] | None:
         """The confirm bar and message box of the screen on top, or None while it cannot
         ask: an overlay pushed this instant and not composed yet, one closing, help. A
         key meant for such a screen is dropped, never answered somewhere out of sight."""
@@ -430,13 +356,14 @@ class LegionApp(App[None]):
             return screen.confirm_bar, screen.steer_line
         return None
 
-    def _ask(self, request: ConfirmRequest) -> None:
-        prompts = self._prompts()
+    def ask(self, request: ConfirmRequest) -> None:
+        """On the confirm bar of the screen on top (dropped while none can ask)."""
+        prompts = self.prompts()
         if prompts is not None:
             prompts[0].ask(request)
 
-    # ----- stop / abort / steer / resume --------------------------------------------
-    def _say(
+    # ----- what the user is told, asked, and what they asked for (the operator) ------
+    def say(
         self,
         text: str,
         *,
@@ -447,191 +374,35 @@ class LegionApp(App[None]):
         """A notification of literal text: receipts and errors may contain `[...]`."""
         self.notify(text, title=title, severity=severity, timeout=timeout, markup=False)
 
+    def run_op(self, work: Coroutine[Any, Any, object]) -> None:
+        """An operation's work, beside the screen's (`Operator.run` shows its receipt)."""
+        self.run_worker(work, group="ops")
+
     def action_stop_node(self, force: bool = False) -> None:
-        view = self._target()
-        if view is None:
-            return
-        self.palette_stop(view.node.id, force)
-
-    def palette_stop(self, node_id: str, force: bool) -> None:
-        view = self.model.nodes.get(node_id)
-        if view is None:
-            return
-        node = view.node
-        if node.role == "root":  # the session itself: a stop would only be refused
-            self._say(receipts.root_not_stoppable(node.name))
-            return
-        if not node.live:
-            self._say(receipts.already_ended(node.name, node.status.value))
-            return
-        members = [v.node for v, _depth in self.model.walk(node.id)]
-        prompt = receipts.stop_confirm(
-            node.name,
-            node.role,
-            node.pid,
-            force=force,
-            members=len(members),
-            live=sum(1 for m in members if m.live),
-        )
-        # The id is locked now: later re-sorts cannot redirect the answer.
-        self._ask(ConfirmRequest("force-stop" if force else "stop", node.id, prompt))
-
-    @on(ConfirmBar.Answered)
-    def _confirm_answered(self, event: ConfirmBar.Answered) -> None:
-        request = event.request
-        if request.kind in LANDING_KINDS:
-            self.landing.answered(request, event.confirmed, event.choice)
-            return
-        if request.kind in ATTACH_KINDS:
-            self.attacher.answered(request, event.confirmed)
-            return
-        if not event.confirmed:
-            if request.kind != "quit":
-                done = "aborted" if request.kind == "abort" else "stopped"
-                self._say(f"Cancelled — nothing {done}.")
-            return
-        if request.kind == "quit":
-            self.exit()
-            return
-        assert request.node_id is not None
-        view = self.model.nodes.get(request.node_id)
-        if view is None or not view.node.live:
-            name = view.node.name if view is not None else request.node_id
-            status = view.node.status.value if view is not None else "gone"
-            self._say(receipts.already_ended(name, status), severity="warning")
-            return
-        if request.kind == "abort":
-            self._queued_steers.pop(view.node.id, None)  # the abort drops them
-            self.run_worker(self._run_op(self.ops.abort(view.node.id)), group="ops")
-            return
-        force = request.kind == "force-stop"
-        self.run_worker(self._run_op(self.ops.stop(view.node.id, force=force)), group="ops")
-
-    async def _run_op(
-        self, call: Awaitable[str], failed: Callable[[str], None] | None = None
-    ) -> str | None:
-        """Run an operation and show its receipt (or its failure, told to `failed` too);
-        returns the receipt."""
-        try:
-            receipt = await call
-        except OpError as error:
-            self._say(error.message, title=error.code, severity="error", timeout=10)
-            said = error.message
-        except Exception as error:  # a failure to act is reported, never swallowed
-            said = f"{type(error).__name__}: {error}"
-            self._say(said, severity="error", timeout=10)
-        else:
-            self._say(receipt)
-            return receipt
-        if failed is not None:
-            failed(said)
-        return None
+        if (view := self._target()) is not None:
+            self.operator.stop(view.node.id, force)
 
     def action_abort_node(self) -> None:
-        view = self._target()
-        if view is not None:
-            self.palette_abort(view.node.id)
+        if (view := self._target()) is not None:
+            self.operator.abort(view.node.id)
 
-    def palette_abort(self, node_id: str) -> None:
-        view = self.model.nodes.get(node_id)
-        if view is None:
-            return
-        node = view.node
-        if node.role == "root":
-            self._say(receipts.root_not_stoppable(node.name))
-            return
-        if not node.live:
-            self._say(receipts.already_ended(node.name, node.status.value))
-            return
-        # The steering this dashboard queued that the agent's session has not shown yet:
-        # the abort drops it, so the prompt names it.
-        delivered = set(view.progress.recent_user_texts)
-        queued = [t for t in self._queued_steers.get(node.id, []) if t not in delivered]
-        self._ask(ConfirmRequest("abort", node.id, receipts.abort_confirm(node.name, queued)))
+    def action_resume_node(self) -> None:
+        if (view := self._target()) is not None:
+            self.operator.resume(view.node.id)
 
     def action_steer_node(self) -> None:
         view = self._target()
-        prompts = self._prompts()
+        prompts = self.prompts()
         if view is not None and prompts is not None:
             prompts[1].ask(view)
 
+    @on(ConfirmBar.Answered)
+    def _confirm_answered(self, event: ConfirmBar.Answered) -> None:
+        self.operator.answered(event.request, event.confirmed, event.choice)
+
     @on(MessageBox.Submitted)
     def _message_submitted(self, event: MessageBox.Submitted) -> None:
-        self.run_worker(self._steer(event.box, event.node_id, event.text), group="ops")
-
-    async def _steer(self, box: MessageBox, node_id: str, text: str) -> None:
-        """Send one message (a steer, or a follow-up to an idle agent: the same
-        operation) and show the agent's receipt under the box, then follow it."""
-        view = self.model.nodes.get(node_id)
-        name = view.node.name if view is not None else node_id
-        box.show_sent(SentMessage(node_id, name, text), view)
-
-        def refused(said: str) -> None:
-            box.show_sent(SentMessage(node_id, name, text, refused=said), view)
-
-        receipt = await self._run_op(self.ops.steer(node_id, text), refused)
-        if receipt is None:
-            return
-        outcome = steer_outcome(name, receipt)
-        box.show_sent(SentMessage(node_id, name, text, outcome), self.model.nodes.get(node_id))
-        if outcome == "queued":
-            self._queued_steers.setdefault(node_id, []).append(text)
-
-    def _follow_receipt(self, dirty: frozenset[str]) -> None:
-        """The receipt under the box on top follows its agent (queued → delivered)."""
-        prompts = self._prompts()
-        sent = None if prompts is None else prompts[1].sent
-        if prompts is not None and sent is not None and sent.node_id in dirty:
-            prompts[1].follow(self.model.nodes.get(sent.node_id))
-
-    def action_resume_node(self) -> None:
-        view = self._target()
-        if view is not None:
-            self.palette_resume(view.node.id)
-
-    def palette_resume(self, node_id: str) -> None:
-        view = self.model.nodes.get(node_id)
-        if view is None:
-            return
-        if not view.interrupted:
-            self._say(f"{view.node.name} was not interrupted — nothing to resume.")
-            return
-        self.run_worker(self._run_op(self.ops.resume(node_id)), group="ops")
-
-    def palette_slash_stop(self, command: SlashStop) -> None:
-        """The typed `/legion stop [--force] [name|all]`: a command, so no second prompt."""
-        if command.target is None:
-            root = self.model.root_id
-            targets = [c for c in self.model.children(root) if self.model.nodes[c].node.live]
-            if not targets:
-                self._say("No live agents to stop.")
-        else:
-            found = self.resolve(command.target)
-            if isinstance(found, str):
-                self._say(found, severity="error")
-                return
-            if found.node.role == "root":
-                self._say(receipts.root_not_stoppable(found.node.name), severity="warning")
-                return
-            targets = [found.node.id]
-        for node_id in targets:
-            self.run_worker(
-                self._run_op(self.ops.stop(node_id, force=command.force)), group="ops"
-            )
-
-    def resolve(self, target: str) -> NodeView | str:
-        """A node by path (`root/lead-api/worker-1`) or by a name that is unique; else the
-        reason it cannot be named, so the wrong `worker-1` is never the one stopped."""
-        by_path = [v for v in self.model.nodes.values() if v.node.path == target]
-        if by_path:
-            return by_path[0]
-        named = [v for v in self.model.nodes.values() if v.node.name == target]
-        if len(named) == 1:
-            return named[0]
-        if not named:
-            return f"No agent named {target}."
-        paths = ", ".join(v.node.path for v in named)
-        return f"{target} is ambiguous: {paths} — name it by its path."
+        self.run_op(self.operator.steer(event.box, event.node_id, event.text))
 
     # ----- views -------------------------------------------------------------------
     @on(RailwayTree.SelectionChanged)
@@ -725,13 +496,13 @@ class LegionApp(App[None]):
         if parent is not None:
             self.run_worker(self._open_new_agent(parent, start), group="new-agent")
 
-    palette_new_agent = action_new_agent
+    palette_new_agent = action_new_agent  # the palette's "New agent…"
 
     async def _open_new_agent(self, parent_id: str, start: Screen[Any]) -> None:
         try:
             cards = await self.ops.role_cards()  # as on disk now: edits need no restart
         except Exception as error:  # a failure to act is reported, never swallowed
-            self._say(f"cannot read the role cards: {error}", severity="error", timeout=10)
+            self.say(f"cannot read the role cards: {error}", severity="error", timeout=10)
             return
         if self.screen is not start or parent_id not in self.model.nodes:
             return  # the user moved on while the cards were read: no form out of nowhere
@@ -745,7 +516,7 @@ class LegionApp(App[None]):
 
     def _new_agent_done(self, receipt: str | None) -> None:
         if receipt is not None:
-            self._say(receipt)
+            self.say(receipt)
 
     @on(GalaxyView.StarClicked)
     def _star_clicked(self, event: GalaxyView.StarClicked) -> None:
@@ -792,14 +563,14 @@ class LegionApp(App[None]):
         the project's .legion/settings.toml (the run folder sits in its .legion/runs)."""
         runs = self.run_dir.parent if self.run_dir is not None else None
         if runs is None or runs.name != "runs" or runs.parent.name != ".legion":
-            self._say(f"Theme {name}.")
+            self.say(f"Theme {name}.")
             return
         try:
             path = save_theme(runs.parent.parent, name)
         except OSError as err:
-            self._say(f"Theme {name} — not saved: {err}", severity="warning")
+            self.say(f"Theme {name} — not saved: {err}", severity="warning")
             return
-        self._say(f"Theme {name} — saved in {path.parent.name}/{path.name} for next time.")
+        self.say(f"Theme {name} — saved in {path.parent.name}/{path.name} for next time.")
 
     def action_pause(self) -> None:
         self.paused = not self.paused
@@ -819,7 +590,7 @@ class LegionApp(App[None]):
 
     def action_quit_legion(self) -> None:
         if self.hosts and self.model.counts()["live"] > 0:
-            self._ask(ConfirmRequest("quit", None, receipts.QUIT_CONFIRM))
+            self.ask(ConfirmRequest("quit", None, receipts.QUIT_CONFIRM))
         else:
             self.exit()
 
@@ -832,7 +603,7 @@ class LegionApp(App[None]):
 
     def action_help_quit(self) -> None:
         """Ctrl+C: Textual's toast would name Ctrl+Q; ours names `q`, which asks first."""
-        self._say(receipts.CTRL_C_HINT, title="Do you want to quit?")
+        self.say(receipts.CTRL_C_HINT, title="Do you want to quit?")
 
 
 # The factory tests and the CLI build the dashboard through (a canned model, a fixed

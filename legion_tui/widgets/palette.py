@@ -50,18 +50,25 @@ def parse_slash_stop(text: str) -> SlashStop | None:
     return SlashStop(force, target)
 
 
+class PaletteVerbs(Protocol):
+    """The verbs the palette offers (the dashboard's `Operator`)."""
+
+    def stop(self, node_id: str, force: bool = False) -> None: ...
+
+    def abort(self, node_id: str) -> None: ...
+
+    def resume(self, node_id: str) -> None: ...
+
+    def slash_stop(self, command: SlashStop) -> None: ...
+
+
 class PaletteHost(Protocol):
     """What the provider needs from the app."""
 
     model: LegionModel
 
-    def palette_stop(self, node_id: str, force: bool) -> None: ...
-
-    def palette_abort(self, node_id: str) -> None: ...
-
-    def palette_resume(self, node_id: str) -> None: ...
-
-    def palette_slash_stop(self, command: SlashStop) -> None: ...
+    @property
+    def operator(self) -> PaletteVerbs: ...
 
     def palette_new_agent(self) -> None: ...
 
@@ -80,15 +87,15 @@ class LegionCommands(Provider):
             if node.role == "root":
                 continue  # the session itself: stop and abort of it are refused, never offered
             if node.live:
-                entries.append((f"Stop {node.name}", partial(host.palette_stop, node.id, False),
+                entries.append((f"Stop {node.name}", partial(host.operator.stop, node.id, False),
                                 f"{node.path} · asks y to confirm"))
                 entries.append((f"Force stop {node.name}",
-                                partial(host.palette_stop, node.id, True),
+                                partial(host.operator.stop, node.id, True),
                                 f"{node.path} · no grace period · asks y to confirm"))
-                entries.append((f"Abort {node.name}", partial(host.palette_abort, node.id),
+                entries.append((f"Abort {node.name}", partial(host.operator.abort, node.id),
                                 f"{node.path} · interrupt the current turn, keep context · asks y"))
             if view.interrupted:
-                entries.append((f"Resume {node.name}", partial(host.palette_resume, node.id),
+                entries.append((f"Resume {node.name}", partial(host.operator.resume, node.id),
                                 f"{node.path} · interrupted by the last shutdown"))
         return entries
 
@@ -105,7 +112,7 @@ class LegionCommands(Provider):
         if parsed is not None:
             what = parsed.target or "all live agents"
             label = f"{'Force stop' if parsed.force else 'Stop'} {what} ({query.strip()})"
-            yield Hit(1.0, label, partial(self._host().palette_slash_stop, parsed), text=label)
+            yield Hit(1.0, label, partial(self._host().operator.slash_stop, parsed), text=label)
             return
         matcher = self.matcher(query)
         for text, command, help_text in self._entries():
