@@ -89,7 +89,7 @@ async def test_appended_session_lines_and_terminal_output_show_while_open(
         late["message"] = {"role": "user", "content": [{"type": "text", "text": "one more"}]}
         with (run_dir / "sessions" / "n2.jsonl").open("a", encoding="utf-8") as fh:
             fh.write(json.dumps(late) + "\n")
-        app._second_tick()  # the overlay's once-a-second refresh of its node
+        app.second_tick()  # the overlay's once-a-second refresh of its node
         await until(pilot, lambda: "one more" in shown(view), "the appended entry")
 
         detail.query_one(TabbedContent).active = "tab-terminal"
@@ -98,13 +98,13 @@ async def test_appended_session_lines_and_terminal_output_show_while_open(
         reloads = term.reloads
         with (run_dir / "terminal" / "n2.log").open("ab") as fh:
             fh.write(b"\x1b[32mall green\x1b[0m\n")
-        app._second_tick()
+        app.second_tick()
         assert term.reloads == reloads  # reloaded under a second ago: throttled
         monkeypatch.setattr(terminal_view, "RELOAD_EVERY_S", 0.0)
-        app._second_tick()
+        app.second_tick()
         await until(pilot, lambda: "all green" in shown(term), "the appended output")
         assert term.reloads == reloads + 1
-        app._second_tick()
+        app.second_tick()
         assert term.reloads == reloads + 1  # unchanged log: one stat, no reload
 
 
@@ -171,14 +171,14 @@ async def test_the_galaxy_ticks_only_while_visible_and_not_paused(tmp_path: Path
     ticks: list[int] = []
     async with app.run_test(size=(80, 24)) as pilot:  # < 100 cols: galaxy hidden
         app.galaxy.tick = lambda: ticks.append(1)  # type: ignore[method-assign]
-        app._step_tick()
+        app.step_tick()
         assert ticks == []
         await pilot.resize_terminal(120, 40)
         await pilot.pause()
-        app._step_tick()
+        app.step_tick()
         assert ticks == [1]
         await pilot.press("p")
-        app._step_tick()
+        app.step_tick()
         assert ticks == [1]
 
 
@@ -193,6 +193,6 @@ async def test_the_overlay_activity_clock_moves_with_the_second_tick(tmp_path: P
         activity = detail.query_one("#activity", Static)
         assert "working · bash 00:07:31" in str(activity.render())
         now[0] += 2
-        app._second_tick()  # what the 1 s timer calls
+        app.second_tick()  # what the 1 s timer calls
         await pilot.pause()
         assert "working · bash 00:07:33" in str(activity.render())

@@ -62,7 +62,7 @@ async def test_header_total_is_the_sum_of_the_rows_and_the_hint_goes_when_all_en
         app.galaxy.tick = lambda: ticks.append(1)  # type: ignore[method-assign]
         await pilot.resize_terminal(160, 50)
         await pilot.pause()
-        app._step_tick()
+        app.step_tick()
         assert ticks == []  # nothing live: the galaxy holds still, no CPU spent
 
 

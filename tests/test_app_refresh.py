@@ -54,7 +54,7 @@ async def test_the_second_tick_slides_the_chart_only_while_it_shows_something() 
     async with app.run_test(size=(120, 40)) as pilot:
         await pilot.pause()
         before = app.chart.frames_rendered
-        app._second_tick()
+        app.second_tick()
         await pilot.pause()
         assert app.chart.frames_rendered == before + 1  # live agents: the window slides
         for view in list(model.nodes.values()):
@@ -63,7 +63,7 @@ async def test_the_second_tick_slides_the_chart_only_while_it_shows_something() 
         await pilot.pause()
         app.chart.renderer.stats = replace(app.chart.renderer.stats, peak=0.0)
         before = app.chart.frames_rendered
-        app._second_tick()
+        app.second_tick()
         await pilot.pause()
         assert app.chart.frames_rendered == before  # nothing live, nothing shown: still
 
@@ -125,13 +125,13 @@ async def test_the_step_tick_draws_the_changes_the_chart_owes_and_only_then() ->
         assert chart.frame_lines()[0].text == before and chart.renderer.frames == drawn
         assert chart.owes_a_frame()
         now[0] += 1.0 / DRAW_HZ
-        app._step_tick()
+        app.step_tick()
         head = chart.frame_lines()[0].text  # the repaint the tick asked for, if not yet done
         assert chart.renderer.frames == drawn + 1 and not chart.owes_a_frame()
         assert "peak 5.0k tok/s" in head
         rendered = chart.frames_rendered
         now[0] += 1.0 / DRAW_HZ
-        app._step_tick()  # nothing owed: the chart is left alone (the galaxy may move)
+        app.step_tick()  # nothing owed: the chart is left alone (the galaxy may move)
         await pilot.pause()
         assert chart.frames_rendered == rendered
 
@@ -150,14 +150,14 @@ async def test_the_step_tick_draws_the_last_agent_ending_although_nothing_is_liv
         await pilot.pause()
         assert galaxy.frames == drawn and app.galaxy.owes_a_frame()
         now[0] += 1.0 / DRAW_HZ
-        app._step_tick()
+        app.step_tick()
         app.galaxy.frame_lines()  # the repaints the tick asked for, if not yet done
         app.chart.frame_lines()
         assert galaxy.frames == drawn + 1 and not app.galaxy.owes_a_frame()
         assert not app.chart.owes_a_frame()
         drawn = galaxy.frames
         now[0] += 1.0 / DRAW_HZ
-        app._step_tick()  # nothing live, nothing owed: the sky holds still
+        app.step_tick()  # nothing live, nothing owed: the sky holds still
         await pilot.pause()
         assert galaxy.frames == drawn
 

@@ -24,7 +24,6 @@ from textual.notifications import SeverityLevel
 from textual.screen import Screen
 from textual.scrollbar import ScrollBar
 from textual.timer import Timer
-from textual.widgets import Static
 
 from legion_tui import receipts
 from legion_tui.dashboard.main_screen import MainScreen
@@ -45,7 +44,7 @@ from legion_tui.widgets.help import HelpScreen
 from legion_tui.widgets.keys import KeyHints, agent_bindings
 from legion_tui.widgets.landing import Landing
 from legion_tui.widgets.layout import layout_classes
-from legion_tui.widgets.new_agent import EMPTY_HINT, NewAgentScreen
+from legion_tui.widgets.new_agent import NewAgentScreen
 from legion_tui.widgets.overlay.attaching import Attacher
 from legion_tui.widgets.overlay.detail import DetailScreen
 from legion_tui.widgets.overlay.message_box import MessageBox
@@ -141,8 +140,6 @@ class LegionApp(App[None]):
         self._last_apply = 0.0
         self._apply_timer: Timer | None = None
         self._galaxy_full = False
-        self._interrupted: set[str] = set()  # ids the banner names
-        self._banner_text: str | None = None  # None: not drawn yet
         self.history = MessageHistory(run_dir)  # the message box's, both screens'
         for textual_theme in textual_themes():
             self.register_theme(textual_theme)
@@ -212,13 +209,13 @@ class LegionApp(App[None]):
         self.railway.focus()
         self.chart.set_visible(self.railway.visible_ids())
         self.galaxy.set_selected(self.railway.selected_id)
-        self._update_banner()
+        self.main_screen.update_banner(self.model.nodes)
         if self.timers:
-            self.set_interval(1.0, self._second_tick)
+            self.set_interval(1.0, self.second_tick)
             # The galaxy's and the chart's draw steps; orbits advance slowly: 4 frames a
             # second keep them moving for ≈ 1-2 % of a core, where 12 cost ≈ 4 % (measured
             # in a pty with 100 nodes at 160×50).
-            self.set_interval(1.0 / DRAW_HZ, self._step_tick)
+            self.set_interval(1.0 / DRAW_HZ, self.step_tick)
         if self.gc_tuning:
             tune_gc()  # after mount: the widgets and caches alive now are frozen
         if self.on_start is not None:
@@ -257,12 +254,12 @@ class LegionApp(App[None]):
             self.chart.model_changed(dirty)
             if isinstance(self.screen, DetailScreen):
                 self.screen.model_changed(dirty)
-            self._update_banner(dirty)
+            self.main_screen.update_banner(self.model.nodes, dirty)
             self._toast_announcements()
             self.operator.follow_receipt(dirty)
         self.alerts.say(self.notifier.news(self.clock()))
 
-    def _second_tick(self) -> None:
+    def second_tick(self) -> None:
         """Once a second: elapsed times and tool-call clocks move even when no file does."""
         if isinstance(self._driver, LegionDriver):
             self._driver.check_terminal()  # a hangup no signal told us about ends the app
@@ -278,7 +275,7 @@ class LegionApp(App[None]):
         if isinstance(self.screen, DetailScreen):
             self.screen.model_changed(frozenset({self.screen.node_id}))
 
-    def _step_tick(self) -> None:
+    def step_tick(self) -> None:
         """Each draw step (render/steps.py): the chart and the galaxy draw what changed
         after their last frame, and the orbits advance while something is live (an
         ended legion holds still and costs nothing) — never while the user has paused."""
@@ -305,31 +302,6 @@ class LegionApp(App[None]):
         self._announced = self.model.announced
         for text in list(self.model.announcements)[len(self.model.announcements) - fresh :]:
             self.notify(text, title="legion", timeout=8)
-
-    def _update_banner(self, dirty: frozenset[str] | None = None) -> None:
-        """The interrupted-nodes banner, or the empty-state hint while only root exists.
-        Only nodes in `dirty` can have changed it (None: look at all), and the Static is
-        touched only when its text changes: an update is a layout pass of the whole
-        screen, which must not happen 30 times a second."""
-        if not self.main_screen.is_attached:
-            return
-        nodes = self.model.nodes
-        empty = len(nodes) == 1  # a fresh session: root and nothing started yet
-        if dirty is not None and (self._banner_text == EMPTY_HINT) == empty and not any(
-            (nid in self._interrupted) != (nid in nodes and nodes[nid].interrupted)
-            for nid in dirty
-        ):
-            return
-        self._interrupted = {nid for nid, v in nodes.items() if v.interrupted}
-        names = [nodes[nid].node.name for nid in nodes if nid in self._interrupted]
-        text = receipts.interrupted_banner(names) if names else EMPTY_HINT if empty else ""
-        if text == self._banner_text:
-            return
-        self._banner_text = text
-        banner = self.main_screen.query_one("#banner", Static)
-        banner.update(text)
-        banner.set_class(bool(text), "-shown")
-        banner.set_class(text == EMPTY_HINT, "-hint")
 
     # ----- layout ------------------------------------------------------------------
     def apply_layout(self, width: int, height: int) -> None:

@@ -1,9 +1,11 @@
 """The dashboard's main screen: header, banner, the tree, the galaxy and the chart over
-the prompt rows (confirm bar, message box, filter line) and the key hints. The panels are
+the prompt rows (confirm bar, message box, filter line) and the key hints, and the
+banner that names the interrupted agents. The panels are
 the app's (`Panels`): they outlive the screen's compose and the app reads them."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Protocol
 
 from textual import events
@@ -14,8 +16,11 @@ from textual.widget import Widget
 from textual.widgets import Static
 from textual.widgets._toast import ToastRack  # the screen's own rack: kept above the prompts
 
+from legion_tui import receipts
+from legion_tui.state import NodeView
 from legion_tui.widgets.confirm import ConfirmBar
 from legion_tui.widgets.filter_line import FilterLine
+from legion_tui.widgets.new_agent import EMPTY_HINT
 from legion_tui.widgets.overlay.message_box import MessageBox
 from legion_tui.widgets.overlay.talk import MessageHistory
 
@@ -85,6 +90,8 @@ class MainScreen(Screen[None]):
         self.confirm_bar = ConfirmBar(floor=app.floor, id="confirm")
         self.steer_line = MessageBox(app.history, id="steer")
         self.filter_line = FilterLine(id="filter")
+        self._interrupted: set[str] = set()  # ids the banner names
+        self._banner_text: str | None = None  # None: not drawn yet
 
     def compose(self) -> ComposeResult:
         legion = self.legion
@@ -126,3 +133,29 @@ class MainScreen(Screen[None]):
 
     def on_resize(self, event: events.Resize) -> None:
         self.legion.apply_layout(event.size.width, event.size.height)
+
+    def update_banner(
+        self, nodes: Mapping[str, NodeView], dirty: frozenset[str] | None = None
+    ) -> None:
+        """The interrupted-nodes banner, or the empty-state hint while only root exists.
+        Only nodes in `dirty` can have changed it (None: look at all), and the Static is
+        touched only when its text changes: an update is a layout pass of the whole
+        screen, which must not happen 30 times a second."""
+        if not self.is_attached:
+            return
+        empty = len(nodes) == 1  # a fresh session: root and nothing started yet
+        if dirty is not None and (self._banner_text == EMPTY_HINT) == empty and not any(
+            (nid in self._interrupted) != (nid in nodes and nodes[nid].interrupted)
+            for nid in dirty
+        ):
+            return
+        self._interrupted = {nid for nid, v in nodes.items() if v.interrupted}
+        names = [nodes[nid].node.name for nid in nodes if nid in self._interrupted]
+        text = receipts.interrupted_banner(names) if names else EMPTY_HINT if empty else ""
+        if text == self._banner_text:
+            return
+        self._banner_text = text
+        banner = self.query_one("#banner", Static)
+        banner.update(text)
+        banner.set_class(bool(text), "-shown")
+        banner.set_class(text == EMPTY_HINT, "-hint")
