@@ -39,19 +39,19 @@ lint: $(STAMP)
 check: lint
 	TEXTUAL_ANIMATIONS=none $(BIN)/pytest -q -m unit -n 2 -p no:cacheprovider
 
-# Every tier on both cores. A module's tests stay on one worker (`loadscope`): its
-# fixtures (a Ray cluster, a scripted model server) are made once. The venv and the
-# four agent CLIs install side by side first.
+# Every tier on both cores, each test to whichever worker is free, a Ray module's on one
+# (tests/conftest.py groups them: its cluster is made once). The venv and the four agent
+# CLIs install side by side first.
 test:
 	$(MAKE) -j2 lint agents
-	TEXTUAL_ANIMATIONS=none $(BIN)/pytest -q -n 2 --dist loadscope --durations=25
+	TEXTUAL_ANIMATIONS=none $(BIN)/pytest -q -n 2 --dist loadgroup --durations=25
 
 # The whole suite as `make test` runs it, RUNS times beside LOAD busy processes, failures
 # counted per test.
 RUNS ?= 5
 LOAD ?= 2
 soak: $(STAMP) agents
-	$(BIN)/python tools/soak.py --runs $(RUNS) --load $(LOAD) --logs .soak -- -n 2 --dist loadscope
+	$(BIN)/python tools/soak.py --runs $(RUNS) --load $(LOAD) --logs .soak -- -n 2 --dist loadgroup
 
 bench: $(STAMP) agents
 	@for f in bench/bench_*.py; do echo "== $$f"; $(BIN)/python $$f || exit 1; done

@@ -35,6 +35,11 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
                 f"{item.nodeid}: a test belongs to exactly one of the tiers {TIERS} "
                 f"(its module's `pytestmark`), not {sorted(tiers) or 'none'}"
             )
+        if tiers == {"ray"}:
+            # A Ray module's tests share its cluster (a module fixture): on one worker, so
+            # `make test` (`--dist loadgroup`) starts it once. Every other test goes to
+            # whichever worker is free.
+            item.add_marker(pytest.mark.xdist_group(item.nodeid.split("::")[0]))
 
 
 def _refuse_a_process(*_args: object, **_kwargs: object) -> NoReturn:
