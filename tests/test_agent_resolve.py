@@ -228,8 +228,8 @@ async def test_resume_relaunches_with_what_agent_gives_its_kind_now(tmp_path: Pa
         tmp_path, '[agent]\ndefault = "pi"\ncommand = ["/opt/pi/bin/pi"]\nmodel = "m2"\n'
     )
     async with hosted(tmp_path) as sup:
-        assert sup.admission.command_of("worker", "pi") == ["/opt/pi/bin/pi", "--model", "m2"]
-        assert sup.admission.command_of("worker", "sim") == []
+        assert sup.ctx.cards.command_of("worker", "pi") == ["/opt/pi/bin/pi", "--model", "m2"]
+        assert sup.ctx.cards.command_of("worker", "sim") == []
 
 
 # ----- the simulation, asked for explicitly, labelled everywhere ------------------------

@@ -150,7 +150,7 @@ async def busy_lead(sup: Supervisor) -> Any:
     """A simulated lead (a project card with no depth cap) inside one endless tool call:
     its turn is running, so notices to it wait for the turn's end (its outbox)."""
     write_card(sup.project_dir, "lead", kind="sim", command=None, tools=("bash",), depth=1)
-    sup.admission.cards = load_cards(sup.project_dir)
+    sup.ctx.cards.cards = load_cards(sup.project_dir)
     return await spawn_one(sup, "lead", name="lead", sim=dict(STUCK))
 
 

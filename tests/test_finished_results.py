@@ -73,7 +73,7 @@ async def test_collect_of_an_evicted_ending_is_the_same_result(tmp_path: Path) -
         )
         from legion_tui.agents.cards import load_cards
 
-        sup.admission.cards = load_cards(tmp_path)
+        sup.ctx.cards.cards = load_cards(tmp_path)
         lead = await spawn_one(sup, "lead", name="lead", sim=dict(STUCK))
         member = await spawn_one(sup, name="m", caller=lead.id)
         await settled(sup, member.id)

@@ -14,8 +14,8 @@ if TYPE_CHECKING:
     from legion_tui.model_records import Node
     from legion_tui.runs.folder import RunInfo
     from legion_tui.state import LegionModel
+    from legion_tui.supervisor.context import HostContext
     from legion_tui.supervisor.hearing.notices import Notices
-    from legion_tui.supervisor.life.admission import Admission
     from legion_tui.supervisor.state.roster import Roster
     from legion_tui.supervisor.teams.teams import Teams
     from legion_tui.wire.spawn_request import ChildRequest
@@ -37,7 +37,7 @@ class Front(Protocol):
     @property
     def notices(self) -> Notices: ...
     @property
-    def admission(self) -> Admission: ...
+    def ctx(self) -> HostContext: ...
     @property
     def teams(self) -> Teams: ...
     @property

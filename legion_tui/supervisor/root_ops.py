@@ -63,7 +63,7 @@ class RootOperations:
         return said + (f"\nwarning: {warning}" if warning else "")
 
     async def role_cards(self) -> CardSet:
-        return self.supervisor.admission.reload_cards()
+        return self.supervisor.ctx.cards.reload()
 
     def workspace(self, node_id: str) -> Workspace | None:
         from legion_tui.ops import Workspace
@@ -80,7 +80,8 @@ class RootOperations:
         link = Path(node.session_file or session_file(sup.run.dir, node.id))
         link = link if link.is_absolute() else sup.run.dir / link
         cwd = sup.teams.cwd_for(node)
-        command = sup.admission.command_of(sup.admission.card_name(node), node.kind)
+        cards = sup.ctx.cards
+        command = cards.command_of(cards.card_name(node), node.kind)
         argv, session = attach.attach_argv(node.kind, node.name, link, command, cwd, path=None)
         handle = sup.roster.handle(node_id)
         live = handle is not None and handle.exited is None

@@ -259,7 +259,7 @@ class Notices:
         if parent != ROOT_ID and self._busy(parent):
             self._outbox.setdefault(parent, []).extend(keys)
             return
-        results = [self._result(k) for k in keys]
+        results = [self.result(k) for k in keys]
         subject = notice_subject(self._model, parent, results)
         if parent == ROOT_ID:
             # The user: a toast, which claims nothing (their shell's `collect` still
@@ -282,7 +282,8 @@ class Notices:
         for key in keys:
             self._claims[key] = Claim("notice", self._clock(), message_id)
 
-    def _result(self, key: Key) -> Result:
+    def result(self, key: Key) -> Result:
+        """The round's Result: the finished cache's, else taken again (evicted, reopened)."""
         kept = self.results.get(*key)
         if kept is not None:
             return kept
