@@ -5,27 +5,25 @@ and keeps the in-memory `LegionModel` and the ledger in step: every status chang
 written to the ledger first and then shown (`record.Record`, the one write path), so a
 second `legion status` reading the ledger and the dashboard never disagree for long.
 
-This module is the front: it builds the parts, starts and closes them in order, and
-hands each op to the part that does it — the launch path (`launching`), the control
-verbs (`control`), the read-only questions (`queries`), teams and phases (`teams`).
-Ops take the caller's node id; the socket server and the dashboard (`RootOperations`,
-acting as root) both come through here, so the permission rules live in one place: a
-node controls only its own descendants, root controls everything, only root dispatches
-a centurion.
+This module builds the host: its context (`context.HostContext`, what every part
+shares) and the parts, each given the context and the few parts it depends on; it starts
+and closes them in order. It hands on no op: each verb lives in the part that owns it —
+`launcher.spawn`, `stops.stop`, `control.abort/steer/resume`, `teams.phase_op.phase`,
+`queries.wait/collect/status/tree_text` — and the socket server and the dashboard
+(`RootOperations`, acting as root) call those parts through `front.Front`, with the
+caller's node id, so the permission rules live in one place: a node controls only its
+own descendants, root controls everything, only root dispatches a centurion.
 """
 
 from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from legion_tui.model_records import Node
 from legion_tui.runs import catalog as runs
 from legion_tui.runs.host_lock import claim_session
-from legion_tui.session.progress import SessionProgress
 from legion_tui.state import Clock, LegionModel
 from legion_tui.supervisor.context import HostContext, HostOptions
 from legion_tui.supervisor.hearing.blocking import Blocking
@@ -47,10 +45,9 @@ from legion_tui.supervisor.services import Services
 from legion_tui.supervisor.state.progress_watch import ProgressWatch
 from legion_tui.supervisor.teams.phase_watch import PhaseWatch
 from legion_tui.supervisor.teams.teams import Teams
-from legion_tui.wire.spawn_request import Budgets, ChildRequest
+from legion_tui.wire.spawn_request import Budgets
 
 if TYPE_CHECKING:
-    from legion_tui.git.worktree import Worktree
     from legion_tui.ledger import Ledger
     from legion_tui.mail.service import MailService
     from legion_tui.phases.timeouts import PhaseClock
@@ -277,87 +274,3 @@ class Supervisor:
 
     async def __aexit__(self, *exc: object) -> None:
         await self.close()
-
-    # ----- lookup (naming.Names) --------------------------------------------------------
-    def node(self, node_id: str) -> Node:
-        return self.names.node(node_id)
-
-    def resolve(self, caller_id: str, name: str) -> Node:
-        """`name`, `parent/name`, a full `root/...` path or a node id, restricted to the
-        caller's descendants (see `naming.Names.resolve`)."""
-        return self.names.resolve(caller_id, name)
-
-    def progress(self, node_id: str) -> SessionProgress:
-        """The node's freshest progress (see `progress_watch.ProgressWatch.progress`)."""
-        return self.progress_watch.progress(node_id)
-
-    # ----- ops that change the legion (launching.Launcher, control.Control) -------------
-    async def spawn(self, caller_id: str, requests: Sequence[ChildRequest]) -> list[Node]:
-        """Validate the whole batch, then create and launch it (see `Launcher.spawn`)."""
-        return await self.launcher.spawn(caller_id, requests)
-
-    async def stop(self, caller_id: str, name: str, *, force: bool = False) -> str:
-        """SPEC §6.3 stop: the node and its subtree retired (see `Control.stop`)."""
-        return await self.stops.stop(caller_id, name, force=force)
-
-    async def abort(
-        self, caller_id: str, name: str, *, keep_queue: bool = False
-    ) -> tuple[str, str]:
-        """(outcome, receipt) — exactly the three receipts of SPEC §6.3."""
-        return await self.control.abort(caller_id, name, keep_queue=keep_queue)
-
-    async def steer(self, caller_id: str, name: str, text: str) -> tuple[str, str]:
-        """(outcome, receipt): queued, accepted (a turn started), or intercepted."""
-        return await self.control.steer(caller_id, name, text)
-
-    async def resume(self, caller_id: str, name: str) -> str:
-        """Resume an ended node on its old session file (SPEC §6.6); never automatic."""
-        return await self.control.resume(caller_id, name)
-
-    async def phase(
-        self,
-        caller_id: str,
-        to: str,
-        *,
-        note: str | None = None,
-        evidence: str | None = None,
-        reason: str | None = None,
-        supersedes: Sequence[str] = (),
-    ) -> dict[str, Any]:
-        """`legion phase --to P`: a team moves itself along its declared machine (see
-        `teams.Teams.phase`)."""
-        return await self.teams.phase(
-            caller_id, to, note=note, evidence=evidence, reason=reason, supersedes=supersedes
-        )
-
-    def worktree_of(self, node_id: str) -> Worktree | None:
-        """The worktree a node works in: its own (a centurion's) or its nearest
-        ancestor's; None when the team works in the project itself."""
-        return self.teams.worktree_of(node_id)
-
-    def launch_warning(self, node_id: str) -> str | None:
-        """The warning a node's launch carried (a demoted worktree request), if any."""
-        return self.teams.launch_warning(node_id)
-
-    # ----- read-only questions (queries.Queries) ----------------------------------------
-    async def wait(
-        self, caller_id: str, names: Sequence[str] | None, seconds: float | None
-    ) -> dict[str, Any]:
-        """Until the named children (default: all the caller's) are no longer live, a
-        timeout, or mail for the caller (see `queries.Queries.wait`)."""
-        return await self.queries.wait(caller_id, names, seconds)
-
-    async def collect(self, caller_id: str, name: str, *, again: bool = False) -> dict[str, Any]:
-        """The child's final text + verdict, once (`again`: a second time); its text is
-        in `outputs/<name>.output.md` (see `queries.Queries.collect`)."""
-        return await self.queries.collect(caller_id, name, again=again)
-
-    def status(self, caller_id: str, name: str | None = None) -> dict[str, Any]:
-        return self.queries.status(caller_id, name)
-
-    def tree_text(self, caller_id: str) -> str:
-        return self.queries.tree_text(caller_id)
-
-    async def wait_idle_tree(self, node_ids: Iterable[str] | None = None) -> None:
-        """Until no node (or none of `node_ids` and their subtrees) is live."""
-        await self.queries.wait_idle_tree(node_ids)

@@ -1,7 +1,8 @@
 """Teams (SPEC §6.4, §6.7): a centurion's worktree for its launch and its delivery
 (`team_worktrees.py`), the `legion phase` op along the team's declared machine and the
-`legion-verify` run a move out of the verification phase needs (`phase_op.py`), and
-stints (revive / restore) — one front for the launch path and the queries.
+`legion-verify` run a move out of the verification phase needs (`phase_op.py`: the
+verb's one home, `teams.phase_op.phase`), and stints (revive / restore) — one front for
+the launch path and the queries.
 
 Every write goes through the record; the roster's `verifying` mark lets a stop sweep a
 verification's commands; the mail service (when running) carries a declared failure to
@@ -11,7 +12,6 @@ the parent.
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -33,7 +33,7 @@ class Teams:
     def __init__(self, ctx: HostContext) -> None:
         self._ctx = ctx  # its echo: rows and events reach the ledger and the model at once
         self.worktrees = TeamWorktrees(ctx)
-        self._phase_op = PhaseOp(ctx, self.worktrees)
+        self.phase_op = PhaseOp(ctx, self.worktrees)  # `legion phase`: its one home
 
     # ----- worktrees (team_worktrees.TeamWorktrees) -------------------------------------
     async def worktree_for_launch(
@@ -93,19 +93,3 @@ class Teams:
         from legion_tui.phases.timeouts import restore_stint
 
         await restore_stint(self._ctx.echoing(), before)
-
-    # ----- the phase op (phase_op.PhaseOp) ----------------------------------------------
-    async def phase(
-        self,
-        caller_id: str,
-        to: str,
-        *,
-        note: str | None = None,
-        evidence: str | None = None,
-        reason: str | None = None,
-        supersedes: Sequence[str] = (),
-    ) -> dict[str, Any]:
-        """`legion phase --to P` for the caller's team (see `phase_op`)."""
-        return await self._phase_op.phase(
-            caller_id, to, note=note, evidence=evidence, reason=reason, supersedes=supersedes
-        )
