@@ -127,9 +127,8 @@ class Supervisor:
         endings = Endings(ctx, progress)
         # Completion notices (issue 11): every ending written reaches them.
         self.notices = notices = Notices(
-            ctx.model, self.results, result_of=endings.result_of, send=endings.send_notice,
-            announce=ctx.announce, busy=ctx.roster.turn_running, changed=ctx.record.notify,
-            clock=ctx.clock,
+            ctx.model, self.results, endings, announce=ctx.announce,
+            busy=ctx.roster.turn_running, changed=ctx.record.notify, clock=ctx.clock,
         )  # fmt: skip
         ctx.record.moved.append(notices.ended)
         self.stops = stops = Stops(ctx, notices)
