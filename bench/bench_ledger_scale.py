@@ -39,10 +39,10 @@ async def main() -> int:
         )  # fmt: skip
         await sup.start()
         began = time.monotonic()
-        leads = await sup.spawn(
+        leads = await sup.launcher.spawn(
             ROOT_ID, [ChildRequest("centurion", f"team {n}", name=f"lead{n}") for n in range(TEAMS)]
         )
-        await sup.wait_idle_tree([lead.id for lead in leads])
+        await sup.queries.wait_idle_tree([lead.id for lead in leads])
         wall = time.monotonic() - began
         agents = len(sup.model.nodes) - 1  # root is no agent
         ledger = sup.run.ledger_path

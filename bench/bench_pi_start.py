@@ -148,7 +148,7 @@ async def legion_start(project: Path, session: str, count: int) -> tuple[list[fl
     try:
         t0 = time.monotonic()
         spawn = asyncio.ensure_future(
-            sup.spawn(
+            sup.launcher.spawn(
                 ROOT_ID, [ChildRequest("worker", "Say done.", name=f"n{i}") for i in range(count)]
             )
         )
@@ -170,7 +170,7 @@ async def legion_start(project: Path, session: str, count: int) -> tuple[list[fl
                     first.setdefault(i, now)
             await asyncio.sleep(0.002)
         await spawn
-        bad = [sup.node(i).error for i in ids if sup.node(i).status.value != "settled"]
+        bad = [sup.names.node(i).error for i in ids if sup.names.node(i).status.value != "settled"]
         if bad:
             raise RuntimeError(f"not settled: {bad}")
         return [first[i] - t0 for i in ids], [settled[i] - t0 for i in ids]
@@ -252,7 +252,7 @@ async def stream_cpu(project: Path, session: str, server: Server, count: int) ->
     await sup.start()
     try:
         spawn = asyncio.ensure_future(
-            sup.spawn(
+            sup.launcher.spawn(
                 ROOT_ID, [ChildRequest("worker", "Talk.", name=f"s{i}") for i in range(count)]
             )
         )
@@ -263,7 +263,7 @@ async def stream_cpu(project: Path, session: str, server: Server, count: int) ->
             await server.mark("END")
         cpu1, t1 = time.process_time(), time.monotonic()
         await spawn
-        await asyncio.wait_for(sup.wait_idle_tree(), LIMIT)
+        await asyncio.wait_for(sup.queries.wait_idle_tree(), LIMIT)
         return (cpu1 - cpu0) / count / (t1 - t0)
     finally:
         await sup.close()

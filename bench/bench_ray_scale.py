@@ -104,7 +104,7 @@ async def run_mode(agents: int, cluster: str | None) -> Figures:
             ChildRequest("worker", f"task {n}", name=f"w{n}", isolate=True, sim={"quick": True})
             for n in range(agents)
         ]
-        spawn = asyncio.create_task(sup.spawn(ROOT_ID, batch))
+        spawn = asyncio.create_task(sup.launcher.spawn(ROOT_ID, batch))
 
         ends = {EventType.NODE_LAUNCHED, EventType.NODE_FAILED}
 

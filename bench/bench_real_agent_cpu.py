@@ -108,7 +108,7 @@ async def streaming_windows(
     requests = [
         ChildRequest("worker", "Talk for a long while.", name=f"{tag}-{i}") for i in range(count)
     ]
-    nodes = await sup.spawn(ROOT_ID, requests)
+    nodes = await sup.launcher.spawn(ROOT_ID, requests)
     ids = [n.id for n in nodes]
     failed = [n.error for n in nodes if n.error]
     if failed:
@@ -123,7 +123,7 @@ async def streaming_windows(
         if stalled:
             raise SystemExit(f"agents stopped streaming inside a window: {stalled}")
     for nid in ids:
-        await sup.stop(ROOT_ID, nid, force=True)
+        await sup.stops.stop(ROOT_ID, nid, force=True)
     return samples
 
 

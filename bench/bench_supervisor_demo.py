@@ -79,7 +79,7 @@ async def _agents_rss(count: int, isolate: bool) -> float:
         await sup.start()
         try:
             stuck = {"stall_seconds": 1e9}
-            await sup.spawn(
+            await sup.launcher.spawn(
                 ROOT_ID,
                 [ChildRequest("worker", "t", sim=stuck, isolate=isolate) for _ in range(count)],
             )

@@ -53,8 +53,10 @@ async def main() -> None:
         await sup.start()
         try:
             t0 = time.perf_counter()
-            await sup.spawn(ROOT_ID, [ChildRequest("worker", f"task {i}") for i in range(NODES)])
-            await sup.wait_idle_tree()
+            await sup.launcher.spawn(
+                ROOT_ID, [ChildRequest("worker", f"task {i}") for i in range(NODES)]
+            )
+            await sup.queries.wait_idle_tree()
             print(f"idle_setup_{NODES}_nodes: {time.perf_counter() - t0:.1f} s")
             settled = sum(1 for v in sup.model.nodes.values() if v.node.status.value == "settled")
             print(f"idle_settled_nodes: {settled} nodes")

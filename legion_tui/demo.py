@@ -262,7 +262,7 @@ async def start_demo(supervisor: Supervisor, nodes: int, seed: int, speed: float
             sim=lead["sim"],
             seed=lead["seed"],
         )
-        (node,) = await supervisor.spawn(ROOT_ID, [request])
+        (node,) = await supervisor.launcher.spawn(ROOT_ID, [request])
         demo.centurions.append(node.id)
         demo.tasks.append(
             asyncio.create_task(_collect_team(supervisor, demo, node.name), name="demo-root")
@@ -277,13 +277,13 @@ async def _collect_team(supervisor: Supervisor, demo: Demo, lead: str) -> None:
 
     try:
         while True:
-            result = await supervisor.wait(ROOT_ID, [lead], None)
+            result = await supervisor.queries.wait(ROOT_ID, [lead], None)
             if result.get("state") != "mail":  # a letter for root ends a wait early
                 break
         node = supervisor.model.by_path(f"{ROOT_ID}/{lead}")
         if node is None or node.node.status.value == "retired":
             return  # stopped or paused: nothing was handed over
-        demo.collected[lead] = await supervisor.collect(ROOT_ID, lead)
+        demo.collected[lead] = await supervisor.queries.collect(ROOT_ID, lead)
     except OpError as err:
         log.warning("root could not collect %s: %s", lead, err)
 

@@ -167,7 +167,7 @@ async def agent_host(project: Path) -> AsyncIterator[Supervisor]:
 
 
 async def spawn_pi(sup: Supervisor, name: str, task: str, role: str = "worker") -> Node:
-    (node,) = await sup.spawn(ROOT_ID, [ChildRequest(role, task, name=name)])
+    (node,) = await sup.launcher.spawn(ROOT_ID, [ChildRequest(role, task, name=name)])
     assert node.kind == "pi" and node.backend == "pi-rpc", node
     assert node.status is not NodeStatus.FAILED, node.error
     return node

@@ -74,7 +74,7 @@ async def until(predicate: Callable[[], bool], limit: float = 15.0, what: str = 
 
 async def spawn_one(sup: Supervisor, role: str = "worker", **kw: Any) -> Node:
     caller = kw.pop("caller", ROOT_ID)
-    (node,) = await sup.spawn(caller, [ChildRequest(role, kw.pop("task", "do it"), **kw)])
+    (node,) = await sup.launcher.spawn(caller, [ChildRequest(role, kw.pop("task", "do it"), **kw)])
     return node
 
 
@@ -84,7 +84,7 @@ async def stuck_worker(sup: Supervisor, name: str = "stuck", caller: str = ROOT_
     await until(
         lambda: bool(sup.model.nodes[node.id].progress.in_flight), what=f"{name} in a tool call"
     )
-    return sup.node(node.id)
+    return sup.names.node(node.id)
 
 
 _STARTS_AND_ENDS = (
@@ -101,13 +101,13 @@ async def settled(sup: Supervisor, node_id: str, limit: float = 20.0) -> Node:
     that reads the events next must not catch that step (a soak run under load did)."""
 
     def ended() -> bool:
-        if sup.node(node_id).live:
+        if sup.names.node(node_id).live:
             return False
         marks = [e.type for e in sup.model.nodes[node_id].events if e.type in _STARTS_AND_ENDS]
         return bool(marks) and marks[-1] is not EventType.NODE_LAUNCHED
 
     await until(ended, limit, f"{node_id} to settle")
-    return sup.node(node_id)
+    return sup.names.node(node_id)
 
 
 SIM_SETTINGS = '[agent]\ndefault = "sim"\n'
@@ -127,7 +127,7 @@ def read_text(path: Path) -> str:
 
 
 def status_of(sup: Supervisor, node_id: str) -> NodeStatus:
-    return sup.node(node_id).status
+    return sup.names.node(node_id).status
 
 
 def event_types(sup: Supervisor, node_id: str) -> list[EventType]:

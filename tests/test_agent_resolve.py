@@ -172,11 +172,11 @@ async def test_default_pi_resolves_to_pi_and_the_node_records_it(
         assert node.kind == "pi" and node.backend == "pi-rpc" and not node.simulated
         (row,) = [n for n in await sup.ledger.get_nodes() if n.id == node.id]
         assert row.kind == "pi"  # the ledger's kind column holds the resolved kind
-        (entry,) = [e for e in sup.status(ROOT_ID)["nodes"] if e["id"] == node.id]
+        (entry,) = [e for e in sup.queries.status(ROOT_ID)["nodes"] if e["id"] == node.id]
         assert entry["kind"] == "pi" and entry["simulated"] is False
-        assert "(worker, running" in render_status(sup.status(ROOT_ID, "w"))
-        assert "simulated" not in render_status(sup.status(ROOT_ID, "w"))
-        assert await sup.stop(ROOT_ID, "w", force=True) == "Stopped w."
+        assert "(worker, running" in render_status(sup.queries.status(ROOT_ID, "w"))
+        assert "simulated" not in render_status(sup.queries.status(ROOT_ID, "w"))
+        assert await sup.stops.stop(ROOT_ID, "w", force=True) == "Stopped w."
 
 
 def test_with_nothing_configured_the_first_installed_agent_wins(tmp_path: Path) -> None:
@@ -228,8 +228,8 @@ async def test_resume_relaunches_with_what_agent_gives_its_kind_now(tmp_path: Pa
         tmp_path, '[agent]\ndefault = "pi"\ncommand = ["/opt/pi/bin/pi"]\nmodel = "m2"\n'
     )
     async with hosted(tmp_path) as sup:
-        assert sup.admission.command_of("worker", "pi") == ["/opt/pi/bin/pi", "--model", "m2"]
-        assert sup.admission.command_of("worker", "sim") == []
+        assert sup.ctx.cards.command_of("worker", "pi") == ["/opt/pi/bin/pi", "--model", "m2"]
+        assert sup.ctx.cards.command_of("worker", "sim") == []
 
 
 # ----- the simulation, asked for explicitly, labelled everywhere ------------------------
@@ -243,7 +243,7 @@ async def test_kind_sim_runs_the_simulation_and_says_so(
         node = await spawn_one(sup, "worker", name="w", kind="sim")
         done = await settled(sup, node.id)
         assert done.kind == "sim" and done.simulated and done.status is NodeStatus.SETTLED
-        doc = sup.status(ROOT_ID)
+        doc = sup.queries.status(ROOT_ID)
         (entry,) = [e for e in doc["nodes"] if e["id"] == node.id]
         assert entry["simulated"] is True and entry["kind"] == "sim"
         root = next(e for e in doc["nodes"] if e["id"] == ROOT_ID)
@@ -251,7 +251,7 @@ async def test_kind_sim_runs_the_simulation_and_says_so(
         text = render_status(doc)
         assert "root/w (worker, simulated, settled)" in text
         assert "settled · verdict ✓ (simulated) " in text
-        assert "○ w (worker, sim) — settled" in sup.tree_text(ROOT_ID)
+        assert "○ w (worker, sim) — settled" in sup.queries.tree_text(ROOT_ID)
 
 
 async def test_legion_spawn_kind_sim_says_simulated(tmp_path: Path) -> None:
@@ -277,7 +277,7 @@ async def test_the_team_of_a_simulated_lead_is_simulated(
     async with hosted(tmp_path, default_kind=None) as sup:
         lead = await spawn_one(sup, "centurion", name="lead", kind="sim")
         await until(lambda: len(sup.model.children(lead.id)) >= 2, 30, "the team")
-        team = [sup.node(c) for c in sup.model.children(lead.id)]
+        team = [sup.names.node(c) for c in sup.model.children(lead.id)]
         assert all(n.kind == "sim" and n.simulated for n in team)
         await settled(sup, lead.id, 60)
 

@@ -46,8 +46,8 @@ async def test_x_y_retires_a_real_agent_and_x_n_leaves_it_running(tmp_path: Path
             assert bar.request.prompt.startswith("Stop kill (worker, ")
             await pilot.press("y")
             await wait_app(pilot, app, lambda: "Stopped kill." in notes(app), "the receipt")
-            assert sup.node(kill.id).status is NodeStatus.RETIRED
-            assert sup.node(keep.id).status is NodeStatus.RUNNING
+            assert sup.names.node(kill.id).status is NodeStatus.RETIRED
+            assert sup.names.node(keep.id).status is NodeStatus.RUNNING
             assert sup.model.nodes[keep.id].node.live
 
 
@@ -68,5 +68,5 @@ async def test_rows_shifting_under_the_prompt_do_not_redirect_a_real_stop(tmp_pa
             assert app.railway.rows[row].node_id == child.id
             await pilot.press("y")
             await wait_app(pilot, app, lambda: "Stopped target." in notes(app), "the receipt")
-            assert sup.node(target.id).status is NodeStatus.RETIRED
-            assert sup.node(child.id).live and sup.node(parent.id).live
+            assert sup.names.node(target.id).status is NodeStatus.RETIRED
+            assert sup.names.node(child.id).live and sup.names.node(parent.id).live

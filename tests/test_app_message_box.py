@@ -126,7 +126,7 @@ async def test_a_message_to_an_agent_that_is_gone_says_why_under_the_box(tmp_pat
     async with hosted(tmp_path) as sup:
         node = await spawn_one(sup, name="w", sim={"quick": True})
         await settled(sup, node.id)
-        await sup.stop("root", node.id)
+        await sup.stops.stop("root", node.id)
         app = make_app(sup.model, RootOperations(sup), timers=False, run_dir=sup.run.dir)
         async with app.run_test(size=SIZE, notifications=True) as pilot:
             app.railway.select(node.id)

@@ -49,7 +49,7 @@ def mode(view: TerminalView) -> str:
 async def test_insert_mode_types_into_a_real_childs_pty(tmp_path: Path) -> None:
     _card(tmp_path)
     async with hosted(tmp_path) as sup:
-        (node,) = await sup.spawn(ROOT_ID, [ChildRequest("echoer", "echo", name="cat")])
+        (node,) = await sup.launcher.spawn(ROOT_ID, [ChildRequest("echoer", "echo", name="cat")])
         await until(lambda: sup.roster.handle(node.id) is not None, what="cat started")
         log = sup.run.dir / "terminal" / f"{node.id}.log"
         app: LegionApp = make_app(
@@ -71,7 +71,7 @@ async def test_insert_mode_types_into_a_real_childs_pty(tmp_path: Path) -> None:
             await pilot.press("ctrl+right_square_bracket")
             assert not view.inserting and mode(view) == NORMAL_LINE
             await pilot.press("i", "ctrl+c")  # the child's interrupt: cat ends
-            await wait_app(pilot, app, lambda: not sup.node(node.id).live, "cat to end")
+            await wait_app(pilot, app, lambda: not sup.names.node(node.id).live, "cat to end")
             await pilot.press("x")
             assert not view.inserting and mode(view) == NOT_TYPING_LINE
             await pilot.press("q")  # the overlay's own key again

@@ -38,7 +38,7 @@ async def test_a_worker_past_its_budget_is_stopped_and_the_receipt_says_why(
     async with hosted(tmp_path) as sup:
         node = await spawn_one(sup, name="spender", sim=STUCK, budget_usd=0.01)
         await until(lambda: bool(_exceeded(sup, node.id)), 20, "the budget event")
-        assert sup.node(node.id).status is NodeStatus.RETIRED
+        assert sup.names.node(node.id).status is NodeStatus.RETIRED
         (data,) = _exceeded(sup, node.id)
         assert data["budget"] == "--budget-usd" and data["limit_usd"] == 0.01
         spent = float(data["spent_usd"])  # type: ignore[arg-type]
@@ -76,8 +76,9 @@ async def test_a_cards_budget_and_the_runs_budget_in_the_settings(tmp_path: Path
         (data,) = _exceeded(sup, capped.id)
         assert data["budget"] == "budgetUsd of card capped"
         # The run's budget: stuck workers (no budget of their own) until the sum passes it.
-        stuck = await sup.spawn(ROOT_ID, [ChildRequest("worker", "t", name=f"s{i}", sim=STUCK)
-                                          for i in range(3)])  # one batch: all run  # fmt: skip
+        stuck = await sup.launcher.spawn(
+            ROOT_ID, [ChildRequest("worker", "t", name=f"s{i}", sim=STUCK) for i in range(3)]
+        )  # one batch: all run
         for node in stuck:
             assert (await settled(sup, node.id)).status is NodeStatus.RETIRED
         await until(lambda: bool(_exceeded(sup, ROOT_ID)), 20, "the run's budget event")
@@ -99,7 +100,7 @@ async def test_spawn_budget_usd_over_the_socket_and_bad_amounts_refused(tmp_path
         code, _out, err = await run_cli("spawn", "worker", "--name", "cli", "--task", "t",
                                         "--budget-usd", "0.01", cwd=tmp_path)  # fmt: skip
         assert code == 0, err
-        node_id = sup.resolve(ROOT_ID, "cli").id
+        node_id = sup.names.resolve(ROOT_ID, "cli").id
         await until(lambda: bool(_exceeded(sup, node_id)), 20, "the budget event")
         assert _exceeded(sup, node_id)[0]["budget"] == "--budget-usd"
         code, _out, err = await run_cli("spawn", "worker", "--task", "t", "--budget-usd", "nan",

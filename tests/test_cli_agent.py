@@ -67,7 +67,7 @@ async def test_verbs_act_as_root_on_the_live_run(tmp_path: Path) -> None:
         )
         assert code == 0, err
         assert out.startswith("Spawned root/cli")
-        node = sup.resolve("root", "cli")
+        node = sup.names.resolve("root", "cli")
         code, out, err = await run_cli("wait", "cli", "--timeout", "30", cwd=tmp_path)
         assert code == 0, err
         assert "root/cli: settled verdict ✓" in out
@@ -76,7 +76,7 @@ async def test_verbs_act_as_root_on_the_live_run(tmp_path: Path) -> None:
         code, out, _ = await run_cli("stop", "cli", cwd=tmp_path)
         assert code == 0
         assert out.strip() == "Retired 1 already-settled child: cli (execution: success)"
-        assert sup.node(node.id).status is NodeStatus.RETIRED
+        assert sup.names.node(node.id).status is NodeStatus.RETIRED
 
 
 async def test_refusals_exit_1_and_usage_errors_exit_2(tmp_path: Path) -> None:
@@ -89,7 +89,7 @@ async def test_refusals_exit_1_and_usage_errors_exit_2(tmp_path: Path) -> None:
         code, out, _ = await run_cli("abort", "nobody", "--json", cwd=tmp_path)
         assert code == 1 and json.loads(out)["error"]["code"] == "NOT_FOUND"
         code, _out, _err = await run_cli("wait", "w", "--timeout", "0.2", cwd=tmp_path)
-        assert code == 1 and sup.resolve("root", "w").status is NodeStatus.RUNNING
+        assert code == 1 and sup.names.resolve("root", "w").status is NodeStatus.RUNNING
         code, _out, err = await run_cli("stop", cwd=tmp_path)  # NAME missing
         assert code == 2 and "usage" in err
         code, _out, _err = await run_cli("steer", "w", "look at the logs", cwd=tmp_path)
@@ -113,7 +113,7 @@ async def test_identity_comes_from_the_environment(tmp_path: Path) -> None:
         )
         _out, err = await asyncio.wait_for(proc.communicate(), 30)
         assert proc.returncode == 1 and b"only its own descendants" in err
-        assert sup.resolve("root", "b").status is NodeStatus.RUNNING
+        assert sup.names.resolve("root", "b").status is NodeStatus.RUNNING
 
 
 async def test_spawn_reports_an_agent_that_failed_to_start_and_exits_1(
@@ -129,7 +129,7 @@ async def test_spawn_reports_an_agent_that_failed_to_start_and_exits_1(
         )
         assert code == 1, (out, err)
         assert out.startswith("Failed to start root/p (") and "No API key found" in out
-        assert sup.node(sup.resolve("root", "p").id).status is NodeStatus.FAILED
+        assert sup.names.node(sup.names.resolve("root", "p").id).status is NodeStatus.FAILED
 
 
 async def test_spawn_as_exec_of_a_card_without_a_command_is_refused_and_leaves_no_row(

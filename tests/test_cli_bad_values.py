@@ -136,6 +136,6 @@ async def test_a_spawn_with_a_task_no_agent_can_take_leaves_no_row(tmp_path: Pat
     async with hosted(tmp_path) as sup:
         for task in ("a\x00b", "y" * (128 * 1024 + 1)):
             with pytest.raises(OpError) as refused:
-                await sup.spawn(ROOT_ID, [ChildRequest("worker", task)])
+                await sup.launcher.spawn(ROOT_ID, [ChildRequest("worker", task)])
             assert refused.value.code == "BAD_REQUEST"
         assert list(sup.model.nodes) == [ROOT_ID]

@@ -421,8 +421,8 @@ async def test_a_live_agent_is_refused_and_gc_leaves_its_branch_alone(tmp_path: 
     settings.write_text('[agent]\ndefault = "exec"\ncommand = ["bash", "-c", "sleep 600"]\n')
     async with hosted(repo, default_kind=None) as sup:
         node = await spawn_one(sup, name="busy")
-        await until(lambda: sup.node(node.id).status is NodeStatus.RUNNING, what="running")
-        tree = sup.worktree_of(node.id)
+        await until(lambda: sup.names.node(node.id).status is NodeStatus.RUNNING, what="running")
+        tree = sup.teams.worktree_of(node.id)
         assert tree is not None  # a worker started from root works in a worktree of its own
         for verb in ("land", "commit", "discard"):
             code, _out, err = await alegion(repo, verb, "busy", "--yes")

@@ -70,7 +70,7 @@ async def test_a_real_pi_lead_is_woken_once_when_both_members_finish(world: PiWo
         node = await settle(sup, lead.id, limit=120.0)
         assert node.status is NodeStatus.SETTLED, node.error
         assert node.verdict_data == {"ok": True, "reason": "a and b done"}
-        members = [sup.node(c) for c in sup.model.children(lead.id)]
+        members = [sup.names.node(c) for c in sup.model.children(lead.id)]
         assert sorted(m.name for m in members) == ["a", "b"]
         assert all(m.status is NodeStatus.SETTLED and m.simulated for m in members)
         requests = world.server.requests()
@@ -107,7 +107,7 @@ async def test_an_in_turn_wait_takes_the_results_and_no_notice_follows(
         assert world.server.unscripted() == []
         assert await notices_to(sup, lead.id) == []
         for name in ("a", "b"):
-            member = sup.resolve(lead.id, name)
+            member = sup.names.resolve(lead.id, name)
             claim = sup.notices.claimed(member.id)
             assert claim is not None and claim.via == "collect"
 
@@ -135,9 +135,9 @@ async def test_a_lead_waits_live_for_its_member_and_hears_roots_stop(
             60.0,
             "the lead to wait for its member",
         )
-        assert sup.node(lead.id).status is NodeStatus.RUNNING  # not settled under its team
+        assert sup.names.node(lead.id).status is NodeStatus.RUNNING  # not settled under its team
         assert len(world.server.requests()) == 2
-        await sup.stop(ROOT_ID, "lead/s")
+        await sup.stops.stop(ROOT_ID, "lead/s")
         node = await settle(sup, lead.id, limit=120.0)
         assert node.verdict_data == {"ok": False, "reason": "s was stopped by the user"}
         assert view.note is None
@@ -150,14 +150,14 @@ async def busy_lead(sup: Supervisor) -> Any:
     """A simulated lead (a project card with no depth cap) inside one endless tool call:
     its turn is running, so notices to it wait for the turn's end (its outbox)."""
     write_card(sup.project_dir, "lead", kind="sim", command=None, tools=("bash",), depth=1)
-    sup.admission.cards = load_cards(sup.project_dir)
+    sup.ctx.cards.cards = load_cards(sup.project_dir)
     return await spawn_one(sup, "lead", name="lead", sim=dict(STUCK))
 
 
 async def told_after_abort(sup: Supervisor, lead_id: str) -> list[Any]:
     """End the busy lead's turn (abort): the notices it held go out; its letters."""
     await until(lambda: sup.notices.owed(lead_id), what="a notice held for the turn")
-    await sup.abort(ROOT_ID, sup.node(lead_id).name)
+    await sup.control.abort(ROOT_ID, sup.names.node(lead_id).name)
     await until(lambda: not sup.notices.owed(lead_id), what="the notice to leave")
     return await notices_to(sup, lead_id)
 
@@ -171,14 +171,14 @@ async def test_collect_after_a_notice_says_it_was_reported_and_again_prints_it(
         await settled(sup, member.id)
         letters = await told_after_abort(sup, lead.id)
         assert len(letters) == 1 and "m ✓ ok" in letters[0].subject
-        reply = await sup.collect(lead.id, "m")
+        reply = await sup.queries.collect(lead.id, "m")
         assert reply["text"] == "" and reply["reported"]["via"] == "notice"
         assert f"notice #{letters[0].id}" in reply["message"] and "--again" in reply["message"]
         assert read_text(Path(reply["output_file"])).strip()  # the file has it all
-        again = await sup.collect(lead.id, "m", again=True)
+        again = await sup.queries.collect(lead.id, "m", again=True)
         assert again["text"].strip() and again["text"].strip() in letters[0].body
         # The user (root) asking about the member claims nothing and is answered in full.
-        assert (await sup.collect(ROOT_ID, "lead/m"))["text"].strip()
+        assert (await sup.queries.collect(ROOT_ID, "lead/m"))["text"].strip()
 
 
 async def test_a_member_stopped_by_root_is_told_to_its_lead_not_one_it_stopped(
@@ -188,10 +188,10 @@ async def test_a_member_stopped_by_root_is_told_to_its_lead_not_one_it_stopped(
         lead = await busy_lead(sup)
         x = await spawn_one(sup, name="x", caller=lead.id, sim=dict(STUCK))
         y = await spawn_one(sup, name="y", caller=lead.id, sim=dict(STUCK))
-        await sup.stop(lead.id, "x")  # the lead's own stop: its receipt told it
+        await sup.stops.stop(lead.id, "x")  # the lead's own stop: its receipt told it
         claim = sup.notices.claimed(x.id)
         assert claim is not None and claim.via == "stop"
-        await sup.stop(ROOT_ID, "lead/y")  # the user's: the lead must hear of it
+        await sup.stops.stop(ROOT_ID, "lead/y")  # the user's: the lead must hear of it
         letters = await told_after_abort(sup, lead.id)
         assert [m.subject for m in letters] == ["Finished: y ◌ retired"]
         claim = sup.notices.claimed(y.id)

@@ -46,7 +46,7 @@ async def test_header_column_and_status_agree_with_the_sessions_sums(tmp_path: P
             await pilot.pause()
             assert not app.railway.columns().cost
             assert fmt_usd(usd) in app.header.render_line(0).text
-        doc = sup.status(ROOT_ID)
+        doc = sup.queries.status(ROOT_ID)
         assert doc["spent"] == {"usd": usd, "tokens": tokens}
         for entry in doc["nodes"]:
             assert entry["cost_usd"] == sup.model.nodes[entry["id"]].progress.tokens.cost

@@ -187,7 +187,7 @@ async def test_a_prompt_the_overlay_covers_is_cancelled(
                      "the covered prompt's cancel")  # fmt: skip
         assert not bar.asking and isinstance(app.screen, DetailScreen)
         await pilot.press("escape", "y")  # the y that once answered it long after
-        assert sup.node(node).live
+        assert sup.names.node(node).live
 
 
 async def test_a_prompt_never_keeps_the_keys(

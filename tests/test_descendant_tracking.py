@@ -88,7 +88,7 @@ HOST = textwrap.dedent(
         project, card, recorded = Path(sys.argv[1]), sys.argv[2], int(sys.argv[3])
         sup = Supervisor(project, session="main", speed=200.0, default_kind="sim")
         await sup.start()
-        (node,) = await sup.spawn(ROOT_ID, [ChildRequest(card, "t", name=card)])
+        (node,) = await sup.launcher.spawn(ROOT_ID, [ChildRequest(card, "t", name=card)])
         view = sup.model.nodes[node.id]
         while view.terminal_line != "ready":
             await asyncio.sleep(0.01)
@@ -98,7 +98,7 @@ HOST = textwrap.dedent(
         key = (sup.run.run_id, node.id)
         while box is None or len(box.recorded([key, None])) < recorded:
             await asyncio.sleep(0.01)
-        print(sup.node(node.id).pid, flush=True)
+        print(sup.names.node(node.id).pid, flush=True)
         await asyncio.Event().wait()
 
     asyncio.run(main())

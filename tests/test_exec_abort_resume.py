@@ -34,7 +34,7 @@ async def test_abort_of_an_exec_command_says_it_exited_and_resume_restarts_it(
         node = await spawn_one(sup, "looper", name="l")
         view = sup.model.nodes[node.id]
         await until(lambda: view.terminal_line == "started l", 30, "the command")
-        outcome, receipt = await sup.abort(ROOT_ID, "l")
+        outcome, receipt = await sup.control.abort(ROOT_ID, "l")
         assert outcome == "interrupted"
         assert receipt == (
             "Interrupted l: the command exited (status -2) — an exec command keeps no "
@@ -43,9 +43,9 @@ async def test_abort_of_an_exec_command_says_it_exited_and_resume_restarts_it(
         assert "context kept" not in receipt
         done = await settled(sup, node.id)
         assert done.status is NodeStatus.FAILED and done.error == "exited with status -2"
-        said = await sup.resume(ROOT_ID, "l")
+        said = await sup.control.resume(ROOT_ID, "l")
         assert said.startswith("Restarted l"), said
-        await until(lambda: sup.node(node.id).live and view.terminal_line == "started l", 30)
+        await until(lambda: sup.names.node(node.id).live and view.terminal_line == "started l", 30)
 
 
 async def test_an_exec_command_interrupted_by_the_exit_resumes_on_its_task(
@@ -58,7 +58,8 @@ async def test_an_exec_command_interrupted_by_the_exit_resumes_on_its_task(
         await until(lambda: view.terminal_line == "started l", 30, "the command")
     async with hosted(tmp_path, "s") as again:
         assert [v.node.name for v in again.model.interrupted()] == ["l"]
-        said = await again.resume(ROOT_ID, "l")
+        said = await again.control.resume(ROOT_ID, "l")
         assert said.startswith("Restarted l"), said
         view = again.model.nodes[node.id]
-        await until(lambda: again.node(node.id).live and view.terminal_line == "started l", 30)
+        node_of = again.names.node
+        await until(lambda: node_of(node.id).live and view.terminal_line == "started l", 30)

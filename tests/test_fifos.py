@@ -90,11 +90,12 @@ async def test_an_agent_that_makes_its_session_a_fifo_does_not_freeze_the_host(
         evil = await spawn_one(sup, "fifo", name="evil")
         view = sup.model.nodes[evil.id]
         await until(lambda: view.terminal_line == "made", BOUND, "the FIFO")
-        progress = sup.progress(evil.id)  # on the loop: a blocking open would hang the test
+        # On the loop: a blocking open would hang the test.
+        progress = sup.progress_watch.progress(evil.id)
         assert progress.read_error == "not a regular file"
         after = await asyncio.wait_for(spawn_one(sup, name="after"), BOUND)
         await until(lambda: sup.model.nodes[after.id].progress.entries > 0, BOUND * 3)
-        assert sup.status(ROOT_ID, "evil")["nodes"][0]["unreadable"] == "not a regular file"
+        assert sup.queries.status(ROOT_ID, "evil")["nodes"][0]["unreadable"] == "not a regular file"
 
 
 @pytest.mark.parametrize("where", [".legion/agents/x.md", ".legion/settings.toml"])
@@ -122,8 +123,19 @@ def test_phases_from_a_fifo_is_a_clear_error(tmp_path: Path) -> None:
     fifo = tmp_path / "machine.yml"
     os.mkfifo(fifo)
     done = subprocess.run(
-        [sys.executable, "-m", "legion_tui.cli", "run", "centurion", "--kind", "sim",
-         "--task", "t", "--phases", str(fifo)],
+        [
+            sys.executable,
+            "-m",
+            "legion_tui.cli",
+            "run",
+            "centurion",
+            "--kind",
+            "sim",
+            "--task",
+            "t",
+            "--phases",
+            str(fifo),
+        ],
         cwd=tmp_path,
         env=cli_env(),
         capture_output=True,

@@ -73,16 +73,17 @@ async def test_collect_of_an_evicted_ending_is_the_same_result(tmp_path: Path) -
         )
         from legion_tui.agents.cards import load_cards
 
-        sup.admission.cards = load_cards(tmp_path)
+        sup.ctx.cards.cards = load_cards(tmp_path)
         lead = await spawn_one(sup, "lead", name="lead", sim=dict(STUCK))
         member = await spawn_one(sup, name="m", caller=lead.id)
         await settled(sup, member.id)
         await until(lambda: len(sup.results) >= 1, what="the member's result kept")
-        kept = await sup.collect(ROOT_ID, "lead/m")  # root: answered in full, claims nothing
+        # root: answered in full, claims nothing
+        kept = await sup.queries.collect(ROOT_ID, "lead/m")
         sup.results.total_bytes = 0  # every entry is evicted at the next put
         sup.results.put(result(tmp_path, "other", "z"))
         assert sup.results.get(member.id, 1) is None
-        again = await sup.collect(ROOT_ID, "lead/m")
+        again = await sup.queries.collect(ROOT_ID, "lead/m")
         assert again["text"] == kept["text"] and again["text"].strip()
         assert again["verdict"] == kept["verdict"] and again["status"] == "settled"
         assert again["output_file"] == kept["output_file"]

@@ -67,7 +67,7 @@ def _launched(sup: Supervisor, node_id: str) -> dict[str, object]:
 
 async def _two_writers(sup: Supervisor) -> list[Node]:
     pair = [ChildRequest("writer", "Write.", name=name) for name in ("a", "b")]
-    return await sup.spawn(ROOT_ID, pair)
+    return await sup.launcher.spawn(ROOT_ID, pair)
 
 
 async def test_two_agents_started_from_root_work_in_their_own_checkouts(tmp_path: Path) -> None:
@@ -100,7 +100,9 @@ async def test_per_agent_off_runs_them_in_the_project(tmp_path: Path) -> None:
 async def test_a_spawn_asking_for_no_worktree_gets_none(tmp_path: Path) -> None:
     project = _project(tmp_path / "project", cards={"writer": WRITER})
     async with hosted(project) as sup:
-        (node,) = await sup.spawn(ROOT_ID, [ChildRequest("writer", "Write.", worktree=False)])
+        (node,) = await sup.launcher.spawn(
+            ROOT_ID, [ChildRequest("writer", "Write.", worktree=False)]
+        )
         assert "worktree" not in _launched(sup, node.id)
 
 
@@ -110,7 +112,7 @@ async def test_sim_agents_from_root_get_distinct_sandbox_worktrees(tmp_path: Pat
     base = await create_sandbox_repo(sandbox, SANDBOX_FILES, "seed")
     async with hosted(project) as sup:
         sup.sandbox = sandbox
-        nodes = await sup.spawn(
+        nodes = await sup.launcher.spawn(
             ROOT_ID,
             [
                 ChildRequest("worker", "Fix it.", name="w1", sim={"quick": True}),
@@ -120,7 +122,7 @@ async def test_sim_agents_from_root_get_distinct_sandbox_worktrees(tmp_path: Pat
         data = [_launched(sup, n.id) for n in nodes]
         assert data[0]["worktree"] != data[1]["worktree"]
         assert all(Path(str(d["worktree"])).is_relative_to(sandbox) for d in data)
-        assert all(sup.node(n.id).backend == "process" for n in nodes)  # each its own cwd
+        assert all(sup.names.node(n.id).backend == "process" for n in nodes)  # each its own cwd
         for node, d in zip(nodes, data, strict=True):
             await settled(sup, node.id, 30.0)
             authors = set(git(sandbox, "log", "--format=%an", f"{base}..{d['branch']}").split())

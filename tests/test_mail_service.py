@@ -216,10 +216,12 @@ async def test_legion_mail_through_the_real_socket_server(
     # The mail op needs no core but the service; the server asks only who is calling (no
     # live agents).
     no_core = SimpleNamespace(
-        mail=service,
-        run=SimpleNamespace(run_id="r1"),
-        roster=SimpleNamespace(handles=dict),
-        model=SimpleNamespace(nodes={}),
+        ctx=SimpleNamespace(
+            mail=service,
+            run=SimpleNamespace(run_id="r1"),
+            roster=SimpleNamespace(handles=dict),
+            model=SimpleNamespace(nodes={}),
+        ),
         # no wait or collect here: nothing is claimed, nothing to hand back
         notices=SimpleNamespace(answering=lambda: contextlib.nullcontext(Answer())),
     )

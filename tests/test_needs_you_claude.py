@@ -47,7 +47,7 @@ def _questions(sup: Supervisor, node_id: str) -> list[str]:
 
 
 async def _blocked(sup: Supervisor, node_id: str) -> str:
-    await until(lambda: sup.node(node_id).status is NodeStatus.BLOCKED
+    await until(lambda: sup.names.node(node_id).status is NodeStatus.BLOCKED
                 and bool(_questions(sup, node_id)), TURN_LIMIT, "the node to block")  # fmt: skip
     return _questions(sup, node_id)[-1]
 
@@ -67,9 +67,11 @@ def _tool_results(server: ModelServer) -> str:
 
 async def _ask_and_answer(sup: Supervisor, answer: str) -> tuple[str, Node]:
     """Spawn the worker, wait for its permission question, answer it, let it settle."""
-    (node,) = await sup.spawn(ROOT_ID, [ChildRequest("worker", "Write the file", name="w")])
+    (node,) = await sup.launcher.spawn(
+        ROOT_ID, [ChildRequest("worker", "Write the file", name="w")]
+    )
     question = await _blocked(sup, node.id)
-    outcome, _receipt = await sup.steer(ROOT_ID, "w", answer)
+    outcome, _receipt = await sup.control.steer(ROOT_ID, "w", answer)
     assert outcome == "accepted"
     done = await settle(sup, node.id)
     assert done.status is NodeStatus.SETTLED, done.error

@@ -52,11 +52,11 @@ def _questions(sup: Supervisor, node_id: str) -> list[str]:
 
 
 async def _run_and_answer(sup: Supervisor, answer: str) -> tuple[str, NodeStatus]:
-    (node,) = await sup.spawn(ROOT_ID, [ChildRequest("worker", "write hi.txt", name="w")])
-    await until(lambda: sup.node(node.id).status is NodeStatus.BLOCKED
+    (node,) = await sup.launcher.spawn(ROOT_ID, [ChildRequest("worker", "write hi.txt", name="w")])
+    await until(lambda: sup.names.node(node.id).status is NodeStatus.BLOCKED
                 and bool(_questions(sup, node.id)), TURN_LIMIT, "the node to block")  # fmt: skip
     question = _questions(sup, node.id)[-1]
-    outcome, _ = await sup.steer(ROOT_ID, "w", answer)
+    outcome, _ = await sup.control.steer(ROOT_ID, "w", answer)
     assert outcome == "accepted"
     done = await settle(sup, node.id)
     return question, done.status

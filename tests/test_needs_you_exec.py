@@ -49,21 +49,23 @@ async def test_a_command_reading_its_terminal_blocks_until_the_steer_answers(
 ) -> None:
     _exec_card(tmp_path)
     async with hosted(tmp_path) as sup:
-        (node,) = await sup.spawn(ROOT_ID, [ChildRequest("asker", "ask", name="ask")])
+        (node,) = await sup.launcher.spawn(ROOT_ID, [ChildRequest("asker", "ask", name="ask")])
         # The first 0.6 s it sleeps: running, not waiting.
-        await until(lambda: sup.node(node.id).status is NodeStatus.RUNNING, 15, "running")
-        assert sup.node(node.id).status is NodeStatus.RUNNING
+        await until(lambda: sup.names.node(node.id).status is NodeStatus.RUNNING, 15, "running")
+        assert sup.names.node(node.id).status is NodeStatus.RUNNING
         # The move's event is its last write (ledger, model, then the event): waiting on
         # the status alone read the events before it under load (`make soak`).
         await until(lambda: bool(_questions(sup.model.nodes[node.id].events)), 15,
                     "blocked, with its question")
-        assert sup.node(node.id).status is NodeStatus.BLOCKED
+        assert sup.names.node(node.id).status is NodeStatus.BLOCKED
         assert _questions(sup.model.nodes[node.id].events) == ["Deploy to prod? [y/N]"]
-        outcome, _ = await sup.steer(ROOT_ID, "ask", "yes")
+        outcome, _ = await sup.control.steer(ROOT_ID, "ask", "yes")
         assert outcome == "queued"
-        await until(lambda: sup.node(node.id).status is not NodeStatus.BLOCKED, 15, "answered")
-        await until(lambda: not sup.node(node.id).live, 15, "the script to end")
-        assert sup.node(node.id).status is NodeStatus.SETTLED
+        await until(
+            lambda: sup.names.node(node.id).status is not NodeStatus.BLOCKED, 15, "answered"
+        )
+        await until(lambda: not sup.names.node(node.id).live, 15, "the script to end")
+        assert sup.names.node(node.id).status is NodeStatus.SETTLED
         assert (tmp_path / "answer.txt").read_text() == "answered yes\n"
         kinds = [e.type for e in sup.model.nodes[node.id].events]
         assert kinds.count(EventType.NODE_BLOCKED) == 1

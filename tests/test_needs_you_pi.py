@@ -53,13 +53,13 @@ async def test_an_extension_dialog_blocks_until_the_steer_answers_it(
         Text(f"Done.\n{verdict_line('asked first')}"),
     )
     async with agent_host(world.project) as sup:
-        (node,) = await sup.spawn(ROOT_ID, [ChildRequest("worker", "write it", name="w")])
+        (node,) = await sup.launcher.spawn(ROOT_ID, [ChildRequest("worker", "write it", name="w")])
         await until(lambda: bool(_questions(sup, node.id)), TURN_LIMIT, "the node to ask")
-        assert sup.node(node.id).status is NodeStatus.BLOCKED
+        assert sup.names.node(node.id).status is NodeStatus.BLOCKED
         assert _questions(sup, node.id) == [
             "Run this command? · printf hi > asked.txt · y confirms"
         ]
-        outcome, _ = await sup.steer(ROOT_ID, "w", answer)
+        outcome, _ = await sup.control.steer(ROOT_ID, "w", answer)
         assert outcome == "accepted"
         done = await settle(sup, node.id)
         assert done.status is NodeStatus.SETTLED, done.error

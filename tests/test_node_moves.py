@@ -71,14 +71,14 @@ async def test_a_steer_racing_the_settle_revives_the_stint_once(
         monkeypatch.setattr(ledger, "append_event", held_event)
         monkeypatch.setattr(ledger, "update_node", held_update)
         await asyncio.wait_for(settle_logged.wait(), 30.0)
-        steer = asyncio.ensure_future(sup.steer(ROOT_ID, "lead", "one more look"))
+        steer = asyncio.ensure_future(sup.control.steer(ROOT_ID, "lead", "one more look"))
         await asyncio.wait_for(waking.wait(), 10.0)
         release_settle.set()  # the monitor goes on: it sees the steer's turn running
         await until(lambda: sup.model.nodes[lead.id].events[-1].type is EventType.NODE_SETTLED)
         release_wake.set()
         outcome, _receipt = await asyncio.wait_for(steer, 10.0)
         assert outcome == "accepted"
-        await until(lambda: sup.node(lead.id).status is NodeStatus.RUNNING)
+        await until(lambda: sup.names.node(lead.id).status is NodeStatus.RUNNING)
         revivals = [
             e
             for e in sup.model.nodes[lead.id].events

@@ -52,8 +52,7 @@ class World:
         self.notices = Notices(
             self.model,
             FinishedResults(),
-            result_of=self.result_of,
-            send=self.send,
+            self,  # the endings: result_of, send_notice
             announce=self.toasts.append,
             busy=lambda node_id: node_id in self.busy,
             changed=lambda: None,
@@ -69,7 +68,7 @@ class World:
             {"ok": True, "reason": f"{node.name} done"}, node.error, text, str(out),
         )
 
-    async def send(
+    async def send_notice(
         self, parent: str, results: Sequence[Result], subject: str, body: str
     ) -> int | None:
         if self.refuse:

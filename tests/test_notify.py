@@ -66,7 +66,7 @@ async def asked(project: Path) -> AsyncIterator[tuple[Supervisor, LegionApp, Any
         capture(app)
         async with app.run_test(headless=False, size=(120, 40)) as pilot:
             node = await spawn_one(sup, "asker", name="ask")
-            await until(lambda: sup.node(node.id).status is NodeStatus.BLOCKED, 15, "blocked")
+            await until(lambda: sup.names.node(node.id).status is NodeStatus.BLOCKED, 15, "blocked")
             await wait_app(pilot, lambda: QUESTION in toasts(app), "the needs-you toast")
             yield sup, app, pilot, node.id
 
@@ -83,9 +83,9 @@ async def test_needs_you_and_a_failure_ring_once_each_with_osc_9_and_777(
         sup.model.set_note(node_id, "repaint")
         await pilot.pause(0.2)
         assert bells(app) == 1 and toasts(app).count(QUESTION) == 1
-        await sup.steer(ROOT_ID, "ask", "yes")
+        await sup.control.steer(ROOT_ID, "ask", "yes")
         failing = await spawn_one(sup, name="boom", sim={"fail": True})
-        await until(lambda: sup.node(failing.id).status is NodeStatus.FAILED, 20, "failed")
+        await until(lambda: sup.names.node(failing.id).status is NodeStatus.FAILED, 20, "failed")
         await wait_app(pilot, lambda: bells(app) == 2, "the second bell")
         out = written(app)
         assert out.count("\x1b]9;boom failed") == 1

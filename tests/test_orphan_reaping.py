@@ -55,7 +55,7 @@ async def test_an_agents_double_forked_helpers_leave_no_zombie(tmp_path: Path) -
         # Every helper ended; each is reaped within a bound, none is left a zombie.
         await until(lambda: _zombies_of(os.getpid()) == [], 15, "no zombie of the host")
         await until(lambda: sup.orphans.reaped >= HELPERS, 15, "the reaper's count")
-        assert sup.node(node.id).live  # the agent itself was never touched
+        assert sup.names.node(node.id).live  # the agent itself was never touched
     assert _zombies_of(os.getpid()) == []
 
 

@@ -62,7 +62,7 @@ async def test_agents_land_on_both_nodes_and_the_host_mirrors_their_sessions_who
         places = {h.placement.node_id for h in handles.values() if h.placement is not None}
         assert len(places) == 2  # spread: one agent on each worker node
         for node in (a, b):
-            await until(lambda n=node: sup.node(n.id).status is NodeStatus.SETTLED, 60.0,
+            await until(lambda n=node: sup.names.node(n.id).status is NodeStatus.SETTLED, 60.0,
                         f"{node.name} settled")
             remote = handles[node.id].placement
             assert remote is not None
@@ -71,8 +71,8 @@ async def test_agents_land_on_both_nodes_and_the_host_mirrors_their_sessions_who
             # Every byte, in order: the node's file and the host's mirror are one file.
             assert sha(remote.session_file) == sha(host_file)
             progress = sup.model.nodes[node.id].progress
-            assert progress.turns >= 1 and sup.node(node.id).verdict is not None
-        assert sup.node(a.id).backend == "process"
+            assert progress.turns >= 1 and sup.names.node(node.id).verdict is not None
+        assert sup.names.node(a.id).backend == "process"
 
 
 async def test_stop_leaves_no_process_on_either_node(tmp_path: Path, cluster: Cluster) -> None:
@@ -87,11 +87,11 @@ async def test_stop_leaves_no_process_on_either_node(tmp_path: Path, cluster: Cl
             await until(lambda n=node: bool(sup.model.nodes[n.id].progress.in_flight), 30.0,
                         f"{node.name}'s tool call in flight")  # fmt: skip
         for node in nodes:
-            await sup.stop(ROOT_ID, node.name)
+            await sup.stops.stop(ROOT_ID, node.name)
         for pid in pids:
             assert not psutil.pid_exists(pid) or psutil.Process(pid).status() == "zombie"
         assert _marked(sup.run.run_id) == []
-        assert all(sup.node(n.id).status is NodeStatus.RETIRED for n in nodes)
+        assert all(sup.names.node(n.id).status is NodeStatus.RETIRED for n in nodes)
 
 
 def _git(cwd: Path, *args: str) -> str:
@@ -108,9 +108,9 @@ async def test_a_workers_branch_comes_back_into_the_host_repository(
     async with hosted(project) as sup:
         sup.sandbox = sandbox
         worker = await spawn_one(sup, name="worker-0", sim={"quick": True})
-        tree = sup.worktree_of(worker.id)
+        tree = sup.teams.worktree_of(worker.id)
         assert tree is not None and tree.path.is_relative_to(sandbox)
-        await until(lambda: sup.node(worker.id).status is NodeStatus.SETTLED, 60.0, "settled")
+        await until(lambda: sup.names.node(worker.id).status is NodeStatus.SETTLED, 60.0, "settled")
         remote = handle_of(sup, worker.id).placement
         assert remote is not None and not Path(remote.session_file).is_relative_to(sandbox)
         # The node's commits, made in its own clone, are on the branch in the sandbox.
@@ -132,7 +132,7 @@ async def test_an_exec_agents_terminal_log_comes_back_and_its_exit_settles_it(
     async with hosted(project, default_kind=None) as sup:
         node = await spawn_one(sup, name="echo")
         assert handle_of(sup, node.id).placement is not None
-        await until(lambda: sup.node(node.id).status is NodeStatus.SETTLED, 60.0, "settled")
+        await until(lambda: sup.names.node(node.id).status is NodeStatus.SETTLED, 60.0, "settled")
         log = sup.run.dir / "terminal" / f"{node.id}.log"
         assert "hello from echo" in log.read_text()
         # Its row's activity: the line the node's terminal showed, as a local exec's.
@@ -172,8 +172,8 @@ async def test_a_team_runs_end_to_end_over_both_nodes_and_delivers_its_branch(
 
         await until(all_placed, 60.0, "the team placed")
         assert len(set(placed.values())) == 2
-        await until(lambda: sup.node(lead.id).status is NodeStatus.SETTLED, 90.0, "settled")
-        assert sup.node(lead.id).phase == "done"  # contract, verification, every phase
+        await until(lambda: sup.names.node(lead.id).status is NodeStatus.SETTLED, 90.0, "settled")
+        assert sup.names.node(lead.id).phase == "done"  # contract, verification, every phase
         await until(lambda: any(e.type is EventType.NODE_SETTLED
                                 for e in sup.model.nodes[lead.id].events), 10.0, "its event")
         (event,) = [e for e in sup.model.nodes[lead.id].events if e.type is EventType.NODE_SETTLED]
@@ -211,7 +211,7 @@ async def test_a_cards_resources_are_what_its_actor_holds_on_the_node_that_has_t
         assert [p.node_id if p is not None else None for p in places] == [box_node] * 2
         assert [p.resources for p in places if p is not None] == [{"CPU": 0.5, BOX: 0.5}] * 2
         for node in nodes:
-            await sup.stop(ROOT_ID, node.name)
+            await sup.stops.stop(ROOT_ID, node.name)
 
 
 # Last: it adds a node to the shared cluster and kills it; what follows a node's death on
@@ -237,18 +237,18 @@ async def test_a_lost_node_interrupts_its_agents_and_resume_finishes_them_on_ano
             # event had landed, under load (`make soak`).
             await until(lambda n=node: "r resumes it" in (sup.model.nodes[n.id].note or ""),
                         30.0, f"{node.name} retired, and said so")
-            assert sup.node(node.id).status is NodeStatus.RETIRED
+            assert sup.names.node(node.id).status is NodeStatus.RETIRED
             view = sup.model.nodes[node.id]
             assert view.interrupted  # interrupted, not failed
             assert sup.record.retired_reason(node.id) == NODE_LOST_REASON
             assert "r resumes it" in (view.note or "")
-        assert all(sup.node(n.id).status is NodeStatus.RUNNING for n in others)
+        assert all(sup.names.node(n.id).status is NodeStatus.RUNNING for n in others)
         for node in on_doomed:
-            await sup.resume(ROOT_ID, node.name)
+            await sup.control.resume(ROOT_ID, node.name)
             handle = handle_of(sup, node.id)
             assert handle.placement is not None and handle.placement.node_id != doomed.node_id
         for node in on_doomed:
-            await until(lambda n=node: sup.node(n.id).status is NodeStatus.SETTLED, 60.0,
+            await until(lambda n=node: sup.names.node(n.id).status is NodeStatus.SETTLED, 60.0,
                         f"{node.name} settled after its resume")
             mirror = (sup.run.sessions_dir / f"{node.id}.jsonl").read_bytes()
             assert mirror.startswith(before[node.id]) and len(mirror) > len(before[node.id])

@@ -128,15 +128,15 @@ async def test_a_pi_on_a_cluster_node_mirrors_its_session_and_resumes_it_on_the_
         # The bash tool ran in the node's clone, not in the host's worktree.
         (call,) = [e for e in entries(mirror) if e.get("message", {}).get("role") == "toolResult"]
         ran_in = json.dumps(call["message"]["content"])
-        tree = sup.worktree_of(node.id)
+        tree = sup.teams.worktree_of(node.id)
         assert tree is not None and str(tree.path) not in ran_in
         assert not (tree.path / "one.txt").exists()
 
         # abort and stop through the actor; no process is left on the node.
-        outcome, receipt = await sup.abort(ROOT_ID, "remote")
+        outcome, receipt = await sup.control.abort(ROOT_ID, "remote")
         assert outcome == "interrupted", receipt
         assert first.pid in _node_processes(node.id)
-        assert await sup.stop(ROOT_ID, "remote") == "Stopped remote."
+        assert await sup.stops.stop(ROOT_ID, "remote") == "Stopped remote."
         assert _node_processes(node.id) == []
         assert not psutil.pid_exists(first.pid) or psutil.Process(first.pid).status() == "zombie"
         before = mirror.read_bytes()
@@ -145,7 +145,7 @@ async def test_a_pi_on_a_cluster_node_mirrors_its_session_and_resumes_it_on_the_
         # The resume cannot land where it ran: that node is full.
         hog = await _fill(first.node_id)
         try:
-            receipt = await sup.resume(ROOT_ID, "remote")
+            receipt = await sup.control.resume(ROOT_ID, "remote")
             assert receipt.startswith("Resumed remote on its session file"), receipt
             second = handle_of(sup, node.id).placement
             assert second is not None and second.node_id != first.node_id

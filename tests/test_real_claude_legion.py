@@ -84,7 +84,7 @@ def world(server: ModelServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) 
 
 
 async def spawn_claude(sup: Supervisor, name: str, task: str) -> Node:
-    (node,) = await sup.spawn(ROOT_ID, [ChildRequest("worker", task, name=name)])
+    (node,) = await sup.launcher.spawn(ROOT_ID, [ChildRequest("worker", task, name=name)])
     assert node.kind == "claude" and node.backend == "claude-stream", node
     assert node.status is not NodeStatus.FAILED, node.error
     return node
@@ -152,9 +152,11 @@ async def test_run_settles_ok_then_inspect_gives_the_servers_tokens_and_rate(
         node = await spawn_claude(sup, "writer", "Create hello.txt containing hi.")
         started = time.monotonic() - began
         await until(
-            lambda: sup.node(node.id).status is NodeStatus.BLOCKED, TURN_LIMIT, "Claude to ask"
+            lambda: sup.names.node(node.id).status is NodeStatus.BLOCKED,
+            TURN_LIMIT,
+            "Claude to ask",
         )
-        outcome, _receipt = await sup.steer(ROOT_ID, "writer", "no")
+        outcome, _receipt = await sup.control.steer(ROOT_ID, "writer", "no")
         assert outcome in ("accepted", "queued"), outcome
         done = await settle(sup, node.id)
         took = time.monotonic() - began
@@ -218,7 +220,7 @@ async def test_run_settles_ok_then_inspect_gives_the_servers_tokens_and_rate(
         assert report["tokens"]["output"] == tokens
         assert abs(report["tok_s"] - rate) <= 0.05 * rate, report
         assert (report["verdict"]["ok"], report["verdict"]["reason"]) == (True, "streamed")
-        row = sup.status(ROOT_ID, "talker")["nodes"][0]
+        row = sup.queries.status(ROOT_ID, "talker")["nodes"][0]
         assert row["tokens_out"] == tokens and abs(row["tok_s"] - rate) <= 0.05 * rate, row
 
 
@@ -241,11 +243,11 @@ async def test_steer_mid_turn_reaches_the_model_and_abort_interrupts_within_a_se
         node = await spawn_claude(sup, "steered", "Run the slow command.")
         # The tool_use line is in Claude's file while the command runs.
         await until(
-            lambda: [t.name for t in sup.progress(node.id).in_flight] == ["Bash"],
+            lambda: [t.name for t in sup.progress_watch.progress(node.id).in_flight] == ["Bash"],
             START_LIMIT,
             "Claude inside its Bash call",
         )
-        outcome, receipt = await sup.steer(ROOT_ID, "steered", mid)
+        outcome, receipt = await sup.control.steer(ROOT_ID, "steered", mid)
         assert outcome == "queued", receipt
         assert len(world.server.requests()) == 1  # nothing reached the model yet
         done = await settle(sup, node.id)
@@ -262,15 +264,17 @@ async def test_steer_mid_turn_reaches_the_model_and_abort_interrupts_within_a_se
         # no third request (a turn of its own) was made for it.
         assert len(rs) == 2, [r.last_user_text() for r in rs]
         assert mid in json.dumps(rs[1].messages) and mid not in json.dumps(rs[0].messages)
-        assert mid in sup.progress(node.id).recent_user_texts  # the file says it too
+        assert mid in sup.progress_watch.progress(node.id).recent_user_texts  # the file says it too
 
         # Idle: a steer is a new turn; then abort it mid-stream.
-        outcome, receipt = await sup.steer(ROOT_ID, "steered", "Now think for a long while.")
+        outcome, receipt = await sup.control.steer(
+            ROOT_ID, "steered", "Now think for a long while."
+        )
         assert outcome == "accepted", receipt
         await asyncio.to_thread(world.server.wait_for_hang, timeout=TURN_LIMIT)
-        await until(lambda: sup.node(node.id).status is NodeStatus.RUNNING, 10, "running")
+        await until(lambda: sup.names.node(node.id).status is NodeStatus.RUNNING, 10, "running")
         began = time.monotonic()
-        outcome, receipt = await sup.abort(ROOT_ID, "steered")
+        outcome, receipt = await sup.control.abort(ROOT_ID, "steered")
         took = time.monotonic() - began
         print(f"claude: abort → {outcome} in {took * 1000:.0f} ms: {receipt}")
         assert outcome == "interrupted", receipt
@@ -281,21 +285,23 @@ async def test_steer_mid_turn_reaches_the_model_and_abort_interrupts_within_a_se
         )
         # Aborted is not done: the node keeps its context, live, and idle.
         await until(
-            lambda: sup.progress(node.id).last_stop_reason == "aborted",
+            lambda: sup.progress_watch.progress(node.id).last_stop_reason == "aborted",
             10,
             "the interrupt in Claude's file",
         )
-        await until(lambda: sup.status(ROOT_ID, "steered")["nodes"][0]["idle"] is True, 5,
+        await until(lambda: sup.queries.status(ROOT_ID, "steered")["nodes"][0]["idle"] is True, 5,
                     "the row to say idle")  # fmt: skip
-        assert sup.node(node.id).status is NodeStatus.RUNNING
+        assert sup.names.node(node.id).status is NodeStatus.RUNNING
         assert events_of(sup, node.id).count(EventType.NODE_SETTLED) == 1
         # The session lives on and takes the next prompt.
-        outcome, receipt = await sup.steer(ROOT_ID, "steered", "Are you still there?")
+        outcome, receipt = await sup.control.steer(ROOT_ID, "steered", "Are you still there?")
         assert outcome == "accepted", receipt
         await until(
-            lambda: "still here" in (sup.node(node.id).verdict or ""), TURN_LIMIT, "settled again"
+            lambda: "still here" in (sup.names.node(node.id).verdict or ""),
+            TURN_LIMIT,
+            "settled again",
         )
-        assert sup.node(node.id).status is NodeStatus.SETTLED
+        assert sup.names.node(node.id).status is NodeStatus.SETTLED
         rs = world.server.requests()
         assert len(rs) == 4 and world.server.unscripted() == []
         assert "Are you still there?" in rs[3].last_user_text()
@@ -314,9 +320,9 @@ async def test_abort_keeps_a_queued_steer_which_runs_next_and_the_node_settles_o
     async with agent_host(world.project) as sup:
         node = await spawn_claude(sup, "kept", "Think for a long while.")
         await asyncio.to_thread(world.server.wait_for_hang, timeout=START_LIMIT)
-        outcome, receipt = await sup.steer(ROOT_ID, "kept", "STEER-KEPT: then answer this")
+        outcome, receipt = await sup.control.steer(ROOT_ID, "kept", "STEER-KEPT: then answer this")
         assert outcome == "queued", receipt
-        outcome, receipt = await sup.abort(ROOT_ID, "kept")
+        outcome, receipt = await sup.control.abort(ROOT_ID, "kept")
         assert outcome == "interrupted", receipt
         assert receipt.endswith("queued messages kept: this agent cannot clear its queue")
         done = await settle(sup, node.id)
@@ -333,8 +339,11 @@ async def test_stop_leaves_no_process_and_resume_appends_to_the_same_file(
 ) -> None:
     task = "TASK-c1a7: write one.txt, then wait for more."
     world.server.script(
-        ToolCall("Bash", {"command": "sleep 20; printf late > late.txt", "description": "sleep"},
-                 id="toolu_sleep"),
+        ToolCall(
+            "Bash",
+            {"command": "sleep 20; printf late > late.txt", "description": "sleep"},
+            id="toolu_sleep",
+        ),
         ToolCall("Bash", {"command": "printf one > one.txt", "description": "one"}),
         Hang(before=Text("Waiting", tokens=2)),
         Text(f"Done.\n{verdict_line('resumed and done')}"),
@@ -342,9 +351,10 @@ async def test_stop_leaves_no_process_and_resume_appends_to_the_same_file(
     async with agent_host(world.project) as sup:
         # (e) a node inside a long Bash call: stop ends Claude and the command.
         sleeper = await spawn_claude(sup, "sleeper", "Sleep.")
-        await until(lambda: [t.name for t in sup.progress(sleeper.id).in_flight] == ["Bash"],
+        progress = sup.progress_watch.progress
+        await until(lambda: [t.name for t in progress(sleeper.id).in_flight] == ["Bash"],
                     START_LIMIT, "Claude inside its Bash call")  # fmt: skip
-        pid = sup.node(sleeper.id).pid
+        pid = sup.names.node(sleeper.id).pid
         assert pid is not None
 
         def names() -> set[str]:
@@ -356,20 +366,20 @@ async def test_stop_leaves_no_process_and_resume_appends_to_the_same_file(
 
         await until(lambda: "sleep" in names(), 10, "the Bash tool's `sleep` to run")
         began = time.monotonic()
-        assert await sup.stop(ROOT_ID, "sleeper") == "Stopped sleeper."
+        assert await sup.stops.stop(ROOT_ID, "sleeper") == "Stopped sleeper."
         print(f"claude: stop in {(time.monotonic() - began) * 1000:.0f} ms")
         assert by_env("LEGION_NODE_ID", sleeper.id) == []
         assert not psutil.pid_exists(pid) or psutil.Process(pid).status() == "zombie"
-        assert sup.node(sleeper.id).status is NodeStatus.RETIRED
+        assert sup.names.node(sleeper.id).status is NodeStatus.RETIRED
 
         # (f) stopped mid-turn, resumed: the same file grows, the task is not sent again.
         node = await spawn_claude(sup, "resumed", task)
         await asyncio.to_thread(world.server.wait_for_hang, timeout=START_LIMIT)
-        path = claude_file(world, sup.node(node.id))
-        assert await sup.stop(ROOT_ID, "resumed") == "Stopped resumed."
+        path = claude_file(world, sup.names.node(node.id))
+        assert await sup.stops.stop(ROOT_ID, "resumed") == "Stopped resumed."
         before = path.read_bytes()
         assert b"TASK-c1a7" in before
-        receipt = await sup.resume(ROOT_ID, "resumed")
+        receipt = await sup.control.resume(ROOT_ID, "resumed")
         assert receipt.startswith("Resumed resumed on its session file"), receipt
         # Requests: the sleeper's one, then this node's Bash, its Hang, and the resumed one.
         rs = await asyncio.to_thread(world.server.wait_for_requests, 4, timeout=START_LIMIT)
@@ -380,7 +390,7 @@ async def test_stop_leaves_no_process_and_resume_appends_to_the_same_file(
         assert done.verdict is not None and "resumed and done" in done.verdict
         assert claude_file(world, done) == path  # the same file, no second session
         assert sorted(path.parent.glob("*.jsonl")) == sorted(
-            {path, claude_file(world, sup.node(sleeper.id))}
+            {path, claude_file(world, sup.names.node(sleeper.id))}
         )
         after = path.read_bytes()
         assert after.startswith(before) and len(after) > len(before)
@@ -441,10 +451,12 @@ async def test_api_error_fails_the_node_with_the_apis_message(world: ClaudeLegio
         assert p.last_stop_reason == "error" and "LEGION-400" in p.last_text
         assert not p.empty_generation and p.tokens.output == 0
         # The process lived on (a failed turn, not a crash) until the node was failed.
-        assert sup.node(node.id).pid is not None
+        assert sup.names.node(node.id).pid is not None
 
         # A launch Claude refuses fails the node with Claude's own words, nothing left.
-        (broken,) = await sup.spawn(ROOT_ID, [ChildRequest("broken", "Anything.", name="b")])
+        (broken,) = await sup.launcher.spawn(
+            ROOT_ID, [ChildRequest("broken", "Anything.", name="b")]
+        )
         assert broken.status is NodeStatus.FAILED, broken
         assert broken.error is not None and "--no-such-flag" in broken.error, broken.error
         print(f"claude: refused launch → {broken.error}")

@@ -84,7 +84,7 @@ def world(server: ModelServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) 
 
 
 async def spawn_codex(sup: Supervisor, name: str, task: str) -> Node:
-    (node,) = await sup.spawn(ROOT_ID, [ChildRequest("worker", task, name=name)])
+    (node,) = await sup.launcher.spawn(ROOT_ID, [ChildRequest("worker", task, name=name)])
     assert node.kind == "codex" and node.backend == "codex-app-server", node
     assert node.status is not NodeStatus.FAILED, node.error
     return node
@@ -114,7 +114,7 @@ def user_messages(rollout: Path, text: str) -> int:
 
 def rollout_of(sup: Supervisor, node_id: str) -> Path:
     """The rollout file the node's session link points at (under CODEX_HOME/sessions)."""
-    link = Path(sup.node(node_id).session_file or "")
+    link = Path(sup.names.node(node_id).session_file or "")
     assert link.is_symlink(), link
     return Path(os.path.realpath(link))
 
@@ -194,7 +194,7 @@ async def test_inspect_gives_the_servers_tokens_and_its_stream_rate(world: Codex
         (request,) = await asyncio.to_thread(world.server.wait_for_finished, 1, timeout=5)
         assert request.output_tokens == tokens
         server_ms = (request.finished_at or 0) - request.received_at
-        link = Path(sup.node(node.id).session_file or "")
+        link = Path(sup.names.node(node.id).session_file or "")
         progress = read_session(link)
         code, out, err = await run_cli("inspect", "--json", str(link), cwd=world.project)
         assert code == 0, err
@@ -214,7 +214,8 @@ async def test_inspect_gives_the_servers_tokens_and_its_stream_rate(world: Codex
         assert report["tok_s"] == pytest.approx(tokens / (report["generation_ms"] / 1000))
         assert report["generation_ms"] >= server_ms * 1000 - 2, figures
         assert report["tok_s"] == pytest.approx(progress.tok_s)
-        row = sup.status(ROOT_ID, "talker")["nodes"][0]  # the host's row: the file's figures
+        # the host's row: the file's figures
+        row = sup.queries.status(ROOT_ID, "talker")["nodes"][0]
         assert row["tokens_out"] == tokens and row["tok_s"] == round(report["tok_s"], 1), row
 
 
@@ -229,9 +230,9 @@ async def test_abort_mid_turn_is_interrupted_within_a_second_and_the_agent_goes_
     async with agent_host(world.project) as sup:
         node = await spawn_codex(sup, "slow", "Think for a long while.")
         await asyncio.to_thread(world.server.wait_for_hang, timeout=START_LIMIT)
-        await until(lambda: sup.node(node.id).status is NodeStatus.RUNNING, 10, "running")
+        await until(lambda: sup.names.node(node.id).status is NodeStatus.RUNNING, 10, "running")
         began = time.monotonic()
-        outcome, receipt = await sup.abort(ROOT_ID, "slow")
+        outcome, receipt = await sup.control.abort(ROOT_ID, "slow")
         took = time.monotonic() - began
         print(f"codex: abort → {outcome} in {took * 1000:.0f} ms: {receipt}")
         assert outcome == "interrupted", receipt
@@ -240,14 +241,20 @@ async def test_abort_mid_turn_is_interrupted_within_a_second_and_the_agent_goes_
             world.server.wait_for, lambda rs: rs[0].state == "disconnected", 5, "stream closed"
         )
         # Aborted is not done: the node keeps its thread, live and idle.
-        await until(lambda: sup.progress(node.id).last_stop_reason == "aborted", 10,
-                    "the aborted turn in the rollout")
-        await until(lambda: sup.status(ROOT_ID, "slow")["nodes"][0]["idle"] is True, 5,
-                    "the row to say idle")
-        assert sup.node(node.id).status is NodeStatus.RUNNING
+        await until(
+            lambda: sup.progress_watch.progress(node.id).last_stop_reason == "aborted",
+            10,
+            "the aborted turn in the rollout",
+        )
+        await until(
+            lambda: sup.queries.status(ROOT_ID, "slow")["nodes"][0]["idle"] is True,
+            5,
+            "the row to say idle",
+        )
+        assert sup.names.node(node.id).status is NodeStatus.RUNNING
         assert EventType.NODE_SETTLED not in events_of(sup, node.id)
         # It takes the next prompt: an idle steer starts a turn, which settles.
-        outcome, receipt = await sup.steer(ROOT_ID, "slow", "Are you still there?")
+        outcome, receipt = await sup.control.steer(ROOT_ID, "slow", "Are you still there?")
         assert outcome == "accepted", receipt
         done = await settle(sup, node.id)
         assert done.status is NodeStatus.SETTLED, (done.status, done.error)
@@ -266,14 +273,17 @@ async def test_steer_mid_turn_is_queued_and_reaches_the_next_model_request(
     steer = "STEER-MID: also mention bananas"
     release = threading.Event()
     world.server.script(
-        Hang(before=Text("Working on it", tokens=3), release=release,
-             then=ToolCall("exec_command", {"cmd": "true"}, tokens=4)),
+        Hang(
+            before=Text("Working on it", tokens=3),
+            release=release,
+            then=ToolCall("exec_command", {"cmd": "true"}, tokens=4),
+        ),
         Text(f"Bananas.\n{verdict_line('mentioned bananas')}"),
     )
     async with agent_host(world.project) as sup:
         node = await spawn_codex(sup, "steered", "Work on it.")
         await asyncio.to_thread(world.server.wait_for_hang, timeout=START_LIMIT)
-        outcome, receipt = await sup.steer(ROOT_ID, "steered", steer)
+        outcome, receipt = await sup.control.steer(ROOT_ID, "steered", steer)
         assert outcome == "queued", receipt
         assert len(world.server.requests()) == 1  # nothing reached the model yet
         release.set()
@@ -298,26 +308,29 @@ async def test_stop_leaves_no_process_not_even_a_backgrounded_command(world: Cod
         node = await spawn_codex(sup, "sleeper", "Start a long sleep.")
         # The second model call hangs: the turn runs, its backgrounded command too.
         await asyncio.to_thread(world.server.wait_for_hang, timeout=START_LIMIT)
-        await until(lambda: sup.node(node.id).status is NodeStatus.RUNNING, 10, "running")
+        await until(lambda: sup.names.node(node.id).status is NodeStatus.RUNNING, 10, "running")
         # The rollout says the backgrounded command still runs; /proc agrees.
         output = json.dumps(world.server.requests()[1].body["input"])
         assert "Process running with session ID" in output
-        in_flight = sup.progress(node.id).in_flight
+        in_flight = sup.progress_watch.progress(node.id).in_flight
         assert [t.name for t in in_flight] == ["exec_command"], in_flight
-        await until(lambda: "sleep" in names_of(by_env("LEGION_NODE_ID", node.id)), 10,
-                    "the backgrounded `sleep 30` to run")
+        await until(
+            lambda: "sleep" in names_of(by_env("LEGION_NODE_ID", node.id)),
+            10,
+            "the backgrounded `sleep 30` to run",
+        )
         before = by_env("LEGION_NODE_ID", node.id)
         print(f"codex: processes of the node before the stop: {commands_of(before)}")
-        pid = sup.node(node.id).pid
+        pid = sup.names.node(node.id).pid
         assert pid is not None and pid in before
         began = time.monotonic()
-        receipt = await sup.stop(ROOT_ID, "sleeper")
+        receipt = await sup.stops.stop(ROOT_ID, "sleeper")
         print(f"codex: stop in {(time.monotonic() - began) * 1000:.0f} ms")
         assert receipt == "Stopped sleeper.", receipt
         assert by_env("LEGION_NODE_ID", node.id) == []
         for gone in before:
             assert not psutil.pid_exists(gone) or psutil.Process(gone).status() == "zombie"
-        assert sup.node(node.id).status is NodeStatus.RETIRED
+        assert sup.names.node(node.id).status is NodeStatus.RETIRED
 
 
 # ----- (f) resume after a stop ---------------------------------------------------------------
@@ -334,8 +347,8 @@ async def test_resume_after_a_stop_appends_to_the_same_rollout(world: CodexWorld
         rollout = rollout_of(sup, node.id)
         before = rollout.read_bytes()
         assert user_messages(rollout, "TASK-7c2e") == 1
-        assert await sup.stop(ROOT_ID, "resumed") == "Stopped resumed."
-        receipt = await sup.resume(ROOT_ID, "resumed")
+        assert await sup.stops.stop(ROOT_ID, "resumed") == "Stopped resumed."
+        receipt = await sup.control.resume(ROOT_ID, "resumed")
         assert receipt.startswith("Resumed resumed on its session file"), receipt
         rs = await wait_requests(world, 3, START_LIMIT)
         assert user_texts(rs[2])[-1] == RESUME_PROMPT
@@ -371,7 +384,6 @@ async def test_a_turn_the_api_fails_is_a_failed_node_with_the_apis_message(
     assert [r.state for r in world.server.requests()] == ["error-reply"]
 
 
-
 # ----- a launch Codex refuses ------------------------------------------------------------------
 async def test_a_launch_codex_refuses_fails_with_its_own_words_and_leaves_nothing(
     world: CodexWorld,
@@ -379,8 +391,10 @@ async def test_a_launch_codex_refuses_fails_with_its_own_words_and_leaves_nothin
     # An unknown provider: Codex refuses the thread (no model request is ever made).
     write_card(world.project, kind="codex", command=["codex", "-c", "model_provider=nowhere"])
     async with agent_host(world.project) as sup:
-        (node,) = await sup.spawn(ROOT_ID, [ChildRequest("worker", "Do it.", name="refused")])
-        failed = sup.node(node.id)
+        (node,) = await sup.launcher.spawn(
+            ROOT_ID, [ChildRequest("worker", "Do it.", name="refused")]
+        )
+        failed = sup.names.node(node.id)
         print(f"codex: refused launch: {failed.error}")
         assert failed.status is NodeStatus.FAILED, failed.status
         assert failed.error is not None and failed.error.startswith("launch failed: start: ")

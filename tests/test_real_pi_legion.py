@@ -135,7 +135,7 @@ async def test_inspect_gives_the_servers_tokens_and_its_stream_rate(world: PiWor
         assert report["tok_s"] == pytest.approx(tokens / (generation_ms / 1000)), figures
         assert generation_ms >= served_ms - 2, figures
         # The host's row says the same as the file.
-        row = sup.status(ROOT_ID, "talker")["nodes"][0]
+        row = sup.queries.status(ROOT_ID, "talker")["nodes"][0]
         assert row["tokens_out"] == tokens and row["tok_s"] == round(report["tok_s"], 1), row
 
 
@@ -145,9 +145,9 @@ async def test_abort_mid_turn_is_interrupted_within_a_second(world: PiWorld) -> 
     async with pi_host(world) as sup:
         node = await spawn_pi(sup, "slow", "Think for a long while.")
         await asyncio.to_thread(world.server.wait_for_hang, timeout=START_LIMIT)
-        await until(lambda: sup.node(node.id).status is NodeStatus.RUNNING, 10, "running")
+        await until(lambda: sup.names.node(node.id).status is NodeStatus.RUNNING, 10, "running")
         began = time.monotonic()
-        outcome, receipt = await sup.abort(ROOT_ID, "slow")
+        outcome, receipt = await sup.control.abort(ROOT_ID, "slow")
         took = time.monotonic() - began
         print(f"pi {world.line}: abort → {outcome} in {took * 1000:.0f} ms: {receipt}")
         assert outcome == "interrupted", receipt
@@ -159,12 +159,12 @@ async def test_abort_mid_turn_is_interrupted_within_a_second(world: PiWorld) -> 
         )
         # Aborted is not done: the node keeps its context, live, and (soon) idle.
         await until(
-            lambda: sup.progress(node.id).last_stop_reason == "aborted",
+            lambda: sup.progress_watch.progress(node.id).last_stop_reason == "aborted",
             10,
             "the aborted message in pi's file",
         )
         await until(
-            lambda: sup.status(ROOT_ID, "slow")["nodes"][0]["idle"] is True,
+            lambda: sup.queries.status(ROOT_ID, "slow")["nodes"][0]["idle"] is True,
             5,
             "the row to say idle",
         )
@@ -172,7 +172,7 @@ async def test_abort_mid_turn_is_interrupted_within_a_second(world: PiWorld) -> 
             f"pi {world.line}: row idle {(time.monotonic() - began - took) * 1000:.0f} ms "
             "after the abort returned"
         )
-        assert sup.node(node.id).status is NodeStatus.RUNNING
+        assert sup.names.node(node.id).status is NodeStatus.RUNNING
         assert EventType.NODE_SETTLED not in events_of(sup, node.id)
 
 
@@ -190,7 +190,7 @@ async def test_steer_mid_turn_is_queued_then_delivered_and_idle_steer_starts_a_t
     async with pi_host(world) as sup:
         node = await spawn_pi(sup, "steered", "Work on it.")
         await asyncio.to_thread(world.server.wait_for_hang, timeout=START_LIMIT)
-        outcome, receipt = await sup.steer(ROOT_ID, "steered", mid)
+        outcome, receipt = await sup.control.steer(ROOT_ID, "steered", mid)
         assert outcome == "queued", receipt
         assert len(world.server.requests()) == 1  # nothing reached the model yet
         release.set()
@@ -201,19 +201,19 @@ async def test_steer_mid_turn_is_queued_then_delivered_and_idle_steer_starts_a_t
         assert done.status is NodeStatus.SETTLED and done.verdict is not None
         assert json.loads(done.verdict)["reason"] == "mentioned bananas"
         # Idle: the steer is a prompt, a new turn, a new request.
-        outcome, receipt = await sup.steer(ROOT_ID, "steered", later)
+        outcome, receipt = await sup.control.steer(ROOT_ID, "steered", later)
         assert outcome == "accepted", receipt
         rs = await asyncio.to_thread(world.server.wait_for_requests, 3, timeout=TURN_LIMIT)
         assert rs[2].last_user_text() == later
         await until(
             lambda: (
-                sup.node(node.id).verdict is not None
-                and "apples" in (sup.node(node.id).verdict or "")
+                sup.names.node(node.id).verdict is not None
+                and "apples" in (sup.names.node(node.id).verdict or "")
             ),
             TURN_LIMIT,
             "the second settle",
         )
-        assert sup.node(node.id).status is NodeStatus.SETTLED
+        assert sup.names.node(node.id).status is NodeStatus.SETTLED
         assert world.server.unscripted() == []
 
 
@@ -223,11 +223,11 @@ async def test_stop_leaves_no_pi_process(world: PiWorld) -> None:
     async with pi_host(world) as sup:
         node = await spawn_pi(sup, "sleeper", "Sleep.")
         await until(
-            lambda: any(t.name == "bash" for t in sup.progress(node.id).in_flight),
+            lambda: any(t.name == "bash" for t in sup.progress_watch.progress(node.id).in_flight),
             START_LIMIT,
             "pi inside its bash call",
         )
-        pid = sup.node(node.id).pid
+        pid = sup.names.node(node.id).pid
         assert pid is not None
 
         def names() -> set[str]:
@@ -239,7 +239,7 @@ async def test_stop_leaves_no_pi_process(world: PiWorld) -> None:
 
         await until(lambda: "sleep" in names(), 10, "the bash tool's `sleep` to run")
         assert pid in by_env("LEGION_NODE_ID", node.id)
-        receipt = await sup.stop(ROOT_ID, "sleeper")
+        receipt = await sup.stops.stop(ROOT_ID, "sleeper")
         assert receipt == "Stopped sleeper.", receipt
         assert by_env("LEGION_NODE_ID", node.id) == []
         assert not psutil.pid_exists(pid) or psutil.Process(pid).status() == "zombie"
@@ -249,7 +249,7 @@ async def test_stop_leaves_no_pi_process(world: PiWorld) -> None:
             if c.status() != psutil.STATUS_ZOMBIE and node.id in " ".join(c.cmdline())
         ]
         assert kids == []
-        assert sup.node(node.id).status is NodeStatus.RETIRED
+        assert sup.names.node(node.id).status is NodeStatus.RETIRED
 
 
 # ----- 6. resume after a stop ---------------------------------------------------------------
@@ -268,8 +268,8 @@ async def test_resume_after_a_stop_appends_to_the_same_file_without_a_second_tas
         (pi_file,) = pi_session_files(sup, node.id)
         before = pi_file.read_bytes()
         assert before.count(b"TASK-6f1d") == 1
-        assert await sup.stop(ROOT_ID, "resumed") == "Stopped resumed."
-        receipt = await sup.resume(ROOT_ID, "resumed")
+        assert await sup.stops.stop(ROOT_ID, "resumed") == "Stopped resumed."
+        receipt = await sup.control.resume(ROOT_ID, "resumed")
         assert receipt.startswith("Resumed resumed on its session file"), receipt
         rs = await asyncio.to_thread(world.server.wait_for_requests, 3, timeout=START_LIMIT)
         assert rs[2].last_user_text() == RESUME_PROMPT

@@ -89,7 +89,7 @@ async def _six_settle(world: PiWorld, batch: bool) -> None:
     names = [f"six-{i}" for i in range(SIX)]
     async with pi_host(world) as sup:
         if batch:
-            nodes = await sup.spawn(
+            nodes = await sup.launcher.spawn(
                 ROOT_ID, [ChildRequest("worker", f"Job {n}.", name=n) for n in names]
             )
         else:
@@ -125,7 +125,7 @@ async def test_the_cards_prompt_and_exactly_its_tools_reach_the_model(world: PiW
     reader = write_card(world.project, "reader", tools=reader_tools)
     world.server.script(ok_reply("one"), ok_reply("two"))
     async with pi_host(world) as sup:
-        await sup.spawn(
+        await sup.launcher.spawn(
             ROOT_ID,
             [
                 ChildRequest("worker", "Say done.", name="w"),
@@ -133,7 +133,7 @@ async def test_the_cards_prompt_and_exactly_its_tools_reach_the_model(world: PiW
             ],
         )
         for name in ("w", "r"):
-            done = await settle(sup, sup.resolve(ROOT_ID, name).id)
+            done = await settle(sup, sup.names.resolve(ROOT_ID, name).id)
             assert done.status is NodeStatus.SETTLED, (name, done.error)
     requests = await asyncio.to_thread(world.server.wait_for_finished, 2, timeout=5)
     seen = {}
@@ -159,9 +159,9 @@ async def test_a_node_stopped_before_its_first_reply_resumes_on_its_task(world: 
             assert len(early) == 1 and task in early[0].read_text(), early
         else:
             assert early == [], early  # pi has written nothing yet
-        assert await sup.stop(ROOT_ID, "early") == "Stopped early."
+        assert await sup.stops.stop(ROOT_ID, "early") == "Stopped early."
         assert by_env("LEGION_NODE_ID", node.id) == []
-        receipt = await sup.resume(ROOT_ID, "early")
+        receipt = await sup.control.resume(ROOT_ID, "early")
         rs = await asyncio.to_thread(world.server.wait_for_finished, 2, timeout=START_LIMIT)
         if WRITES_AT_PROMPT[world.line]:
             # Its file holds the task: pi continues it (the task is not sent again).
@@ -180,7 +180,7 @@ async def test_a_node_stopped_before_its_first_reply_resumes_on_its_task(world: 
             f"{link_state(done.session_file)}; pi wrote {files[0].name}"
         )
         assert json.loads(done.verdict)["reason"] == "restarted and done"
-        assert sup.progress(node.id).tokens.output > 0
+        assert sup.progress_watch.progress(node.id).tokens.output > 0
 
 
 # ----- 11. the row before pi's first write -------------------------------------------------
@@ -189,12 +189,12 @@ async def test_the_row_before_pis_first_answer_is_no_error(world: PiWorld) -> No
     async with pi_host(world) as sup:
         node = await spawn_pi(sup, "quiet", "Say done.")
         await asyncio.to_thread(world.server.wait_for_hang, timeout=START_LIMIT)
-        await until(lambda: sup.node(node.id).status is NodeStatus.RUNNING, 10, "running")
-        progress = sup.progress(node.id)
+        await until(lambda: sup.names.node(node.id).status is NodeStatus.RUNNING, 10, "running")
+        progress = sup.progress_watch.progress(node.id)
         # 0.73 writes its file with its first answer; 1.6 writes it at the prompt.
         assert progress.not_written_yet is not WRITES_AT_PROMPT[world.line], progress
         assert progress.read_error is None
-        (row,) = sup.status(ROOT_ID, "quiet")["nodes"]
+        (row,) = sup.queries.status(ROOT_ID, "quiet")["nodes"]
         unreadable = None if WRITES_AT_PROMPT[world.line] else "ENOENT"
         assert (row["status"], row["error"], row["unreadable"]) == ("running", None, unreadable)
         code, out, err = await run_cli("status", "--json", cwd=world.project, limit=30)

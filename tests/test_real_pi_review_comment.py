@@ -92,6 +92,8 @@ async def test_a_diff_tab_comment_reaches_the_real_pi_agents_next_request(world:
                 "the agent's next commit in the Diff tab",
             )
             await until(
-                lambda: "capped" in (sup.node(node.id).verdict or ""), TURN_LIMIT, "the settle"
+                lambda: "capped" in (sup.names.node(node.id).verdict or ""),
+                TURN_LIMIT,
+                "the settle",
             )
         assert world.server.unscripted() == []

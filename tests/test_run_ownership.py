@@ -57,12 +57,12 @@ _HOST = textwrap.dedent(
             await asyncio.get_running_loop().run_in_executor(None, sys.stdin.readline)
         await sup.start()
         stuck = {"stall_seconds": 1e7}
-        (w,) = await sup.spawn(
+        (w,) = await sup.launcher.spawn(
             ROOT_ID, [ChildRequest("worker", "t", name="w", sim=stuck, isolate=True)]
         )
         while not sup.model.nodes[w.id].progress.in_flight:
             await asyncio.sleep(0.01)
-        print("ready", sup.node(w.id).pid, flush=True)
+        print("ready", sup.names.node(w.id).pid, flush=True)
         await asyncio.Event().wait()
 
     asyncio.run(main())
@@ -216,13 +216,13 @@ async def test_run_data_is_private_and_agents_keep_their_umask(tmp_path: Path) -
     try:
         async with hosted(tmp_path) as sup:
             sim = await spawn_one(sup, name="sim", sim={"quick": True})
-            (x,) = await sup.spawn(ROOT_ID, [ChildRequest("writer", "t", name="x")])
+            (x,) = await sup.launcher.spawn(ROOT_ID, [ChildRequest("writer", "t", name="x")])
             view = sup.model.nodes[x.id]
             await until(lambda: view.terminal_line == "ready", 30, "the agent's files")
-            await sup.steer(ROOT_ID, "x", "go")  # its terminal, and its inbox
+            await sup.control.steer(ROOT_ID, "x", "go")  # its terminal, and its inbox
             await settled(sup, x.id, 30)
             await settled(sup, sim.id, 30)
-            await sup.collect(ROOT_ID, "sim")  # outputs/sim.output.md
+            await sup.queries.collect(ROOT_ID, "sim")  # outputs/sim.output.md
             await sup.ledger.flush()
             runs_dir = tmp_path / ".legion" / "runs"
             made = {p.relative_to(sup.run.dir).as_posix() for p in sup.run.dir.rglob("*")}

@@ -139,7 +139,7 @@ async def test_legion_serve_in_chromium(tmp_path: Path) -> None:
                 ),
                 "the refusal",
             )
-            assert sup.node(kill.id).status is NodeStatus.RUNNING
+            assert sup.names.node(kill.id).status is NodeStatus.RUNNING
             await until(lambda: [v[-1] for v in views_of(proc)] == ["--read-only"], what="1 view")
             # With it: the same keys stop kill through the host's socket. One view per
             # page: the first page's view ended when it was left.
@@ -147,7 +147,9 @@ async def test_legion_serve_in_chromium(tmp_path: Path) -> None:
             await stop_kill(page)
             await until(lambda: [v[-1] for v in views_of(proc)] == ["main"], what="its view alone")
             await page.until(lambda rows: "Stopped kill." in flat(rows), "the receipt")
-            await until(lambda: sup.node(kill.id).status is NodeStatus.RETIRED, what="kill retired")
+            await until(
+                lambda: sup.names.node(kill.id).status is NodeStatus.RETIRED, what="kill retired"
+            )
             # The view learns it from the ledger: the row turns retired.
             await page.until(
                 lambda rows: any("◌ kill" in r.text and "retired" in r.text for r in rows),

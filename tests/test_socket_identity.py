@@ -78,15 +78,15 @@ async def test_an_agent_cannot_act_as_root_its_sibling_or_from_outside_its_tree(
         }, errors
         assert errors.count("acts as rogue only") == 3, errors  # the three forged claims
         assert "runs under none of its live agents" in errors, errors
-        node = sup.node(victim.id)
+        node = sup.names.node(victim.id)
         assert node.status is NodeStatus.RUNNING and node.live, node
         assert [n.name for n in sup.model.children(rogue.id)] == []
         # The user's own shell is outside the legion: root, as always.
         code, said, err = await run_cli("stop", "victim", "--force", cwd=tmp_path)
         assert code == 0, err
         assert said.strip() == "Stopped victim."
-        await until(lambda: sup.node(victim.id).status is NodeStatus.RETIRED)
-        assert sup.node(ROOT_ID).live
+        await until(lambda: sup.names.node(victim.id).status is NodeStatus.RETIRED)
+        assert sup.names.node(ROOT_ID).live
 
 
 def test_the_kernel_decides_and_a_claim_only_narrows() -> None:

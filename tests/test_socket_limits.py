@@ -59,18 +59,18 @@ hogged = []
 async def settle(sup, node_id):
     loop = asyncio.get_running_loop()
     end = loop.time() + 30
-    while sup.node(node_id).live:
+    while sup.names.node(node_id).live:
         if loop.time() > end:
             return "still live after 30 s"
         await asyncio.sleep(0.01)
-    return sup.node(node_id).status.value
+    return sup.names.node(node_id).status.value
 
 
 async def spawn(sup, stuck, n):
-    (node,) = await sup.spawn(ROOT_ID, [ChildRequest("worker", "quick", name=f"q{n}")])
+    (node,) = await sup.launcher.spawn(ROOT_ID, [ChildRequest("worker", "quick", name=f"q{n}")])
     status = await settle(sup, node.id)
-    return {"status": status, "error": sup.node(node.id).error,
-            "stuck_live": sup.node(stuck.id).live}
+    return {"status": status, "error": sup.names.node(node.id).error,
+            "stuck_live": sup.names.node(stuck.id).live}
 
 
 def hog():
@@ -93,7 +93,7 @@ async def main():
     await sup.start()
     try:
         stall = {"stall_seconds": 1e7}
-        (stuck,) = await sup.spawn(
+        (stuck,) = await sup.launcher.spawn(
             ROOT_ID, [ChildRequest("worker", "hold on", name="stuck", sim=stall)]
         )
         print(json.dumps({"socket": str(sup.socket_path), "stuck": stuck.id}), flush=True)

@@ -19,7 +19,7 @@ pytestmark = pytest.mark.host
 async def test_a_leads_stop_keeps_the_endings_of_members_that_had_ended(tmp_path: Path) -> None:
     async with hosted(tmp_path) as sup:
         lead = await spawn_one(sup, "centurion", name="lead", sim=dict(STUCK))
-        await until(lambda: sup.node(lead.id).live, what="the lead to run")
+        await until(lambda: sup.names.node(lead.id).live, what="the lead to run")
         running = await stuck_worker(sup, "running", caller=lead.id)
         done = await spawn_one(sup, name="done", caller=lead.id)
         bad = await spawn_one(sup, name="bad", caller=lead.id, sim={"fail": True})
@@ -29,12 +29,12 @@ async def test_a_leads_stop_keeps_the_endings_of_members_that_had_ended(tmp_path
         idle = sup.roster.handles()[done.id]
         assert idle.exited is None
 
-        assert await sup.stop(ROOT_ID, "lead") == "Stopped lead."
+        assert await sup.stops.stop(ROOT_ID, "lead") == "Stopped lead."
 
-        assert sup.node(lead.id).status is NodeStatus.RETIRED
-        assert sup.node(running.id).status is NodeStatus.RETIRED
-        assert sup.node(done.id).status is NodeStatus.SETTLED
-        assert sup.node(bad.id).status is NodeStatus.FAILED
+        assert sup.names.node(lead.id).status is NodeStatus.RETIRED
+        assert sup.names.node(running.id).status is NodeStatus.RETIRED
+        assert sup.names.node(done.id).status is NodeStatus.SETTLED
+        assert sup.names.node(bad.id).status is NodeStatus.FAILED
         # ... and the ledger agrees, with no `node_retired` overwriting their last word.
         await sup.ledger.flush()
         for member, status in ((done, NodeStatus.SETTLED), (bad, NodeStatus.FAILED)):
@@ -49,7 +49,7 @@ async def test_a_leads_stop_keeps_the_endings_of_members_that_had_ended(tmp_path
         counts = sup.model.counts()
         assert counts["failed"] == 1 and counts["settled"] == 1
         # A stop that names the ended member itself still retires it.
-        assert await sup.stop(ROOT_ID, "lead/done") == (
+        assert await sup.stops.stop(ROOT_ID, "lead/done") == (
             "Retired 1 already-settled child: done (execution: success)"
         )
-        assert sup.node(done.id).status is NodeStatus.RETIRED
+        assert sup.names.node(done.id).status is NodeStatus.RETIRED

@@ -65,15 +65,15 @@ async def test_a_force_stop_during_a_graceful_stops_grace_joins_and_escalates_it
     it lives on for the rest of the grace), the first stop ends with it, one retire."""
     _stubborn_card(tmp_path)
     async with hosted(tmp_path, stop_grace=60.0) as sup:
-        (s,) = await sup.spawn(ROOT_ID, [ChildRequest("stubborn", "t", name="s")])
+        (s,) = await sup.launcher.spawn(ROOT_ID, [ChildRequest("stubborn", "t", name="s")])
         view = sup.model.nodes[s.id]
         await until(lambda: view.terminal_line == "ready", 30, "the agent to start")
-        pid = sup.node(s.id).pid
+        pid = sup.names.node(s.id).pid
         assert pid is not None
-        graceful = asyncio.create_task(sup.stop(ROOT_ID, "s"))
+        graceful = asyncio.create_task(sup.stops.stop(ROOT_ID, "s"))
         await until(lambda: view.terminal_line == "termed", 30, "SIGTERM, then its grace")
         started = time.monotonic()
-        forced = await asyncio.wait_for(sup.stop(ROOT_ID, "s", force=True), 15)
+        forced = await asyncio.wait_for(sup.stops.stop(ROOT_ID, "s", force=True), 15)
         took = time.monotonic() - started
         alive_at_receipt = not _dead(pid)
         assert forced == "Stopped s."
@@ -85,7 +85,7 @@ async def test_a_force_stop_during_a_graceful_stops_grace_joins_and_escalates_it
         retired = await sup.ledger.get_events(s.id, types=[EventType.NODE_RETIRED])
         assert len(retired) == 1, [e.data for e in retired]
         assert retired[0].data["reason"] == "stop" and retired[0].data["force"] is True
-        assert sup.node(s.id).status is NodeStatus.RETIRED
+        assert sup.names.node(s.id).status is NodeStatus.RETIRED
 
 
 async def test_a_stop_of_a_team_joins_a_stop_of_one_member_under_way(tmp_path: Path) -> None:
@@ -96,12 +96,12 @@ async def test_a_stop_of_a_team_joins_a_stop_of_one_member_under_way(tmp_path: P
         team = [{"role": "stubborn", "name": "m", "task": "t"}]
         lead = await spawn_one(sup, "centurion", name="lead", sim={"children": team})
         await until(lambda: sup.model.by_path("root/lead/m") is not None, 30, "the team")
-        m = sup.resolve(ROOT_ID, "lead/m")
+        m = sup.names.resolve(ROOT_ID, "lead/m")
         view = sup.model.nodes[m.id]
         await until(lambda: view.terminal_line == "ready", 30, "the member to start")
-        member = asyncio.create_task(sup.stop(ROOT_ID, "lead/m"))
+        member = asyncio.create_task(sup.stops.stop(ROOT_ID, "lead/m"))
         await until(lambda: view.terminal_line == "termed", 30, "the member's grace")
-        assert await asyncio.wait_for(sup.stop(ROOT_ID, "lead", force=True), 15) == (
+        assert await asyncio.wait_for(sup.stops.stop(ROOT_ID, "lead", force=True), 15) == (
             "Stopped lead."
         )
         assert await asyncio.wait_for(member, 15) == "Stopped m."
@@ -141,11 +141,11 @@ async def test_a_stop_the_ledger_cannot_record_reads_stopped_and_is_never_resuma
     try:
         w = await stuck_worker(sup, "w")
         disk = _full_disk(sup, monkeypatch)
-        receipt = await asyncio.wait_for(sup.stop(ROOT_ID, "w"), 15)
+        receipt = await asyncio.wait_for(sup.stops.stop(ROOT_ID, "w"), 15)
         assert receipt.startswith("Stopped w.\n"), receipt
         assert "database or disk is full" in receipt and "not recorded" in receipt
         assert sup.roster.handle(w.id) is None  # the agent is gone …
-        assert sup.node(w.id).status is NodeStatus.RETIRED  # … and the node says so
+        assert sup.names.node(w.id).status is NodeStatus.RETIRED  # … and the node says so
         assert _ledger_status(sup, w.id) is NodeStatus.RUNNING  # not written yet
         disk["full"] = False
         await until(lambda: _ledger_status(sup, w.id) is NodeStatus.RETIRED, 10, "the owed write")
@@ -171,7 +171,7 @@ async def test_a_close_during_an_owed_retires_last_write_records_it_once(
     try:
         w = await stuck_worker(sup, "w")
         disk = _full_disk(sup, monkeypatch)
-        await asyncio.wait_for(sup.stop(ROOT_ID, "w"), 15)
+        await asyncio.wait_for(sup.stops.stop(ROOT_ID, "w"), 15)
         landed, gate = asyncio.Event(), asyncio.Event()
         real_event = sup.record.event
 
@@ -209,7 +209,7 @@ async def test_a_retired_write_still_owed_at_close_lands_before_the_pause(
     try:
         w = await stuck_worker(sup, "w")
         disk = _full_disk(sup, monkeypatch)
-        assert "not recorded" in await asyncio.wait_for(sup.stop(ROOT_ID, "w"), 15)
+        assert "not recorded" in await asyncio.wait_for(sup.stops.stop(ROOT_ID, "w"), 15)
         disk["full"] = False
     finally:
         await sup.close()

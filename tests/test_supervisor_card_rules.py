@@ -38,10 +38,10 @@ async def test_a_custom_centurion_card_keeps_its_phases_and_accepts_phases(
 ) -> None:
     _write_card(tmp_path)
     async with hosted(tmp_path) as sup:
-        assert "lead" in sup.admission.cards, "the card did not load"
+        assert "lead" in sup.ctx.cards.cards, "the card did not load"
         from_card = await spawn_one(sup, "lead", name="a", sim=dict(STUCK))
-        node = sup.node(from_card.id)
+        node = sup.names.node(from_card.id)
         assert node.role == "centurion" and node.phase == "drafting" and node.machine
         # `--phases` for it is G3-legal: it is a centurion.
         inline = await spawn_one(sup, "lead", name="b", sim=dict(STUCK), phases=OTHER)
-        assert sup.node(inline.id).phase == "work"
+        assert sup.names.node(inline.id).phase == "work"

@@ -50,15 +50,15 @@ async def test_exit_pauses_reopen_lists_interrupted_and_spawns_nothing(tmp_path:
         done = await spawn_one(first, name="done")
         await settled(first, done.id)
         on_purpose = await stuck_worker(first, "gone")
-        await first.stop(ROOT_ID, "gone")
+        await first.stops.stop(ROOT_ID, "gone")
         lead = await spawn_one(
             first, "centurion", name="lead", phases=MACHINE, sim={"children": team}
         )
         await until(lambda: first.model.by_path("root/lead/m") is not None, what="lead/m")
-        m_id = first.resolve(ROOT_ID, "lead/m").id
-        await until(lambda: first.node(m_id).live, what="m live")
-        lead_phase = first.node(lead.id).phase
-        session_file = first.node(w.id).session_file
+        m_id = first.names.resolve(ROOT_ID, "lead/m").id
+        await until(lambda: first.names.node(m_id).live, what="m live")
+        lead_phase = first.names.node(lead.id).phase
+        session_file = first.names.node(w.id).session_file
     # Wherever the team had got to (it moves itself with `legion phase`), it is a declared
     # phase — the pause must not push it to `aborted`.
     assert lead_phase in {"planning", "implementing"}
@@ -71,30 +71,30 @@ async def test_exit_pauses_reopen_lists_interrupted_and_spawns_nothing(tmp_path:
         assert interrupted == {"w", "lead", "m"}  # not `done`, not `gone` (stopped on purpose)
         assert sorted(again.interrupted_on_open) == sorted([w.id, lead.id, m_id])
         for node_id in (w.id, lead.id, m_id):
-            node = again.node(node_id)
+            node = again.names.node(node_id)
             assert node.status is NodeStatus.RETIRED
             retired = [
                 e for e in again.model.nodes[node_id].events if e.type is EventType.NODE_RETIRED
             ]
             assert retired[-1].data["reason"] == "session-shutdown"
-        assert again.node(lead.id).phase == lead_phase
-        assert again.node(done.id).status is NodeStatus.SETTLED
-        assert again.node(on_purpose.id).status is NodeStatus.RETIRED
+        assert again.names.node(lead.id).phase == lead_phase
+        assert again.names.node(done.id).status is NodeStatus.SETTLED
+        assert again.names.node(on_purpose.id).status is NodeStatus.RETIRED
         assert not again.model.nodes[on_purpose.id].interrupted
         assert again.launches == 0  # listing is all a reopen does
 
         # A child cannot come back before its team lead does.
         with pytest.raises(OpError) as err:
-            await again.resume(ROOT_ID, "lead/m")
+            await again.control.resume(ROOT_ID, "lead/m")
         assert err.value.code == "FORBIDDEN"
 
         # Resume is explicit and continues on the old session file (no new file).
         files_before = _session_files(again)
         size_before = _size(session_file)
-        receipt = await again.resume(ROOT_ID, "w")
+        receipt = await again.control.resume(ROOT_ID, "w")
         assert receipt == f"Resumed w on its session file {session_file}."
         assert again.launches == 1
-        node = again.node(w.id)
+        node = again.names.node(w.id)
         assert node.status is NodeStatus.RUNNING and node.session_file == session_file
         assert not again.model.nodes[w.id].interrupted
         await until(lambda: _size(session_file) > size_before, what="appends to the old file")
@@ -145,7 +145,7 @@ _HOST = textwrap.dedent(
         )
         await sup.start()
         stuck = {{"stall_seconds": 1e7}}
-        nodes = await sup.spawn(
+        nodes = await sup.launcher.spawn(
             ROOT_ID,
             [
                 ChildRequest("worker", "t", name="w", sim=stuck),
@@ -182,16 +182,16 @@ async def test_sigkilled_host_leaves_orphans_marked_on_next_start(tmp_path: Path
     assert stale["w"]["owner_pid"] == proc.pid and stale["w"]["activity"] is None
 
     async with hosted(tmp_path, "crash") as sup:
-        w, p = sup.resolve(ROOT_ID, "w"), sup.resolve(ROOT_ID, "p")
+        w, p = sup.names.resolve(ROOT_ID, "w"), sup.names.resolve(ROOT_ID, "p")
         assert p.backend == "process" and p.pid is not None
         for node in (w, p):
             orphaned = [
                 e for e in sup.model.nodes[node.id].events if e.type is EventType.NODE_ORPHANED
             ]
             assert len(orphaned) == 1 and orphaned[0].data["owner_pid"] == proc.pid
-            assert sup.node(node.id).status is NodeStatus.RETIRED
+            assert sup.names.node(node.id).status is NodeStatus.RETIRED
         assert sorted(v.node.id for v in sup.model.interrupted()) == sorted([w.id, p.id])
         assert sup.launches == 0
         # Nothing of the old host's run survives: no process carries its marker.
         assert marked_pids(sup.run.run_id, [w.id, p.id]) == []
-        assert (await sup.resume(ROOT_ID, "w")).startswith("Resumed w")
+        assert (await sup.control.resume(ROOT_ID, "w")).startswith("Resumed w")

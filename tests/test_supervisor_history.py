@@ -49,7 +49,7 @@ async def test_a_busy_lead_keeps_its_worktree_handled_children_and_verification(
         )
         tree = _launched(sup, lead.id)["worktree"]
         assert tree and _is_dir(str(tree))
-        since = sup.node(lead.id).phase_since
+        since = sup.names.node(lead.id).phase_since
         await sup.record.event(
             lead.id, EventType.NODE_HANDLED, {"node_id": "w-1", "by": "supersedes"}
         )
@@ -57,18 +57,18 @@ async def test_a_busy_lead_keeps_its_worktree_handled_children_and_verification(
             lead.id, EventType.VERIFICATION_RESULT, {"outcome": "passed", "phase_since": since}
         )
         await _bury(sup, lead.id)
-        lead_now = sup.node(lead.id)
+        lead_now = sup.names.node(lead.id)
         assert sup.record.handled_ids(lead_now) == ["w-1"]
         assert sup.record.stint_verification(lead_now) == "passed"
-        await until(lambda: sup.node(lead.id).live, what="the lead to run")
+        await until(lambda: sup.names.node(lead.id).live, what="the lead to run")
     # Reopened: the facts come back from the ledger, not from the last 200 events.
     async with hosted(tmp_path, "s") as sup:
         sup.sandbox = sandbox
         assert sup.interrupted_on_open == [lead.id]
-        lead_now = sup.node(lead.id)
+        lead_now = sup.names.node(lead.id)
         assert sup.record.handled_ids(lead_now) == ["w-1"]
         assert sup.record.stint_verification(lead_now) == "passed"
         await _bury(sup, lead.id)  # the pause's own events are buried too
-        assert (await sup.resume(ROOT_ID, "lead")).startswith("Resumed lead")
+        assert (await sup.control.resume(ROOT_ID, "lead")).startswith("Resumed lead")
         assert _launched(sup, lead.id)["worktree"] == tree  # its old worktree, not none
-        assert sup.worktree_of(lead.id) is not None
+        assert sup.teams.worktree_of(lead.id) is not None

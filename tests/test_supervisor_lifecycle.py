@@ -51,11 +51,11 @@ async def test_provider_empty_generation_fails_the_node_after_one_retry(tmp_path
             lambda: sup.roster.handles()[bad.id].exited is not None, what="the agent's exit"
         )
         with pytest.raises(OpError) as err:
-            await sup.steer(ROOT_ID, "bad", "try again")
+            await sup.control.steer(ROOT_ID, "bad", "try again")
         assert err.value.code == "NOT_RUNNING" and "legion resume bad" in err.value.message
         # ... and resume starts it again on the same session file.
-        assert (await sup.resume(ROOT_ID, "bad")).startswith("Resumed bad")
-        assert sup.node(bad.id).live and sup.node(bad.id).error is None
+        assert (await sup.control.resume(ROOT_ID, "bad")).startswith("Resumed bad")
+        assert sup.names.node(bad.id).live and sup.names.node(bad.id).error is None
 
 
 async def test_a_process_child_runs_settles_and_its_stop_leaves_no_process(tmp_path: Path) -> None:
@@ -66,9 +66,9 @@ async def test_a_process_child_runs_settles_and_its_stop_leaves_no_process(tmp_p
         assert node.status is NodeStatus.SETTLED and node.verdict and node.pid
         stuck = await spawn_one(sup, name="stuck", isolate=True, sim={"stall_seconds": 1e7})
         await until(lambda: bool(sup.model.nodes[stuck.id].progress.in_flight), 60, "in a tool")
-        pid = sup.node(stuck.id).pid
+        pid = sup.names.node(stuck.id).pid
         assert pid is not None and psutil.pid_exists(pid)
-        assert await sup.stop(ROOT_ID, "stuck", force=True) == "Stopped stuck."
+        assert await sup.stops.stop(ROOT_ID, "stuck", force=True) == "Stopped stuck."
         assert not psutil.pid_exists(pid) or psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
 
 
@@ -120,14 +120,14 @@ async def test_an_interactive_exec_child_shows_its_question_and_takes_the_answer
         view = sup.model.nodes[a.id]
         await until(lambda: view.terminal_line == "proceed with q? [y/N]", what="its question")
         assert activity(view, 0.0) == Activity("proceed with q? [y/N]", "text")
-        (entry,) = sup.status(ROOT_ID, "q")["nodes"]
+        (entry,) = sup.queries.status(ROOT_ID, "q")["nodes"]
         block = render_status({"run_id": "r", "session": "s", "nodes": [entry]}).splitlines()
         assert block[3:] == [
             "  running · terminal: proceed with q? [y/N]",
             "  0 tokens out · 0 tok/s",
         ]
         assert view.progress.read_error is None  # no session file is not an error
-        outcome, _receipt = await sup.steer(ROOT_ID, "q", "y")
+        outcome, _receipt = await sup.control.steer(ROOT_ID, "q", "y")
         assert outcome == "queued"  # typed into its terminal; the command reads it
         node = await settled(sup, a.id, limit=30)
         assert node.status is NodeStatus.SETTLED, node.error
@@ -142,7 +142,7 @@ async def test_model_subscribers_hear_status_changes(tmp_path: Path) -> None:
         await until(lambda: any(w.id in d for d in heard), what="a change signal")
         # The host's own root node counts as live while it hosts.
         assert sup.model.counts() == {"live": 2, "settled": 0, "failed": 0, "retired": 0}
-        await sup.stop(ROOT_ID, "w")
+        await sup.stops.stop(ROOT_ID, "w")
         assert sup.model.counts() == {"live": 1, "settled": 0, "failed": 0, "retired": 1}
 
 

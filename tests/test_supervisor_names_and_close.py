@@ -24,7 +24,7 @@ async def test_all_and_root_are_refused_as_names(tmp_path: Path, name: str) -> N
         lead = await spawn_one(sup, "centurion", name="lead", sim=dict(STUCK))
         for caller in (ROOT_ID, lead.id):
             with pytest.raises(OpError) as err:
-                await sup.spawn(
+                await sup.launcher.spawn(
                     caller,
                     [
                         ChildRequest("worker", "t", name="ok"),
@@ -54,7 +54,7 @@ async def test_close_pauses_the_children_even_when_postman_and_clock_died(
     sup.phase_watch.task = asyncio.create_task(broken())
     await until(lambda: sup.mail.task.done() and sup.phase_watch.task.done(), what="both to die")
     await sup.close()  # neither error stops the pause
-    node = sup.node(w.id)
+    node = sup.names.node(w.id)
     assert node.status is NodeStatus.RETIRED
     (retired,) = [e for e in sup.model.nodes[w.id].events if e.type is EventType.NODE_RETIRED]
     assert retired.data["reason"] == "session-shutdown"

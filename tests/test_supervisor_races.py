@@ -40,10 +40,10 @@ async def test_a_stop_during_the_worktree_await_keeps_the_node_stopped(tmp_path:
 
         sup.teams.worktree_for_launch = blocked  # type: ignore[method-assign]
         spawn = asyncio.create_task(
-            sup.spawn(ROOT_ID, [ChildRequest("worker", "t", name="w", sim=dict(STUCK))])
+            sup.launcher.spawn(ROOT_ID, [ChildRequest("worker", "t", name="w", sim=dict(STUCK))])
         )
         await asyncio.wait_for(entered.wait(), 10)
-        assert await sup.stop(ROOT_ID, "w") == "Stopped w."
+        assert await sup.stops.stop(ROOT_ID, "w") == "Stopped w."
         gate.set()
         (w,) = await asyncio.wait_for(spawn, 10)
         assert w.status is NodeStatus.RETIRED
@@ -76,12 +76,12 @@ async def test_a_stop_while_the_process_starts_leaves_no_process(
     monkeypatch.setattr(launching, "make_handle", gated_make)
     async with hosted(tmp_path) as sup:
         spawn = asyncio.create_task(
-            sup.spawn(
+            sup.launcher.spawn(
                 ROOT_ID, [ChildRequest("worker", "t", name="p", isolate=True, sim=dict(STUCK))]
             )
         )
         await asyncio.wait_for(entered.wait(), 10)
-        assert await sup.stop(ROOT_ID, "p") == "Stopped p."
+        assert await sup.stops.stop(ROOT_ID, "p") == "Stopped p."
         gate.set()
         (p,) = await asyncio.wait_for(spawn, 30)
         assert p.status is NodeStatus.RETIRED and p.id not in sup.roster.handles()
@@ -100,12 +100,16 @@ async def test_a_stop_while_the_process_starts_leaves_no_process(
 
 async def test_two_resumes_at_once_start_one_agent(tmp_path: Path) -> None:
     async with hosted(tmp_path, "s") as sup:
-        (w,) = await sup.spawn(ROOT_ID, [ChildRequest("worker", "t", name="w", sim=dict(STUCK))])
+        (w,) = await sup.launcher.spawn(
+            ROOT_ID, [ChildRequest("worker", "t", name="w", sim=dict(STUCK))]
+        )
         await until(lambda: bool(sup.model.nodes[w.id].progress.in_flight), what="w in a tool")
     async with hosted(tmp_path, "s") as sup:
         assert sup.interrupted_on_open == [w.id]
         results = await asyncio.gather(
-            sup.resume(ROOT_ID, "w"), sup.resume(ROOT_ID, "w"), return_exceptions=True
+            sup.control.resume(ROOT_ID, "w"),
+            sup.control.resume(ROOT_ID, "w"),
+            return_exceptions=True,
         )
         ok = [r for r in results if isinstance(r, str)]
         refused = [r for r in results if isinstance(r, OpError)]
@@ -115,7 +119,7 @@ async def test_two_resumes_at_once_start_one_agent(tmp_path: Path) -> None:
         assert sup.launches == 1 and sup.roster.monitored() == [w.id]
         # Once it runs, a third resume is refused too (steer it instead).
         with pytest.raises(OpError) as err:
-            await sup.resume(ROOT_ID, "w")
+            await sup.control.resume(ROOT_ID, "w")
         assert err.value.code == "ALREADY_RUNNING"
 
 
@@ -135,7 +139,7 @@ async def test_a_launch_never_starts_a_node_whose_stop_has_begun(tmp_path: Path)
             return await real_tree(node, req, resume=resume)
 
         async def held_status(node_id: str, status: NodeStatus, *args: Any, **kw: Any) -> Any:
-            if status is NodeStatus.RETIRED and sup.node(node_id).name == "b":
+            if status is NodeStatus.RETIRED and sup.names.node(node_id).name == "b":
                 write_entered.set()
                 await write_gate.wait()  # the stop's `retired` is slow to land
             return await real_status(node_id, status, *args, **kw)
@@ -146,9 +150,9 @@ async def test_a_launch_never_starts_a_node_whose_stop_has_begun(tmp_path: Path)
             ChildRequest("worker", "t", name="a", sim=dict(STUCK)),
             ChildRequest("worker", "t", name="b", sim=dict(STUCK)),
         ]
-        spawn = asyncio.create_task(sup.spawn(ROOT_ID, batch))
+        spawn = asyncio.create_task(sup.launcher.spawn(ROOT_ID, batch))
         await asyncio.wait_for(a_entered.wait(), 10)
-        stop = asyncio.create_task(sup.stop(ROOT_ID, "b"))
+        stop = asyncio.create_task(sup.stops.stop(ROOT_ID, "b"))
         await asyncio.wait_for(write_entered.wait(), 10)
         a_gate.set()  # both go on while b's stop is mid-write
         try:
@@ -157,5 +161,7 @@ async def test_a_launch_never_starts_a_node_whose_stop_has_begun(tmp_path: Path)
         finally:
             write_gate.set()
         assert await asyncio.wait_for(stop, 10) == "Stopped b."
-        assert sup.node(b.id).status is NodeStatus.RETIRED and b.id not in sup.roster.handles()
-        assert sup.node(a.id).live
+        assert (
+            sup.names.node(b.id).status is NodeStatus.RETIRED and b.id not in sup.roster.handles()
+        )
+        assert sup.names.node(a.id).live

@@ -29,8 +29,8 @@ pytestmark = pytest.mark.host
 async def test_stop_a_live_node(tmp_path: Path) -> None:
     async with hosted(tmp_path) as sup:
         w = await stuck_worker(sup, "worker-2")
-        assert await sup.stop(ROOT_ID, "worker-2") == "Stopped worker-2."
-        node = sup.node(w.id)
+        assert await sup.stops.stop(ROOT_ID, "worker-2") == "Stopped worker-2."
+        node = sup.names.node(w.id)
         assert node.status is NodeStatus.RETIRED
         retired = [e for e in sup.model.nodes[w.id].events if e.type is EventType.NODE_RETIRED]
         assert retired[-1].data["reason"] == "stop"
@@ -42,12 +42,12 @@ async def test_stop_an_already_settled_then_already_retired_node(tmp_path: Path)
         x = await spawn_one(sup, name="x")
         assert (await settled(sup, x.id)).status is NodeStatus.SETTLED
         # The settle→retire window: a retire, not an interruption that never happened.
-        assert await sup.stop(ROOT_ID, "x") == (
+        assert await sup.stops.stop(ROOT_ID, "x") == (
             "Retired 1 already-settled child: x (execution: success)"
         )
         event = [e for e in sup.model.nodes[x.id].events if e.type is EventType.NODE_RETIRED][-1]
         at = time.strftime("%H:%M:%S", time.localtime(event.at))
-        assert await sup.stop(ROOT_ID, "x") == (
+        assert await sup.stops.stop(ROOT_ID, "x") == (
             "No non-retired children to stop. x is already retired "
             f"(execution: success, retired at {at})"
         )
@@ -64,44 +64,44 @@ async def test_stop_retires_the_subtree_children_first(tmp_path: Path) -> None:
             lambda: all(sup.model.by_path(f"root/lead/{n}") for n in ("w0", "s0")),
             what="team spawned",
         )
-        assert await sup.stop(ROOT_ID, "lead") == "Stopped lead."
+        assert await sup.stops.stop(ROOT_ID, "lead") == "Stopped lead."
         await sup.ledger.flush()
         events = await sup.ledger.get_events(types=[EventType.NODE_RETIRED])
         order = [e.node_id for e in events]
-        ids = {n: sup.resolve(ROOT_ID, f"lead/{n}").id for n in ("w0", "s0")}
+        ids = {n: sup.names.resolve(ROOT_ID, f"lead/{n}").id for n in ("w0", "s0")}
         assert order.index(lead.id) > max(order.index(i) for i in ids.values())
-        assert all(sup.node(i).status is NodeStatus.RETIRED for i in [lead.id, *ids.values()])
+        assert all(sup.names.node(i).status is NodeStatus.RETIRED for i in [lead.id, *ids.values()])
 
 
 async def test_stop_all(tmp_path: Path) -> None:
     async with hosted(tmp_path) as sup:
-        assert await sup.stop(ROOT_ID, "all") == "No non-retired children to stop."
+        assert await sup.stops.stop(ROOT_ID, "all") == "No non-retired children to stop."
         await stuck_worker(sup, "a")
         done = await spawn_one(sup, name="b")
         await settled(sup, done.id)
-        receipt = await sup.stop(ROOT_ID, "all")
+        receipt = await sup.stops.stop(ROOT_ID, "all")
         assert receipt.splitlines() == [
             "Stopped a.",
             "Retired 1 already-settled child: b (execution: success)",
         ]
-        assert await sup.stop(ROOT_ID, "all") == "No non-retired children to stop."
+        assert await sup.stops.stop(ROOT_ID, "all") == "No non-retired children to stop."
 
 
 async def test_abort_receipts(tmp_path: Path) -> None:
     async with hosted(tmp_path) as sup:
         w = await stuck_worker(sup, "worker-2")
         # A steer queued behind the running tool call is dropped first (clear queue).
-        outcome, _ = await sup.steer(ROOT_ID, "worker-2", "also check the docs")
+        outcome, _ = await sup.control.steer(ROOT_ID, "worker-2", "also check the docs")
         assert outcome == "queued"
-        outcome, receipt = await sup.abort(ROOT_ID, "worker-2")
+        outcome, receipt = await sup.control.abort(ROOT_ID, "worker-2")
         assert outcome == "interrupted"
         assert receipt == (
             "Aborted worker-2's current turn (context kept; partial edits may remain)"
             " — dropped 1 queued message(s)"
         )
-        assert sup.node(w.id).live  # abort is not stop: the agent keeps its context
+        assert sup.names.node(w.id).live  # abort is not stop: the agent keeps its context
         # Idle now: nothing to abort, and that is not an error.
-        outcome, receipt = await sup.abort(ROOT_ID, "worker-2")
+        outcome, receipt = await sup.control.abort(ROOT_ID, "worker-2")
         assert outcome == "no-turn"
         assert receipt == "Nothing to abort: worker-2 is not running a turn."
         assert event_types(sup, w.id).count(EventType.NODE_ABORTED) == 2
@@ -110,24 +110,24 @@ async def test_abort_receipts(tmp_path: Path) -> None:
 async def test_abort_without_a_queue_has_no_dropped_suffix(tmp_path: Path) -> None:
     async with hosted(tmp_path) as sup:
         await stuck_worker(sup, "w")
-        _, receipt = await sup.abort(ROOT_ID, "w", keep_queue=True)
+        _, receipt = await sup.control.abort(ROOT_ID, "w", keep_queue=True)
         assert receipt == "Aborted w's current turn (context kept; partial edits may remain)"
         # Live, idle, context kept: status says how to go on.
         from legion_tui.supervisor.hearing.status import render_status
 
-        block = render_status(sup.status(ROOT_ID, "w")).split("\n\n")[1].splitlines()
+        block = render_status(sup.queries.status(ROOT_ID, "w")).split("\n\n")[1].splitlines()
         assert block[1] == "  running · idle, no turn running (steer w to continue)"
 
 
 async def test_abort_on_a_retired_or_unknown_node_is_an_error(tmp_path: Path) -> None:
     async with hosted(tmp_path) as sup:
         await stuck_worker(sup, "w")
-        await sup.stop(ROOT_ID, "w")
+        await sup.stops.stop(ROOT_ID, "w")
         with pytest.raises(OpError) as retired:
-            await sup.abort(ROOT_ID, "w")
+            await sup.control.abort(ROOT_ID, "w")
         assert retired.value.code == "RETIRED"
         with pytest.raises(OpError) as unknown:
-            await sup.abort(ROOT_ID, "nobody")
+            await sup.control.abort(ROOT_ID, "nobody")
         assert unknown.value.code == "NOT_FOUND"
 
 
@@ -144,12 +144,12 @@ async def test_steer_an_idle_node_starts_a_turn(tmp_path: Path) -> None:
     async with hosted(tmp_path) as sup:
         x = await spawn_one(sup, name="x")
         await settled(sup, x.id)
-        turns = sup.progress(x.id).turns
-        outcome, receipt = await sup.steer(ROOT_ID, "x", "one more thing")
+        turns = sup.progress_watch.progress(x.id).turns
+        outcome, receipt = await sup.control.steer(ROOT_ID, "x", "one more thing")
         assert outcome == "accepted"
         assert receipt == "Steer accepted by x (it was idle: a turn started)."
         # It runs again, then settles again with a fresh verdict from the new turn.
-        await until(lambda: sup.progress(x.id).turns > turns, what="a new turn")
+        await until(lambda: sup.progress_watch.progress(x.id).turns > turns, what="a new turn")
         assert (await settled(sup, x.id)).status is NodeStatus.SETTLED
         assert EventType.NODE_STEERED in event_types(sup, x.id)
 
@@ -157,19 +157,19 @@ async def test_steer_an_idle_node_starts_a_turn(tmp_path: Path) -> None:
 async def test_wait_timeout_stops_nothing_and_says_so(tmp_path: Path) -> None:
     async with hosted(tmp_path) as sup:
         w = await stuck_worker(sup, "w")
-        result = await sup.wait(ROOT_ID, ["w"], 0.2)
+        result = await sup.queries.wait(ROOT_ID, ["w"], 0.2)
         assert result["state"] == "timeout"
         assert "nothing was stopped" in result["message"] and "w" in result["message"]
-        assert sup.node(w.id).status is NodeStatus.RUNNING
+        assert sup.names.node(w.id).status is NodeStatus.RUNNING
 
 
 async def test_wait_and_collect(tmp_path: Path) -> None:
     async with hosted(tmp_path) as sup:
         await spawn_one(sup, name="x")
-        result = await sup.wait(ROOT_ID, None, 30)
+        result = await sup.queries.wait(ROOT_ID, None, 30)
         assert result["state"] == "settled"
         assert result["nodes"][0]["verdict"]["ok"] is True
-        collected = await sup.collect(ROOT_ID, "x")
+        collected = await sup.queries.collect(ROOT_ID, "x")
         out = Path(collected["output_file"])
         assert out == sup.run.outputs_dir / "x.output.md"
         assert read_text(out).strip() == collected["text"].strip()
@@ -187,16 +187,17 @@ async def test_status_leads_with_the_activity_and_marks_a_stall(tmp_path: Path) 
     async with hosted(tmp_path) as sup:
         team = {"history_seconds": 420.0, "stall_seconds": 1e7}
         worker = await spawn_one(sup, name="worker-2", sim=team)
-        await until(lambda: bool(sup.status(ROOT_ID, "worker-2")["nodes"][0]["activity"]))
-        doc = sup.status(ROOT_ID, "worker-2")
+        await until(lambda: bool(sup.queries.status(ROOT_ID, "worker-2")["nodes"][0]["activity"]))
+        doc = sup.queries.status(ROOT_ID, "worker-2")
         activity = doc["nodes"][0]["activity"]
         assert activity["tool"] == "bash" and activity["stalled"] is False
         assert activity["seconds"] < 60  # not the replayed 7 minutes
         block = render_status(doc).split("\n\n")[1].splitlines()
         assert re.fullmatch(r"  working · bash 00:00:\d\d", block[1])
-        node = sup.node(worker.id)
+        node = sup.names.node(worker.id)
+        progress = sup.progress_watch.progress(worker.id)
         later = status_document(doc["run_id"], doc["session"],
-                                [(node, sup.progress(worker.id))], now=node.created_at + 425)
+                                [(node, progress)], now=node.created_at + 425)
         activity = later["nodes"][0]["activity"]
         assert activity["stalled"] is True
         block = render_status(later).split("\n\n")[1].splitlines()
@@ -236,13 +237,13 @@ async def test_abort_timeout_on_a_tool_that_ignores_cancellation(
     )
     async with hosted(tmp_path) as sup:
         p = await spawn_one(sup, "piw", name="worker-2")
-        assert sup.node(p.id).backend == "pi-rpc"
+        assert sup.names.node(p.id).backend == "pi-rpc"
         await until(lambda: bool(sup.model.nodes[p.id].progress.in_flight), 30, "pi in a tool")
-        outcome, receipt = await sup.abort(ROOT_ID, "worker-2")
+        outcome, receipt = await sup.control.abort(ROOT_ID, "worker-2")
         assert outcome == "timeout"
         assert receipt == (
             "Abort sent to worker-2, but it had not settled within 5s — the running tool may "
             "ignore cancellation; use stop (or stop with force) if it must die."
         )
-        assert sup.node(p.id).live
-        assert await sup.stop(ROOT_ID, "worker-2", force=True) == "Stopped worker-2."
+        assert sup.names.node(p.id).live
+        assert await sup.stops.stop(ROOT_ID, "worker-2", force=True) == "Stopped worker-2."

@@ -70,25 +70,25 @@ async def test_a_resumed_team_gets_a_new_stint_that_can_time_out_again(tmp_path:
         lead = (
             await spawn_one(first, "centurion", name="lead", phases=MACHINE, sim=dict(STUCK))
         ).id
-        await until(lambda: first.node(lead).live, what="lead live")
-        old_since = first.node(lead).phase_since
-        assert old_since is not None and first.node(lead).phase == "planning"
+        await until(lambda: first.names.node(lead).live, what="lead live")
+        old_since = first.names.node(lead).phase_since
+        assert old_since is not None and first.names.node(lead).phase == "planning"
         await _past_the_limit(first, old_since)
-        await first.phase_clock.check_all([first.node(lead)])
+        await first.phase_clock.check_all([first.names.node(lead)])
         assert await _timed_out_sinces(first, lead) == [old_since]
         (old_notice,) = await first.ledger.get_messages(ROOT_ID, direction="in")
         assert old_notice.subject.startswith("Phase timeout:")
     # The pause (session shutdown) leaves the clock alone: a pause is not a new stint.
 
     async with hosted(tmp_path, "s") as again:
-        paused = again.node(lead)
+        paused = again.names.node(lead)
         assert paused.status is NodeStatus.RETIRED and paused.phase_since == old_since
         assert _events(again, lead, EventType.PHASE_CHANGE) == []  # MACHINE: it never moved
         # Without a revival this stint is still the reported one: the clock stays quiet.
         assert await again.phase_clock.check_all([paused]) == []
 
-        await again.resume(ROOT_ID, "lead")
-        revived = again.node(lead)  # as the resume left it: running, on the new clock
+        await again.control.resume(ROOT_ID, "lead")
+        revived = again.names.node(lead)  # as the resume left it: running, on the new clock
         assert revived.status is NodeStatus.RUNNING and revived.phase == "planning"
         new_since = revived.phase_since
         assert new_since is not None and new_since > old_since
@@ -126,16 +126,16 @@ async def test_a_revival_whose_launch_fails_gives_the_old_clock_back(tmp_path: P
     script.chmod(0o755)
     async with hosted(tmp_path, "s") as first:
         lead = (await spawn_one(first, "centurion", name="lead", phases=MACHINE)).id
-        await until(lambda: first.node(lead).live, what="lead live")
-        session_file = Path(first.node(lead).session_file or "")
+        await until(lambda: first.names.node(lead).live, what="lead live")
+        session_file = Path(first.names.node(lead).session_file or "")
         await until(session_file.exists, what="the lead's session file")
-        old_since = first.node(lead).phase_since
+        old_since = first.names.node(lead).phase_since
         assert old_since is not None
     script.unlink()  # the program is gone by the time the team is resumed
 
     async with hosted(tmp_path, "s") as again:
-        await again.resume(ROOT_ID, "lead")
-        node = again.node(lead)
+        await again.control.resume(ROOT_ID, "lead")
+        node = again.names.node(lead)
         assert node.status is NodeStatus.FAILED and (node.error or "").startswith("launch failed")
         # The revival was recorded, then its clock given back: model and ledger agree.
         (change,) = _events(again, lead, EventType.PHASE_CHANGE)
@@ -157,9 +157,9 @@ async def test_a_settled_team_steered_into_a_new_turn_is_revived(tmp_path: Path)
         ended = await settled(sup, spawned.id, 30.0)
         assert (ended.status, ended.phase) == (NodeStatus.SETTLED, "planning"), ended
         assert _events(sup, ended.id, EventType.PHASE_CHANGE) == []
-        outcome, receipt = await sup.steer(ROOT_ID, "lead", "one more look")
+        outcome, receipt = await sup.control.steer(ROOT_ID, "lead", "one more look")
         assert outcome == "accepted", receipt
-        woken = sup.node(ended.id)
+        woken = sup.names.node(ended.id)
         assert woken.phase == "planning" and (woken.phase_since or 0) > (ended.phase_since or 0)
         (change,) = _events(sup, ended.id, EventType.PHASE_CHANGE)
         assert change.data["reason"] == "revived"

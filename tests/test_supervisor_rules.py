@@ -30,7 +30,7 @@ async def _refused(sup: Supervisor, caller: str, children: list[ChildRequest], c
     rows, files, launches = await _rows(sup), _session_files(sup), sup.launches
     shown = set(sup.model.nodes)
     with pytest.raises(OpError) as err:
-        await sup.spawn(caller, children)
+        await sup.launcher.spawn(caller, children)
     assert err.value.code == code, err.value.message
     assert await _rows(sup) == rows
     assert _session_files(sup) == files
@@ -48,12 +48,12 @@ async def test_worker_may_not_stop_its_sibling(tmp_path: Path) -> None:
             with pytest.raises(RequestError) as err:
                 await client.request("stop", name="b", force=False)
         assert err.value.code == "NOT_FOUND"  # a sibling is not below `a`: not even found
-        assert sup.node(b.id).status is NodeStatus.RUNNING
+        assert sup.names.node(b.id).status is NodeStatus.RUNNING
         # Not even by full path: the rule is about descendants, not about finding it.
         with pytest.raises(OpError) as by_path:
-            await sup.stop(a.id, "root/b")
+            await sup.stops.stop(a.id, "root/b")
         assert by_path.value.code == "FORBIDDEN"
-        assert sup.node(b.id).status is NodeStatus.RUNNING
+        assert sup.names.node(b.id).status is NodeStatus.RUNNING
 
 
 async def test_worker_may_not_spawn_a_centurion_g1(tmp_path: Path) -> None:
@@ -92,7 +92,7 @@ async def test_a_declared_machine_is_stored_with_its_start_phase(tmp_path: Path)
         assert row is not None and row.phase == "work" and row.machine
         assert '"work"' in row.machine
         plain = await spawn_one(sup, "worker", name="plain")
-        assert sup.node(plain.id).phase is None and sup.node(plain.id).machine is None
+        assert sup.names.node(plain.id).phase is None and sup.names.node(plain.id).machine is None
 
 
 async def test_bad_and_duplicate_names_refuse_the_whole_batch(tmp_path: Path) -> None:
@@ -112,12 +112,12 @@ async def test_bad_and_duplicate_names_refuse_the_whole_batch(tmp_path: Path) ->
 
 async def test_names_are_auto_numbered_per_role(tmp_path: Path) -> None:
     async with hosted(tmp_path) as sup:
-        nodes = await sup.spawn(
+        nodes = await sup.launcher.spawn(
             ROOT_ID,
             [ChildRequest("worker", "a"), ChildRequest("worker", "b"), ChildRequest("scout", "c")],
         )
         assert [n.name for n in nodes] == ["worker-0", "worker-1", "scout-0"]
-        (more,) = await sup.spawn(ROOT_ID, [ChildRequest("worker", "d")])
+        (more,) = await sup.launcher.spawn(ROOT_ID, [ChildRequest("worker", "d")])
         assert more.name == "worker-2"
         assert all(n.path == f"root/{n.name}" for n in [*nodes, more])
 
@@ -161,13 +161,13 @@ async def test_parent_slash_name_addressing(tmp_path: Path) -> None:
     async with hosted(tmp_path) as sup:
         lead = await spawn_one(sup, "centurion", name="lead", sim={"children": team})
         await until(lambda: sup.model.by_path("root/lead/w") is not None, what="lead/w spawned")
-        w = sup.resolve(ROOT_ID, "lead/w")
+        w = sup.names.resolve(ROOT_ID, "lead/w")
         assert w.path == "root/lead/w" and w.parent_id == lead.id
-        assert sup.resolve(ROOT_ID, "root/lead/w").id == w.id
-        assert sup.resolve(lead.id, "w").id == w.id  # relative to the caller
+        assert sup.names.resolve(ROOT_ID, "root/lead/w").id == w.id
+        assert sup.names.resolve(lead.id, "w").id == w.id  # relative to the caller
         # The lead controls its own child; the child controls nothing above it.
-        await until(lambda: sup.node(w.id).live, what="w live")
+        await until(lambda: sup.names.node(w.id).live, what="w live")
         with pytest.raises(OpError) as err:
-            await sup.stop(w.id, "root/lead")
+            await sup.stops.stop(w.id, "root/lead")
         assert err.value.code == "FORBIDDEN"
-        assert await sup.stop(lead.id, "w") == "Stopped w."
+        assert await sup.stops.stop(lead.id, "w") == "Stopped w."

@@ -65,7 +65,7 @@ async def test_a_sim_team_in_the_users_repository_gets_no_worktree(tmp_path: Pat
         lead = await spawn_one(sup, "centurion", name="lead", sim={"children": QUICK_TEAM})
         await settled(sup, lead.id, 30.0)
         assert "worktree" not in _launched(sup, lead.id)
-        assert sup.node(lead.id).backend == "inprocess"
+        assert sup.names.node(lead.id).backend == "inprocess"
     assert _state(tmp_path) == before
 
 
@@ -87,7 +87,7 @@ async def test_a_sandbox_gives_the_team_a_branch_its_members_commit_to(tmp_path:
         branch = str(data["branch"])
         assert branch.startswith("legion/lead-") and data["base_sha"] == base
         assert Path(str(data["worktree"])).is_relative_to(sandbox)
-        assert sup.node(lead.id).backend == "process"  # its own cwd: the worktree
+        assert sup.names.node(lead.id).backend == "process"  # its own cwd: the worktree
         node = await settled(sup, lead.id, 60.0)
         assert node.status is NodeStatus.SETTLED and node.phase == "done"
         # The row turns settled a moment before its node_settled event is appended.

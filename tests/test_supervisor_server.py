@@ -126,7 +126,7 @@ async def test_mail_travels_and_a_wait_returns_early_with_it(tmp_path: Path) -> 
     async with hosted(tmp_path) as sup:
         w = await stuck_worker(sup, "w")
         await stuck_worker(sup, "v")
-        waiting = asyncio.create_task(sup.wait(ROOT_ID, ["w"], 60))
+        waiting = asyncio.create_task(sup.queries.wait(ROOT_ID, ["w"], 60))
         await until(lambda: sup.mail.postman.held(ROOT_ID), what="the wait to hold root's mail")
         async with LegionClient(sup.socket_path, caller=w.id) as client:
             sent = await client.request(
@@ -137,7 +137,7 @@ async def test_mail_travels_and_a_wait_returns_early_with_it(tmp_path: Path) -> 
             assert result["state"] == "mail"
             assert result["message_ids"] == [sent["message_id"]]
             assert "Which branch?" in result["text"] and f"#{sent['message_id']}" in result["text"]
-            assert sup.node(w.id).live  # the wait ended; nothing was stopped
+            assert sup.names.node(w.id).live  # the wait ended; nothing was stopped
             with pytest.raises(RequestError) as bad:
                 await client.request("mail", to="parent", subject="x", body="a\x00b")
             assert bad.value.code == "MAIL_INVALID_TEXT"

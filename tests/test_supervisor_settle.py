@@ -36,7 +36,7 @@ async def test_mail_that_starts_a_turn_during_the_settle_keeps_the_node_supervis
             return await real_delivery(node_id)
 
         sup.teams.delivery_of = held_delivery  # type: ignore[method-assign]
-        (x,) = await sup.spawn(ROOT_ID, [ChildRequest("worker", "t", name="x")])
+        (x,) = await sup.launcher.spawn(ROOT_ID, [ChildRequest("worker", "t", name="x")])
         await asyncio.wait_for(in_settle.wait(), 20)  # idle after its answer: settling
         handle = sup.roster.handles()[x.id]
         agent: Any = handle.agent  # type: ignore[attr-defined]
@@ -53,8 +53,8 @@ async def test_mail_that_starts_a_turn_during_the_settle_keeps_the_node_supervis
         settle_gate.set()
         # Not `settled` while it works: the settle is followed by `running` again ...
         await until(lambda: _settles(sup, x.id) == 1, what="the first settle")
-        await until(lambda: sup.node(x.id).status is NodeStatus.RUNNING, 5, "running again")
+        await until(lambda: sup.names.node(x.id).status is NodeStatus.RUNNING, 5, "running again")
         # ... and when the letter's turn ends the monitor settles it once more.
         turn_gate.set()
         await until(lambda: _settles(sup, x.id) == 2, 20, "the second settle")
-        assert sup.node(x.id).status is NodeStatus.SETTLED
+        assert sup.names.node(x.id).status is NodeStatus.SETTLED

@@ -38,19 +38,19 @@ async def test_a_lead_being_stopped_cannot_spawn_and_its_children_stop_together(
 ) -> None:
     async with hosted(tmp_path) as sup:
         lead = await spawn_one(sup, "centurion", name="lead", sim=dict(STUCK))
-        await until(lambda: sup.node(lead.id).live, what="the lead to run")
+        await until(lambda: sup.names.node(lead.id).live, what="the lead to run")
         a = await stuck_worker(sup, "a", caller=lead.id)
         b = await stuck_worker(sup, "b", caller=lead.id)
         gate = asyncio.Event()
         entered = _hold_stops(sup, [a.id, b.id], gate)
-        stop = asyncio.create_task(sup.stop(ROOT_ID, "lead"))
+        stop = asyncio.create_task(sup.stops.stop(ROOT_ID, "lead"))
         try:
             # Both children's stops are under way at once (one level, together) ...
             await until(lambda: entered == {a.id, b.id}, 10, "both children's stops to begin")
             # ... and the lead, still live until its children are down, spawns nothing.
-            assert sup.node(lead.id).live
+            assert sup.names.node(lead.id).live
             with pytest.raises(OpError) as err:
-                await sup.spawn(lead.id, [ChildRequest("worker", "t", name="late")])
+                await sup.launcher.spawn(lead.id, [ChildRequest("worker", "t", name="late")])
             assert err.value.code == "FORBIDDEN" and "being stopped" in err.value.message
         finally:
             gate.set()  # a failing test must not leave the stops (and the close) hanging

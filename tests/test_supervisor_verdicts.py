@@ -23,7 +23,7 @@ async def test_a_corrupt_stored_verdict_reads_as_none_and_nothing_crashes(
     async with hosted(tmp_path, "s") as first:
         x = await spawn_one(first, name="x")
         await settled(first, x.id)
-        original = first.node(x.id).verdict_data
+        original = first.names.node(x.id).verdict_data
         assert original is not None and original["ok"] is True
         ledger_path = first.run.ledger_path
     # The host is gone; the row is damaged on disk, in the real SQLite file.
@@ -32,16 +32,17 @@ async def test_a_corrupt_stored_verdict_reads_as_none_and_nothing_crashes(
     conn.close()
 
     async with hosted(tmp_path, "s") as again:
-        node = again.node(x.id)
+        node = again.names.node(x.id)
         assert node.verdict == DAMAGED and node.status is NodeStatus.SETTLED
-        waited = await again.wait(ROOT_ID, ["x"], 1.0)
+        waited = await again.queries.wait(ROOT_ID, ["x"], 1.0)
         assert waited["state"] == "settled"
         assert waited["nodes"][0]["verdict"] is None
         # collect falls back to the verdict in the node's own session file.
-        await until(lambda: again.progress(x.id).verdict is not None, what="x's session read")
-        collected = await again.collect(ROOT_ID, "x")
+        progress = again.progress_watch.progress
+        await until(lambda: progress(x.id).verdict is not None, what="x's session read")
+        collected = await again.queries.collect(ROOT_ID, "x")
         assert collected["verdict"] == original
-        (entry,) = again.status(ROOT_ID, "x")["nodes"]
+        (entry,) = again.queries.status(ROOT_ID, "x")["nodes"]
         assert entry["verdict"] is None
         # …and the supervisor is still serving: a new child runs and settles.
         y = await spawn_one(again, name="y")

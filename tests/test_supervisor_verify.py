@@ -40,21 +40,21 @@ async def test_a_stop_during_verification_ends_it_and_keeps_the_team_aborted(
 ) -> None:
     async with hosted(tmp_path) as sup:
         lead = await spawn_one(sup, "centurion", name="lead", phases=GATED, sim=dict(STUCK))
-        await until(lambda: sup.node(lead.id).live, what="the lead to run")
+        await until(lambda: sup.names.node(lead.id).live, what="the lead to run")
         ready = tmp_path / "verify-started"
         _write_contract(sup, ready)
-        move = asyncio.create_task(sup.phase(lead.id, "done"))
+        move = asyncio.create_task(sup.teams.phase_op.phase(lead.id, "done"))
         await until(lambda: _exists(ready), 20, "the verify command to start")
         marker = f"{lead.id}.verify"
         assert marked_pids(sup.run.run_id, [marker])  # the command carries the marker
-        assert await sup.stop(ROOT_ID, "lead", force=True) == "Stopped lead."
+        assert await sup.stops.stop(ROOT_ID, "lead", force=True) == "Stopped lead."
         # The stop's sweep ended the command (it would sleep 600 s otherwise) ...
         with pytest.raises(OpError) as err:
             await asyncio.wait_for(move, 20)
         assert err.value.code == "ENDED"
         assert not marked_pids(sup.run.run_id, [marker])
         # ... and the team keeps the `aborted` the retirement wrote.
-        node = sup.node(lead.id)
+        node = sup.names.node(lead.id)
         assert node.status is NodeStatus.RETIRED and node.phase == "aborted"
         changes = [
             e.data["to"]
@@ -80,13 +80,13 @@ async def test_a_verification_that_passes_after_the_stop_writes_no_move(
     monkeypatch.setattr(verify, "verify_contract", held)
     async with hosted(tmp_path) as sup:
         lead = await spawn_one(sup, "centurion", name="lead", phases=GATED, sim=dict(STUCK))
-        await until(lambda: sup.node(lead.id).live, what="the lead to run")
-        move = asyncio.create_task(sup.phase(lead.id, "done"))
+        await until(lambda: sup.names.node(lead.id).live, what="the lead to run")
+        move = asyncio.create_task(sup.teams.phase_op.phase(lead.id, "done"))
         await asyncio.wait_for(entered.wait(), 20)
-        assert await sup.stop(ROOT_ID, "lead") == "Stopped lead."
-        assert sup.node(lead.id).phase == "aborted"
+        assert await sup.stops.stop(ROOT_ID, "lead") == "Stopped lead."
+        assert sup.names.node(lead.id).phase == "aborted"
         gate.set()
         with pytest.raises(OpError) as err:
             await asyncio.wait_for(move, 20)
         assert err.value.code == "ENDED"
-        assert sup.node(lead.id).phase == "aborted"  # not overwritten to done
+        assert sup.names.node(lead.id).phase == "aborted"  # not overwritten to done

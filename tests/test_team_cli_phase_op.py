@@ -39,7 +39,7 @@ PIPELINE = {
 async def stuck_lead(sup: Supervisor, machine: dict[str, object] = PIPELINE) -> str:
     """A centurion stalled in its first tool call: the test moves its phases for it."""
     lead = await spawn_one(sup, "centurion", name="lead", phases=machine, sim=dict(STUCK))
-    await until(lambda: sup.node(lead.id).live, what="lead live")
+    await until(lambda: sup.names.node(lead.id).live, what="lead live")
     return lead.id
 
 
@@ -62,21 +62,23 @@ async def test_a_team_moves_itself_and_refusals_list_the_legal_phases(tmp_path: 
     async with hosted(tmp_path) as sup:
         lead = await stuck_lead(sup)
         with pytest.raises(OpError) as err:
-            await sup.phase(lead, "implementing")  # no contract yet
+            await sup.teams.phase_op.phase(lead, "implementing")  # no contract yet
         assert err.value.code == "PHASE_REFUSED"
         assert "contract_file" in err.value.message
         assert "Legal next phases from planning" in err.value.message
-        assert sup.node(lead).phase == "planning"
+        assert sup.names.node(lead).phase == "planning"
 
         write_contract(sup, "true")
-        since = sup.node(lead).phase_since
-        reply = await sup.phase(lead, "implementing", note="contract frozen", evidence="lead.md")
+        since = sup.names.node(lead).phase_since
+        reply = await sup.teams.phase_op.phase(
+            lead, "implementing", note="contract frozen", evidence="lead.md"
+        )
         assert reply == {
             "phase": "implementing",
             "from": "planning",
             "receipt": receipts.phase_moved("lead", "planning", "implementing"),
         }
-        node = sup.node(lead)
+        node = sup.names.node(lead)
         assert node.phase == "implementing" and (node.phase_since or 0) >= (since or 0)
         change = [e for e in sup.model.nodes[lead].events if e.type is EventType.PHASE_CHANGE][-1]
         assert change.data == {
@@ -89,16 +91,16 @@ async def test_a_team_moves_itself_and_refusals_list_the_legal_phases(tmp_path: 
         assert stored is not None and stored.phase == "implementing"
 
         with pytest.raises(OpError) as err:
-            await sup.phase(lead, "done")  # not a declared exit of implementing
+            await sup.teams.phase_op.phase(lead, "done")  # not a declared exit of implementing
         assert err.value.message.endswith("verifying")  # …and the legal one is named
 
         with pytest.raises(OpError) as err:
-            await sup.phase(lead, "failed")
+            await sup.teams.phase_op.phase(lead, "failed")
         assert err.value.message.endswith(receipts.PHASE_FAILED_NEEDS_REASON) or (
             receipts.PHASE_FAILED_NEEDS_REASON in err.value.message
         )
         with pytest.raises(OpError) as err:
-            await sup.phase(ROOT_ID, "implementing")
+            await sup.teams.phase_op.phase(ROOT_ID, "implementing")
         assert err.value.code == "NO_PHASES"
 
 
@@ -108,20 +110,20 @@ async def test_leaving_the_gate_runs_legion_verify_and_a_failure_blocks_done(
     async with hosted(tmp_path) as sup:
         lead = await stuck_lead(sup)
         write_contract(sup, "echo checking\nexit 3")
-        await sup.phase(lead, "implementing")
-        await sup.phase(lead, "verifying")
+        await sup.teams.phase_op.phase(lead, "implementing")
+        await sup.teams.phase_op.phase(lead, "verifying")
         with pytest.raises(OpError) as err:
-            await sup.phase(lead, "done")
+            await sup.teams.phase_op.phase(lead, "done")
         assert err.value.code == "PHASE_REFUSED"
         results = [
             e for e in sup.model.nodes[lead].events if e.type is EventType.VERIFICATION_RESULT
         ]
         assert results[-1].data["outcome"] == "fail"
         assert read(results[-1].data["output_file"]).count("checking") == 2
-        assert sup.node(lead).phase == "verifying"
+        assert sup.names.node(lead).phase == "verifying"
 
         write_contract(sup, "test -d .")
-        reply = await sup.phase(lead, "done")
+        reply = await sup.teams.phase_op.phase(lead, "done")
         assert reply["phase"] == "done"
         assert reply["verification"] == "verification passed (1 command)"
 
@@ -130,9 +132,9 @@ async def test_an_empty_contract_is_reported_by_contract_never_passed(tmp_path: 
     async with hosted(tmp_path) as sup:
         lead = await stuck_lead(sup)
         write_contract(sup, "# nothing to run")
-        await sup.phase(lead, "implementing")
-        await sup.phase(lead, "verifying")
-        reply = await sup.phase(lead, "done")
+        await sup.teams.phase_op.phase(lead, "implementing")
+        await sup.teams.phase_op.phase(lead, "verifying")
+        reply = await sup.teams.phase_op.phase(lead, "done")
         assert reply["verification"].startswith("by contract (0 commands)")
         assert "passed (" not in reply["verification"]
 
@@ -154,7 +156,7 @@ async def test_legion_phase_from_the_teams_own_shell(tmp_path: Path) -> None:
         out, err = await asyncio.wait_for(proc.communicate(), 30)
         assert proc.returncode == 0, err.decode()
         assert out.decode().strip() == "lead: planning → implementing."
-        assert sup.node(lead).phase == "implementing"
+        assert sup.names.node(lead).phase == "implementing"
 
 
 async def test_the_phase_clock_notifies_the_parent_once_per_stint(tmp_path: Path) -> None:
@@ -162,16 +164,16 @@ async def test_the_phase_clock_notifies_the_parent_once_per_stint(tmp_path: Path
     (tmp_path / ".legion" / "settings.toml").write_text("[phaseTimeouts]\nplanning = 1\n")
     async with hosted(tmp_path) as sup:
         lead = await stuck_lead(sup)
-        await until(lambda: sup.clock() > (sup.node(lead).phase_since or 0) + 0.01)
-        teams = [sup.node(lead)]
+        await until(lambda: sup.clock() > (sup.names.node(lead).phase_since or 0) + 0.01)
+        teams = [sup.names.node(lead)]
         assert len(await sup.phase_clock.check_all(teams)) == 1
         assert await sup.phase_clock.check_all(teams) == []  # one per stint
         (notice,) = await sup.ledger.get_messages(ROOT_ID, direction="in")
         assert notice.kind is MailKind.NOTICE and notice.subject.startswith("Phase timeout:")
-        assert sup.node(lead).status is NodeStatus.RUNNING  # it only reports
+        assert sup.names.node(lead).status is NodeStatus.RUNNING  # it only reports
 
         write_contract(sup, "true")
-        await sup.phase(lead, "implementing")  # the team left the stint
+        await sup.teams.phase_op.phase(lead, "implementing")  # the team left the stint
         await sup.mail.postman.tick(ROOT_ID)
         (notice,) = await sup.ledger.get_messages(ROOT_ID, direction="in")
         assert notice.delivered is MailState.OBSOLETE
@@ -207,7 +209,7 @@ async def test_a_centurion_runs_in_its_worktree_and_delivers_branch_and_sha(
     card.write_text(EXEC_LEAD)
     async with hosted(project) as sup:
         lead = await spawn_one(sup, "exec-lead", name="lead")
-        await until(lambda: sup.node(lead.id).live, what="lead live")
+        await until(lambda: sup.names.node(lead.id).live, what="lead live")
         launched = [
             e for e in sup.model.nodes[lead.id].events if e.type is EventType.NODE_LAUNCHED
         ][-1]
@@ -220,7 +222,7 @@ async def test_a_centurion_runs_in_its_worktree_and_delivers_branch_and_sha(
             lambda: git(tree, "rev-parse", "HEAD") != launched.data["base_sha"],
             what="the lead committed",
         )
-        result = await sup.collect(ROOT_ID, "lead")
+        result = await sup.queries.collect(ROOT_ID, "lead")
         assert result["delivery"]["branch"] == launched.data["branch"]
         assert result["delivery"]["head_sha"] == git(tree, "rev-parse", "HEAD")
         assert result["delivery"]["link"] is None  # no remote: no link, never invented
@@ -228,7 +230,7 @@ async def test_a_centurion_runs_in_its_worktree_and_delivers_branch_and_sha(
         code, out, _err = await run_cli("collect", "lead", cwd=project)
         assert code == 0
         assert f"delivery: branch {launched.data['branch']} @ " in out
-        await sup.stop(ROOT_ID, "lead", force=True)
+        await sup.stops.stop(ROOT_ID, "lead", force=True)
         await settled(sup, lead.id)
     assert exists(tree)  # nothing is deleted without an explicit command
     assert not exists(project / "where.txt")  # the project checkout was not touched
@@ -243,13 +245,13 @@ async def test_a_worker_asking_for_a_worktree_is_demoted_with_one_warning(
     (tmp_path / ".legion" / "settings.toml").write_text("[worktrees]\nperAgent = false\n")
     async with hosted(tmp_path) as sup:
         worker = await spawn_one(sup, name="w", worktree=True, sim=dict(STUCK))
-        await until(lambda: sup.node(worker.id).live, what="w live")
+        await until(lambda: sup.names.node(worker.id).live, what="w live")
         launched = [
             e for e in sup.model.nodes[worker.id].events if e.type is EventType.NODE_LAUNCHED
         ][-1]
         assert launched.data["warning"] == receipts.worktree_demoted("w", "worker")
         assert "worktree" not in launched.data
-        assert sup.launch_warning(worker.id) == launched.data["warning"]
+        assert sup.teams.launch_warning(worker.id) == launched.data["warning"]
         # the spawn's answer carries it too, exactly once
         async with LegionClient(sup.socket_path) as client:
             reply = await client.request(

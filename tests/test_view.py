@@ -109,13 +109,13 @@ async def test_a_stop_from_the_view_goes_through_the_socket(tmp_path: Path) -> N
                 await pilot.press("y")
                 await wait_app(pilot, lambda: "Stopped kill." in notes(app), "the receipt")
                 # The host retired it; the view learns so from the ledger.
-                assert sup.node(kill.id).status is NodeStatus.RETIRED
+                assert sup.names.node(kill.id).status is NodeStatus.RETIRED
                 await wait_app(
                     pilot,
                     lambda: feed.model.nodes[kill.id].node.status is NodeStatus.RETIRED,
                     "the retired row in the view",
                 )
-                assert sup.node(keep.id).status is NodeStatus.RUNNING
+                assert sup.names.node(keep.id).status is NodeStatus.RUNNING
                 assert feed.model.nodes[keep.id].node.live
 
 
@@ -125,7 +125,7 @@ async def test_a_refused_operation_shows_the_supervisors_reason(tmp_path: Path) 
         # This view took one look and follows no further: it still shows `gone` live
         # after the host stopped it (a view a moment behind), so the steer is sent.
         async with viewing(sup, follow=False) as feed:
-            await sup.stop("root", gone.id)
+            await sup.stops.stop("root", gone.id)
             await settled(sup, gone.id)
             app = view_app(feed)
             async with app.run_test(size=(120, 40), notifications=True) as pilot:
@@ -152,7 +152,7 @@ async def test_a_read_only_view_refuses_every_operation_and_sends_none(tmp_path:
                 await wait_app(pilot, lambda: len(notes(app)) == 2, "the second refusal")
                 assert notes(app) == [READ_ONLY_REFUSAL, READ_ONLY_REFUSAL]
                 assert {n.title for n in app._notifications} == {"FORBIDDEN"}
-                assert sup.node(keep.id).status is NodeStatus.RUNNING
+                assert sup.names.node(keep.id).status is NodeStatus.RUNNING
                 steered = [e for e in sup.model.nodes[keep.id].events if e.type is NODE_STEERED]
                 assert steered == []
 
@@ -166,7 +166,7 @@ async def test_quitting_a_view_asks_nothing_and_pauses_nothing(tmp_path: Path) -
                 await select(pilot, app, keep.id)
                 await pilot.press("q")
                 await wait_app(pilot, lambda: not app.is_running, "the view to quit")
-        assert sup.node(keep.id).status is NodeStatus.RUNNING
+        assert sup.names.node(keep.id).status is NodeStatus.RUNNING
 
 
 async def test_an_idle_ledger_is_not_read_again(tmp_path: Path) -> None:

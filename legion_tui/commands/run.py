@@ -238,7 +238,7 @@ async def _run_headless(args: argparse.Namespace) -> int:
     undo = _install_signals(interrupted.set)
     try:
         try:
-            nodes = await sup.spawn(
+            nodes = await sup.launcher.spawn(
                 ROOT_ID,
                 [
                     ChildRequest(args.role, task, name=args.name, phases=phases, kind=args.kind,
@@ -249,18 +249,18 @@ async def _run_headless(args: argparse.Namespace) -> int:
             print(f"legion run: {err.message}", file=sys.stderr)
             return 1
         top = nodes[0].id
-        settled = asyncio.create_task(sup.wait_idle_tree([top]))
+        settled = asyncio.create_task(sup.queries.wait_idle_tree([top]))
         stop = asyncio.create_task(interrupted.wait())
         await asyncio.wait({settled, stop}, return_when=asyncio.FIRST_COMPLETED)
         for waiter in (settled, stop):
             waiter.cancel()
         await sup.stops.idle()  # a `stop all` that ended the run has stopped everyone
-        doc = sup.status(ROOT_ID)
+        doc = sup.queries.status(ROOT_ID)
         where, work = await _where_the_work_is(sup, top)
         if args.json:
             print(json.dumps({**doc, "work": work or None}, ensure_ascii=False))
         else:
-            print(sup.tree_text(ROOT_ID))
+            print(sup.queries.tree_text(ROOT_ID))
             entries = doc["nodes"][1:]
             for entry in entries:
                 verdict = _verdict_text(entry["verdict"], entry["simulated"])
@@ -288,13 +288,13 @@ async def _where_the_work_is(sup: Supervisor, top: str) -> tuple[list[str], dict
     """The top agent's worktree, branch, commits and uncommitted files, and the commands
     that review, commit and land it (issue 28: headless, the work must not be lost from
     view); nothing when it worked in the project itself."""
-    tree = sup.worktree_of(top)
+    tree = sup.teams.worktree_of(top)
     if tree is None:
         return [], {}
     from legion_tui.commands.work import handle_of, work_summary
 
     nodes = [view.node for view in sup.model.nodes.values()]
-    return await work_summary(tree, handle_of(sup.node(top), nodes), sup.model.session_name)
+    return await work_summary(tree, handle_of(sup.names.node(top), nodes), sup.model.session_name)
 
 
 # ----- legion demo -----------------------------------------------------------------------

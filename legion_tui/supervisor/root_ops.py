@@ -1,5 +1,5 @@
 """`legion_tui.ops.Operations` for the dashboard: node ids, acting as root, on the
-supervisor of this process (`front.Front`)."""
+supervisor of this process (`front.Front`): each verb calls the part that owns it."""
 
 from __future__ import annotations
 
@@ -29,18 +29,19 @@ class RootOperations:
         self.supervisor = supervisor
 
     async def stop(self, node_id: str, *, force: bool = False) -> str:
-        return await self.supervisor.stop(ROOT_ID, node_id, force=force)
+        return await self.supervisor.stops.stop(ROOT_ID, node_id, force=force)
 
     async def abort(self, node_id: str, *, keep_queue: bool = False) -> str:
-        _outcome, receipt = await self.supervisor.abort(ROOT_ID, node_id, keep_queue=keep_queue)
+        control = self.supervisor.control
+        _outcome, receipt = await control.abort(ROOT_ID, node_id, keep_queue=keep_queue)
         return receipt
 
     async def steer(self, node_id: str, text: str) -> str:
-        _outcome, receipt = await self.supervisor.steer(ROOT_ID, node_id, text)
+        _outcome, receipt = await self.supervisor.control.steer(ROOT_ID, node_id, text)
         return receipt
 
     async def resume(self, node_id: str) -> str:
-        return await self.supervisor.resume(ROOT_ID, node_id)
+        return await self.supervisor.control.resume(ROOT_ID, node_id)
 
     async def spawn(self, parent_id: str, request: ChildRequest) -> str:
         """The dashboard's new agent: the socket's `spawn` op for one child, the caller
@@ -49,21 +50,21 @@ class RootOperations:
         if isinstance(request.phases, str):
             from legion_tui.phases import MachineError, load_machine_file
 
-            path = self.supervisor.project_dir / request.phases
+            path = self.supervisor.ctx.project_dir / request.phases
             try:
                 machine = load_machine_file(str(path)).to_dict()
             except MachineError as err:
                 raise OpError("PHASES", str(err)) from err
             request = dataclasses.replace(request, phases=machine)
-        (node,) = await self.supervisor.spawn(parent_id, [request])
+        (node,) = await self.supervisor.launcher.spawn(parent_id, [request])
         if node.status is NodeStatus.FAILED:
             raise OpError("START_FAILED", f"Failed to start {node.path}: {node.error}")
         said = f"Spawned {node.path} ({node.id})" + (" — simulated" if node.simulated else "")
-        warning = self.supervisor.launch_warning(node.id)
+        warning = self.supervisor.teams.launch_warning(node.id)
         return said + (f"\nwarning: {warning}" if warning else "")
 
     async def role_cards(self) -> CardSet:
-        return self.supervisor.admission.reload_cards()
+        return self.supervisor.ctx.cards.reload()
 
     def workspace(self, node_id: str) -> Workspace | None:
         from legion_tui.ops import Workspace
@@ -75,19 +76,20 @@ class RootOperations:
         """The node's agent UI on its session, as its backend would run it (agents.attach)."""
         from legion_tui.agents import attach
 
-        sup = self.supervisor
-        node = sup.node(node_id)
-        link = Path(node.session_file or session_file(sup.run.dir, node.id))
-        link = link if link.is_absolute() else sup.run.dir / link
+        sup, ctx = self.supervisor, self.supervisor.ctx
+        node = ctx.names.node(node_id)
+        link = Path(node.session_file or session_file(ctx.run.dir, node.id))
+        link = link if link.is_absolute() else ctx.run.dir / link
         cwd = sup.teams.cwd_for(node)
-        command = sup.admission.command_of(sup.admission.card_name(node), node.kind)
+        cards = ctx.cards
+        command = cards.command_of(cards.card_name(node), node.kind)
         argv, session = attach.attach_argv(node.kind, node.name, link, command, cwd, path=None)
-        handle = sup.roster.handle(node_id)
+        handle = ctx.roster.handle(node_id)
         live = handle is not None and handle.exited is None
         return attach.AttachPlan(node.name, Path(argv[0]).name, argv, cwd, session, live)
 
     def terminal_input(self, node_id: str, data: bytes) -> bool:
-        handle = self.supervisor.roster.handle(node_id)
+        handle = self.supervisor.ctx.roster.handle(node_id)
         terminal = getattr(handle, "terminal", None)  # an exec child's pty (ExecHandle)
         if handle is None or handle.exited is not None or terminal is None:
             return False

@@ -13,21 +13,17 @@ import asyncio
 import functools
 import logging
 from collections.abc import Awaitable, Callable
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 from legion_tui.timeouts import within
 
 if TYPE_CHECKING:
     from legion_tui.ledger import Ledger
-    from legion_tui.mail.service import Deliverable, MailService
-    from legion_tui.runs.folder import RunInfo
-    from legion_tui.state import Clock, LegionModel
+    from legion_tui.mail.service import Deliverable
+    from legion_tui.supervisor.context import HostContext
     from legion_tui.supervisor.processes.orphans import OrphanReaper
     from legion_tui.supervisor.socket.server import SupervisorServer
-    from legion_tui.supervisor.state.mail_record import MailRecord
     from legion_tui.supervisor.state.progress_watch import ProgressWatch
-    from legion_tui.supervisor.state.record import Record
     from legion_tui.supervisor.teams.phase_watch import PhaseWatch
 
 __all__ = ["Services"]
@@ -40,64 +36,54 @@ CLOSE_STEP_BOUND = 5.0  # seconds each service of a failed start gets to close
 class Services:
     def __init__(
         self,
-        model: LegionModel,
-        run: RunInfo,
+        ctx: HostContext,
         phase_watch: PhaseWatch,
         progress_watch: ProgressWatch,
         orphans: OrphanReaper,
         *,
-        clock: Clock,
         deliverable: Callable[[str], Deliverable | None],
         server: Callable[[], SupervisorServer] | None,
         watch: bool,
     ) -> None:
-        self._model = model
-        self._run = run  # its ledger, socket link and sessions: fixed for the run
+        self._ctx = ctx  # the ledger, the echo and the mail are written into it
         self._phase_watch = phase_watch
         self._progress_watch = progress_watch
         self._orphans = orphans
-        self._clock = clock
         self._deliverable = deliverable  # the postman's way to a node's agent
         self._make_server = server  # None: this host does not serve the socket
         self._watch = watch  # follow the session files (else read when asked)
-        self.ledger: Ledger | None = None
-        self.echo: MailRecord | None = None
-        self.mail: MailService | None = None
         self.server: SupervisorServer | None = None
 
     async def open_ledger(self) -> Ledger:
         from legion_tui.ledger import open_ledger
 
-        self.ledger = await open_ledger(self._run.ledger_path, create=True, clock=self._clock)
-        return self.ledger
+        ctx = self._ctx
+        ctx.ledger = await open_ledger(ctx.run.ledger_path, create=True, clock=ctx.clock)
+        return ctx.ledger
 
-    def echoing(self) -> MailRecord:
-        if self.echo is None:
-            raise RuntimeError("the supervisor is not started: no ledger to write through")
-        return self.echo
-
-    async def start(self, record: Record, socket_path: Path) -> None:
-        """`record` is open on the ledger `open_ledger` gave."""
+    async def start(self) -> None:
+        """The context's record is open on the ledger `open_ledger` gave."""
         from legion_tui.mail.service import MailService
         from legion_tui.supervisor.state.mail_record import MailRecord
 
-        self.echo = MailRecord(record, self._model)
+        ctx = self._ctx
+        ctx.echo = echo = MailRecord(ctx.record, ctx.model)
         # Mail (SPEC §6.5): the postman hands letters over through the agents' handles.
-        self.mail = MailService(self.echo, self._model, self._deliverable)
-        self.mail.start()
-        self._phase_watch.start(self.echo)  # one `Phase timeout:` notice per stint
+        ctx.mail = mail = MailService(echo, ctx.model, self._deliverable)
+        mail.start()
+        self._phase_watch.start(echo)  # one `Phase timeout:` notice per stint
         self._orphans.start()  # the agents' double-forked helpers re-parent to us
         if self._make_server is not None:
             self.server = self._make_server()
-            await self.server.start(socket_path, link=self._run.socket_link)
+            await self.server.start(ctx.socket_path, link=ctx.run.socket_link)
         if self._watch:
             self._progress_watch.start()
 
     async def undo(self) -> None:
         """A start that failed half-way: end what it began; nothing else runs after."""
         steps: list[Callable[[], Awaitable[object]]] = []
-        if self.mail is not None:
-            steps.append(self.mail.close)
+        if self._ctx.mail is not None:
+            steps.append(self._ctx.mail.close)
         if self.server is not None:
             steps.append(self.server.close)
         self._progress_watch.stop()
@@ -105,8 +91,8 @@ class Services:
         if (task := self._progress_watch.task) is not None:
             task.cancel()
             steps.append(functools.partial(asyncio.gather, task, return_exceptions=True))
-        if self.ledger is not None:
-            steps.append(self.ledger.close)
+        if self._ctx.ledger is not None:
+            steps.append(self._ctx.ledger.close)
         steps.append(self._orphans.close)
         for step in steps:
             try:
@@ -117,9 +103,9 @@ class Services:
     async def stop_mail_and_clock(self) -> None:
         """Before the pause: no hand-over to an agent that is being paused, no report.
         A postman that died of an error is logged, and the pause goes on."""
-        if self.mail is not None:
+        if self._ctx.mail is not None:
             try:
-                await self.mail.close()
+                await self._ctx.mail.close()
             except Exception:
                 log.exception("the postman had failed")
         await self._phase_watch.close()
@@ -131,7 +117,7 @@ class Services:
             await self.server.close()
             self.server = None
         await self._progress_watch.close()
-        if self.ledger is not None:
-            await self.ledger.flush()
-            await self.ledger.close()
+        if (ledger := self._ctx.ledger) is not None:
+            await ledger.flush()
+            await ledger.close()
         await self._orphans.close()

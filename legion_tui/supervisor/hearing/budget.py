@@ -15,18 +15,18 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from legion_tui.costs import fmt_usd, total_spend
 from legion_tui.model import EventType
-from legion_tui.wire.names import OpError
+from legion_tui.wire.names import ROOT_ID, OpError
 
 if TYPE_CHECKING:
     from legion_tui.agents.cards import RoleCard
-    from legion_tui.state import LegionModel
+    from legion_tui.supervisor.context import HostContext
+    from legion_tui.supervisor.life.stops import Stops
     from legion_tui.wire.spawn_request import ChildRequest
 
 __all__ = ["RUN_BUDGET", "BudgetWatch", "Limit", "budget_exceeded", "run_limit"]
@@ -58,26 +58,15 @@ def budget_exceeded(who: str, spent: float, limit: Limit, receipt: str) -> str:
 
 
 class BudgetWatch:
-    def __init__(
-        self,
-        model: LegionModel,
-        *,
-        stop: Callable[[str], Awaitable[str]],  # a node id, or "all": the stop's receipt
-        event: Callable[[str | None, EventType, dict[str, Any]], Awaitable[object]],
-        announce: Callable[[str], None],
-        closed: Callable[[], bool],
-        run: Limit | None = None,
-    ) -> None:
-        self._model = model
-        self._stop = stop
-        self._event = event
-        self._announce = announce
-        self._closed = closed
+    def __init__(self, ctx: HostContext, stops: Stops, *, run: Limit | None = None) -> None:
+        self._ctx = ctx  # its record, the user's announcements, the closed flag
+        self._model = ctx.model
+        self._stops = stops  # the supervisor's own stop, as root
         self._run = run
         self._limits: dict[str, Limit] = {}
         self._tripped: set[str] = set()  # node ids, and "" for the run's budget
         self._tasks: set[asyncio.Task[None]] = set()
-        self._unsubscribe = model.subscribe(self._changed)
+        self._unsubscribe = ctx.model.subscribe(self._changed)
 
     def track(self, node_id: str, req: ChildRequest | None, card: RoleCard | None) -> None:
         """The node's budget at launch: the request's, else its card's."""
@@ -90,7 +79,7 @@ class BudgetWatch:
         self._unsubscribe()
 
     def _changed(self, dirty: frozenset[str]) -> None:
-        if self._closed():
+        if self._ctx.closed:
             return
         nodes = self._model.nodes
         if self._run is not None and "" not in self._tripped:
@@ -126,7 +115,7 @@ class BudgetWatch:
 
     async def _stop_over(self, node_id: str, who: str, spent: float, limit: Limit) -> None:
         try:
-            receipt = await self._stop(node_id or "all")
+            receipt = await self._stops.stop(ROOT_ID, node_id or "all")
         except OpError as err:
             receipt = f"not stopped: {err.message}"
         except Exception as err:  # the stop's failure is said, never swallowed
@@ -136,6 +125,7 @@ class BudgetWatch:
         data = {"budget": limit.source, "spent_usd": round(spent, 6), "limit_usd": limit.usd,
                 "receipt": receipt}  # fmt: skip
         try:
-            await self._event(node_id or self._model.root_id, EventType.BUDGET_EXCEEDED, data)
+            where = node_id or self._model.root_id
+            await self._ctx.record.event(where, EventType.BUDGET_EXCEEDED, data)
         finally:
-            self._announce(text)
+            self._ctx.announce(text)

@@ -5,19 +5,17 @@ that tells its parent, sent on the mail path."""
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from legion_tui.model import EventType, MailKind
 from legion_tui.model_records import Node
-from legion_tui.session.progress import SessionProgress
 from legion_tui.supervisor.hearing.queries import output_file, verdict_of
 from legion_tui.supervisor.hearing.results import Result, write_output
 
 if TYPE_CHECKING:
-    from legion_tui.mail.service import MailService
-    from legion_tui.runs.folder import RunInfo
-    from legion_tui.state import LegionModel
+    from legion_tui.supervisor.context import HostContext
+    from legion_tui.supervisor.state.progress_watch import ProgressWatch
 
 __all__ = ["Endings"]
 
@@ -27,18 +25,12 @@ _ENDINGS = (EventType.NODE_SETTLED, EventType.NODE_FAILED, EventType.NODE_RETIRE
 
 
 class Endings:
-    def __init__(
-        self,
-        model: LegionModel,
-        run: RunInfo,
-        *,
-        progress: Callable[[str], SessionProgress],
-        mail: Callable[[], MailService | None],
-    ) -> None:
-        self._model = model
-        self._run = run  # its outputs folder: fixed for the run
-        self._progress = progress  # the node's freshest progress (its file polled once more)
-        self._mail = mail  # None until the host has started
+    def __init__(self, ctx: HostContext, progress: ProgressWatch) -> None:
+        self._ctx = ctx  # the mail service: None until the host has started
+        self._model = ctx.model
+        self._run = ctx.run  # its outputs folder: fixed for the run
+        # The node's freshest progress (its file polled once more).
+        self._progress = progress.progress
 
     def result_of(self, node: Node, round_: int, data: dict[str, object]) -> Result:
         """What the node ended with (this round), its full text in its output file.
@@ -89,7 +81,7 @@ class Endings:
         """A notice is a letter (kind `notice`) from the first member to its parent: the
         mail path hands it over (an idle agent: a turn starts) and confirms it. None:
         not sent (no mail yet, or it bounced)."""
-        mail = self._mail()
+        mail = self._ctx.mail
         if mail is None:
             return None
         sent = await mail.send(

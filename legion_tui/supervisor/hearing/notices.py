@@ -31,10 +31,10 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import Awaitable, Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from legion_tui.model import NodeStatus
 from legion_tui.supervisor.hearing.notice_text import notice_body, notice_subject
@@ -45,7 +45,7 @@ if TYPE_CHECKING:
     from legion_tui.model_records import Node
     from legion_tui.state import LegionModel
 
-__all__ = ["JOIN_SECONDS", "Answer", "Claim", "Notices", "live_children"]
+__all__ = ["JOIN_SECONDS", "Answer", "Claim", "Handover", "Notices", "live_children"]
 
 log = logging.getLogger(__name__)
 
@@ -84,8 +84,15 @@ def live_children(model: LegionModel, parent: str) -> list[str]:
 
 _ANSWER: ContextVar[Answer | None] = ContextVar("legion_answer", default=None)
 
-# (parent id, the results, the subject, the body) → the letter's id, None when refused.
-Send = Callable[[str, Sequence[Result], str, str], Awaitable[int | None]]
+
+class Handover(Protocol):
+    """What an ending hands over (`endings.Endings`): the round's Result (its output file
+    written), and the letter that tells the parent — its id, None when refused."""
+
+    def result_of(self, node: Node, round_: int, data: dict[str, object]) -> Result: ...
+    async def send_notice(
+        self, parent: str, results: Sequence[Result], subject: str, body: str
+    ) -> int | None: ...
 
 
 class Notices:
@@ -93,9 +100,8 @@ class Notices:
         self,
         model: LegionModel,
         results: FinishedResults,
+        endings: Handover,
         *,
-        result_of: Callable[[Node, int, dict[str, object]], Result],
-        send: Send,
         announce: Callable[[str], None],
         busy: Callable[[str], bool],
         changed: Callable[[], None],
@@ -104,8 +110,8 @@ class Notices:
     ) -> None:
         self._model = model
         self.results = results
-        self._result_of = result_of  # the round's Result (writes its output file)
-        self._send = send  # a letter to the parent
+        self._result_of = endings.result_of  # the round's Result (writes its output file)
+        self._send = endings.send_notice  # a letter to the parent
         self._announce = announce  # the host's root: a toast and the root's line
         self._busy = busy  # the parent is inside a turn
         self._changed = changed  # wake whoever waits on the legion (a waiting lead)
@@ -259,7 +265,7 @@ class Notices:
         if parent != ROOT_ID and self._busy(parent):
             self._outbox.setdefault(parent, []).extend(keys)
             return
-        results = [self._result(k) for k in keys]
+        results = [self.result(k) for k in keys]
         subject = notice_subject(self._model, parent, results)
         if parent == ROOT_ID:
             # The user: a toast, which claims nothing (their shell's `collect` still
@@ -282,7 +288,8 @@ class Notices:
         for key in keys:
             self._claims[key] = Claim("notice", self._clock(), message_id)
 
-    def _result(self, key: Key) -> Result:
+    def result(self, key: Key) -> Result:
+        """The round's Result: the finished cache's, else taken again (evicted, reopened)."""
         kept = self.results.get(*key)
         if kept is not None:
             return kept

@@ -1,17 +1,16 @@
 """Read-only questions about the legion: wait, collect, status, tree, summaries.
 
 Nothing here changes a node; `collect` writes only the output file it is asked for.
-The parts that answer with live facts (a session polled once more, a worktree's
-delivery, whether a turn runs now, the change signal) are callbacks from the front.
+The live facts it answers with (a session polled once more, a worktree's delivery,
+whether a turn runs now, the change signal) come from the parts that own them.
 """
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import Awaitable, Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -24,13 +23,12 @@ from legion_tui.timeouts import within
 from legion_tui.wire.names import ROOT_ID
 
 if TYPE_CHECKING:
-    from legion_tui.mail.service import MailService
     from legion_tui.model_records import Node
     from legion_tui.runs.folder import RunInfo
-    from legion_tui.state import Clock, LegionModel
+    from legion_tui.supervisor.context import HostContext
     from legion_tui.supervisor.hearing.notices import Notices
-    from legion_tui.supervisor.hearing.results import Result
-    from legion_tui.supervisor.state.naming import Names
+    from legion_tui.supervisor.state.progress_watch import ProgressWatch
+    from legion_tui.supervisor.teams.teams import Teams
 
 __all__ = ["Queries", "output_file", "verdict_of"]
 
@@ -71,31 +69,17 @@ class Queries:
     """The answers `legion wait/collect/status/tree` give, over the model."""
 
     def __init__(
-        self,
-        model: LegionModel,
-        names: Names,
-        run: RunInfo,
-        clock: Clock,
-        *,
-        progress: Callable[[str], SessionProgress],
-        delivery: Callable[[str], Awaitable[dict[str, Any] | None]],
-        idle: Callable[[str], bool],
-        changed: Callable[[], asyncio.Event],
-        mail: Callable[[], MailService | None],
-        notices: Notices,
-        result_of: Callable[[Node, int, dict[str, object]], Result],
+        self, ctx: HostContext, teams: Teams, notices: Notices, progress: ProgressWatch
     ) -> None:
-        self._model = model
-        self._names = names
-        self._run = run
-        self._clock = clock
-        self._progress = progress  # the node's freshest progress (its file polled once more)
-        self._delivery = delivery  # a centurion's branch + HEAD, None without a worktree
-        self._idle = idle  # live, with no turn running now
-        self._changed = changed  # the current change signal (set, then replaced, per write)
-        self._mail = mail
-        self._notices = notices  # who was told of which ending (claims)
-        self._result_of = result_of  # an ending's result taken again (evicted, reopened)
+        self._ctx = ctx  # the mail service, once started
+        self._model = ctx.model
+        self._names = ctx.names
+        self._run = ctx.run
+        self._clock = ctx.clock
+        # The node's freshest progress (its file polled once more).
+        self._progress = progress.progress
+        self._teams = teams  # a centurion's branch + HEAD, None without a worktree
+        self._notices = notices  # who was told of which ending (claims), and its result
 
     async def wait(
         self, caller_id: str, names: Sequence[str] | None, seconds: float | None
@@ -104,7 +88,7 @@ class Queries:
         longer live. A timeout never stops anything, and the reply says so. Mail for
         the caller ends the wait early (`state: "mail"`, the letters in `text`)."""
         work = self._wait(caller_id, names, seconds)
-        mail = self._mail()
+        mail = self._ctx.mail
         if mail is None:
             return await work
         from legion_tui.mail.service import race_mail
@@ -134,7 +118,7 @@ class Queries:
             if remaining is not None and remaining <= 0:
                 state = "timeout"
                 break
-            changed = self._changed()
+            changed = self._ctx.record.changed  # set, then replaced, per write
             with contextlib.suppress(TimeoutError):
                 await within(changed.wait(), remaining)
         nodes = [self.summary(i) for i in ids]
@@ -174,11 +158,9 @@ class Queries:
         round_ = self._notices.round_of(target.id)
         if target.live or round_ == 0:
             return await self._collect_now(target)
-        result = self._notices.results.get(target.id, round_) or self._result_of(
-            target, round_, {}
-        )
+        result = self._notices.result((target.id, round_))
         reply = result.reply()
-        if result.delivery is None and (delivered := await self._delivery(target.id)):
+        if result.delivery is None and (delivered := await self._teams.delivery_of(target.id)):
             reply["delivery"] = delivered
         # Only the parent's own collect hands the result over (root looking at a member
         # leaves the lead's notice alone). Root is never answered "already reported":
@@ -216,7 +198,7 @@ class Queries:
             "verdict": verdict,
             "output_file": str(out),
         }
-        delivered = await self._delivery(target.id)
+        delivered = await self._teams.delivery_of(target.id)
         if delivered is not None:
             result["delivery"] = delivered
         return result
@@ -238,13 +220,14 @@ class Queries:
             views = [v for v, _ in self._model.walk(None)]
         else:
             views = [self._model.nodes[caller.id], *(v for v, _ in self._model.walk(caller.id))]
+        roster = self._ctx.roster  # live, with no turn running now: idle
         return status_document(
             self._run.run_id,
             self._model.session_name,
             [(v.node, v.progress) for v in views],
             self._clock(),
             interrupted={v.node.id for v in views if v.interrupted},
-            idle={v.node.id for v in views if v.node.live and self._idle(v.node.id)},
+            idle={v.node.id for v in views if v.node.live and roster.between_turns(v.node.id)},
             terminal={v.node.id: v.terminal_line for v in views if v.terminal_line},
         )
 
@@ -271,4 +254,4 @@ class Queries:
             )
             if not live:
                 return
-            await self._changed().wait()
+            await self._ctx.record.changed.wait()

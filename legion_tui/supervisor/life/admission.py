@@ -2,38 +2,30 @@
 budgets all decided and checked before any row, file or process exists. Nothing here
 writes a node; an over-budget batch leaves only its `budget_exceeded` event.
 
-What one child asks for, and the budgets, are `wire/spawn_request.py`'s. Admission also
-knows the role cards: which card each node was made from (`card_of`), the card's depth
-cap, and the command a resumed node relaunches with.
+What one child asks for, and the budgets, are `wire/spawn_request.py`'s; the role cards
+(read again at each spawn, each node's card, a card's depth cap) are `cards.RoleCards`'.
 """
 
 from __future__ import annotations
 
 import logging
 import secrets
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import TYPE_CHECKING
 
-from legion_tui.agents.cards import CardSet, RoleCard
-from legion_tui.model import CARD_KINDS, EventType, Kind, NodeStatus
+from legion_tui.agents.cards import RoleCard
+from legion_tui.model import CARD_KINDS, EventType, NodeStatus
 from legion_tui.model_records import Node
 from legion_tui.runs.folder import session_file
 from legion_tui.supervisor.backend import LaunchSpec, backend_for
 from legion_tui.wire.names import ROOT_ID, OpError
-from legion_tui.wire.spawn_request import (
-    Budgets,
-    ChildRequest,
-    check_task,
-)
+from legion_tui.wire.spawn_request import ChildRequest, check_task
 
 if TYPE_CHECKING:
     from legion_tui.agents.resolve import Launch
-    from legion_tui.runs.folder import RunInfo
-    from legion_tui.state import Clock, LegionModel
-    from legion_tui.supervisor.state.naming import Names
-    from legion_tui.supervisor.state.record import Record
+    from legion_tui.supervisor.context import HostContext
+    from legion_tui.supervisor.teams.teams import Teams
 
 __all__ = ["Admission", "Plan"]
 
@@ -52,55 +44,21 @@ class Plan:
 
 
 class Admission:
-    def __init__(
-        self,
-        model: LegionModel,
-        names: Names,
-        record: Record,
-        *,
-        run: RunInfo,
-        project_dir: Path,
-        socket_path: Path,
-        clock: Clock,
-        default_kind: str | None,
-        budgets: Callable[[], Budgets],
-        worktree_repo: Callable[[str], Path | None],
-    ) -> None:
-        self._model = model
-        self._names = names
-        self._record = record
-        self._run = run  # its id and folders: fixed for the run (a reopen keeps them)
-        self._project_dir = project_dir
-        self._socket_path = socket_path
-        self._clock = clock
-        # The kind `auto` cards get on this host, over `[agent] default`.
-        self._default_kind = default_kind
-        self._budgets = budgets
-        self._worktree_repo = worktree_repo  # the repository a centurion branches from
-        self.cards = CardSet({})  # the project's and the bundled role cards, once loaded
-        self.card_of: dict[str, str] = {}  # node id → role card name
-
-    def reload_cards(self) -> CardSet:
-        """Read the role cards again (bundled + `.legion/agents/`): a card added or edited
-        while the host runs counts from the next spawn on, without a restart."""
-        from legion_tui.agents.cards import load_cards
-
-        self.cards = load_cards(self._project_dir)
-        return self.cards
-
-    def card_name(self, node: Node) -> str:
-        return self.card_of.get(node.id, node.role)
-
-    def card_for(self, node: Node) -> RoleCard | None:
-        """The node's role card, None when no card of that name is loaded."""
-        card_name = self.card_name(node)
-        return self.cards.get(card_name) if card_name in self.cards else None
+    def __init__(self, ctx: HostContext, teams: Teams) -> None:
+        self._ctx = ctx
+        self._model = ctx.model
+        self._names = ctx.names
+        self._record = ctx.record
+        self._run = ctx.run  # its id and folders: fixed for the run (a reopen keeps them)
+        self._project_dir = ctx.project_dir
+        self._cards = ctx.cards
+        self._teams = teams  # the repository a centurion branches from
 
     async def plan(self, caller: Node, requests: Sequence[ChildRequest]) -> list[Plan]:
         is_root = caller.id == ROOT_ID
         for req in requests:
             check_task(req.task)
-        self.reload_cards()  # as they are on disk now: edited cards need no restart
+        self._cards.reload()  # as they are on disk now: edited cards need no restart
         from legion_tui.agents.cards import CardError
         from legion_tui.phases import DeclarationRefused, check_centurion_dispatch
 
@@ -109,7 +67,7 @@ class Admission:
         cards: list[RoleCard] = []
         for req in requests:
             try:
-                cards.append(self.cards.get(req.role))
+                cards.append(self._cards.cards.get(req.role))
             except CardError as err:
                 raise OpError("CARD", str(err)) from err
         for card, req in zip(cards, requests, strict=True):
@@ -132,7 +90,7 @@ class Admission:
         names = self._names.child_names(caller, requests)
         await self.check_budgets(caller, len(requests))
         plans: list[Plan] = []
-        now = self._clock()
+        now = self._ctx.clock()
         from legion_tui.git.worktree import own_worktree
         from legion_tui.settings import load_settings
 
@@ -146,7 +104,7 @@ class Admission:
             # A centurion owns a worktree, and so does an agent started from root on its
             # own (`own_worktree`), only in a git repository; a process is what gives it
             # its own cwd (SPEC §6.1).
-            repo = self._worktree_repo(kind)
+            repo = self._teams.worktree_repo(kind)
             own = own_worktree(is_root, card.role, req.worktree, per_agent)
             if ((card.role == "centurion" and wants_tree) or own) and repo is not None:
                 isolate = isolate or (repo / ".git").exists()
@@ -161,7 +119,7 @@ class Admission:
                 session_file=session_file(self._run.dir, node_id),
                 run_dir=self._run.dir,
                 cwd=self._project_dir,
-                socket_path=self._socket_path,
+                socket_path=self._ctx.socket_path,
                 isolate=isolate,
             )
             node = Node(
@@ -192,9 +150,10 @@ class Admission:
         from legion_tui.agents.resolve import NoAgent, resolve_launch
         from legion_tui.settings import AgentSettings, SettingsProblem, load_settings
 
-        agent = AgentSettings(self._default_kind)
+        default_kind = self._ctx.options.default_kind
+        agent = AgentSettings(default_kind)
         problems: tuple[SettingsProblem, ...] = ()
-        if (req.kind or card.kind) == "auto" and self._default_kind is None:
+        if (req.kind or card.kind) == "auto" and default_kind is None:
             result = load_settings(self._project_dir)
             agent, problems = result.settings.agent, result.problems
         try:
@@ -239,26 +198,13 @@ class Admission:
                 "(nor a file from the project): nothing was spawned",
             )
 
-    def command_of(self, card_name: str, kind: Kind) -> list[str]:
-        """The command a resumed node relaunches with: its card's, or for an `auto` card
-        what `[agent]` gives that kind now (the node recorded the kind it resolved to)."""
-        if card_name not in self.cards:
-            return []
-        card = self.cards.get(card_name)
-        if card.kind != "auto":
-            return list(card.command)
-        from legion_tui.agents.resolve import configured_command
-        from legion_tui.settings import load_settings
-
-        return list(configured_command(load_settings(self._project_dir).settings.agent, kind))
-
     async def check_budgets(self, caller: Node, count: int) -> None:
         depth = self._names.depth(caller.id) + 1
         live_children = sum(
             1 for c in self._model.children(caller.id) if self._model.nodes[c].node.live
         )
         active = sum(1 for v in self._model.nodes.values() if v.node.live and v.node.id != ROOT_ID)
-        b = self._budgets()
+        b = self._ctx.options.budgets
         problem: tuple[str, int, int] | None = None
         if depth > b.max_depth:
             problem = ("maxDepth", b.max_depth, depth)
@@ -271,8 +217,8 @@ class Admission:
             # below a node of that role: 0 = it spawns nothing, 1 = children only.
             view = self._model.nodes.get(caller.id)
             while view is not None and view.node.id != ROOT_ID:
-                card_name = self.card_of.get(view.node.id, view.node.role)
-                cap = self._card_depth_cap(card_name)
+                card_name = self._cards.card_name(view.node)
+                cap = self._cards.depth_cap(card_name)
                 if cap is not None and depth - self._names.depth(view.node.id) > cap:
                     problem = (f"maxSubagentDepth of {card_name}", cap, depth)
                     break
@@ -290,12 +236,6 @@ class Admission:
             f"over budget: {budget} is {limit}, this spawn would need {wanted}; "
             "nothing was spawned",
         )
-
-    def _card_depth_cap(self, card_name: str) -> int | None:
-        if card_name not in self.cards:
-            return None
-        cap: int = self.cards.get(card_name).max_subagent_depth
-        return cap
 
 
 def _declared_machine(

@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable
 from typing import TYPE_CHECKING
 
 from legion_tui.model import EventType, NodeStatus
@@ -27,12 +27,8 @@ from legion_tui.supervisor.teams.verify import verify_marker
 from legion_tui.wire.names import ROOT_ID
 
 if TYPE_CHECKING:
-    from legion_tui.runs.folder import RunInfo
-    from legion_tui.state import Clock, LegionModel
-    from legion_tui.supervisor.life.admission import Admission
+    from legion_tui.supervisor.context import HostContext
     from legion_tui.supervisor.life.stops import Stops
-    from legion_tui.supervisor.state.record import Record
-    from legion_tui.supervisor.state.roster import Roster
 
 __all__ = ["Continuity"]
 
@@ -41,28 +37,16 @@ log = logging.getLogger(__name__)
 
 
 class Continuity:
-    def __init__(
-        self,
-        model: LegionModel,
-        record: Record,
-        roster: Roster,
-        stops: Stops,
-        admission: Admission,
-        *,
-        run: RunInfo,
-        clock: Clock,
-        previous_owner: int | None,
-        grace: Callable[[], float],
-    ) -> None:
-        self._model = model
-        self._record = record
-        self._roster = roster
+    def __init__(self, ctx: HostContext, stops: Stops) -> None:
+        self._ctx = ctx  # the host's stop grace, read at the pause
+        self._model = ctx.model
+        self._record = ctx.record
+        self._roster = ctx.roster
         self._stops = stops
-        self._admission = admission  # learns each restored node's card
-        self._run = run  # its id and task: fixed for the run
-        self._clock = clock
-        self._previous_owner = previous_owner  # the pid that owned the run before this open
-        self._grace = grace
+        self._cards = ctx.cards  # learn each restored node's card
+        self._run = ctx.run  # its id and task: fixed for the run
+        self._clock = ctx.clock
+        self._previous_owner = ctx.run.owner_pid  # who owned the run before this open
         self.interrupted_on_open: list[str] = []
 
     async def open(self, *, reopened: bool) -> None:
@@ -95,7 +79,7 @@ class Continuity:
         handles = self._roster.detach_all()
         self._roster.stopping.update(node_id for node_id, _ in handles)
         stops: list[tuple[str, Awaitable[object]]] = [
-            (node_id, h.stop(force=False, grace=self._grace())) for node_id, h in handles
+            (node_id, h.stop(force=False, grace=self._ctx.stop_grace)) for node_id, h in handles
         ]
         stops += [
             (verify_marker(node_id), self._stops.sweep_verification(node_id, False))
@@ -158,7 +142,7 @@ class Continuity:
         for node in ordered:
             launched = self._record.last_event(node.id, EventType.NODE_LAUNCHED)
             if launched is not None and "card" in launched.data:
-                self._admission.card_of[node.id] = str(launched.data["card"])
+                self._cards.card_of[node.id] = str(launched.data["card"])
         if ROOT_ID not in self._model.nodes:
             await self._create_root()
         else:

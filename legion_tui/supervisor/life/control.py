@@ -1,14 +1,13 @@
-"""The control verbs on a node someone may control (SPEC §6.3, §6.6): stop, abort,
-steer, resume. Each resolves its target for the caller (`naming.Names.resolve`: a node
-controls only its own descendants, root controls everything) and answers with the
-receipt that says what really happened."""
+"""The control verbs on a node's running agent (SPEC §6.3, §6.6): abort, steer, resume
+(the stop verb is `stops.py`'s). Each resolves its target for the caller
+(`naming.Names.resolve`: a node controls only its own descendants, root controls
+everything) and answers with the receipt that says what really happened."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
 import logging
-from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -20,15 +19,9 @@ from legion_tui.supervisor.state.progress_watch import has_file
 from legion_tui.wire.names import ROOT_ID, OpError
 
 if TYPE_CHECKING:
-    from legion_tui.state import LegionModel
-    from legion_tui.supervisor.hearing.notices import Notices
-    from legion_tui.supervisor.life.admission import Admission
+    from legion_tui.supervisor.context import HostContext
     from legion_tui.supervisor.life.launching import Launcher
     from legion_tui.supervisor.life.lifecycle import Lifecycle
-    from legion_tui.supervisor.life.stops import Stops
-    from legion_tui.supervisor.state.naming import Names
-    from legion_tui.supervisor.state.record import Record
-    from legion_tui.supervisor.state.roster import Roster
     from legion_tui.supervisor.teams.teams import Teams
 
 __all__ = ["Control"]
@@ -38,44 +31,16 @@ log = logging.getLogger(__name__)
 
 class Control:
     def __init__(
-        self,
-        model: LegionModel,
-        names: Names,
-        record: Record,
-        roster: Roster,
-        stops: Stops,
-        notices: Notices,
-        lifecycle: Lifecycle,
-        admission: Admission,
-        teams: Teams,
-        launcher: Launcher,
-        *,
-        closed: Callable[[], bool],
+        self, ctx: HostContext, lifecycle: Lifecycle, teams: Teams, launcher: Launcher
     ) -> None:
-        self._model = model
-        self._names = names
-        self._record = record
-        self._roster = roster
-        self._stops = stops
-        self._notices = notices
+        self._ctx = ctx  # the host is pausing (`closed`): a failed resume leaves the stint be
+        self._model = ctx.model
+        self._names = ctx.names
+        self._record = ctx.record
+        self._roster = ctx.roster
         self._lifecycle = lifecycle
-        self._admission = admission
         self._teams = teams
         self._launcher = launcher
-        self._closed = closed  # the host is pausing: a failed resume leaves the stint be
-
-    async def stop(self, caller_id: str, name: str, *, force: bool = False) -> str:
-        """SPEC §6.3 stop: retire the node and its subtree, children first; the receipt
-        says what really happened. The receipt tells a parent of its own children's
-        ending; a stop by anyone else (root, the user) is told to the parent by notice."""
-        caller = self._names.caller(caller_id)
-        if name == "all":
-            told = list(self._model.children(caller.id))
-        else:
-            target = self._names.resolve(caller_id, name)
-            told = [target.id] if target.parent_id == caller.id else []
-        with self._notices.telling(told, "stop"):
-            return await self._stops.stop(caller_id, name, force=force)
 
     def _controllable(self, caller_id: str, name: str, verb: str) -> tuple[Node, AgentHandle]:
         target = self._names.resolve(caller_id, name)
@@ -156,8 +121,8 @@ class Control:
         if node is None:  # it moved while the old agent was swept (a stop, a launch)
             raise OpError("ALREADY_RUNNING", f"{target.name} changed while resuming; look again")
         self._model.mark_interrupted(target.id, False)
-        card_name = self._admission.card_name(node)
-        command = self._admission.command_of(card_name, node.kind)
+        cards = self._ctx.cards
+        command = cards.command_of(cards.card_name(node), node.kind)
         isolate = node.backend == "process" and node.kind == "sim"
         before = await self._teams.revive_stint(node)
         started = False
@@ -166,7 +131,7 @@ class Control:
                 node, None, command or None, isolate, resume=continues
             )
         finally:
-            if before is not None and not started and not self._closed():
+            if before is not None and not started and not self._ctx.closed:
                 await self._teams.restore_stint(before)
         if not continues:
             return receipts.restarted(node.name)

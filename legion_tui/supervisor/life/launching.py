@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -22,18 +22,13 @@ from legion_tui.supervisor.backends.registry import make_handle
 from legion_tui.wire.names import ROOT_ID, OpError
 
 if TYPE_CHECKING:
-    from legion_tui.runs.folder import RunInfo
-    from legion_tui.settings import ClusterSettings
-    from legion_tui.state import LegionModel
+    from legion_tui.supervisor.context import HostContext
     from legion_tui.supervisor.hearing.blocking import Blocking
     from legion_tui.supervisor.hearing.budget import BudgetWatch
     from legion_tui.supervisor.hearing.notices import Notices
     from legion_tui.supervisor.life.admission import Admission
     from legion_tui.supervisor.life.lifecycle import Lifecycle
     from legion_tui.supervisor.life.node_loss import NodeLoss
-    from legion_tui.supervisor.state.naming import Names
-    from legion_tui.supervisor.state.record import Record
-    from legion_tui.supervisor.state.roster import Roster
     from legion_tui.supervisor.teams.teams import Teams
     from legion_tui.wire.spawn_request import ChildRequest
 
@@ -45,10 +40,7 @@ log = logging.getLogger(__name__)
 class Launcher:
     def __init__(
         self,
-        model: LegionModel,
-        names: Names,
-        record: Record,
-        roster: Roster,
+        ctx: HostContext,
         admission: Admission,
         teams: Teams,
         notices: Notices,
@@ -56,18 +48,13 @@ class Launcher:
         blocking: Blocking,
         budget: BudgetWatch,
         node_loss: NodeLoss,
-        *,
-        run: RunInfo,
-        socket_path: Path,
-        cluster: ClusterSettings,
-        seed: int,
-        speed: float,
-        closed: Callable[[], bool],
     ) -> None:
-        self._model = model
-        self._names = names
-        self._record = record
-        self._roster = roster
+        self._ctx = ctx  # the host is pausing (`closed`): nothing more starts
+        self._model = ctx.model
+        self._names = ctx.names
+        self._record = ctx.record
+        self._roster = ctx.roster
+        self._cards = ctx.cards
         self._admission = admission
         self._teams = teams
         self._notices = notices
@@ -75,12 +62,8 @@ class Launcher:
         self._blocking = blocking
         self._budget = budget
         self._node_loss = node_loss
-        self._run = run  # its id and folders: fixed for the run
-        self._socket_path = socket_path
-        self._cluster = cluster
-        self._seed = seed
-        self._speed = speed
-        self._closed = closed  # the host is pausing: nothing more starts
+        self._run = ctx.run  # its id and folders: fixed for the run
+        self._options = ctx.options  # the cluster, the sim agents' seed and speed
         self._spawn_lock = asyncio.Lock()
         self._seq = 0  # launches so far: each sim agent's seed differs
         self.launches = 0  # agents started by this host (tests assert "zero spawns")
@@ -88,7 +71,7 @@ class Launcher:
     async def spawn(self, caller_id: str, requests: Sequence[ChildRequest]) -> list[Node]:
         """Validate the whole batch, then create and launch it. Every refusal (rules,
         names, budgets, cards, phases) happens before any row, file or process exists."""
-        if self._closed():
+        if self._ctx.closed:
             raise OpError("CLOSED", "the supervisor is shutting down")
         if not requests:
             raise OpError("BAD_REQUEST", "spawn needs at least one child")
@@ -107,7 +90,7 @@ class Launcher:
             except NameConflict as err:
                 raise OpError("NAME_CONFLICT", str(err)) from err
             for plan in plans:
-                self._admission.card_of[plan.node.id] = plan.card
+                self._cards.card_of[plan.node.id] = plan.card
         # The batch starts together: a real agent takes seconds to answer (pi: 2–5 s
         # here), and six started one after another kept the caller waiting for all.
         await asyncio.gather(
@@ -134,12 +117,12 @@ class Launcher:
             # again after each await below.
             return False
         self._seq += 1
-        card = self._admission.card_for(node)
+        card = self._cards.card_for(node)
         self._budget.track(node.id, req, card)
         warning = await self._teams.worktree_for_launch(node, req, resume=resume)
         if self._stopped_meanwhile(node.id):
             return False  # stopped during the worktree's await: start nothing
-        run = self._run
+        run, seed = self._run, self._options.seed
         spec = LaunchSpec(
             node_id=node.id,
             run_id=run.run_id,
@@ -150,11 +133,11 @@ class Launcher:
             session_file=Path(node.session_file or session_file(run.dir, node.id)),
             run_dir=run.dir,
             cwd=self._teams.cwd_for(node),
-            socket_path=self._socket_path,
+            socket_path=self._ctx.socket_path,
             command=command,
             isolate=isolate,
-            seed=req.seed if req is not None and req.seed is not None else self._seed + self._seq,
-            speed=self._speed,
+            seed=req.seed if req is not None and req.seed is not None else seed + self._seq,
+            speed=self._options.speed,
             sim_behaviour=self._sim_behaviour(node, req),
             resume=resume,
             system_prompt=card.prompt if card is not None else "",
@@ -188,7 +171,7 @@ class Launcher:
                 "name": node.name,
                 "path": node.path,
                 "role": node.role,
-                "card": self._admission.card_name(node),
+                "card": self._cards.card_name(node),
                 "kind": node.kind,
                 "backend": handle.backend,
                 "pid": handle.pid,
@@ -212,7 +195,7 @@ class Launcher:
             on_stream=lambda segment: self._model.set_streaming(node_id, segment),
             on_line=lambda line: self._model.set_terminal_line(node_id, line),
             on_input=lambda question: self._needs_input(node_id, question),
-            cluster=self._cluster,
+            cluster=self._options.cluster,
             on_lost=lambda why: self._node_loss.lost(node_id, why),
         )
 
@@ -231,12 +214,12 @@ class Launcher:
 
     def _needs_input(self, node_id: str, question: str | None) -> None:
         """The agent waits on its user for `question` (None: answered): BLOCKED and back."""
-        if not self._closed() and node_id not in self._roster.stopping:
+        if not self._ctx.closed and node_id not in self._roster.stopping:
             self._blocking.told(node_id, question)
 
     def _stopped_meanwhile(self, node_id: str, handle: AgentHandle | None = None) -> bool:
         """Whether a pause or stop landed during one of `launch`'s awaits."""
-        if self._closed() or node_id in self._roster.stopping:
+        if self._ctx.closed or node_id in self._roster.stopping:
             return True
         if self._names.node(node_id).status is NodeStatus.RETIRED:
             return True

@@ -27,12 +27,10 @@ from legion_tui.supervisor.hearing.queries import verdict_of
 from legion_tui.supervisor.hearing.results import team_verdict
 
 if TYPE_CHECKING:
-    from legion_tui.state import LegionModel
     from legion_tui.supervisor.backend import AgentHandle
+    from legion_tui.supervisor.context import HostContext
     from legion_tui.supervisor.hearing.notices import Notices
-    from legion_tui.supervisor.state.naming import Names
-    from legion_tui.supervisor.state.record import Record
-    from legion_tui.supervisor.state.roster import Roster
+    from legion_tui.supervisor.state.progress_watch import ProgressWatch
     from legion_tui.supervisor.teams.teams import Teams
 
 __all__ = ["Lifecycle", "TurnWatchingDelivery"]
@@ -66,25 +64,17 @@ class Lifecycle:
     """Monitor, settle, fail, retry, wake: the life of a node between launch and stop."""
 
     def __init__(
-        self,
-        model: LegionModel,
-        names: Names,
-        record: Record,
-        roster: Roster,
-        teams: Teams,
-        notices: Notices,
-        *,
-        progress: Callable[[str], SessionProgress],
-        closed: Callable[[], bool],
+        self, ctx: HostContext, teams: Teams, notices: Notices, progress: ProgressWatch
     ) -> None:
-        self._model = model
-        self._names = names
-        self._record = record
-        self._roster = roster
+        self._ctx = ctx  # the host is pausing (`closed`): nothing settles or fails now
+        self._model = ctx.model
+        self._names = ctx.names
+        self._record = ctx.record
+        self._roster = ctx.roster
         self._teams = teams
         self._notices = notices
-        self._progress = progress  # the node's freshest progress (its file polled once more)
-        self._closed = closed  # the host is pausing: nothing settles or fails now
+        # The node's freshest progress (its file polled once more).
+        self._progress = progress.progress
         self._empty_retried: set[str] = set()  # nodes whose empty generation was retried
         self._waking: dict[str, asyncio.Lock] = {}  # see turn_began
 
@@ -95,7 +85,7 @@ class Lifecycle:
         try:
             while True:
                 await handle.idle()
-                if node_id in self._roster.stopping or self._closed():
+                if node_id in self._roster.stopping or self._ctx.closed:
                     return
                 progress = self._progress(node_id)
                 code = handle.exited
@@ -139,7 +129,7 @@ class Lifecycle:
             raise
         except Exception as err:  # a broken handle must not leave the node live forever
             log.exception("monitor of %s failed", node_id)
-            if node_id not in self._roster.stopping and not self._closed():
+            if node_id not in self._roster.stopping and not self._ctx.closed:
                 await self.fail_loudly(node_id, f"supervision error: {err}")
 
     async def _wait_for_members(self, node_id: str, handle: AgentHandle) -> bool:
@@ -153,7 +143,7 @@ class Lifecycle:
         while (live := live_children(self._model, node_id)) or self._notices.owed(node_id):
             if handle.turn_running() or handle.exited is not None:
                 break
-            if node_id in self._roster.stopping or self._closed():
+            if node_id in self._roster.stopping or self._ctx.closed:
                 break
             waited = True
             self._model.set_note(node_id, receipts.waiting_for_members(len(live)))

@@ -17,10 +17,8 @@ from typing import TYPE_CHECKING
 from legion_tui.supervisor.life.retire_reasons import NODE_LOST_REASON
 
 if TYPE_CHECKING:
-    from legion_tui.state import LegionModel
+    from legion_tui.supervisor.context import HostContext
     from legion_tui.supervisor.life.stops import Stops
-    from legion_tui.supervisor.state.naming import Names
-    from legion_tui.supervisor.state.roster import Roster
 
 __all__ = ["NodeLoss"]
 
@@ -28,10 +26,10 @@ log = logging.getLogger(__name__)
 
 
 class NodeLoss:
-    def __init__(self, model: LegionModel, names: Names, roster: Roster, stops: Stops) -> None:
-        self._model = model
-        self._names = names
-        self._roster = roster
+    def __init__(self, ctx: HostContext, stops: Stops) -> None:
+        self._model = ctx.model
+        self._names = ctx.names
+        self._roster = ctx.roster
         self._stops = stops
         self._tasks: set[asyncio.Task[None]] = set()
 

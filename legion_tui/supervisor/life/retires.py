@@ -13,7 +13,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -25,10 +25,8 @@ from legion_tui.supervisor.life.retire_reasons import INTERRUPT_REASONS
 from legion_tui.supervisor.teams.verify import verify_marker
 
 if TYPE_CHECKING:
-    from legion_tui.state import Clock, LegionModel
     from legion_tui.supervisor.backend import AgentHandle, SweepReport
-    from legion_tui.supervisor.state.naming import Names
-    from legion_tui.supervisor.state.roster import Roster
+    from legion_tui.supervisor.context import HostContext
 
 __all__ = ["Retired", "Retires", "execution_of"]
 
@@ -63,24 +61,14 @@ class _Retire:
 
 
 class Retires:
-    def __init__(
-        self,
-        model: LegionModel,
-        names: Names,
-        roster: Roster,
-        owed: OwedRetires,
-        *,
-        run_id: str,
-        clock: Clock,
-        grace: Callable[[], float],
-    ) -> None:
-        self._model = model
-        self._names = names
-        self._roster = roster
+    def __init__(self, ctx: HostContext, owed: OwedRetires) -> None:
+        self._ctx = ctx  # the host's stop grace, read at each retire
+        self._model = ctx.model
+        self._names = ctx.names
+        self._roster = ctx.roster
         self._owed = owed  # where a write the ledger refused waits
-        self._run_id = run_id
-        self._clock = clock
-        self._grace = grace  # the host's stop grace, read at each retire
+        self._run_id = ctx.run.run_id
+        self._clock = ctx.clock
         self._retiring: dict[str, _Retire] = {}
 
     def under_way(self, node_id: str) -> bool:
@@ -128,7 +116,7 @@ class Retires:
             run_id=self._run_id,
             node_ids=[verify_marker(node_id)],
             force=force,
-            grace=self._grace(),
+            grace=self._ctx.stop_grace,
         )
         return list(report.survivors)
 
@@ -187,7 +175,7 @@ class Retires:
     ) -> Retired:
         survivors: list[int] = []
         if retire.handle is not None:
-            report = await retire.handle.stop(force=retire.force, grace=self._grace())
+            report = await retire.handle.stop(force=retire.force, grace=self._ctx.stop_grace)
             survivors = list(report.survivors)
         retire.stage = "verify"
         survivors += await self.sweep_verification(node_id, retire.force)

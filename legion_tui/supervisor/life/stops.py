@@ -27,7 +27,6 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from legion_tui import receipts
@@ -38,10 +37,8 @@ from legion_tui.supervisor.life.retires import Retired, Retires, execution_of
 from legion_tui.wire.names import OpError
 
 if TYPE_CHECKING:
-    from legion_tui.state import Clock, LegionModel
-    from legion_tui.supervisor.state.naming import Names
-    from legion_tui.supervisor.state.record import Record
-    from legion_tui.supervisor.state.roster import Roster
+    from legion_tui.supervisor.context import HostContext
+    from legion_tui.supervisor.hearing.notices import Notices
 
 __all__ = ["Stops"]
 
@@ -49,25 +46,14 @@ log = logging.getLogger(__name__)
 
 
 class Stops:
-    def __init__(
-        self,
-        model: LegionModel,
-        names: Names,
-        record: Record,
-        roster: Roster,
-        *,
-        run_id: str,
-        clock: Clock,
-        grace: Callable[[], float],
-    ) -> None:
-        self._model = model
-        self._names = names
-        self._record = record
-        self._roster = roster
-        self._owed = OwedRetires(model, names, record, clock=clock)
-        self._retires = Retires(
-            model, names, roster, self._owed, run_id=run_id, clock=clock, grace=grace
-        )
+    def __init__(self, ctx: HostContext, notices: Notices) -> None:
+        self._model = ctx.model
+        self._names = ctx.names
+        self._record = ctx.record
+        self._roster = ctx.roster
+        self._notices = notices  # who hears of a stop's endings, and how
+        self._owed = OwedRetires(ctx.model, ctx.names, ctx.record, clock=ctx.clock)
+        self._retires = Retires(ctx, self._owed)
         self._ops = 0  # stop requests being answered now
         self._quiet = asyncio.Event()  # set while none is
         self._quiet.set()
@@ -75,7 +61,18 @@ class Stops:
 
     async def stop(self, caller_id: str, name: str, *, force: bool = False) -> str:
         """SPEC §6.3 stop: retire the node and its subtree, children first; the receipt
-        says what really happened."""
+        says what really happened. The receipt tells a parent of its own children's
+        ending; a stop by anyone else (root, the user) is told to the parent by notice."""
+        caller = self._names.caller(caller_id)
+        if name == "all":
+            told = list(self._model.children(caller.id))
+        else:
+            target = self._names.resolve(caller_id, name)
+            told = [target.id] if target.parent_id == caller.id else []
+        with self._notices.telling(told, "stop"):
+            return await self._stop(caller_id, name, force)
+
+    async def _stop(self, caller_id: str, name: str, force: bool) -> str:
         if self._closing:
             raise OpError("CLOSED", "the supervisor is shutting down")
         self._ops += 1

@@ -56,10 +56,10 @@ class Dispatcher:
     def _identify(self, peer: Peer, claimed: str) -> str:
         """The node the kernel says the peer is (identity.caller_of)."""
         front = self._front
-        agents = {h.pid: node_id for node_id, h in front.roster.handles().items() if h.pid}
+        agents = {h.pid: node_id for node_id, h in front.ctx.roster.handles().items() if h.pid}
 
         def name_of(node_id: str) -> str:  # only a refusal names anyone
-            view = front.model.nodes.get(node_id)
+            view = front.ctx.model.nodes.get(node_id)
             return view.node.name if view is not None else node_id
 
         return caller_of(peer, claimed, agents, name_of)

@@ -220,7 +220,7 @@ class SupervisorServer:
             # the host from serving the connections it had taken.
             self._refuse(sock)
             return
-        peer = peer_of(pid, self.supervisor.run.run_id)
+        peer = peer_of(pid, self.supervisor.ctx.run.run_id)
         conn = _Connection(sock, peer, outside, idle_since=now)
         self._connections[conn] = asyncio.create_task(self._serve(conn), name="socket-conn")
 

@@ -1,5 +1,5 @@
 """The socket's ops (SPEC §5): one handler per op, reading and checking its fields, then
-calling the supervisor (`front.Front`) for the caller the server identified.
+calling the part that owns the verb (`front.Front`) for the caller the server identified.
 
 `OPS` is the dispatch table: later ops (`mail`, `phase`) plug in by adding one entry.
 The wire protocol and op list are documented in `legion_tui/wire/client.py`.
@@ -51,7 +51,7 @@ async def _spawn(sup: Front, caller: str, req: dict[str, Any]) -> dict[str, Any]
     children = req.get("children")
     if not isinstance(children, list) or not children:
         raise OpError("MISSING_FIELD", "field 'children' is required (a non-empty list)")
-    nodes = await sup.spawn(caller, [ChildRequest.from_wire(c) for c in children])
+    nodes = await sup.launcher.spawn(caller, [ChildRequest.from_wire(c) for c in children])
     result: dict[str, Any] = {
         "nodes": [
             # status + error: a child whose agent failed to start is reported as such.
@@ -64,7 +64,7 @@ async def _spawn(sup: Front, caller: str, req: dict[str, Any]) -> dict[str, Any]
         # The kind each child resolved to (`auto` cards): a simulated one is said so.
         entry["kind"] = node.kind
         entry["simulated"] = node.simulated
-    warnings = [w for n in nodes if (w := sup.launch_warning(n.id))]
+    warnings = [w for n in nodes if (w := sup.teams.launch_warning(n.id))]
     if warnings:  # e.g. a worker that asked for a worktree was demoted (SPEC §6.7)
         result["warnings"] = warnings
     return result
@@ -79,19 +79,19 @@ async def _wait(sup: Front, caller: str, req: dict[str, Any]) -> dict[str, Any]:
     timeout = req.get("timeout")
     if timeout is not None and (isinstance(timeout, bool) or not isinstance(timeout, int | float)):
         raise OpError("BAD_REQUEST", "field 'timeout' must be a number of seconds or null")
-    return await sup.wait(caller, names, None if timeout is None else float(timeout))
+    return await sup.queries.wait(caller, names, None if timeout is None else float(timeout))
 
 
 async def _collect(sup: Front, caller: str, req: dict[str, Any]) -> dict[str, Any]:
-    return await sup.collect(caller, _str(req, "name"), again=_bool(req, "again"))
+    return await sup.queries.collect(caller, _str(req, "name"), again=_bool(req, "again"))
 
 
 async def _stop(sup: Front, caller: str, req: dict[str, Any]) -> dict[str, Any]:
-    return {"receipt": await sup.stop(caller, _str(req, "name"), force=_bool(req, "force"))}
+    return {"receipt": await sup.stops.stop(caller, _str(req, "name"), force=_bool(req, "force"))}
 
 
 async def _abort(sup: Front, caller: str, req: dict[str, Any]) -> dict[str, Any]:
-    outcome, receipt = await sup.abort(
+    outcome, receipt = await sup.control.abort(
         caller, _str(req, "name"), keep_queue=_bool(req, "keep_queue")
     )
     return {"outcome": outcome, "receipt": receipt}
@@ -101,26 +101,27 @@ async def _steer(sup: Front, caller: str, req: dict[str, Any]) -> dict[str, Any]
     text = req.get("text")
     if not isinstance(text, str):
         raise OpError("MISSING_FIELD", "field 'text' is required (a string)")
-    outcome, receipt = await sup.steer(caller, _str(req, "name"), text)
+    outcome, receipt = await sup.control.steer(caller, _str(req, "name"), text)
     return {"outcome": outcome, "receipt": receipt}
 
 
 async def _status(sup: Front, caller: str, req: dict[str, Any]) -> dict[str, Any]:
-    return sup.status(caller, _opt_str(req, "name"))
+    return sup.queries.status(caller, _opt_str(req, "name"))
 
 
 async def _tree(sup: Front, caller: str, req: dict[str, Any]) -> dict[str, Any]:
-    return {"text": sup.tree_text(caller)}
+    return {"text": sup.queries.tree_text(caller)}
 
 
 async def _resume(sup: Front, caller: str, req: dict[str, Any]) -> dict[str, Any]:
-    return {"receipt": await sup.resume(caller, _str(req, "name"))}
+    return {"receipt": await sup.control.resume(caller, _str(req, "name"))}
 
 
 async def _mail(sup: Front, caller: str, req: dict[str, Any]) -> dict[str, Any]:
-    if sup.mail is None:
+    mail = sup.ctx.mail
+    if mail is None:
         raise OpError("NOT_READY", "mail is not running in this supervisor")
-    result: dict[str, Any] = await sup.mail.op(caller, req)
+    result: dict[str, Any] = await mail.op(caller, req)
     return result
 
 
@@ -128,7 +129,7 @@ async def _phase(sup: Front, caller: str, req: dict[str, Any]) -> dict[str, Any]
     supersedes = req.get("supersedes") or []
     if not isinstance(supersedes, list) or not all(isinstance(n, str) for n in supersedes):
         raise OpError("BAD_REQUEST", "field 'supersedes' must be a list of names")
-    return await sup.phase(
+    return await sup.teams.phase_op.phase(
         caller,
         _str(req, "to"),
         note=_opt_str(req, "note"),

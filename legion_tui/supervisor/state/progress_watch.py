@@ -9,8 +9,6 @@ import asyncio
 import contextlib
 import logging
 import os
-from collections.abc import Callable
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 from legion_tui.model_records import Usage
@@ -18,9 +16,8 @@ from legion_tui.session.progress import SessionProgress
 from legion_tui.timeouts import within
 
 if TYPE_CHECKING:
-    from legion_tui.ledger import Ledger
     from legion_tui.session.watcher import SessionWatcher
-    from legion_tui.state import Clock, LegionModel
+    from legion_tui.supervisor.context import HostContext
 
 __all__ = ["ProgressWatch", "has_file"]
 
@@ -51,20 +48,9 @@ class ProgressWatch:
     """`start()` to follow the session files (a host that does not watch reads a node's
     file only when asked); `stop()` then `close()`."""
 
-    def __init__(
-        self,
-        model: LegionModel,
-        sessions_dir: Path,
-        clock: Clock,
-        *,
-        ledger: Callable[[], Ledger | None],
-        closed: Callable[[], bool],
-    ) -> None:
-        self._model = model
-        self._sessions_dir = sessions_dir
-        self._clock = clock
-        self._ledger = ledger  # where each node's usage is queued, once started
-        self._closed = closed  # the host is pausing: no more usage is queued
+    def __init__(self, ctx: HostContext) -> None:
+        self._ctx = ctx  # the ledger each node's usage is queued to, once started
+        self._model = ctx.model
         self.watcher: SessionWatcher | None = None
         self.task: asyncio.Task[None] | None = None
         self.updates = 0  # progress reports taken in (the demo's report counts them)
@@ -72,7 +58,7 @@ class ProgressWatch:
     def start(self) -> None:
         from legion_tui.session.watcher import SessionWatcher
 
-        self.watcher = SessionWatcher(self._sessions_dir, self.on_progress, self._clock)
+        self.watcher = SessionWatcher(self._ctx.run.sessions_dir, self.on_progress, self._ctx.clock)
         self.task = asyncio.create_task(self.watcher.run(), name="session-watcher")
 
     def stop(self) -> None:
@@ -93,8 +79,8 @@ class ProgressWatch:
             return  # a stray file in sessions/: not ours to show
         self.updates += 1
         self._model.set_progress(node_id, progress)
-        ledger = self._ledger()
-        if ledger is not None and not self._closed():
+        ledger = self._ctx.ledger
+        if ledger is not None and not self._ctx.closed:  # pausing: no more usage queued
             ledger.queue_usage(node_id, usage_of(progress))
 
     def progress(self, node_id: str) -> SessionProgress:

@@ -12,8 +12,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import time
-from collections.abc import Callable, Sequence
-from pathlib import Path
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from legion_tui import receipts
@@ -23,13 +22,9 @@ from legion_tui.phases.load import machine_from_json
 from legion_tui.wire.names import OpError
 
 if TYPE_CHECKING:
-    from legion_tui.mail.service import MailService
     from legion_tui.phases import Machine, TransitionResult, Verification
-    from legion_tui.runs.folder import RunInfo
-    from legion_tui.state import Clock, LegionModel
-    from legion_tui.supervisor.state.naming import Names
-    from legion_tui.supervisor.state.record import Record
-    from legion_tui.supervisor.state.roster import Roster
+    from legion_tui.supervisor.context import HostContext
+    from legion_tui.supervisor.teams.team_worktrees import TeamWorktrees
     from legion_tui.supervisor.teams.verify import VerificationResult
 
 __all__ = ["PhaseOp"]
@@ -38,28 +33,16 @@ log = logging.getLogger(__name__)
 
 
 class PhaseOp:
-    def __init__(
-        self,
-        model: LegionModel,
-        names: Names,
-        record: Record,
-        roster: Roster,
-        *,
-        run: RunInfo,
-        clock: Clock,
-        mail: Callable[[], MailService | None],
-        contract_path: Callable[[Node], Path],
-        cwd_for: Callable[[Node], Path],
-    ) -> None:
-        self._model = model
-        self._names = names
-        self._record = record
-        self._roster = roster
-        self._run = run  # its dir and id: fixed for the run (a reopen keeps both)
-        self._clock = clock
-        self._mail = mail
-        self._contract_path = contract_path  # the lead's contract (the team's worktrees)
-        self._cwd_for = cwd_for  # the folder its verification runs in
+    def __init__(self, ctx: HostContext, worktrees: TeamWorktrees) -> None:
+        self._ctx = ctx
+        self._model = ctx.model
+        self._names = ctx.names
+        self._record = ctx.record
+        self._roster = ctx.roster
+        self._run = ctx.run  # its dir and id: fixed for the run (a reopen keeps both)
+        self._clock = ctx.clock
+        # The lead's contract, and the folder its verification runs in.
+        self._worktrees = worktrees
 
     async def phase(
         self,
@@ -134,8 +117,8 @@ class PhaseOp:
         self._roster.verifying.add(lead.id)  # a stop now sweeps the commands too
         try:
             verified = await verify_contract(
-                self._contract_path(lead),
-                cwd=self._cwd_for(lead),
+                self._worktrees.contract_path(lead),
+                cwd=self._worktrees.cwd_for(lead),
                 output_file=self._run.dir / "verify" / f"{lead.name}-{stamp}.log",
                 run_id=self._run.run_id,
                 node_id=lead.id,
@@ -175,7 +158,7 @@ class PhaseOp:
         snapshot = snapshot_of(
             lead,
             children,
-            contract_path=self._contract_path(lead),
+            contract_path=self._worktrees.contract_path(lead),
             handled=[*self._record.handled_ids(lead), *(c.id for c in superseded)],
             verification=verification,
             max_rework=machine.max_rework,
@@ -217,7 +200,7 @@ class PhaseOp:
 
     async def _report_failure(self, lead: Node, reason: str | None) -> None:
         """A declared failure is a verdict: the parent hears it (upstream #309)."""
-        mail = self._mail()
+        mail = self._ctx.mail
         if lead.parent_id is None or mail is None:
             return
         with contextlib.suppress(OpError):

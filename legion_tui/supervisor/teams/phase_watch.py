@@ -6,13 +6,12 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from legion_tui.mail.service import MailService
     from legion_tui.phases.timeouts import PhaseClock, TimeoutStore
-    from legion_tui.state import Clock, LegionModel
+    from legion_tui.supervisor.context import HostContext
 
 __all__ = ["PhaseWatch"]
 
@@ -23,25 +22,17 @@ class PhaseWatch:
     """`start(store)` once the ledger is open; `close()` ends the task (an error it died
     of is logged, never raised: a dead clock must not keep the host from pausing)."""
 
-    def __init__(
-        self,
-        model: LegionModel,
-        *,
-        operator: Mapping[str, int],
-        clock: Clock,
-        mail: Callable[[], MailService | None],
-    ) -> None:
-        self._model = model
+    def __init__(self, ctx: HostContext, *, operator: Mapping[str, int]) -> None:
+        self._ctx = ctx  # the model, the clock, and the mail service once started
+        self._model = ctx.model
         self._operator = operator  # only the timeouts the operator wrote
-        self._clock = clock
-        self._mail = mail
         self.clock: PhaseClock | None = None
         self.task: asyncio.Task[None] | None = None
 
     def start(self, store: TimeoutStore) -> None:
         from legion_tui.phases.timeouts import PhaseClock
 
-        self.clock = PhaseClock(store, operator=self._operator, clock=self._clock)
+        self.clock = PhaseClock(store, operator=self._operator, clock=self._ctx.clock)
         self.task = asyncio.create_task(self._run(self.clock), name="phase-clock")
 
     async def _run(self, phase_clock: PhaseClock) -> None:
@@ -51,7 +42,7 @@ class PhaseWatch:
             teams = [v.node for v in self._model.nodes.values() if v.node.phase is not None]
             for report in await phase_clock.check_all(teams):
                 team = self._model.nodes.get(report.stint.node_id)
-                mail = self._mail()
+                mail = self._ctx.mail
                 if team is not None and team.node.parent_id is not None and mail:
                     mail.notify(team.node.parent_id)
             await asyncio.sleep(CHECK_SECONDS)

@@ -8,7 +8,6 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
-from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -16,11 +15,8 @@ from legion_tui.model import EventType
 from legion_tui.model_records import Node
 
 if TYPE_CHECKING:
-    from legion_tui.agents.cards import RoleCard
     from legion_tui.git.worktree import Worktree
-    from legion_tui.runs.folder import RunInfo
-    from legion_tui.state import LegionModel
-    from legion_tui.supervisor.state.record import Record
+    from legion_tui.supervisor.context import HostContext
     from legion_tui.wire.spawn_request import ChildRequest
 
 __all__ = ["TeamWorktrees"]
@@ -34,22 +30,13 @@ def _exists(path: str) -> bool:
 
 
 class TeamWorktrees:
-    def __init__(
-        self,
-        model: LegionModel,
-        record: Record,
-        *,
-        run: RunInfo,
-        project_dir: Path,
-        card_for: Callable[[Node], RoleCard | None],
-        sandbox: Callable[[], Path | None],
-    ) -> None:
-        self._model = model
-        self._record = record
-        self._run = run  # its dir: fixed for the run (a reopen keeps it)
-        self._project_dir = project_dir
-        self._card_for = card_for  # the node's role card, None when it has none loaded
-        self._sandbox = sandbox  # the host's own repository, when it has one (the demo)
+    def __init__(self, ctx: HostContext) -> None:
+        self._ctx = ctx
+        self._model = ctx.model
+        self._record = ctx.record
+        self._run = ctx.run  # its dir: fixed for the run (a reopen keeps it)
+        self._project_dir = ctx.project_dir
+        self._cards = ctx.cards  # the node's role card, None when it has none loaded
         self._worktrees: dict[str, Worktree] = {}  # centurion id → its worktree
         self._worktree_lock = asyncio.Lock()
 
@@ -76,7 +63,7 @@ class TeamWorktrees:
             if recorded is not None and _exists(str(recorded.path)):
                 self._worktrees[node.id] = recorded
             return None
-        card = self._card_for(node)
+        card = self._cards.card_for(node)
         card_tree = card.worktree if card is not None else False
         wants = req.worktree if req is not None and req.worktree is not None else card_tree
         per_agent = load_settings(self._project_dir).settings.worktree_per_agent
@@ -104,7 +91,7 @@ class TeamWorktrees:
         """The repository a centurion of `kind` branches from: the host's sandbox when it
         has one, else the project — except for simulated agents, which never branch in
         the user's repository (they would leave `legion/*` branches for a pretend run)."""
-        sandbox = self._sandbox()
+        sandbox = self._ctx.sandbox  # the host's own repository (the demo)
         if sandbox is not None:
             return sandbox
         return None if kind == "sim" else self._project_dir

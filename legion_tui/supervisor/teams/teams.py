@@ -1,7 +1,8 @@
 """Teams (SPEC §6.4, §6.7): a centurion's worktree for its launch and its delivery
 (`team_worktrees.py`), the `legion phase` op along the team's declared machine and the
-`legion-verify` run a move out of the verification phase needs (`phase_op.py`), and
-stints (revive / restore) — one front for the launch path and the queries.
+`legion-verify` run a move out of the verification phase needs (`phase_op.py`: the
+verb's one home, `teams.phase_op.phase`), and stints (revive / restore) — one front for
+the launch path and the queries.
 
 Every write goes through the record; the roster's `verifying` mark lets a stop sweep a
 verification's commands; the mail service (when running) carries a declared failure to
@@ -11,7 +12,6 @@ the parent.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -20,15 +20,8 @@ from legion_tui.supervisor.teams.phase_op import PhaseOp
 from legion_tui.supervisor.teams.team_worktrees import TeamWorktrees
 
 if TYPE_CHECKING:
-    from legion_tui.agents.cards import RoleCard
     from legion_tui.git.worktree import Worktree
-    from legion_tui.mail.service import MailService
-    from legion_tui.phases.timeouts import ReviveStore
-    from legion_tui.runs.folder import RunInfo
-    from legion_tui.state import Clock, LegionModel
-    from legion_tui.supervisor.state.naming import Names
-    from legion_tui.supervisor.state.record import Record
-    from legion_tui.supervisor.state.roster import Roster
+    from legion_tui.supervisor.context import HostContext
     from legion_tui.wire.spawn_request import ChildRequest
 
 __all__ = ["Teams"]
@@ -37,37 +30,10 @@ log = logging.getLogger(__name__)
 
 
 class Teams:
-    def __init__(
-        self,
-        model: LegionModel,
-        names: Names,
-        record: Record,
-        roster: Roster,
-        *,
-        run: RunInfo,
-        project_dir: Path,
-        clock: Clock,
-        card_for: Callable[[Node], RoleCard | None],
-        sandbox: Callable[[], Path | None],
-        echo: Callable[[], ReviveStore],
-        mail: Callable[[], MailService | None],
-    ) -> None:
-        self._clock = clock
-        self._echo = echo  # the ledger through which rows and events reach the model at once
-        self.worktrees = TeamWorktrees(
-            model, record, run=run, project_dir=project_dir, card_for=card_for, sandbox=sandbox
-        )
-        self._phase_op = PhaseOp(
-            model,
-            names,
-            record,
-            roster,
-            run=run,
-            clock=clock,
-            mail=mail,
-            contract_path=self.worktrees.contract_path,
-            cwd_for=self.worktrees.cwd_for,
-        )
+    def __init__(self, ctx: HostContext) -> None:
+        self._ctx = ctx  # its echo: rows and events reach the ledger and the model at once
+        self.worktrees = TeamWorktrees(ctx)
+        self.phase_op = PhaseOp(ctx, self.worktrees)  # `legion phase`: its one home
 
     # ----- worktrees (team_worktrees.TeamWorktrees) -------------------------------------
     async def worktree_for_launch(
@@ -118,7 +84,7 @@ class Teams:
         if node.phase is None or node.phase in TERMINALS:
             return None
         # Through the echo: the node row and the event reach the live model at once.
-        await revive_stint(self._echo(), node, self._clock())
+        await revive_stint(self._ctx.echoing(), node, self._ctx.clock())
         return node
 
     async def restore_stint(self, before: Node) -> None:
@@ -126,20 +92,4 @@ class Teams:
         a moved clock for a run that never was would de-dupe the next real stint away."""
         from legion_tui.phases.timeouts import restore_stint
 
-        await restore_stint(self._echo(), before)
-
-    # ----- the phase op (phase_op.PhaseOp) ----------------------------------------------
-    async def phase(
-        self,
-        caller_id: str,
-        to: str,
-        *,
-        note: str | None = None,
-        evidence: str | None = None,
-        reason: str | None = None,
-        supersedes: Sequence[str] = (),
-    ) -> dict[str, Any]:
-        """`legion phase --to P` for the caller's team (see `phase_op`)."""
-        return await self._phase_op.phase(
-            caller_id, to, note=note, evidence=evidence, reason=reason, supersedes=supersedes
-        )
+        await restore_stint(self._ctx.echoing(), before)
