@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test check lint bench clean agents soak
+.PHONY: demo test check types unit lint bench clean agents soak
 
 # The real agent CLIs the tests drive, pinned in agents/<line>/package.json and installed
 # once into a project-local prefix (no global install, npm's cache under .venv, not $HOME).
@@ -35,8 +35,16 @@ lint: $(STAMP)
 	$(BIN)/ruff check legion_tui tests bench tools
 	$(BIN)/mypy --strict legion_tui
 
-# The quick loop: no agent, no process started by a test (the `unit` tier), both cores.
-check: lint
+# The quick loop: no agent, no process started by a test (the `unit` tier); mypy beside
+# the tests, so both cores stay busy.
+check: $(STAMP)
+	$(BIN)/ruff check legion_tui tests bench tools
+	$(MAKE) -j2 types unit
+
+types: $(STAMP)
+	$(BIN)/mypy --strict legion_tui
+
+unit: $(STAMP)
 	TEXTUAL_ANIMATIONS=none $(BIN)/pytest -q -m unit -n 2 -p no:cacheprovider
 
 # Every tier on both cores, each test to whichever worker is free, a Ray module's on one
