@@ -78,12 +78,10 @@ async def test_abort_drops_the_queue_then_stop_sweeps_gracefully(tmp_path: Path)
         assert (await handle.abort()).outcome == "no-turn"
         assert handle.exited is None
     finally:
-        started = time.monotonic()
         report = await handle.stop(force=False, grace=5.0)
-        elapsed = time.monotonic() - started
     assert report.survivors == []
+    # It honoured SIGTERM: it exited with its own 0, not killed (-9) at the grace's end.
     assert handle.exited == 0
-    assert elapsed < 2.0  # it honoured SIGTERM: no need to wait out the grace
     assert marked(handle.spec.run_id) == []
     assert handle.spec.run_dir.joinpath("terminal", "n1.log").exists()
 
