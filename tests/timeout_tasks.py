@@ -5,6 +5,11 @@ hangs sits in the loop's `select` on the main thread: what it waits on is an awa
 coroutine chain, invisible there. This plugin (registered by conftest.py) arms the same
 SIGALRM, and its handler prints each task's chain of awaits before pytest-timeout's own
 report fails the test.
+
+It also keeps the teardown bounded after a failure: pytest-timeout stops its timer in
+`pytest_exception_interact`, which runs for every failed report (for pdb's sake), so a
+teardown that then hung — an event loop's close waiting on a task a failed test left
+behind — hung the whole run with no report (a soak run sat there until killed).
 """
 
 from __future__ import annotations
@@ -20,7 +25,7 @@ from typing import Any
 import pytest
 import pytest_timeout
 
-__all__ = ["pytest_timeout_set_timer"]
+__all__ = ["pytest_exception_interact", "pytest_timeout_set_timer"]
 
 
 def _awaited(coro: Any) -> Any:
@@ -80,3 +85,14 @@ def pytest_timeout_set_timer(item: pytest.Item, settings: Any) -> bool | None:
     signal.signal(signal.SIGALRM, handler)
     signal.setitimer(signal.ITIMER_REAL, settings.timeout)
     return True
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_exception_interact(node: pytest.Item | pytest.Collector) -> None:
+    """After pytest-timeout stopped the timer on a failure: a fresh one for what is left
+    of the test (its teardown), unless a debugger is what the failure opened."""
+    if not isinstance(node, pytest.Item) or node.config.getvalue("usepdb"):
+        return
+    settings = pytest_timeout._get_item_settings(node)
+    if settings.timeout and settings.timeout > 0:
+        node.config.pluginmanager.hook.pytest_timeout_set_timer(item=node, settings=settings)
