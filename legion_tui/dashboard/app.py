@@ -35,17 +35,13 @@ from legion_tui.render.steps import DRAW_HZ
 from legion_tui.settings import save_theme
 from legion_tui.state import Clock, LegionModel, NodeView
 from legion_tui.themes import DEFAULT_THEME, THEME_ORDER, textual_themes
-from legion_tui.widgets.commit_message import CommitMessageScreen
 from legion_tui.widgets.confirm import ConfirmBar, ConfirmRequest
 from legion_tui.widgets.filter_line import FilterLine
 from legion_tui.widgets.galaxy import GalaxyView
 from legion_tui.widgets.header import HeaderBar
 from legion_tui.widgets.help import HelpScreen
 from legion_tui.widgets.keys import KeyHints, agent_bindings
-from legion_tui.widgets.landing import Landing
 from legion_tui.widgets.layout import layout_classes
-from legion_tui.widgets.new_agent import NewAgentScreen
-from legion_tui.widgets.overlay.attaching import Attacher
 from legion_tui.widgets.overlay.detail import DetailScreen
 from legion_tui.widgets.overlay.message_box import MessageBox
 from legion_tui.widgets.overlay.talk import MessageHistory
@@ -159,26 +155,11 @@ class LegionApp(App[None]):
         self.chart = RateChart(model, id="chart")
         self.key_hints = KeyHints(floor=floor, id="keys")
         self.main_screen = MainScreen(self)
-        self.landing = Landing(
-            model,
-            ops,
-            say=lambda text, error: self.say(
-                text, severity="error" if error else "information", timeout=15 if error else None
-            ),
-            ask=self.ask,
-            run=lambda call: self.run_worker(call, group="land"),
-            edit=self._edit_commit_message,
-            mode=lambda: settings_near(run_dir).land_mode,  # `[land] mode`, read at each L
+        # What the user asks of the legion: confirmed, run and answered there. `[land]
+        # mode` is read at each L.
+        self.operator = Operator(
+            model, ops, self, land_mode=lambda: settings_near(run_dir).land_mode
         )
-        self.attacher = Attacher(
-            self,
-            ops,
-            say=lambda text, error: self.say(text, severity="error" if error else "information"),
-            ask=self.ask,
-            run=lambda call: self.run_worker(call, group="attach"),
-        )
-        # stop, abort, steer, resume: confirmed, run and answered there
-        self.operator = Operator(model, ops, self, landing=self.landing, attacher=self.attacher)
         if not floor:
             self.add_class("-no-floor")
         self._unsubscribe = model.subscribe(self._on_model_signal)
@@ -292,7 +273,8 @@ class LegionApp(App[None]):
         """Straight to the terminal (a desktop notification's OSC), as `bell` writes —
         never while an attached agent UI has the terminal (the app is suspended: its
         driver has no writer, and the bytes would land in the agent's screen)."""
-        if not self.is_headless and self._driver is not None and self.attacher.attached is None:
+        attached = self.operator.attacher.attached
+        if not self.is_headless and self._driver is not None and attached is None:
             self._driver.write(text)
 
     def _toast_announcements(self) -> None:
@@ -346,9 +328,13 @@ class LegionApp(App[None]):
         """A notification of literal text: receipts and errors may contain `[...]`."""
         self.notify(text, title=title, severity=severity, timeout=timeout, markup=False)
 
-    def run_op(self, work: Coroutine[Any, Any, object]) -> None:
+    def run_op(self, work: Coroutine[Any, Any, object], group: str = "ops") -> None:
         """An operation's work, beside the screen's (`Operator.run` shows its receipt)."""
-        self.run_worker(work, group="ops")
+        self.run_worker(work, group=group)
+
+    def show(self, form: Screen[str | None], done: Callable[[str | None], None]) -> None:
+        """A form over the screen (a new agent, a commit message); `done` gets its result."""
+        self.push_screen(form, done)
 
     def action_stop_node(self, force: bool = False) -> None:
         if (view := self._target()) is not None:
@@ -425,70 +411,34 @@ class LegionApp(App[None]):
         ops = self.ops
         return isinstance(ops, HostOperations) and ops.terminal_input(node_id, data)
 
-    # ----- land / new agent ----------------------------------------------------------
+    # ----- land / attach / new agent ---------------------------------------------------
     def action_land_node(self) -> None:
-        view = self._target()
-        if view is not None:
-            self.landing.start(view.node.id)
+        if (view := self._target()) is not None:
+            self.operator.landing.start(view.node.id)
 
     def action_commit_node(self) -> None:
-        view = self._target()
-        if view is not None:
-            self.landing.start_commit(view.node.id)
+        if (view := self._target()) is not None:
+            self.operator.landing.start_commit(view.node.id)
 
     def action_push_node(self) -> None:
-        view = self._target()
-        if view is not None:
-            self.landing.start_push(view.node.id)
+        if (view := self._target()) is not None:
+            self.operator.landing.start_push(view.node.id)
 
     def action_discard_node(self) -> None:
-        view = self._target()
-        if view is not None:
-            self.landing.start_discard(view.node.id)
-
-    def _edit_commit_message(
-        self, branch: str, message: str, done: Callable[[str | None], None]
-    ) -> None:
-        self.push_screen(CommitMessageScreen(branch, message), done)
+        if (view := self._target()) is not None:
+            self.operator.landing.start_discard(view.node.id)
 
     def action_attach_node(self) -> None:
         """A: the agent's own UI on its session, the dashboard suspended meanwhile."""
-        view = self._target()
-        if view is not None and view.node.role != "root":
-            self.attacher.start(view.node.id)
+        if (view := self._target()) is not None and view.node.role != "root":
+            self.operator.attacher.start(view.node.id)
 
     def action_new_agent(self) -> None:
         start = self.screen
-        if start is not self.main_screen and not isinstance(start, DetailScreen):
-            return  # the help, or a form already open
-        view = self._target()  # the overlay's node, else the tree's selection
-        root = self.model.root_id
-        lead = view is not None and view.node.role == "centurion" and view.node.live
-        parent = view.node.id if lead and view is not None else root
-        if parent is not None:
-            self.run_worker(self._open_new_agent(parent, start), group="new-agent")
+        if start is self.main_screen or isinstance(start, DetailScreen):  # not over a form
+            self.operator.new_agent(self._target(), lambda: self.screen is start)
 
     palette_new_agent = action_new_agent  # the palette's "New agent…"
-
-    async def _open_new_agent(self, parent_id: str, start: Screen[Any]) -> None:
-        try:
-            cards = await self.ops.role_cards()  # as on disk now: edits need no restart
-        except Exception as error:  # a failure to act is reported, never swallowed
-            self.say(f"cannot read the role cards: {error}", severity="error", timeout=10)
-            return
-        if self.screen is not start or parent_id not in self.model.nodes:
-            return  # the user moved on while the cards were read: no form out of nowhere
-        form = NewAgentScreen(
-            cards,
-            parent_id=parent_id,
-            parent_path=self.model.nodes[parent_id].node.path,
-            spawn=self.ops.spawn,
-        )
-        self.push_screen(form, callback=self._new_agent_done)
-
-    def _new_agent_done(self, receipt: str | None) -> None:
-        if receipt is not None:
-            self.say(receipt)
 
     @on(GalaxyView.StarClicked)
     def _star_clicked(self, event: GalaxyView.StarClicked) -> None:
@@ -561,10 +511,7 @@ class LegionApp(App[None]):
         self.push_screen(HelpScreen())
 
     def action_quit_legion(self) -> None:
-        if self.hosts and self.model.counts()["live"] > 0:
-            self.ask(ConfirmRequest("quit", None, receipts.QUIT_CONFIRM))
-        else:
-            self.exit()
+        self.operator.quit(ask_first=self.hosts and self.model.counts()["live"] > 0)
 
     async def action_quit(self) -> None:
         """Textual's own quit — Ctrl+Q and the palette's `Quit` — asks as `q` does: it
