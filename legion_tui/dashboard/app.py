@@ -36,12 +36,10 @@ from legion_tui.settings import save_theme
 from legion_tui.state import Clock, LegionModel, NodeView
 from legion_tui.themes import DEFAULT_THEME, THEME_ORDER, textual_themes
 from legion_tui.widgets.confirm import ConfirmBar, ConfirmRequest
-from legion_tui.widgets.filter_line import FilterLine
 from legion_tui.widgets.galaxy import GalaxyView
 from legion_tui.widgets.header import HeaderBar
 from legion_tui.widgets.help import HelpScreen
 from legion_tui.widgets.keys import KeyHints, agent_bindings
-from legion_tui.widgets.layout import layout_classes
 from legion_tui.widgets.overlay.detail import DetailScreen
 from legion_tui.widgets.overlay.message_box import MessageBox
 from legion_tui.widgets.overlay.talk import MessageHistory
@@ -135,7 +133,6 @@ class LegionApp(App[None]):
         )
         self._last_apply = 0.0
         self._apply_timer: Timer | None = None
-        self._galaxy_full = False
         self.history = MessageHistory(run_dir)  # the message box's, both screens'
         for textual_theme in textual_themes():
             self.register_theme(textual_theme)
@@ -186,10 +183,7 @@ class LegionApp(App[None]):
                 line_filter.enabled = False
 
     def main_mounted(self) -> None:
-        """The main screen is composed: wire the widgets and start the timers."""
-        self.railway.focus()
-        self.chart.set_visible(self.railway.visible_ids())
-        self.galaxy.set_selected(self.railway.selected_id)
+        """The main screen is composed and its panels wired: start the timers."""
         self.main_screen.update_banner(self.model.nodes)
         if self.timers:
             self.set_interval(1.0, self.second_tick)
@@ -257,17 +251,10 @@ class LegionApp(App[None]):
             self.screen.model_changed(frozenset({self.screen.node_id}))
 
     def step_tick(self) -> None:
-        """Each draw step (render/steps.py): the chart and the galaxy draw what changed
-        after their last frame, and the orbits advance while something is live (an
-        ended legion holds still and costs nothing) — never while the user has paused."""
-        if self.paused:
-            return
-        if self.chart.owes_a_frame():
-            self.chart.invalidate()
-        if not self.galaxy.display or not self.galaxy.size.area:
-            return
-        if self.galaxy.owes_a_frame() or self.header.summary()[0].get("live", 0):
-            self.galaxy.tick()
+        """Each draw step: the main screen's galaxy and chart (`MainScreen.draw_step`)
+        — never while the user has paused."""
+        if not self.paused:
+            self.main_screen.draw_step()
 
     def _write_terminal(self, text: str) -> None:
         """Straight to the terminal (a desktop notification's OSC), as `bell` writes —
@@ -284,13 +271,6 @@ class LegionApp(App[None]):
         self._announced = self.model.announced
         for text in list(self.model.announcements)[len(self.model.announcements) - fresh :]:
             self.notify(text, title="legion", timeout=8)
-
-    # ----- layout ------------------------------------------------------------------
-    def apply_layout(self, width: int, height: int) -> None:
-        main = self.main_screen
-        wanted = layout_classes(width, height, galaxy_full=self._galaxy_full)
-        for cls in ("-wide", "-medium", "-narrow", "-compact", "-tiny", "-galaxy-full"):
-            main.set_class(cls in wanted, cls)
 
     # ----- targets -----------------------------------------------------------------
     def _target(self) -> NodeView | None:
@@ -363,25 +343,6 @@ class LegionApp(App[None]):
         self.run_op(self.operator.steer(event.box, event.node_id, event.text))
 
     # ----- views -------------------------------------------------------------------
-    @on(RailwayTree.SelectionChanged)
-    def _selection_changed(self, event: RailwayTree.SelectionChanged) -> None:
-        self.galaxy.set_selected(event.node_id)
-
-    @on(RailwayTree.ColumnsChanged)
-    def _columns_changed(self, _event: RailwayTree.ColumnsChanged) -> None:
-        self.tree_header.refresh()
-
-    @on(RailwayTree.VisibleChanged)
-    def _visible_changed(self, _event: RailwayTree.VisibleChanged) -> None:
-        self.chart.set_visible(self.railway.visible_ids())
-        self._header_follows_filter()
-
-    def _header_follows_filter(self) -> None:
-        """With a filter on, the header's counts and tok/s cover the rows it shows (as
-        the chart does) and the header names the filter; without one, everything."""
-        text = self.railway.filter_text.strip()
-        self.header.set_filter(text, self.railway.visible_ids() if text else None)
-
     @on(RailwayTree.OpenRequested)
     def _open_detail(self, event: RailwayTree.OpenRequested) -> None:
         # Only onto the main screen, and one overlay at a time. The request is a message:
@@ -440,34 +401,17 @@ class LegionApp(App[None]):
 
     palette_new_agent = action_new_agent  # the palette's "New agent…"
 
-    @on(GalaxyView.StarClicked)
-    def _star_clicked(self, event: GalaxyView.StarClicked) -> None:
-        self.railway.select(event.node_id)
-
     def action_filter(self) -> None:
-        if self.screen is self.main_screen:  # `/` is a main-screen key
-            self.main_screen.filter_line.ask(self.railway.filter_text)
-
-    @on(FilterLine.FilterChanged)
-    def _filter_changed(self, event: FilterLine.FilterChanged) -> None:
-        self.railway.set_filter(event.text)
-        self._header_follows_filter()
+        self.main_screen.open_filter()
 
     def action_clear_filter(self) -> None:
-        """Esc on the main screen: the filter kept by Enter goes (the header said so)."""
-        if self.screen is self.main_screen and self.railway.filter_text:
-            self.railway.set_filter("")
-            self._header_follows_filter()
+        self.main_screen.clear_filter()
 
     def action_chart_window(self) -> None:
         self.chart.toggle_window()
 
     def action_galaxy_full(self) -> None:
-        self._galaxy_full = not self._galaxy_full
-        self.apply_layout(self.size.width, self.size.height)
-        if not self._galaxy_full:
-            # Hiding the tree took its focus away; j/k/Enter must act on it again.
-            self.railway.focus()
+        self.main_screen.toggle_galaxy()
 
     def action_cycle_theme(self) -> None:
         order = THEME_ORDER
