@@ -18,7 +18,6 @@ from typing import Any, ClassVar
 from textual import on
 from textual.app import App
 from textual.binding import Binding, BindingType
-from textual.filter import ANSIToTruecolor
 from textual.message import Message
 from textual.notifications import SeverityLevel
 from textual.screen import Screen
@@ -27,14 +26,19 @@ from textual.timer import Timer
 
 from legion_tui import receipts
 from legion_tui.dashboard.main_screen import MainScreen
-from legion_tui.dashboard.notify import Alerts, Notifier, settings_near
+from legion_tui.dashboard.notify import Alerts, Announcements, Notifier, settings_near
 from legion_tui.dashboard.operator import Operator
 from legion_tui.dashboard.terminal import SIGNAL_GRACE_S, LegionDriver, say_after_exit
+from legion_tui.dashboard.theming import (
+    next_theme,
+    offer_legion_themes,
+    skip_ansi_filter,
+    theme_kept,
+)
 from legion_tui.ops import HostOperations, Operations
 from legion_tui.render.steps import DRAW_HZ
-from legion_tui.settings import save_theme
 from legion_tui.state import Clock, LegionModel, NodeView
-from legion_tui.themes import DEFAULT_THEME, THEME_ORDER, textual_themes
+from legion_tui.themes import DEFAULT_THEME
 from legion_tui.widgets.confirm import ConfirmBar, ConfirmRequest
 from legion_tui.widgets.galaxy import GalaxyView
 from legion_tui.widgets.header import HeaderBar
@@ -123,7 +127,7 @@ class LegionApp(App[None]):
         self.on_start = on_start
         self.paused = False
         self._pending: set[str] = set()
-        self._announced = model.announced  # announcements already toasted
+        self.announcements = Announcements(model)  # completion notices to the user
         self.notifier = Notifier(model)  # needs you, failures, teams ended, stalls
         self.alerts = Alerts(
             settings_near(run_dir),
@@ -134,17 +138,7 @@ class LegionApp(App[None]):
         self._last_apply = 0.0
         self._apply_timer: Timer | None = None
         self.history = MessageHistory(run_dir)  # the message box's, both screens'
-        for textual_theme in textual_themes():
-            self.register_theme(textual_theme)
-        if theme not in THEME_ORDER:  # a typo in --theme or settings must not crash
-            theme = DEFAULT_THEME
-        self.theme = theme
-        self.theme_name = theme
-        # Textual's stock themes style its chrome but not our painted widgets (the tree,
-        # header, galaxy and chart keep their own palette): the palette's Theme picker
-        # offers only the themes that style everything.
-        for stock in [name for name in self.available_themes if name not in THEME_ORDER]:
-            self.unregister_theme(stock)
+        self.theme_name = offer_legion_themes(self, theme)
         self.header = HeaderBar(model, floor=floor, id="header")
         self.railway = RailwayTree(model, clock=self.clock, floor=floor, id="tree")
         self.tree_header = TreeHeader(self.railway, id="tree-header")
@@ -167,20 +161,7 @@ class LegionApp(App[None]):
 
     def on_mount(self) -> None:
         self.theme_changed_signal.subscribe(self, self._theme_changed)
-        self._skip_ansi_filter()
-
-    def _skip_ansi_filter(self) -> None:
-        """Textual converts ANSI-named colours to truecolor on every painted line when the
-        theme is not an ANSI one. Our dark/light palettes are all hex, so the filter only
-        costs time (≈ 1.6 ms of a 200×60 full frame); a child's own ANSI colours in the
-        Terminal tab then reach the terminal as the user's palette, which is what a
-        terminal view should show. Textual re-creates the filter on theme changes, hence
-        the call from `_theme_changed` too."""
-        if self.current_theme.ansi:
-            return
-        for line_filter in self._filters:
-            if isinstance(line_filter, ANSIToTruecolor):
-                line_filter.enabled = False
+        skip_ansi_filter(self)
 
     def main_mounted(self) -> None:
         """The main screen is composed and its panels wired: start the timers."""
@@ -223,30 +204,23 @@ class LegionApp(App[None]):
         self._pending.clear()
         self._last_apply = time.monotonic()
         with self.batch_update():
-            self.railway.model_changed(dirty)
-            self.header.model_changed()
-            self.galaxy.model_changed(dirty)
-            self.chart.model_changed(dirty)
+            self.main_screen.model_changed(self.model.nodes, dirty)
             if isinstance(self.screen, DetailScreen):
                 self.screen.model_changed(dirty)
-            self.main_screen.update_banner(self.model.nodes, dirty)
-            self._toast_announcements()
+            for text in self.announcements.fresh():  # each once; root's row keeps the last
+                self.notify(text, title="legion", timeout=8)
             self.operator.follow_receipt(dirty)
         self.alerts.say(self.notifier.news(self.clock()))
 
     def second_tick(self) -> None:
-        """Once a second: elapsed times and tool-call clocks move even when no file does."""
+        """Once a second: elapsed times and tool-call clocks move even when no file does
+        (`MainScreen.second`, the overlay), and a tool call now 5 min long is told."""
         if isinstance(self._driver, LegionDriver):
             self._driver.check_terminal()  # a hangup no signal told us about ends the app
         if self.paused or not self.is_running:
             return
-        self.railway.tick()
-        self.header.model_changed()
+        self.main_screen.second()
         self.alerts.say(self.notifier.news(self.clock()))  # a tool call now 5 min long
-        # The 60 s window slides even when no file changes; an empty, idle chart is left
-        # alone (a legion with nothing happening costs ~no CPU).
-        if self.header.summary()[0]["live"] or self.chart.renderer.stats.peak > 0:
-            self.chart.tick()
         if isinstance(self.screen, DetailScreen):
             self.screen.model_changed(frozenset({self.screen.node_id}))
 
@@ -263,14 +237,6 @@ class LegionApp(App[None]):
         attached = self.operator.attacher.attached
         if not self.is_headless and self._driver is not None and attached is None:
             self._driver.write(text)
-
-    def _toast_announcements(self) -> None:
-        """Each announcement (a completion notice to the root: the user) once, as a
-        toast; the root's row keeps the last one."""
-        fresh = min(self.model.announced - self._announced, len(self.model.announcements))
-        self._announced = self.model.announced
-        for text in list(self.model.announcements)[len(self.model.announcements) - fresh :]:
-            self.notify(text, title="legion", timeout=8)
 
     # ----- targets -----------------------------------------------------------------
     def _target(self) -> NodeView | None:
@@ -350,6 +316,7 @@ class LegionApp(App[None]):
         # pushed another overlay (a stack of identical overlays Esc seemed unable to
         # close), and one landing after `?` opened over the help. The screen on top now
         # is not the one the key was pressed on: the request is stale.
+        ops = self.ops
         if self.screen is not self.main_screen:
             return
         self.push_screen(
@@ -359,18 +326,12 @@ class LegionApp(App[None]):
                 clock=self.clock,
                 floor=self.floor,
                 run_dir=self.run_dir,
-                workspace=self.ops.workspace(event.node_id),
+                workspace=ops.workspace(event.node_id),
                 history=self.history,
-                terminal_input=(
-                    self._terminal_input if isinstance(self.ops, HostOperations) else None
-                ),
+                # Keys typed in a Terminal tab's insert mode, to the node's pty (host only).
+                terminal_input=ops.terminal_input if isinstance(ops, HostOperations) else None,
             )
         )
-
-    def _terminal_input(self, node_id: str, data: bytes) -> bool:
-        """Keys typed in a Terminal tab's insert mode, to the node's pty (host only)."""
-        ops = self.ops
-        return isinstance(ops, HostOperations) and ops.terminal_input(node_id, data)
 
     # ----- land / attach / new agent ---------------------------------------------------
     def action_land_node(self) -> None:
@@ -414,29 +375,14 @@ class LegionApp(App[None]):
         self.main_screen.toggle_galaxy()
 
     def action_cycle_theme(self) -> None:
-        order = THEME_ORDER
-        current = order.index(self.theme_name) if self.theme_name in order else -1
-        self.theme = order[(current + 1) % len(order)]
+        self.theme = next_theme(self.theme_name)
 
     def _theme_changed(self, theme: object) -> None:
         name = getattr(theme, "name", str(theme))
         self.theme_name = name
-        self._skip_ansi_filter()
-        self._save_theme(name)  # the widgets follow App.theme themselves (FollowsTheme)
-
-    def _save_theme(self, name: str) -> None:
-        """A theme the user picked (t, the palette) is said and kept for next time, in
-        the project's .legion/settings.toml (the run folder sits in its .legion/runs)."""
-        runs = self.run_dir.parent if self.run_dir is not None else None
-        if runs is None or runs.name != "runs" or runs.parent.name != ".legion":
-            self.say(f"Theme {name}.")
-            return
-        try:
-            path = save_theme(runs.parent.parent, name)
-        except OSError as err:
-            self.say(f"Theme {name} — not saved: {err}", severity="warning")
-            return
-        self.say(f"Theme {name} — saved in {path.parent.name}/{path.name} for next time.")
+        skip_ansi_filter(self)  # the widgets follow App.theme themselves (FollowsTheme)
+        text, severity = theme_kept(self.run_dir, name)
+        self.say(text, severity=severity)
 
     def action_pause(self) -> None:
         self.paused = not self.paused

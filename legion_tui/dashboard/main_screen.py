@@ -159,6 +159,25 @@ class MainScreen(Screen[None]):
             # Hiding the tree took its focus away; j/k/Enter must act on it again.
             self.legion.railway.focus()
 
+    def model_changed(self, nodes: Mapping[str, NodeView], dirty: frozenset[str]) -> None:
+        """Each panel repaints what the ids in `dirty` touch; the banner follows."""
+        legion = self.legion
+        legion.railway.model_changed(dirty)
+        legion.header.model_changed()
+        legion.galaxy.model_changed(dirty)
+        legion.chart.model_changed(dirty)
+        self.update_banner(nodes, dirty)
+
+    def second(self) -> None:
+        """Once a second: the tree's elapsed times and tool clocks, the header's figures;
+        the chart's 60 s window slides even when no file changes, but an empty, idle
+        chart is left alone (a legion with nothing happening costs ~no CPU)."""
+        legion = self.legion
+        legion.railway.tick()
+        legion.header.model_changed()
+        if legion.header.summary()[0]["live"] or legion.chart.renderer.stats.peak > 0:
+            legion.chart.tick()
+
     def draw_step(self) -> None:
         """One draw step (render/steps.py): the chart and the galaxy draw what changed
         after their last frame, and the orbits advance while something is live (an
