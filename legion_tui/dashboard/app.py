@@ -19,7 +19,7 @@ from textual import on
 from textual.app import App
 from textual.binding import Binding, BindingType
 from textual.message import Message
-from textual.notifications import SeverityLevel
+from textual.notifications import Notification, SeverityLevel
 from textual.screen import Screen
 from textual.scrollbar import ScrollBar
 from textual.timer import Timer
@@ -179,6 +179,23 @@ class LegionApp(App[None]):
 
     def on_unmount(self) -> None:
         self._unsubscribe()
+
+    # ----- what tests read ------------------------------------------------------------
+    @property
+    def notifications(self) -> list[Notification]:
+        """What the user is being told, oldest first: the toasts Textual still holds (it
+        drops each as it expires)."""
+        return list(self._notifications)
+
+    @property
+    def pending(self) -> frozenset[str]:
+        """The ids whose change is not applied yet (paused, or inside the ~30 Hz bound)."""
+        return frozenset(self._pending)
+
+    @property
+    def last_apply(self) -> float:
+        """When changes were last applied (`time.monotonic()`; 0.0: never)."""
+        return self._last_apply
 
     # ----- the data feed -----------------------------------------------------------
     def _on_model_signal(self, dirty: frozenset[str]) -> None:
