@@ -1,9 +1,13 @@
-"""LegionApp: the dashboard (SPEC §7).
+"""LegionApp: the dashboard (SPEC §7) — it builds the parts, runs the change loop and
+its timers, and hands each key to the part that owns it.
 
 One main screen, mounted once. The model's coalesced change signal becomes ONE
 replaceable message; the handler applies the accumulated dirty ids at most ~30 times a
-second, and each widget repaints only what those ids touch. Tests build the app through
-`make_app` with a canned model, a fixed clock and `timers=False` (deterministic frames).
+second, and each widget repaints only what those ids touch. What a key asks of the
+legion is the `Operator`'s (`operator.py`: the app is its `Surface`); how the main
+screen's panels answer each other is `MainScreen`'s (`main_screen.py`); the themes are
+`theming.py`'s. Tests build the app through `make_app` with a canned model, a fixed clock
+and `timers=False` (deterministic frames), and read it through its public names.
 """
 
 from __future__ import annotations
@@ -28,14 +32,14 @@ from legion_tui import receipts
 from legion_tui.dashboard.main_screen import MainScreen
 from legion_tui.dashboard.notify import Alerts, Announcements, Notifier, settings_near
 from legion_tui.dashboard.operator import Operator
-from legion_tui.dashboard.terminal import SIGNAL_GRACE_S, LegionDriver, say_after_exit
+from legion_tui.dashboard.terminal import SIGNAL_GRACE_S, LegionDriver
 from legion_tui.dashboard.theming import (
     next_theme,
     offer_legion_themes,
     skip_ansi_filter,
     theme_kept,
 )
-from legion_tui.ops import HostOperations, Operations
+from legion_tui.ops import Operations
 from legion_tui.render.steps import DRAW_HZ
 from legion_tui.state import Clock, LegionModel, NodeView
 from legion_tui.themes import DEFAULT_THEME
@@ -61,7 +65,7 @@ def tune_gc() -> None:
     200×60 frame ≈ 45 ms with CPython's defaults, ≈ 9 ms with this). Everything alive
     after start-up (Textual, the model, caches) is frozen out of the collector's scans,
     and young-generation collections run less often. Process-wide, so only the CLI's
-    `run_dashboard_async` asks for it, never tests."""
+    `running.run_dashboard_async` asks for it, never tests."""
     gc.freeze()
     gc.set_threshold(*GC_THRESHOLDS)
 
@@ -255,7 +259,7 @@ class LegionApp(App[None]):
         if not self.is_headless and self._driver is not None and attached is None:
             self._driver.write(text)
 
-    # ----- targets -----------------------------------------------------------------
+    # ----- the operator's Surface: where keys act, ask, say and run -------------------
     def _target(self) -> NodeView | None:
         """The node a key acts on: the overlay's node, else the tree selection."""
         if isinstance(self.screen, DetailScreen):
@@ -279,7 +283,6 @@ class LegionApp(App[None]):
         if prompts is not None:
             prompts[0].ask(request)
 
-    # ----- what the user is told, asked, and what they asked for (the operator) ------
     def say(
         self,
         text: str,
@@ -299,6 +302,7 @@ class LegionApp(App[None]):
         """A form over the screen (a new agent, a commit message); `done` gets its result."""
         self.push_screen(form, done)
 
+    # ----- the keys: each handed to the part that owns it ---------------------------------
     def action_stop_node(self, force: bool = False) -> None:
         if (view := self._target()) is not None:
             self.operator.stop(view.node.id, force)
@@ -325,32 +329,6 @@ class LegionApp(App[None]):
     def _message_submitted(self, event: MessageBox.Submitted) -> None:
         self.run_op(self.operator.steer(event.box, event.node_id, event.text))
 
-    # ----- views -------------------------------------------------------------------
-    @on(RailwayTree.OpenRequested)
-    def _open_detail(self, event: RailwayTree.OpenRequested) -> None:
-        # Only onto the main screen, and one overlay at a time. The request is a message:
-        # fast Enter/o keys all reached the tree before the first push landed and each
-        # pushed another overlay (a stack of identical overlays Esc seemed unable to
-        # close), and one landing after `?` opened over the help. The screen on top now
-        # is not the one the key was pressed on: the request is stale.
-        ops = self.ops
-        if self.screen is not self.main_screen:
-            return
-        self.push_screen(
-            DetailScreen(
-                self.model,
-                event.node_id,
-                clock=self.clock,
-                floor=self.floor,
-                run_dir=self.run_dir,
-                workspace=ops.workspace(event.node_id),
-                history=self.history,
-                # Keys typed in a Terminal tab's insert mode, to the node's pty (host only).
-                terminal_input=ops.terminal_input if isinstance(ops, HostOperations) else None,
-            )
-        )
-
-    # ----- land / attach / new agent ---------------------------------------------------
     def action_land_node(self) -> None:
         if (view := self._target()) is not None:
             self.operator.landing.start(view.node.id)
@@ -435,28 +413,3 @@ class LegionApp(App[None]):
 # The factory tests and the CLI build the dashboard through (a canned model, a fixed
 # clock and `timers=False` in tests): the class itself, so its keywords are declared once.
 make_app = LegionApp
-
-
-async def run_dashboard_async(
-    model: LegionModel,
-    ops: Operations,
-    *,
-    theme: str = DEFAULT_THEME,
-    run_dir: Path | None = None,
-    on_start: Callable[[LegionApp], Awaitable[None]] | None = None,
-    app_ready: Callable[[LegionApp], None] | None = None,
-    hosts: bool = True,
-) -> int:
-    """Run the dashboard until the user quits, inside the running event loop (the
-    supervisor shares the loop), with the GC tuned for frame time. `app_ready` gets the
-    app before it runs (the host routes its signals to it). Returns the app's return
-    code: 1 when the dashboard died of an error (Textual has printed it by then)."""
-    app = make_app(
-        model, ops, theme=theme, run_dir=run_dir, on_start=on_start, gc_tuning=True, hosts=hosts
-    )
-    if app_ready is not None:
-        app_ready(app)
-    await app.run_async()
-    if hosts:  # back on the user's screen: the session's name and the way back to it
-        say_after_exit(receipts.reopen_hint(model.session_name))
-    return app.return_code or 0

@@ -2,13 +2,15 @@
 the prompt rows (confirm bar, message box, filter line) and the key hints; how the panels
 answer each other (the tree's selection lights its star, a click on a star selects its
 row, the filter narrows the tree, the chart and the header), its layouts (by size, and
-`g`'s galaxy over the whole body), the galaxy's and chart's draw steps, and the banner
-that names the interrupted agents. The panels are the app's (`Panels`): they outlive the
-screen's compose and the app reads them."""
+`g`'s galaxy over the whole body), the galaxy's and chart's draw steps, the banner that
+names the interrupted agents, and the tree's Enter opening the detail overlay. The
+panels are the app's (`Panels`): they outlive the screen's compose and the app reads
+them."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Protocol
 
 from textual import events, on
@@ -19,7 +21,8 @@ from textual.widgets import Static
 from textual.widgets._toast import ToastRack  # the screen's own rack: kept above the prompts
 
 from legion_tui import receipts
-from legion_tui.state import NodeView
+from legion_tui.ops import HostOperations, Operations
+from legion_tui.state import Clock, LegionModel, NodeView
 from legion_tui.widgets.confirm import ConfirmBar
 from legion_tui.widgets.filter_line import FilterLine
 from legion_tui.widgets.galaxy import GalaxyView
@@ -27,6 +30,7 @@ from legion_tui.widgets.header import HeaderBar
 from legion_tui.widgets.keys import KeyHints
 from legion_tui.widgets.layout import layout_classes
 from legion_tui.widgets.new_agent import EMPTY_HINT
+from legion_tui.widgets.overlay.detail import DetailScreen
 from legion_tui.widgets.overlay.message_box import MessageBox
 from legion_tui.widgets.overlay.talk import MessageHistory
 from legion_tui.widgets.rate_chart import RateChart
@@ -38,6 +42,18 @@ __all__ = ["Backdrop", "Body", "MainScreen", "Panels"]
 
 class Panels(Protocol):
     """What the main screen shows and tells: the app's panels."""
+
+    @property
+    def model(self) -> LegionModel: ...
+
+    @property
+    def ops(self) -> Operations: ...
+
+    @property
+    def clock(self) -> Clock: ...
+
+    @property
+    def run_dir(self) -> Path | None: ...
 
     @property
     def floor(self) -> bool: ...
@@ -212,6 +228,30 @@ class MainScreen(Screen[None]):
     def _filter_changed(self, event: FilterLine.FilterChanged) -> None:
         self.legion.railway.set_filter(event.text)
         self._header_follows_filter()
+
+    @on(RailwayTree.OpenRequested)
+    def _open_detail(self, event: RailwayTree.OpenRequested) -> None:
+        # Only onto the main screen, and one overlay at a time. The request is a message:
+        # fast Enter/o keys all reached the tree before the first push landed and each
+        # pushed another overlay (a stack of identical overlays Esc seemed unable to
+        # close), and one landing after `?` opened over the help. The screen on top now
+        # is not the one the key was pressed on: the request is stale.
+        if self.app.screen is not self:
+            return
+        legion, ops = self.legion, self.legion.ops
+        self.app.push_screen(
+            DetailScreen(
+                legion.model,
+                event.node_id,
+                clock=legion.clock,
+                floor=legion.floor,
+                run_dir=legion.run_dir,
+                workspace=ops.workspace(event.node_id),
+                history=legion.history,
+                # Keys typed in a Terminal tab's insert mode, to the node's pty (host only).
+                terminal_input=ops.terminal_input if isinstance(ops, HostOperations) else None,
+            )
+        )
 
     def _header_follows_filter(self) -> None:
         """With a filter on, the header's counts and tok/s cover the rows it shows (as
