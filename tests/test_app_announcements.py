@@ -14,7 +14,7 @@ pytestmark = pytest.mark.unit
 
 
 def toasts(app: LegionApp) -> list[str]:
-    return [n.message for n in app._notifications]
+    return [n.message for n in app.notifications]
 
 
 async def test_an_announcement_is_toasted_once_and_kept_on_the_root_row() -> None:

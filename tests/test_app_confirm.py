@@ -20,7 +20,7 @@ pytestmark = pytest.mark.unit
 
 
 def notes(app: LegionApp) -> list[str]:
-    return [n.message for n in app._notifications]
+    return [n.message for n in app.notifications]
 
 
 async def settle(pilot, app: LegionApp) -> None:  # type: ignore[no-untyped-def]
@@ -97,7 +97,7 @@ async def test_the_prompt_is_locked_to_the_node_id_when_rows_shift_under_it() ->
     app, ops = build()
     async with app.run_test(size=(120, 40), notifications=True) as pilot:
         await select(pilot, app, "n7")  # lead-ui/worker-0, below lead-api's children
-        row_before = app.railway._index["n7"]
+        row_before = app.railway.row_of("n7")
         await pilot.press("x")
         # A new child of lead-api appears above: every lead-ui row moves down one.
         app.model.upsert(Node("n12", "r-7f3a", "n1", "worker-3", "root/lead-api/worker-3",
@@ -142,7 +142,7 @@ async def test_a_failed_stop_is_reported_never_swallowed() -> None:
         await select(pilot, app, "n3")
         await pilot.press("x", "y")
         await settle(pilot, app)
-        errors = [n for n in app._notifications if n.severity == "error"]
+        errors = [n for n in app.notifications if n.severity == "error"]
         assert [n.message for n in errors] == ["worker-1: 1 process survived the sweep: 999"]
         assert errors[0].title == "STOP_SURVIVORS"
 

@@ -26,7 +26,7 @@ def build() -> tuple[LegionApp, FakeOps]:
 
 
 def notes(app: LegionApp) -> list[str]:
-    return [n.message for n in app._notifications]
+    return [n.message for n in app.notifications]
 
 
 def asked(app: LegionApp) -> str | None:

@@ -27,7 +27,9 @@ def build(run_dir: Path | None = None) -> tuple[LegionApp, FakeOps]:
 
 
 def row_text(app: LegionApp, node_id: str) -> str:
-    return app.railway.render_line(app.railway._index[node_id]).text
+    row = app.railway.row_of(node_id)
+    assert row is not None, f"{node_id} has no row"
+    return app.railway.render_line(row).text
 
 
 def head_shown(detail: DetailScreen) -> str:

@@ -30,7 +30,7 @@ def build(model: LegionModel | None = None) -> tuple[LegionApp, FakeOps]:
 
 
 def notes(app: LegionApp) -> list[str]:
-    return [n.message for n in app._notifications]
+    return [n.message for n in app.notifications]
 
 
 def names(app: LegionApp) -> list[str]:
@@ -139,11 +139,11 @@ async def test_pause_stops_applying_updates_until_unpaused() -> None:
         assert app.paused and app.header.paused
         app.model.upsert(new_node("n20", "n0", "late"))
         await pilot.pause()
-        assert "n20" not in app.railway._index  # the screen holds still
-        assert "n20" in app._pending
+        assert app.railway.row_of("n20") is None  # the screen holds still
+        assert "n20" in app.pending
         await pilot.press("p")
         await pilot.pause()
-        assert "n20" in app.railway._index and not app._pending
+        assert app.railway.row_of("n20") is not None and not app.pending
 
 
 async def test_t_cycles_the_three_themes() -> None:
@@ -303,14 +303,14 @@ async def test_selection_follows_its_node_when_rows_are_inserted_above() -> None
     app, _ = build()
     async with app.run_test(size=SIZE) as pilot:
         app.railway.select("n7")
-        before = app.railway._index["n7"]
+        before = app.railway.row_of("n7")
         app.model.upsert(Node("n12", "r-7f3a", "n1", "worker-3", "root/lead-api/worker-3",
                               "worker", "sim", "inprocess", NodeStatus.STARTING,
                               created_at=NOW, updated_at=NOW))
         await pilot.pause()
         await pilot.pause()
         assert app.railway.selected_id == "n7"
-        assert app.railway._index["n7"] == before + 1
+        assert app.railway.row_of("n7") == before + 1
         selection_bg = app.railway.paint.selection.bgcolor
         highlighted = [
             y for y in range(len(app.railway.rows))

@@ -41,7 +41,7 @@ def _git_identity(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def notes(app: LegionApp) -> list[str]:
-    return [n.message for n in app._notifications]
+    return [n.message for n in app.notifications]
 
 
 async def _app(repo: Path, run_dir: Path | None = None) -> tuple[LegionApp, FakeOps]:

@@ -18,7 +18,7 @@ pytestmark = pytest.mark.host
 
 
 def notes(app: LegionApp) -> list[str]:
-    return [n.message for n in app._notifications]
+    return [n.message for n in app.notifications]
 
 
 async def wait_app(pilot, app: LegionApp, predicate, what: str) -> None:  # type: ignore[no-untyped-def]
@@ -60,11 +60,14 @@ async def test_rows_shifting_under_the_prompt_do_not_redirect_a_real_stop(tmp_pa
         async with app.run_test(size=(120, 40), notifications=True) as pilot:
             await pilot.pause()
             app.railway.select(target.id)
-            row = app.railway._index[target.id]
+            row = app.railway.row_of(target.id)
+            assert row is not None
             await pilot.press("x")
             # a child of `parent` lands between parent and target: target's row moves down
             child = await spawn_one(sup, name="newcomer", caller=parent.id, sim=dict(STUCK))
-            await wait_app(pilot, app, lambda: child.id in app.railway._index, "the new row")
+            await wait_app(
+                pilot, app, lambda: app.railway.row_of(child.id) is not None, "the new row"
+            )
             assert app.railway.rows[row].node_id == child.id
             await pilot.press("y")
             await wait_app(pilot, app, lambda: "Stopped target." in notes(app), "the receipt")

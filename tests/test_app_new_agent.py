@@ -86,7 +86,7 @@ async def test_the_form_spawns_a_sim_agent_that_appears_in_the_tree(tmp_path: Pa
             assert node.task == "Fix the pager.\nThen run the tests."  # multi-line, as typed
             assert node.parent_id == sup.model.root_id
             await wait_app(pilot, lambda: node.id in app.railway.visible_ids(), "its row")
-            assert any(n.message.startswith("Spawned root/pager (") for n in app._notifications)
+            assert any(n.message.startswith("Spawned root/pager (") for n in app.notifications)
             await wait_app(pilot, lambda: not banner.display, "the hint to go")
 
 

@@ -39,7 +39,7 @@ async def overlay_screen(theme: str, floor: bool) -> tuple[pyte.Screen, Frame, i
         await pilot.pause()
         assert isinstance(app.screen, DetailScreen)
         frame = app.screen.query_one("#detail-frame").region
-        selected_row = app.railway.region.y + app.railway._index[app.railway.selected_id or ""]
+        selected_row = app.railway.region.y + app.railway.row_of(app.railway.selected_id or "")
         await pilot.pause()
         screen = terminal_screen(app)
     return screen, (frame.x, frame.y, frame.right, frame.bottom), selected_row

@@ -24,7 +24,7 @@ def build(run_dir: Path) -> LegionApp:
 
 
 def notes(app: LegionApp) -> list[str]:
-    return [n.message for n in app._notifications]
+    return [n.message for n in app.notifications]
 
 
 async def test_t_names_the_theme_and_saves_it_in_the_projects_settings(tmp_path: Path) -> None:

@@ -97,8 +97,7 @@ async def test_a_on_a_simulated_agent_says_it_has_no_ui_and_suspends_nothing(
             app.railway.select(node.id)
             await pilot.press("A")
             await pilot.pause()
-            said = [n.message for n in app._notifications]
+            said = [n.message for n in app.notifications]
             assert said == ["w is a simulated agent: it has no UI of its own to open"]
-            assert (
-                app.attacher.attached is None and sup.names.node(node.id).status.value == "settled"
-            )
+            assert app.operator.attacher.attached is None
+            assert sup.names.node(node.id).status.value == "settled"

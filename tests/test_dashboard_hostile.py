@@ -183,7 +183,7 @@ async def test_a_prompt_the_overlay_covers_is_cancelled(
         bar = app.main_screen.query_one(ConfirmBar)
         assert bar.asking and bar.request is not None and bar.request.node_id == node
         cancelled = "Cancelled — nothing stopped."
-        await settle(pilot, app, lambda: cancelled in [n.message for n in app._notifications],
+        await settle(pilot, app, lambda: cancelled in [n.message for n in app.notifications],
                      "the covered prompt's cancel")  # fmt: skip
         assert not bar.asking and isinstance(app.screen, DetailScreen)
         await pilot.press("escape", "y")  # the y that once answered it long after

@@ -356,9 +356,9 @@ async def test_the_tab_reads_the_holders_next_commit_when_it_moves_on(tmp_path: 
         view = await open_diff_tab(pilot, app, SETTLED)
         loads = view.loads
         # Another agent's change is not this worktree's: no git is run for it.
-        applied = app._last_apply
+        applied = app.last_apply
         model.upsert(replace(model.nodes["n7"].node, status=NodeStatus.SETTLED))
-        await until(lambda: app._last_apply != applied, what="the change applied")
+        await until(lambda: app.last_apply != applied, what="the change applied")
         assert view.loads == loads and not view._reading
         # The holder answers the comment: a new commit, and its status moves.
         git(tree, "commit", "-qam", "keep it an empty list")

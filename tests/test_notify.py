@@ -46,7 +46,7 @@ def bells(app: LegionApp) -> int:
 
 
 def toasts(app: LegionApp) -> list[str]:
-    return [str(n.message) for n in app._notifications]
+    return [str(n.message) for n in app.notifications]
 
 
 async def wait_app(pilot: Any, predicate: Any, what: str) -> None:

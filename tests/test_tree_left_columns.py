@@ -19,7 +19,9 @@ SIZE = (240, 40)  # the tree pane wide enough to keep its phase column
 
 
 def row_text(app: LegionApp, node_id: str) -> str:
-    return app.railway.render_line(app.railway._index[node_id]).text
+    row = app.railway.row_of(node_id)
+    assert row is not None, f"{node_id} has no row"
+    return app.railway.render_line(row).text
 
 
 async def test_a_rows_left_columns_follow_every_change_to_them() -> None:

@@ -30,7 +30,7 @@ NODE_STEERED = EventType.NODE_STEERED
 
 
 def notes(app: LegionApp) -> list[str]:
-    return [n.message for n in app._notifications]
+    return [n.message for n in app.notifications]
 
 
 async def wait_app(pilot, predicate: Callable[[], bool], what: str) -> None:  # type: ignore[no-untyped-def]
@@ -67,7 +67,7 @@ def view_app(feed: ViewFeed, *, control: bool = True) -> LegionApp:
 
 
 async def select(pilot, app: LegionApp, node_id: str) -> None:  # type: ignore[no-untyped-def]
-    await wait_app(pilot, lambda: node_id in app.railway._index, f"{node_id}'s row")
+    await wait_app(pilot, lambda: app.railway.row_of(node_id) is not None, f"{node_id}'s row")
     app.railway.select(node_id)
     await pilot.pause()
 
@@ -91,7 +91,9 @@ async def test_the_view_shows_the_hosts_tree_and_its_progress(tmp_path: Path) ->
                 )
                 # A node spawned after the view opened appears in it.
                 late = await spawn_one(sup, name="late")
-                await wait_app(pilot, lambda: late.id in app.railway._index, "the late row")
+                await wait_app(
+                    pilot, lambda: app.railway.row_of(late.id) is not None, "the late row"
+                )
                 assert feed.model.nodes[late.id].node.name == "late"
 
 
@@ -133,7 +135,7 @@ async def test_a_refused_operation_shows_the_supervisors_reason(tmp_path: Path) 
                 assert feed.model.nodes[gone.id].node.live
                 await pilot.press("s", *"carry on", "enter")
                 await wait_app(pilot, lambda: bool(notes(app)), "the refusal")
-                (refusal,) = app._notifications
+                (refusal,) = app.notifications
                 assert refusal.severity == "error"
                 assert refusal.title == "RETIRED"
                 assert refusal.message == "steer failed: gone is retired"
@@ -151,7 +153,7 @@ async def test_a_read_only_view_refuses_every_operation_and_sends_none(tmp_path:
                 await pilot.press("s", *"carry on", "enter")
                 await wait_app(pilot, lambda: len(notes(app)) == 2, "the second refusal")
                 assert notes(app) == [READ_ONLY_REFUSAL, READ_ONLY_REFUSAL]
-                assert {n.title for n in app._notifications} == {"FORBIDDEN"}
+                assert {n.title for n in app.notifications} == {"FORBIDDEN"}
                 assert sup.names.node(keep.id).status is NodeStatus.RUNNING
                 steered = [e for e in sup.model.nodes[keep.id].events if e.type is NODE_STEERED]
                 assert steered == []

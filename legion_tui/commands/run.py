@@ -351,7 +351,8 @@ async def _demo_headless(args: argparse.Namespace) -> int:
 
 async def _host_dashboard(sup: Supervisor, theme: str, demo_nodes: int | None, seed: int) -> int:
     try:
-        from legion_tui.dashboard.app import LegionApp, run_dashboard_async
+        from legion_tui.dashboard.app import LegionApp
+        from legion_tui.dashboard.running import run_dashboard_async
     except ImportError as err:
         print(f"legion: the dashboard is not available ({err}); use --headless", file=sys.stderr)
         return 2

@@ -1,9 +1,13 @@
-"""LegionApp: the dashboard (SPEC §7).
+"""LegionApp: the dashboard (SPEC §7) — it builds the parts, runs the change loop and
+its timers, and hands each key to the part that owns it.
 
 One main screen, mounted once. The model's coalesced change signal becomes ONE
 replaceable message; the handler applies the accumulated dirty ids at most ~30 times a
-second, and each widget repaints only what those ids touch. Tests build the app through
-`make_app` with a canned model, a fixed clock and `timers=False` (deterministic frames).
+second, and each widget repaints only what those ids touch. What a key asks of the
+legion is the `Operator`'s (`operator.py`: the app is its `Surface`); how the main
+screen's panels answer each other is `MainScreen`'s (`main_screen.py`); the themes are
+`theming.py`'s. Tests build the app through `make_app` with a canned model, a fixed clock
+and `timers=False` (deterministic frames), and read it through its public names.
 """
 
 from __future__ import annotations
@@ -18,34 +22,32 @@ from typing import Any, ClassVar
 from textual import on
 from textual.app import App
 from textual.binding import Binding, BindingType
-from textual.filter import ANSIToTruecolor
 from textual.message import Message
-from textual.notifications import SeverityLevel
+from textual.notifications import Notification, SeverityLevel
 from textual.screen import Screen
 from textual.scrollbar import ScrollBar
 from textual.timer import Timer
 
 from legion_tui import receipts
 from legion_tui.dashboard.main_screen import MainScreen
-from legion_tui.dashboard.notify import Alerts, Notifier, settings_near
+from legion_tui.dashboard.notify import Alerts, Announcements, Notifier, settings_near
 from legion_tui.dashboard.operator import Operator
-from legion_tui.dashboard.terminal import SIGNAL_GRACE_S, LegionDriver, say_after_exit
-from legion_tui.ops import HostOperations, Operations
+from legion_tui.dashboard.terminal import SIGNAL_GRACE_S, LegionDriver
+from legion_tui.dashboard.theming import (
+    next_theme,
+    offer_legion_themes,
+    skip_ansi_filter,
+    theme_kept,
+)
+from legion_tui.ops import Operations
 from legion_tui.render.steps import DRAW_HZ
-from legion_tui.settings import save_theme
 from legion_tui.state import Clock, LegionModel, NodeView
-from legion_tui.themes import DEFAULT_THEME, THEME_ORDER, textual_themes
-from legion_tui.widgets.commit_message import CommitMessageScreen
+from legion_tui.themes import DEFAULT_THEME
 from legion_tui.widgets.confirm import ConfirmBar, ConfirmRequest
-from legion_tui.widgets.filter_line import FilterLine
 from legion_tui.widgets.galaxy import GalaxyView
 from legion_tui.widgets.header import HeaderBar
 from legion_tui.widgets.help import HelpScreen
 from legion_tui.widgets.keys import KeyHints, agent_bindings
-from legion_tui.widgets.landing import Landing
-from legion_tui.widgets.layout import layout_classes
-from legion_tui.widgets.new_agent import NewAgentScreen
-from legion_tui.widgets.overlay.attaching import Attacher
 from legion_tui.widgets.overlay.detail import DetailScreen
 from legion_tui.widgets.overlay.message_box import MessageBox
 from legion_tui.widgets.overlay.talk import MessageHistory
@@ -63,7 +65,7 @@ def tune_gc() -> None:
     200×60 frame ≈ 45 ms with CPython's defaults, ≈ 9 ms with this). Everything alive
     after start-up (Textual, the model, caches) is frozen out of the collector's scans,
     and young-generation collections run less often. Process-wide, so only the CLI's
-    `run_dashboard_async` asks for it, never tests."""
+    `running.run_dashboard_async` asks for it, never tests."""
     gc.freeze()
     gc.set_threshold(*GC_THRESHOLDS)
 
@@ -129,7 +131,7 @@ class LegionApp(App[None]):
         self.on_start = on_start
         self.paused = False
         self._pending: set[str] = set()
-        self._announced = model.announced  # announcements already toasted
+        self.announcements = Announcements(model)  # completion notices to the user
         self.notifier = Notifier(model)  # needs you, failures, teams ended, stalls
         self.alerts = Alerts(
             settings_near(run_dir),
@@ -139,19 +141,8 @@ class LegionApp(App[None]):
         )
         self._last_apply = 0.0
         self._apply_timer: Timer | None = None
-        self._galaxy_full = False
         self.history = MessageHistory(run_dir)  # the message box's, both screens'
-        for textual_theme in textual_themes():
-            self.register_theme(textual_theme)
-        if theme not in THEME_ORDER:  # a typo in --theme or settings must not crash
-            theme = DEFAULT_THEME
-        self.theme = theme
-        self.theme_name = theme
-        # Textual's stock themes style its chrome but not our painted widgets (the tree,
-        # header, galaxy and chart keep their own palette): the palette's Theme picker
-        # offers only the themes that style everything.
-        for stock in [name for name in self.available_themes if name not in THEME_ORDER]:
-            self.unregister_theme(stock)
+        self.theme_name = offer_legion_themes(self, theme)
         self.header = HeaderBar(model, floor=floor, id="header")
         self.railway = RailwayTree(model, clock=self.clock, floor=floor, id="tree")
         self.tree_header = TreeHeader(self.railway, id="tree-header")
@@ -159,26 +150,11 @@ class LegionApp(App[None]):
         self.chart = RateChart(model, id="chart")
         self.key_hints = KeyHints(floor=floor, id="keys")
         self.main_screen = MainScreen(self)
-        self.landing = Landing(
-            model,
-            ops,
-            say=lambda text, error: self.say(
-                text, severity="error" if error else "information", timeout=15 if error else None
-            ),
-            ask=self.ask,
-            run=lambda call: self.run_worker(call, group="land"),
-            edit=self._edit_commit_message,
-            mode=lambda: settings_near(run_dir).land_mode,  # `[land] mode`, read at each L
+        # What the user asks of the legion: confirmed, run and answered there. `[land]
+        # mode` is read at each L.
+        self.operator = Operator(
+            model, ops, self, land_mode=lambda: settings_near(run_dir).land_mode
         )
-        self.attacher = Attacher(
-            self,
-            ops,
-            say=lambda text, error: self.say(text, severity="error" if error else "information"),
-            ask=self.ask,
-            run=lambda call: self.run_worker(call, group="attach"),
-        )
-        # stop, abort, steer, resume: confirmed, run and answered there
-        self.operator = Operator(model, ops, self, landing=self.landing, attacher=self.attacher)
         if not floor:
             self.add_class("-no-floor")
         self._unsubscribe = model.subscribe(self._on_model_signal)
@@ -189,26 +165,10 @@ class LegionApp(App[None]):
 
     def on_mount(self) -> None:
         self.theme_changed_signal.subscribe(self, self._theme_changed)
-        self._skip_ansi_filter()
-
-    def _skip_ansi_filter(self) -> None:
-        """Textual converts ANSI-named colours to truecolor on every painted line when the
-        theme is not an ANSI one. Our dark/light palettes are all hex, so the filter only
-        costs time (≈ 1.6 ms of a 200×60 full frame); a child's own ANSI colours in the
-        Terminal tab then reach the terminal as the user's palette, which is what a
-        terminal view should show. Textual re-creates the filter on theme changes, hence
-        the call from `_theme_changed` too."""
-        if self.current_theme.ansi:
-            return
-        for line_filter in self._filters:
-            if isinstance(line_filter, ANSIToTruecolor):
-                line_filter.enabled = False
+        skip_ansi_filter(self)
 
     def main_mounted(self) -> None:
-        """The main screen is composed: wire the widgets and start the timers."""
-        self.railway.focus()
-        self.chart.set_visible(self.railway.visible_ids())
-        self.galaxy.set_selected(self.railway.selected_id)
+        """The main screen is composed and its panels wired: start the timers."""
         self.main_screen.update_banner(self.model.nodes)
         if self.timers:
             self.set_interval(1.0, self.second_tick)
@@ -223,6 +183,23 @@ class LegionApp(App[None]):
 
     def on_unmount(self) -> None:
         self._unsubscribe()
+
+    # ----- what tests read ------------------------------------------------------------
+    @property
+    def notifications(self) -> list[Notification]:
+        """What the user is being told, oldest first: the toasts Textual still holds (it
+        drops each as it expires)."""
+        return list(self._notifications)
+
+    @property
+    def pending(self) -> frozenset[str]:
+        """The ids whose change is not applied yet (paused, or inside the ~30 Hz bound)."""
+        return frozenset(self._pending)
+
+    @property
+    def last_apply(self) -> float:
+        """When changes were last applied (`time.monotonic()`; 0.0: never)."""
+        return self._last_apply
 
     # ----- the data feed -----------------------------------------------------------
     def _on_model_signal(self, dirty: frozenset[str]) -> None:
@@ -248,69 +225,41 @@ class LegionApp(App[None]):
         self._pending.clear()
         self._last_apply = time.monotonic()
         with self.batch_update():
-            self.railway.model_changed(dirty)
-            self.header.model_changed()
-            self.galaxy.model_changed(dirty)
-            self.chart.model_changed(dirty)
+            self.main_screen.model_changed(self.model.nodes, dirty)
             if isinstance(self.screen, DetailScreen):
                 self.screen.model_changed(dirty)
-            self.main_screen.update_banner(self.model.nodes, dirty)
-            self._toast_announcements()
+            for text in self.announcements.fresh():  # each once; root's row keeps the last
+                self.notify(text, title="legion", timeout=8)
             self.operator.follow_receipt(dirty)
         self.alerts.say(self.notifier.news(self.clock()))
 
     def second_tick(self) -> None:
-        """Once a second: elapsed times and tool-call clocks move even when no file does."""
+        """Once a second: elapsed times and tool-call clocks move even when no file does
+        (`MainScreen.second`, the overlay), and a tool call now 5 min long is told."""
         if isinstance(self._driver, LegionDriver):
             self._driver.check_terminal()  # a hangup no signal told us about ends the app
         if self.paused or not self.is_running:
             return
-        self.railway.tick()
-        self.header.model_changed()
+        self.main_screen.second()
         self.alerts.say(self.notifier.news(self.clock()))  # a tool call now 5 min long
-        # The 60 s window slides even when no file changes; an empty, idle chart is left
-        # alone (a legion with nothing happening costs ~no CPU).
-        if self.header.summary()[0]["live"] or self.chart.renderer.stats.peak > 0:
-            self.chart.tick()
         if isinstance(self.screen, DetailScreen):
             self.screen.model_changed(frozenset({self.screen.node_id}))
 
     def step_tick(self) -> None:
-        """Each draw step (render/steps.py): the chart and the galaxy draw what changed
-        after their last frame, and the orbits advance while something is live (an
-        ended legion holds still and costs nothing) — never while the user has paused."""
-        if self.paused:
-            return
-        if self.chart.owes_a_frame():
-            self.chart.invalidate()
-        if not self.galaxy.display or not self.galaxy.size.area:
-            return
-        if self.galaxy.owes_a_frame() or self.header.summary()[0].get("live", 0):
-            self.galaxy.tick()
+        """Each draw step: the main screen's galaxy and chart (`MainScreen.draw_step`)
+        — never while the user has paused."""
+        if not self.paused:
+            self.main_screen.draw_step()
 
     def _write_terminal(self, text: str) -> None:
         """Straight to the terminal (a desktop notification's OSC), as `bell` writes —
         never while an attached agent UI has the terminal (the app is suspended: its
         driver has no writer, and the bytes would land in the agent's screen)."""
-        if not self.is_headless and self._driver is not None and self.attacher.attached is None:
+        attached = self.operator.attacher.attached
+        if not self.is_headless and self._driver is not None and attached is None:
             self._driver.write(text)
 
-    def _toast_announcements(self) -> None:
-        """Each announcement (a completion notice to the root: the user) once, as a
-        toast; the root's row keeps the last one."""
-        fresh = min(self.model.announced - self._announced, len(self.model.announcements))
-        self._announced = self.model.announced
-        for text in list(self.model.announcements)[len(self.model.announcements) - fresh :]:
-            self.notify(text, title="legion", timeout=8)
-
-    # ----- layout ------------------------------------------------------------------
-    def apply_layout(self, width: int, height: int) -> None:
-        main = self.main_screen
-        wanted = layout_classes(width, height, galaxy_full=self._galaxy_full)
-        for cls in ("-wide", "-medium", "-narrow", "-compact", "-tiny", "-galaxy-full"):
-            main.set_class(cls in wanted, cls)
-
-    # ----- targets -----------------------------------------------------------------
+    # ----- the operator's Surface: where keys act, ask, say and run -------------------
     def _target(self) -> NodeView | None:
         """The node a key acts on: the overlay's node, else the tree selection."""
         if isinstance(self.screen, DetailScreen):
@@ -334,7 +283,6 @@ class LegionApp(App[None]):
         if prompts is not None:
             prompts[0].ask(request)
 
-    # ----- what the user is told, asked, and what they asked for (the operator) ------
     def say(
         self,
         text: str,
@@ -346,10 +294,15 @@ class LegionApp(App[None]):
         """A notification of literal text: receipts and errors may contain `[...]`."""
         self.notify(text, title=title, severity=severity, timeout=timeout, markup=False)
 
-    def run_op(self, work: Coroutine[Any, Any, object]) -> None:
+    def run_op(self, work: Coroutine[Any, Any, object], group: str = "ops") -> None:
         """An operation's work, beside the screen's (`Operator.run` shows its receipt)."""
-        self.run_worker(work, group="ops")
+        self.run_worker(work, group=group)
 
+    def show(self, form: Screen[str | None], done: Callable[[str | None], None]) -> None:
+        """A form over the screen (a new agent, a commit message); `done` gets its result."""
+        self.push_screen(form, done)
+
+    # ----- the keys: each handed to the part that owns it ---------------------------------
     def action_stop_node(self, force: bool = False) -> None:
         if (view := self._target()) is not None:
             self.operator.stop(view.node.id, force)
@@ -376,173 +329,55 @@ class LegionApp(App[None]):
     def _message_submitted(self, event: MessageBox.Submitted) -> None:
         self.run_op(self.operator.steer(event.box, event.node_id, event.text))
 
-    # ----- views -------------------------------------------------------------------
-    @on(RailwayTree.SelectionChanged)
-    def _selection_changed(self, event: RailwayTree.SelectionChanged) -> None:
-        self.galaxy.set_selected(event.node_id)
-
-    @on(RailwayTree.ColumnsChanged)
-    def _columns_changed(self, _event: RailwayTree.ColumnsChanged) -> None:
-        self.tree_header.refresh()
-
-    @on(RailwayTree.VisibleChanged)
-    def _visible_changed(self, _event: RailwayTree.VisibleChanged) -> None:
-        self.chart.set_visible(self.railway.visible_ids())
-        self._header_follows_filter()
-
-    def _header_follows_filter(self) -> None:
-        """With a filter on, the header's counts and tok/s cover the rows it shows (as
-        the chart does) and the header names the filter; without one, everything."""
-        text = self.railway.filter_text.strip()
-        self.header.set_filter(text, self.railway.visible_ids() if text else None)
-
-    @on(RailwayTree.OpenRequested)
-    def _open_detail(self, event: RailwayTree.OpenRequested) -> None:
-        # Only onto the main screen, and one overlay at a time. The request is a message:
-        # fast Enter/o keys all reached the tree before the first push landed and each
-        # pushed another overlay (a stack of identical overlays Esc seemed unable to
-        # close), and one landing after `?` opened over the help. The screen on top now
-        # is not the one the key was pressed on: the request is stale.
-        if self.screen is not self.main_screen:
-            return
-        self.push_screen(
-            DetailScreen(
-                self.model,
-                event.node_id,
-                clock=self.clock,
-                floor=self.floor,
-                run_dir=self.run_dir,
-                workspace=self.ops.workspace(event.node_id),
-                history=self.history,
-                terminal_input=(
-                    self._terminal_input if isinstance(self.ops, HostOperations) else None
-                ),
-            )
-        )
-
-    def _terminal_input(self, node_id: str, data: bytes) -> bool:
-        """Keys typed in a Terminal tab's insert mode, to the node's pty (host only)."""
-        ops = self.ops
-        return isinstance(ops, HostOperations) and ops.terminal_input(node_id, data)
-
-    # ----- land / new agent ----------------------------------------------------------
     def action_land_node(self) -> None:
-        view = self._target()
-        if view is not None:
-            self.landing.start(view.node.id)
+        if (view := self._target()) is not None:
+            self.operator.landing.start(view.node.id)
 
     def action_commit_node(self) -> None:
-        view = self._target()
-        if view is not None:
-            self.landing.start_commit(view.node.id)
+        if (view := self._target()) is not None:
+            self.operator.landing.start_commit(view.node.id)
 
     def action_push_node(self) -> None:
-        view = self._target()
-        if view is not None:
-            self.landing.start_push(view.node.id)
+        if (view := self._target()) is not None:
+            self.operator.landing.start_push(view.node.id)
 
     def action_discard_node(self) -> None:
-        view = self._target()
-        if view is not None:
-            self.landing.start_discard(view.node.id)
-
-    def _edit_commit_message(
-        self, branch: str, message: str, done: Callable[[str | None], None]
-    ) -> None:
-        self.push_screen(CommitMessageScreen(branch, message), done)
+        if (view := self._target()) is not None:
+            self.operator.landing.start_discard(view.node.id)
 
     def action_attach_node(self) -> None:
         """A: the agent's own UI on its session, the dashboard suspended meanwhile."""
-        view = self._target()
-        if view is not None and view.node.role != "root":
-            self.attacher.start(view.node.id)
+        if (view := self._target()) is not None and view.node.role != "root":
+            self.operator.attacher.start(view.node.id)
 
     def action_new_agent(self) -> None:
         start = self.screen
-        if start is not self.main_screen and not isinstance(start, DetailScreen):
-            return  # the help, or a form already open
-        view = self._target()  # the overlay's node, else the tree's selection
-        root = self.model.root_id
-        lead = view is not None and view.node.role == "centurion" and view.node.live
-        parent = view.node.id if lead and view is not None else root
-        if parent is not None:
-            self.run_worker(self._open_new_agent(parent, start), group="new-agent")
+        if start is self.main_screen or isinstance(start, DetailScreen):  # not over a form
+            self.operator.new_agent(self._target(), lambda: self.screen is start)
 
     palette_new_agent = action_new_agent  # the palette's "New agent…"
 
-    async def _open_new_agent(self, parent_id: str, start: Screen[Any]) -> None:
-        try:
-            cards = await self.ops.role_cards()  # as on disk now: edits need no restart
-        except Exception as error:  # a failure to act is reported, never swallowed
-            self.say(f"cannot read the role cards: {error}", severity="error", timeout=10)
-            return
-        if self.screen is not start or parent_id not in self.model.nodes:
-            return  # the user moved on while the cards were read: no form out of nowhere
-        form = NewAgentScreen(
-            cards,
-            parent_id=parent_id,
-            parent_path=self.model.nodes[parent_id].node.path,
-            spawn=self.ops.spawn,
-        )
-        self.push_screen(form, callback=self._new_agent_done)
-
-    def _new_agent_done(self, receipt: str | None) -> None:
-        if receipt is not None:
-            self.say(receipt)
-
-    @on(GalaxyView.StarClicked)
-    def _star_clicked(self, event: GalaxyView.StarClicked) -> None:
-        self.railway.select(event.node_id)
-
     def action_filter(self) -> None:
-        if self.screen is self.main_screen:  # `/` is a main-screen key
-            self.main_screen.filter_line.ask(self.railway.filter_text)
-
-    @on(FilterLine.FilterChanged)
-    def _filter_changed(self, event: FilterLine.FilterChanged) -> None:
-        self.railway.set_filter(event.text)
-        self._header_follows_filter()
+        self.main_screen.open_filter()
 
     def action_clear_filter(self) -> None:
-        """Esc on the main screen: the filter kept by Enter goes (the header said so)."""
-        if self.screen is self.main_screen and self.railway.filter_text:
-            self.railway.set_filter("")
-            self._header_follows_filter()
+        self.main_screen.clear_filter()
 
     def action_chart_window(self) -> None:
         self.chart.toggle_window()
 
     def action_galaxy_full(self) -> None:
-        self._galaxy_full = not self._galaxy_full
-        self.apply_layout(self.size.width, self.size.height)
-        if not self._galaxy_full:
-            # Hiding the tree took its focus away; j/k/Enter must act on it again.
-            self.railway.focus()
+        self.main_screen.toggle_galaxy()
 
     def action_cycle_theme(self) -> None:
-        order = THEME_ORDER
-        current = order.index(self.theme_name) if self.theme_name in order else -1
-        self.theme = order[(current + 1) % len(order)]
+        self.theme = next_theme(self.theme_name)
 
     def _theme_changed(self, theme: object) -> None:
         name = getattr(theme, "name", str(theme))
         self.theme_name = name
-        self._skip_ansi_filter()
-        self._save_theme(name)  # the widgets follow App.theme themselves (FollowsTheme)
-
-    def _save_theme(self, name: str) -> None:
-        """A theme the user picked (t, the palette) is said and kept for next time, in
-        the project's .legion/settings.toml (the run folder sits in its .legion/runs)."""
-        runs = self.run_dir.parent if self.run_dir is not None else None
-        if runs is None or runs.name != "runs" or runs.parent.name != ".legion":
-            self.say(f"Theme {name}.")
-            return
-        try:
-            path = save_theme(runs.parent.parent, name)
-        except OSError as err:
-            self.say(f"Theme {name} — not saved: {err}", severity="warning")
-            return
-        self.say(f"Theme {name} — saved in {path.parent.name}/{path.name} for next time.")
+        skip_ansi_filter(self)  # the widgets follow App.theme themselves (FollowsTheme)
+        text, severity = theme_kept(self.run_dir, name)
+        self.say(text, severity=severity)
 
     def action_pause(self) -> None:
         self.paused = not self.paused
@@ -561,10 +396,7 @@ class LegionApp(App[None]):
         self.push_screen(HelpScreen())
 
     def action_quit_legion(self) -> None:
-        if self.hosts and self.model.counts()["live"] > 0:
-            self.ask(ConfirmRequest("quit", None, receipts.QUIT_CONFIRM))
-        else:
-            self.exit()
+        self.operator.quit(ask_first=self.hosts and self.model.counts()["live"] > 0)
 
     async def action_quit(self) -> None:
         """Textual's own quit — Ctrl+Q and the palette's `Quit` — asks as `q` does: it
@@ -581,28 +413,3 @@ class LegionApp(App[None]):
 # The factory tests and the CLI build the dashboard through (a canned model, a fixed
 # clock and `timers=False` in tests): the class itself, so its keywords are declared once.
 make_app = LegionApp
-
-
-async def run_dashboard_async(
-    model: LegionModel,
-    ops: Operations,
-    *,
-    theme: str = DEFAULT_THEME,
-    run_dir: Path | None = None,
-    on_start: Callable[[LegionApp], Awaitable[None]] | None = None,
-    app_ready: Callable[[LegionApp], None] | None = None,
-    hosts: bool = True,
-) -> int:
-    """Run the dashboard until the user quits, inside the running event loop (the
-    supervisor shares the loop), with the GC tuned for frame time. `app_ready` gets the
-    app before it runs (the host routes its signals to it). Returns the app's return
-    code: 1 when the dashboard died of an error (Textual has printed it by then)."""
-    app = make_app(
-        model, ops, theme=theme, run_dir=run_dir, on_start=on_start, gc_tuning=True, hosts=hosts
-    )
-    if app_ready is not None:
-        app_ready(app)
-    await app.run_async()
-    if hosts:  # back on the user's screen: the session's name and the way back to it
-        say_after_exit(receipts.reopen_hint(model.session_name))
-    return app.return_code or 0

@@ -1,34 +1,59 @@
 """The dashboard's main screen: header, banner, the tree, the galaxy and the chart over
-the prompt rows (confirm bar, message box, filter line) and the key hints, and the
-banner that names the interrupted agents. The panels are
-the app's (`Panels`): they outlive the screen's compose and the app reads them."""
+the prompt rows (confirm bar, message box, filter line) and the key hints; how the panels
+answer each other (the tree's selection lights its star, a click on a star selects its
+row, the filter narrows the tree, the chart and the header), its layouts (by size, and
+`g`'s galaxy over the whole body), the galaxy's and chart's draw steps, the banner that
+names the interrupted agents, and the tree's Enter opening the detail overlay. The
+panels are the app's (`Panels`): they outlive the screen's compose and the app reads
+them."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Protocol
 
-from textual import events
+from textual import events, on
 from textual.app import ComposeResult
 from textual.containers import Container
 from textual.screen import Screen
-from textual.widget import Widget
 from textual.widgets import Static
 from textual.widgets._toast import ToastRack  # the screen's own rack: kept above the prompts
 
 from legion_tui import receipts
-from legion_tui.state import NodeView
+from legion_tui.ops import HostOperations, Operations
+from legion_tui.state import Clock, LegionModel, NodeView
 from legion_tui.widgets.confirm import ConfirmBar
 from legion_tui.widgets.filter_line import FilterLine
+from legion_tui.widgets.galaxy import GalaxyView
+from legion_tui.widgets.header import HeaderBar
+from legion_tui.widgets.keys import KeyHints
+from legion_tui.widgets.layout import layout_classes
 from legion_tui.widgets.new_agent import EMPTY_HINT
+from legion_tui.widgets.overlay.detail import DetailScreen
 from legion_tui.widgets.overlay.message_box import MessageBox
 from legion_tui.widgets.overlay.talk import MessageHistory
+from legion_tui.widgets.rate_chart import RateChart
+from legion_tui.widgets.tree.header import TreeHeader
+from legion_tui.widgets.tree.railway import RailwayTree
 
 __all__ = ["Backdrop", "Body", "MainScreen", "Panels"]
 
 
 class Panels(Protocol):
-    """What the main screen shows and tells: the app's panels and its layout."""
+    """What the main screen shows and tells: the app's panels."""
+
+    @property
+    def model(self) -> LegionModel: ...
+
+    @property
+    def ops(self) -> Operations: ...
+
+    @property
+    def clock(self) -> Clock: ...
+
+    @property
+    def run_dir(self) -> Path | None: ...
 
     @property
     def floor(self) -> bool: ...
@@ -37,26 +62,24 @@ class Panels(Protocol):
     def history(self) -> MessageHistory: ...
 
     @property
-    def header(self) -> Widget: ...
+    def header(self) -> HeaderBar: ...
 
     @property
-    def tree_header(self) -> Widget: ...
+    def tree_header(self) -> TreeHeader: ...
 
     @property
-    def railway(self) -> Widget: ...
+    def railway(self) -> RailwayTree: ...
 
     @property
-    def galaxy(self) -> Widget: ...
+    def galaxy(self) -> GalaxyView: ...
 
     @property
-    def chart(self) -> Widget: ...
+    def chart(self) -> RateChart: ...
 
     @property
-    def key_hints(self) -> Widget: ...
+    def key_hints(self) -> KeyHints: ...
 
     def main_mounted(self) -> None: ...
-
-    def apply_layout(self, width: int, height: int) -> None: ...
 
 
 class Backdrop(Container):
@@ -92,6 +115,7 @@ class MainScreen(Screen[None]):
         self.filter_line = FilterLine(id="filter")
         self._interrupted: set[str] = set()  # ids the banner names
         self._banner_text: str | None = None  # None: not drawn yet
+        self.galaxy_full = False  # g: the galaxy over the whole body, the tree hidden
 
     def compose(self) -> ComposeResult:
         legion = self.legion
@@ -115,7 +139,11 @@ class MainScreen(Screen[None]):
         yield legion.key_hints
 
     def on_mount(self) -> None:
-        self.legion.main_mounted()
+        legion = self.legion
+        legion.railway.focus()
+        legion.chart.set_visible(legion.railway.visible_ids())
+        legion.galaxy.set_selected(legion.railway.selected_id)
+        legion.main_mounted()
 
     def keep_toasts_above(self, prompts_top: int) -> None:
         """Toasts sit above the rows under the body, whatever their height: a receipt
@@ -132,7 +160,116 @@ class MainScreen(Screen[None]):
         self.confirm_bar.cancel()
 
     def on_resize(self, event: events.Resize) -> None:
-        self.legion.apply_layout(event.size.width, event.size.height)
+        self.apply_layout(event.size.width, event.size.height)
+
+    def apply_layout(self, width: int, height: int) -> None:
+        wanted = layout_classes(width, height, galaxy_full=self.galaxy_full)
+        for cls in ("-wide", "-medium", "-narrow", "-compact", "-tiny", "-galaxy-full"):
+            self.set_class(cls in wanted, cls)
+
+    def toggle_galaxy(self) -> None:
+        """`g`: the galaxy over the whole body, or back beside the tree."""
+        self.galaxy_full = not self.galaxy_full
+        self.apply_layout(self.app.size.width, self.app.size.height)
+        if not self.galaxy_full:
+            # Hiding the tree took its focus away; j/k/Enter must act on it again.
+            self.legion.railway.focus()
+
+    def model_changed(self, nodes: Mapping[str, NodeView], dirty: frozenset[str]) -> None:
+        """Each panel repaints what the ids in `dirty` touch; the banner follows."""
+        legion = self.legion
+        legion.railway.model_changed(dirty)
+        legion.header.model_changed()
+        legion.galaxy.model_changed(dirty)
+        legion.chart.model_changed(dirty)
+        self.update_banner(nodes, dirty)
+
+    def second(self) -> None:
+        """Once a second: the tree's elapsed times and tool clocks, the header's figures;
+        the chart's 60 s window slides even when no file changes, but an empty, idle
+        chart is left alone (a legion with nothing happening costs ~no CPU)."""
+        legion = self.legion
+        legion.railway.tick()
+        legion.header.model_changed()
+        if legion.header.summary()[0]["live"] or legion.chart.renderer.stats.peak > 0:
+            legion.chart.tick()
+
+    def draw_step(self) -> None:
+        """One draw step (render/steps.py): the chart and the galaxy draw what changed
+        after their last frame, and the orbits advance while something is live (an
+        ended legion holds still and costs nothing)."""
+        chart, galaxy = self.legion.chart, self.legion.galaxy
+        if chart.owes_a_frame():
+            chart.invalidate()
+        if not galaxy.display or not galaxy.size.area:
+            return
+        if galaxy.owes_a_frame() or self.legion.header.summary()[0].get("live", 0):
+            galaxy.tick()
+
+    # ----- the panels answer each other ---------------------------------------------
+    @on(RailwayTree.SelectionChanged)
+    def _selection_changed(self, event: RailwayTree.SelectionChanged) -> None:
+        self.legion.galaxy.set_selected(event.node_id)
+
+    @on(RailwayTree.ColumnsChanged)
+    def _columns_changed(self, _event: RailwayTree.ColumnsChanged) -> None:
+        self.legion.tree_header.refresh()
+
+    @on(RailwayTree.VisibleChanged)
+    def _visible_changed(self, _event: RailwayTree.VisibleChanged) -> None:
+        self.legion.chart.set_visible(self.legion.railway.visible_ids())
+        self._header_follows_filter()
+
+    @on(GalaxyView.StarClicked)
+    def _star_clicked(self, event: GalaxyView.StarClicked) -> None:
+        self.legion.railway.select(event.node_id)
+
+    @on(FilterLine.FilterChanged)
+    def _filter_changed(self, event: FilterLine.FilterChanged) -> None:
+        self.legion.railway.set_filter(event.text)
+        self._header_follows_filter()
+
+    @on(RailwayTree.OpenRequested)
+    def _open_detail(self, event: RailwayTree.OpenRequested) -> None:
+        # Only onto the main screen, and one overlay at a time. The request is a message:
+        # fast Enter/o keys all reached the tree before the first push landed and each
+        # pushed another overlay (a stack of identical overlays Esc seemed unable to
+        # close), and one landing after `?` opened over the help. The screen on top now
+        # is not the one the key was pressed on: the request is stale.
+        if self.app.screen is not self:
+            return
+        legion, ops = self.legion, self.legion.ops
+        self.app.push_screen(
+            DetailScreen(
+                legion.model,
+                event.node_id,
+                clock=legion.clock,
+                floor=legion.floor,
+                run_dir=legion.run_dir,
+                workspace=ops.workspace(event.node_id),
+                history=legion.history,
+                # Keys typed in a Terminal tab's insert mode, to the node's pty (host only).
+                terminal_input=ops.terminal_input if isinstance(ops, HostOperations) else None,
+            )
+        )
+
+    def _header_follows_filter(self) -> None:
+        """With a filter on, the header's counts and tok/s cover the rows it shows (as
+        the chart does) and the header names the filter; without one, everything."""
+        railway = self.legion.railway
+        text = railway.filter_text.strip()
+        self.legion.header.set_filter(text, railway.visible_ids() if text else None)
+
+    def open_filter(self) -> None:
+        """`/`: the filter line, holding the filter kept so far (a main-screen key)."""
+        if self.app.screen is self:
+            self.filter_line.ask(self.legion.railway.filter_text)
+
+    def clear_filter(self) -> None:
+        """Esc on the main screen: the filter kept by Enter goes (the header said so)."""
+        if self.app.screen is self and self.legion.railway.filter_text:
+            self.legion.railway.set_filter("")
+            self._header_follows_filter()
 
     def update_banner(
         self, nodes: Mapping[str, NodeView], dirty: frozenset[str] | None = None

@@ -11,8 +11,8 @@ foot, Ghostty, VTE) written through the app's driver; inside tmux each is wrappe
 tmux's passthrough (`allow-passthrough on`), which hands it to the outer terminal.
 
 The endings of root's own children are toasted already as completion notices
-(`model.announce`, the app's announcements): for those, no second toast — the bell and
-the desktop notification still sound.
+(`model.announce`; `Announcements` hands the app each one once): for those, no second
+toast — the bell and the desktop notification still sound.
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ from legion_tui.render.feed import ChangeFeed, LiveIndex
 from legion_tui.settings import DEFAULT_SETTINGS, Settings, load_settings
 from legion_tui.state import LegionModel, NodeView
 
-__all__ = ["Alerts", "Notice", "Notifier", "desktop_sequences", "settings_near"]
+__all__ = ["Alerts", "Announcements", "Notice", "Notifier", "desktop_sequences", "settings_near"]
 
 TITLE = "legion"
 Severity = Literal["information", "warning", "error"]  # Textual's toast levels
@@ -186,3 +186,20 @@ class Alerts:
             self._bell()  # once for a batch: a burst of endings is one ring
         if settings.notify_desktop:
             self._write("".join(desktop_sequences(n.text, tmux=self._tmux) for n in notices))
+
+
+class Announcements:
+    """Each announcement (a completion notice to the root: the user) once. The model
+    keeps the newest few and counts every one it made: those made since the last look
+    are news; what was there when the dashboard started is history."""
+
+    def __init__(self, model: LegionModel) -> None:
+        self._model = model
+        self._seen = model.announced  # how many were made before the last look
+
+    def fresh(self) -> list[str]:
+        """The announcements made since the last call, oldest first."""
+        made = self._model.announcements
+        fresh = min(self._model.announced - self._seen, len(made))
+        self._seen = self._model.announced
+        return list(made)[len(made) - fresh :]

@@ -156,7 +156,8 @@ def view_operations(feed: ViewFeed, project: Path, *, control: bool) -> Operatio
 
 async def run_view(cwd: Path, session: str | None, theme: str, *, control: bool = True) -> int:
     """Run the view dashboard until the user quits; the exit code of `legion tui --view`."""
-    from legion_tui.dashboard.app import LegionApp, run_dashboard_async
+    from legion_tui.dashboard.app import LegionApp
+    from legion_tui.dashboard.running import run_dashboard_async
     from legion_tui.ledger import LedgerError
 
     project = find_project_dir(cwd)

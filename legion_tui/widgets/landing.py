@@ -36,9 +36,9 @@ from legion_tui.ops import Operations
 from legion_tui.receipts import plural
 from legion_tui.settings import LAND_MODES, LandMode
 from legion_tui.state import LegionModel
-from legion_tui.widgets.confirm import ConfirmRequest
+from legion_tui.widgets.confirm import ConfirmKind, ConfirmRequest
 
-LANDING_KINDS = ("land", "commit", "push", "discard")
+LANDING_KINDS: tuple[ConfirmKind, ...] = ("land", "commit", "push", "discard")
 FILES_NAMED = 2  # in the confirm line; the rest are counted
 __all__ = ["LANDING_KINDS", "Landing", "land_prompt", "next_mode"]
 

@@ -13,18 +13,29 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable, Coroutine
-from typing import Any
+from contextlib import AbstractContextManager
+from typing import Any, Protocol
 
-from textual.app import App, SuspendNotSupported
+from textual.app import SuspendNotSupported
 
 from legion_tui.agents.attach import AttachPlan, AttachRefused, session_entries
 from legion_tui.ops import HostOperations, Operations
-from legion_tui.widgets.confirm import ConfirmRequest
+from legion_tui.widgets.confirm import ConfirmKind, ConfirmRequest
 from legion_tui.wire.names import OpError
 
-ATTACH_KINDS = ("attach",)
+ATTACH_KINDS: tuple[ConfirmKind, ...] = ("attach",)
 
 Say = Callable[[str, bool], None]  # (text, is_error)
+
+
+class Terminal(Protocol):
+    """The dashboard's hold on the terminal (the app): what handing it over takes."""
+
+    def batch_update(self) -> AbstractContextManager[None]: ...
+
+    def suspend(self) -> AbstractContextManager[None]: ...
+
+    def refresh(self, *, layout: bool = False) -> object: ...
 
 
 def stop_first_prompt(plan: AttachPlan) -> str:
@@ -42,7 +53,7 @@ def back_line(plan: AttachPlan, gained: int, code: int) -> str:
 class Attacher:
     def __init__(
         self,
-        app: App[Any],
+        app: Terminal,
         ops: Operations,
         *,
         say: Say,

@@ -212,6 +212,11 @@ class RailwayTree(ScrollView, FollowsTheme, can_focus=True):
     def visible_ids(self) -> frozenset[str]:
         return frozenset(self._index)
 
+    def row_of(self, node_id: str) -> int | None:
+        """The row `node_id` is drawn on; None while it is not (filtered out, or its
+        change not applied yet)."""
+        return self._index.get(node_id)
+
     def set_filter(self, text: str) -> None:
         self.filter_text = text
         self.rebuild()
