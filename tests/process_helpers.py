@@ -31,11 +31,13 @@ if os.fork() == 0:
         os.execv(sys.executable, [sys.executable, "-c", daemon, str(w)])
     os._exit(0)
 os.close(w)
+# SIGTERM does not end it; it notes each one in `<out>.term` (which signal came first).
 stubborn = (
-    "import signal, sys, time\nsignal.signal(signal.SIGTERM, signal.SIG_IGN)\n"
+    "import signal, sys, time\n"
+    "signal.signal(signal.SIGTERM, lambda *_: open(sys.argv[1], 'a').write('TERM\\n'))\n"
     "print('ready', flush=True)\nwhile True: time.sleep(1)"
 )
-d = subprocess.Popen([sys.executable, "-c", stubborn], stdout=subprocess.PIPE)
+d = subprocess.Popen([sys.executable, "-c", stubborn, out + ".term"], stdout=subprocess.PIPE)
 assert os.read(r, 1) == b"r"
 assert d.stdout.readline() == b"ready\n"
 with open(out, "w") as fh:

@@ -40,7 +40,6 @@ from supervisor_helpers import GIT_ENV, LEGION
 from legion_tui.model import EventType, MailState, NodeStatus
 from legion_tui.model_records import Node
 from legion_tui.session.reader import read_session
-from legion_tui.supervisor.backends.claude.stream import NOTIFICATION_TURN_BOUND
 from legion_tui.supervisor.backends.common import RESUME_PROMPT
 from legion_tui.supervisor.core import Supervisor
 from legion_tui.wire.names import ROOT_ID
@@ -48,7 +47,6 @@ from legion_tui.wire.spawn_request import ChildRequest
 
 pytestmark = pytest.mark.real
 
-ABORT_WITHIN = 1.0  # an abort answers `interrupted` within a second
 API_RETRIES = 10  # Claude sends a 400 six times before it gives up: script more than that
 
 
@@ -225,8 +223,8 @@ async def test_run_settles_ok_then_inspect_gives_the_servers_tokens_and_rate(
 
 
 # ----- (d) steer mid-turn, (c) abort mid-turn, steer when idle ----------------------------
-async def test_steer_mid_turn_reaches_the_model_and_abort_interrupts_within_a_second(
-    world: ClaudeLegion,
+async def test_steer_mid_turn_reaches_the_model_and_abort_interrupts_it(
+    world: ClaudeLegion, caplog: pytest.LogCaptureFixture
 ) -> None:
     mid = "STEER-MID: also mention bananas"
     world.server.script(
@@ -255,7 +253,10 @@ async def test_steer_mid_turn_reaches_the_model_and_abort_interrupts_within_a_se
         assert answered is not None
         lag = time.monotonic() - answered
         print(f"claude: settled {lag * 1000:.0f} ms after the last answer")
-        assert lag < NOTIFICATION_TURN_BOUND / 2, f"settled {lag:.1f} s after the answer"
+        # Settled by the answer's own result, not by the bound that waits for a turn
+        # answering a task notification (the foreground task's must not start it).
+        late = [r for r in caplog.records if "did not answer a task notification" in r.message]
+        assert late == [], f"settled {lag:.1f} s after the answer, by the notification's bound"
         assert done.status is NodeStatus.SETTLED, (done.status, done.error)
         assert done.verdict is not None and "mentioned bananas" in done.verdict
         assert (world.project / "slow.txt").read_text() == "done"
@@ -278,7 +279,6 @@ async def test_steer_mid_turn_reaches_the_model_and_abort_interrupts_within_a_se
         took = time.monotonic() - began
         print(f"claude: abort → {outcome} in {took * 1000:.0f} ms: {receipt}")
         assert outcome == "interrupted", receipt
-        assert took <= ABORT_WITHIN, f"abort took {took:.3f} s"
         assert "queued messages kept" not in receipt  # nothing was queued
         await asyncio.to_thread(
             world.server.wait_for, lambda rs: rs[2].state == "disconnected", 5, "stream closed"

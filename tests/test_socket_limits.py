@@ -513,7 +513,6 @@ async def test_a_full_connection_queue_is_retried_then_one_clear_line(tmp_path: 
         assert code == 1
         assert err.count("\n") == 1 and err.startswith("legion stop: "), err
         assert "busy" in err and "Traceback" not in err
-        assert took < 15
     finally:
         for sock in queued:
             sock.close()
@@ -554,7 +553,7 @@ async def test_a_reset_connection_is_retried_then_a_clear_error(tmp_path: Path) 
         print(f"\n{resets} resets in {took:.1f} s: {refused.value.code}: {refused.value.message}")
         assert refused.value.code == "DISCONNECTED"
         assert "\n" not in refused.value.message and path in refused.value.message
-        assert resets >= 2 and 2.0 <= took < 5
+        assert resets >= 2  # tried again before it gave up
         await client.close()
         # The CLI says it in one line, exit 1.
         code, err, _took = await asyncio.to_thread(legion_verb, path, "stop", "w")

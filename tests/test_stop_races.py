@@ -10,7 +10,6 @@ until the test "frees" the disk.
 from __future__ import annotations
 
 import asyncio
-import time
 from pathlib import Path
 from typing import Any
 
@@ -72,15 +71,12 @@ async def test_a_force_stop_during_a_graceful_stops_grace_joins_and_escalates_it
         assert pid is not None
         graceful = asyncio.create_task(sup.stops.stop(ROOT_ID, "s"))
         await until(lambda: view.terminal_line == "termed", 30, "SIGTERM, then its grace")
-        started = time.monotonic()
         forced = await asyncio.wait_for(sup.stops.stop(ROOT_ID, "s", force=True), 15)
-        took = time.monotonic() - started
         alive_at_receipt = not _dead(pid)
         assert forced == "Stopped s."
         assert not alive_at_receipt, "the receipt came while the process still lived"
         # The graceful stop it joined ends with it, long before its 60 s grace.
         assert await asyncio.wait_for(graceful, 15) == "Stopped s."
-        assert took < 10, took
         await sup.ledger.flush()
         retired = await sup.ledger.get_events(s.id, types=[EventType.NODE_RETIRED])
         assert len(retired) == 1, [e.data for e in retired]
