@@ -1,11 +1,15 @@
 """What the dashboard may ask of a supervisor. The supervisor implements it; tests may
 hand the app any object with these methods. Every call returns the receipt text that the
-user sees (legion_tui.receipts) or raises OpError with a message worth showing."""
+user sees (legion_tui.receipts) or raises OpError with a message worth showing.
+
+The control verbs are the socket's own ops, by name (`act`): the in-process supervisor
+runs the socket's handler for them, a view sends them over the socket — so a verb is
+written once on the wire side, not once per way of reaching a supervisor."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Literal, Protocol, runtime_checkable
 
 if TYPE_CHECKING:
     from legion_tui.agents.attach import AttachPlan
@@ -13,7 +17,9 @@ if TYPE_CHECKING:
     from legion_tui.git.worktree import Worktree
     from legion_tui.wire.spawn_request import ChildRequest
 
-
+# The socket ops the dashboard acts with on one node (SPEC §5), with their fields:
+# stop (force), abort (keep_queue), steer (text), resume.
+ControlVerb = Literal["stop", "abort", "steer", "resume"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -27,13 +33,10 @@ class Workspace:
 
 
 class Operations(Protocol):
-    async def stop(self, node_id: str, *, force: bool = False) -> str: ...
-
-    async def abort(self, node_id: str, *, keep_queue: bool = False) -> str: ...
-
-    async def steer(self, node_id: str, text: str) -> str: ...
-
-    async def resume(self, node_id: str) -> str: ...
+    async def act(self, verb: ControlVerb, node_id: str, **fields: bool | str) -> str:
+        """The socket op `verb` on `node_id` with its other fields, caller root: its
+        receipt, or OpError in the supervisor's words."""
+        ...
 
     async def spawn(self, parent_id: str, request: ChildRequest) -> str:
         """Start one child under `parent_id` (root or a lead) as `legion spawn` does; the

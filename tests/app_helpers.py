@@ -30,7 +30,7 @@ from legion_tui.model_records import (
     Usage,
     Verdict,
 )
-from legion_tui.ops import Workspace
+from legion_tui.ops import ControlVerb, Workspace
 from legion_tui.session.progress import RateSegment, SessionProgress
 from legion_tui.state import LegionModel
 from legion_tui.wire.names import OpError
@@ -394,6 +394,12 @@ def big_model(total: int, live: int = 50) -> LegionModel:
 S_RUN = NodeStatus.RUNNING
 
 
+# What the socket's handlers take for a field a caller leaves out (server_ops).
+_OP_DEFAULTS: dict[str, dict[str, bool | str]] = {
+    "stop": {"force": False}, "abort": {"keep_queue": False}, "steer": {}, "resume": {}
+}
+
+
 @dataclass
 class FakeOps:
     """A faithful stand-in for the supervisor's Operations: it changes the model the way
@@ -409,8 +415,19 @@ class FakeOps:
         ids = [v.node.id for v, _ in self.model.walk(node_id)]
         return [i for i in reversed(ids) if self.model.nodes[i].node.live]
 
-    async def stop(self, node_id: str, *, force: bool = False) -> str:
-        self.calls.append(("stop", node_id, {"force": force}))
+    async def act(self, verb: ControlVerb, node_id: str, **fields: bool | str) -> str:
+        """The socket op `verb`, recorded with its fields' defaults filled in (as the
+        supervisor's handler reads them)."""
+        self.calls.append((verb, node_id, _OP_DEFAULTS[verb] | fields))
+        if verb == "stop":
+            return await self._stop(node_id)
+        if verb == "abort":
+            return self._abort(node_id)
+        if verb == "steer":
+            return receipts.steered(self.model.nodes[node_id].node.name, "queued")
+        return self._resume(node_id)
+
+    async def _stop(self, node_id: str) -> str:
         if self.fail_with is not None:
             raise self.fail_with
         view = self.model.nodes.get(node_id)
@@ -424,19 +441,13 @@ class FakeOps:
                 )
         return receipts.stopped(view.node.name)
 
-    async def abort(self, node_id: str, *, keep_queue: bool = False) -> str:
-        self.calls.append(("abort", node_id, {"keep_queue": keep_queue}))
+    def _abort(self, node_id: str) -> str:
         view = self.model.nodes[node_id]
         if not view.progress.in_flight:
             return receipts.nothing_to_abort(view.node.name)
         return receipts.aborted(view.node.name)
 
-    async def steer(self, node_id: str, text: str) -> str:
-        self.calls.append(("steer", node_id, {"text": text}))
-        return receipts.steered(self.model.nodes[node_id].node.name, "queued")
-
-    async def resume(self, node_id: str) -> str:
-        self.calls.append(("resume", node_id, {}))
+    def _resume(self, node_id: str) -> str:
         view = self.model.nodes[node_id]
         self.model.upsert(replace(view.node, status=NodeStatus.RUNNING))
         return receipts.resumed(view.node.name, view.node.session_file)

@@ -212,11 +212,15 @@ async def test_root_operations_for_the_dashboard(tmp_path: Path) -> None:
     async with hosted(tmp_path) as sup:
         ops = RootOperations(sup)
         w = await stuck_worker(sup, "w")
-        assert await ops.steer(w.id, "hi") == "Steer queued for w's next turn boundary."
-        assert (await ops.abort(w.id)).startswith("Aborted w's current turn")
-        assert await ops.stop(w.id) == "Stopped w."
+        assert await ops.act("steer", w.id, text="hi") == (
+            "Steer queued for w's next turn boundary."
+        )
+        assert (await ops.act("abort", w.id)).startswith("Aborted w's current turn")
+        assert await ops.act("stop", w.id) == "Stopped w."
         with pytest.raises(OpError):
-            await ops.stop(ROOT_ID)  # the host is not a child of itself
+            await ops.act("stop", ROOT_ID)  # the host is not a child of itself
+        with pytest.raises(OpError, match="field 'text' is required"):
+            await ops.act("steer", w.id)  # the socket's own check of its fields
 
 
 async def test_abort_timeout_on_a_tool_that_ignores_cancellation(

@@ -95,11 +95,11 @@ def _abort_prompt(_model: LegionModel, view: NodeView, queued: list[str]) -> str
     return receipts.abort_confirm(view.node.name, queued)  # it names the steering it drops
 
 
-STOP = Verb("stop", _stop_prompt(False), "stopped", lambda ops, nid: ops.stop(nid, force=False))
+STOP = Verb("stop", _stop_prompt(False), "stopped", lambda ops, nid: ops.act("stop", nid))
 FORCE_STOP = Verb(
-    "force-stop", _stop_prompt(True), "stopped", lambda ops, nid: ops.stop(nid, force=True)
+    "force-stop", _stop_prompt(True), "stopped", lambda ops, nid: ops.act("stop", nid, force=True)
 )
-ABORT = Verb("abort", _abort_prompt, "aborted", lambda ops, nid: ops.abort(nid), True)
+ABORT = Verb("abort", _abort_prompt, "aborted", lambda ops, nid: ops.act("abort", nid), True)
 VERBS: dict[ConfirmKind, Verb] = {verb.kind: verb for verb in (STOP, FORCE_STOP, ABORT)}
 
 Answer = Callable[[ConfirmRequest, bool, str | None], None]  # (request, confirmed, choice)
@@ -245,7 +245,7 @@ class Operator:
         def refused(said: str) -> None:
             box.show_sent(SentMessage(node_id, name, text, refused=said), view)
 
-        receipt = await self.run(self.ops.steer(node_id, text), refused)
+        receipt = await self.run(self.ops.act("steer", node_id, text=text), refused)
         if receipt is None:
             return
         outcome = steer_outcome(name, receipt)
@@ -268,7 +268,7 @@ class Operator:
         if not view.interrupted:
             self._surface.say(f"{view.node.name} was not interrupted — nothing to resume.")
             return
-        self._surface.run_op(self.run(self.ops.resume(node_id)))
+        self._surface.run_op(self.run(self.ops.act("resume", node_id)))
 
     def slash_stop(self, command: SlashStop) -> None:
         """The typed `/legion stop [--force] [name|all]`: a command, so no second prompt."""
@@ -287,7 +287,7 @@ class Operator:
                 return
             targets = [found.node.id]
         for node_id in targets:
-            self._surface.run_op(self.run(self.ops.stop(node_id, force=command.force)))
+            self._surface.run_op(self.run(self.ops.act("stop", node_id, force=command.force)))
 
     def resolve(self, target: str) -> NodeView | str:
         """A node by path (`root/lead-api/worker-1`) or by a name that is unique; else the

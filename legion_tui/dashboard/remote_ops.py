@@ -17,7 +17,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from legion_tui.ops import Workspace
+from legion_tui.ops import ControlVerb, Workspace
 from legion_tui.runs.folder import RunInfo
 from legion_tui.runs.socket_link import resolve_socket
 from legion_tui.wire.client import LegionClient
@@ -64,7 +64,9 @@ class SocketOperations(_Looking):
         self._workspaces = workspaces
         self.retry_seconds = retry_seconds
 
-    async def _request(self, op: str, caller: str = ROOT_ID, **fields: Any) -> dict[str, Any]:
+    async def _request(
+        self, op: str, fields: dict[str, Any], caller: str = ROOT_ID
+    ) -> dict[str, Any]:
         sock = resolve_socket(self.run)
         if sock is None:
             raise OpError(
@@ -78,20 +80,8 @@ class SocketOperations(_Looking):
         except RequestError as err:
             raise OpError(err.code, err.message) from None
 
-    async def _receipt(self, op: str, **fields: Any) -> str:
-        return str((await self._request(op, **fields)).get("receipt") or "")
-
-    async def stop(self, node_id: str, *, force: bool = False) -> str:
-        return await self._receipt("stop", name=node_id, force=force)
-
-    async def abort(self, node_id: str, *, keep_queue: bool = False) -> str:
-        return await self._receipt("abort", name=node_id, keep_queue=keep_queue)
-
-    async def steer(self, node_id: str, text: str) -> str:
-        return await self._receipt("steer", name=node_id, text=text)
-
-    async def resume(self, node_id: str) -> str:
-        return await self._receipt("resume", name=node_id)
+    async def act(self, verb: ControlVerb, node_id: str, **fields: bool | str) -> str:
+        return str((await self._request(verb, {**fields, "name": node_id})).get("receipt") or "")
 
     async def spawn(self, parent_id: str, request: ChildRequest) -> str:
         """The socket's `spawn` for one child, as `legion spawn` sends it; a phases file
@@ -105,7 +95,7 @@ class SocketOperations(_Looking):
                 raise OpError("PHASES", str(err)) from err
             request = dataclasses.replace(request, phases=machine)
         child = {k: v for k, v in dataclasses.asdict(request).items() if v not in (None, {})}
-        result = await self._request("spawn", parent_id, children=[child])
+        result = await self._request("spawn", {"children": [child]}, parent_id)
         (node,) = result.get("nodes") or [{}]
         if node.get("status") == "failed":
             raise OpError(
@@ -126,16 +116,7 @@ class ReadOnlyOperations(_Looking):
     def _refuse() -> OpError:
         return OpError(READ_ONLY_CODE, READ_ONLY_REFUSAL)
 
-    async def stop(self, node_id: str, *, force: bool = False) -> str:
-        raise self._refuse()
-
-    async def abort(self, node_id: str, *, keep_queue: bool = False) -> str:
-        raise self._refuse()
-
-    async def steer(self, node_id: str, text: str) -> str:
-        raise self._refuse()
-
-    async def resume(self, node_id: str) -> str:
+    async def act(self, verb: ControlVerb, node_id: str, **fields: bool | str) -> str:
         raise self._refuse()
 
     async def spawn(self, parent_id: str, request: ChildRequest) -> str:

@@ -1,5 +1,6 @@
 """`legion_tui.ops.Operations` for the dashboard: node ids, acting as root, on the
-supervisor of this process (`front.Front`): each verb calls the part that owns it."""
+supervisor of this process (`front.Front`): a control verb runs the socket's own handler
+for it (`server_ops.OPS`), in-process; the rest call the part that owns them."""
 
 from __future__ import annotations
 
@@ -10,12 +11,13 @@ from typing import TYPE_CHECKING
 
 from legion_tui.model import NodeStatus
 from legion_tui.runs.folder import session_file
+from legion_tui.supervisor.socket.server_ops import OPS
 from legion_tui.wire.names import ROOT_ID, OpError
 
 if TYPE_CHECKING:
     from legion_tui.agents.attach import AttachPlan
     from legion_tui.agents.cards import CardSet
-    from legion_tui.ops import Workspace
+    from legion_tui.ops import ControlVerb, Workspace
     from legion_tui.supervisor.front import Front
     from legion_tui.wire.spawn_request import ChildRequest
 
@@ -28,20 +30,9 @@ class RootOperations:
     def __init__(self, supervisor: Front) -> None:
         self.supervisor = supervisor
 
-    async def stop(self, node_id: str, *, force: bool = False) -> str:
-        return await self.supervisor.stops.stop(ROOT_ID, node_id, force=force)
-
-    async def abort(self, node_id: str, *, keep_queue: bool = False) -> str:
-        control = self.supervisor.control
-        _outcome, receipt = await control.abort(ROOT_ID, node_id, keep_queue=keep_queue)
-        return receipt
-
-    async def steer(self, node_id: str, text: str) -> str:
-        _outcome, receipt = await self.supervisor.control.steer(ROOT_ID, node_id, text)
-        return receipt
-
-    async def resume(self, node_id: str) -> str:
-        return await self.supervisor.control.resume(ROOT_ID, node_id)
+    async def act(self, verb: ControlVerb, node_id: str, **fields: bool | str) -> str:
+        result = await OPS[verb](self.supervisor, ROOT_ID, {**fields, "name": node_id})
+        return str(result["receipt"])
 
     async def spawn(self, parent_id: str, request: ChildRequest) -> str:
         """The dashboard's new agent: the socket's `spawn` op for one child, the caller

@@ -99,7 +99,7 @@ class Attacher:
 
     async def _stop_then_attach(self, node_id: str) -> None:
         try:
-            self._say(await self._ops.stop(node_id), False)
+            self._say(await self._ops.act("stop", node_id), False)
         except OpError as err:
             self._say(err.message, True)
             return
