@@ -269,25 +269,36 @@ class Terminal:
     def text(self) -> str:
         return "\n".join(self.screen.display)
 
-    def read(self, timeout: float) -> None:
+    def read(self, timeout: float) -> int:
+        """One read of what the program wrote, waiting up to `timeout`: the bytes read."""
         if self.fd < 0:  # closed: nothing to read, only the time to let pass
             select.select([], [], [], timeout)
-            return
+            return 0
         ready, _, _ = select.select([self.fd], [], [], timeout)
-        if ready:
-            try:
-                data = os.read(self.fd, 65536)
-            except OSError:  # EIO: every process on the terminal's side has gone
-                data = b""
-            self.output += data
-            self.stream.feed(data)
+        if not ready:
+            return 0
+        try:
+            data = os.read(self.fd, 65536)
+        except OSError:  # EIO: every process on the terminal's side has gone
+            data = b""
+        self.output += data
+        self.stream.feed(data)
+        return len(data)
 
     def exited(self) -> bool:
         if self.status is None:
             pid, status = os.waitpid(self.pid, os.WNOHANG)
             if pid:
                 self.status = os.waitstatus_to_exitcode(status)
+                self._drain()
         return self.status is not None
+
+    def _drain(self) -> None:
+        """What the program wrote before it exited and is still in the terminal's buffer
+        (its last frame, the alternate screen left): a soak run under load reaped the
+        host before reading its goodbye, and missed `ESC[?1049l`."""
+        while self.read(0):
+            pass
 
     def until(self, condition: Callable[[], bool], timeout: float, what: str) -> float:
         """Read the terminal until `condition()`; returns the seconds it took."""
