@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 from legion_tui.commands import Command
 from legion_tui.commands.arg_types import add_task_options, child_name, session_name, task_of
+from legion_tui.host_exit import ExitDeadline, end_lingering_threads
 from legion_tui.timeouts import within
 
 if TYPE_CHECKING:
@@ -33,9 +34,12 @@ HOST_SIGNALS = (signal.SIGTERM, signal.SIGHUP, signal.SIGINT)
 
 
 def _install_signals(
-    on_signal: Callable[[], None], at_once: Callable[[], None] | None = None
+    deadline: ExitDeadline,
+    on_signal: Callable[[], None],
+    at_once: Callable[[], None] | None = None,
 ) -> Callable[[], None]:
     """Route SIGTERM/SIGHUP/SIGINT to `on_signal`, run on the loop; returns the undo.
+    From the first signal on, the host has `deadline`'s bound to pause and exit.
 
     Plain `signal.signal` handlers rather than `loop.add_signal_handler`: asyncio's run
     only once the loop is back in its selector, and a loop blocked elsewhere (on a
@@ -44,7 +48,8 @@ def _install_signals(
     for what must not wait for the loop (the dashboard's bound on that wait)."""
     loop = asyncio.get_running_loop()
 
-    def handler(_signum: int, _frame: FrameType | None) -> None:
+    def handler(signum: int, _frame: FrameType | None) -> None:
+        deadline.arm(f"{signal.Signals(signum).name} arrived")
         if at_once is not None:
             at_once()
         with contextlib.suppress(RuntimeError):  # the loop has closed: the host is ending
@@ -192,7 +197,7 @@ def no_agent_refusal(
     return None
 
 
-async def _run_headless(args: argparse.Namespace) -> int:
+async def _run_headless(args: argparse.Namespace, deadline: ExitDeadline) -> int:
     from legion_tui.agents.cards import CardError, load_cards
     from legion_tui.supervisor.core import Supervisor
     from legion_tui.wire.names import ROOT_ID, OpError
@@ -235,7 +240,8 @@ async def _run_headless(args: argparse.Namespace) -> int:
     )
     interrupted = asyncio.Event()
     await sup.start()
-    undo = _install_signals(interrupted.set)
+    undo = _install_signals(deadline, interrupted.set)
+    gone = watch_run_folder(sup, deadline, interrupted.set)
     try:
         try:
             nodes = await sup.launcher.spawn(
@@ -252,6 +258,8 @@ async def _run_headless(args: argparse.Namespace) -> int:
         settled = asyncio.create_task(sup.queries.wait_idle_tree([top]))
         stop = asyncio.create_task(interrupted.wait())
         await asyncio.wait({settled, stop}, return_when=asyncio.FIRST_COMPLETED)
+        if said_folder_gone(deadline.verb, gone):  # no report: its ledger went with it
+            return 1
         for waiter in (settled, stop):
             waiter.cancel()
         await sup.stops.idle()  # a `stop all` that ended the run has stopped everyone
@@ -280,8 +288,35 @@ async def _run_headless(args: argparse.Namespace) -> int:
         verdict = next(e["verdict"] for e in doc["nodes"] if e["id"] == top)
         return 0 if isinstance(verdict, dict) and verdict.get("ok") is True else 1
     finally:
+        gone.cancel()
         undo()
         await sup.close()
+
+
+def watch_run_folder(
+    sup: Supervisor, deadline: ExitDeadline, end: Callable[[], None]
+) -> asyncio.Task[str]:
+    """Once the run's folder is removed or replaced, `end` the host, which then has the
+    deadline's bound to pause what it can (legion_tui.runs.presence)."""
+    from legion_tui.runs.presence import folder_gone
+
+    def ended(task: asyncio.Task[str]) -> None:
+        if not task.cancelled():
+            deadline.arm(task.result())
+            end()
+
+    task = asyncio.create_task(folder_gone(sup.run.dir), name="run-folder-watch")
+    task.add_done_callback(ended)
+    return task
+
+
+def said_folder_gone(verb: str, gone: asyncio.Task[str]) -> bool:
+    """Say why the host ended, if it was because its run folder went; True then."""
+    if not gone.done() or gone.cancelled():
+        return False
+    print(f"legion {verb}: {gone.result()}: its agents were stopped and the host ended",
+          file=sys.stderr)  # fmt: skip
+    return True
 
 
 async def _where_the_work_is(sup: Supervisor, top: str) -> tuple[list[str], dict[str, Any]]:
@@ -328,13 +363,14 @@ def _demo_supervisor(args: argparse.Namespace) -> Supervisor:
     )
 
 
-async def _demo_headless(args: argparse.Namespace) -> int:
+async def _demo_headless(args: argparse.Namespace, deadline: ExitDeadline) -> int:
     from legion_tui.demo import Demo, start_demo, stop_demo, summary, summary_text
 
     sup = _demo_supervisor(args)
     stop = asyncio.Event()
     await sup.start()
-    undo = _install_signals(stop.set)
+    undo = _install_signals(deadline, stop.set)
+    gone = watch_run_folder(sup, deadline, stop.set)
     started = time.monotonic()
     demo: Demo | None = None
     try:
@@ -343,13 +379,18 @@ async def _demo_headless(args: argparse.Namespace) -> int:
             await within(stop.wait(), args.duration)
         report = summary(sup, demo, time.monotonic() - started)
     finally:
+        gone.cancel()
         undo()
         await close_host(sup, [] if demo is None else [functools.partial(stop_demo, demo)])
+    if said_folder_gone(deadline.verb, gone):
+        return 1
     print(json.dumps(report) if args.json else summary_text(report))
     return 0
 
 
-async def _host_dashboard(sup: Supervisor, theme: str, demo_nodes: int | None, seed: int) -> int:
+async def _host_dashboard(
+    sup: Supervisor, theme: str, demo_nodes: int | None, seed: int, deadline: ExitDeadline
+) -> int:
     try:
         from legion_tui.dashboard.app import LegionApp
         from legion_tui.dashboard.running import run_dashboard_async
@@ -389,7 +430,8 @@ async def _host_dashboard(sup: Supervisor, theme: str, demo_nodes: int | None, s
 
             demos.append(await start_demo(sup, demo_nodes, seed, sup.speed))
 
-    undo = _install_signals(on_signal, at_once)
+    undo = _install_signals(deadline, on_signal, at_once)
+    gone = watch_run_folder(sup, deadline, on_signal)
     try:
         code = await run_dashboard_async(
             sup.model,
@@ -400,10 +442,13 @@ async def _host_dashboard(sup: Supervisor, theme: str, demo_nodes: int | None, s
             app_ready=app_ready,
         )
     finally:
+        gone.cancel()
         try:
             await close_host(sup, [functools.partial(stop_demo, demo) for demo in demos])
         finally:
             undo()
+    if said_folder_gone(deadline.verb, gone):
+        return 1
     # A dashboard that died of an error (Textual printed it) is a failed run, even though
     # its agents were paused like on any exit.
     return 1 if code else 0
@@ -414,10 +459,13 @@ def _demo(args: argparse.Namespace) -> int:
         print("legion demo: --nodes must be at least 1", file=sys.stderr)
         return 2
     if args.headless:
-        return _hosting("demo", lambda: asyncio.run(_demo_headless(args)))
+        return _hosting("demo", lambda deadline: asyncio.run(_demo_headless(args, deadline)))
     sup = _demo_supervisor(args)
     return _hosting(
-        "demo", lambda: asyncio.run(_host_dashboard(sup, args.theme, args.nodes, args.seed))
+        "demo",
+        lambda deadline: asyncio.run(
+            _host_dashboard(sup, args.theme, args.nodes, args.seed, deadline)
+        ),
     )
 
 
@@ -474,11 +522,15 @@ def _tui(args: argparse.Namespace) -> int:
     except (SessionBusy, SessionNameError, UnsafeSocketDir) as err:
         print(f"legion tui: {err}", file=sys.stderr)
         return 1
-    return _hosting("tui", lambda: asyncio.run(_host_dashboard(sup, theme, None, 0)))
+    return _hosting(
+        "tui", lambda deadline: asyncio.run(_host_dashboard(sup, theme, None, 0, deadline))
+    )
 
 
-def _hosting(verb: str, host: Callable[[], int]) -> int:
-    """Run a host; a refused session or ledger is a clear one-line error, exit 1."""
+def _hosting(verb: str, host: Callable[[ExitDeadline], int]) -> int:
+    """Run a host; a refused session or ledger is a clear one-line error, exit 1. Once
+    told to end, it ends within a bound, and no thread left behind holds it
+    (legion_tui.host_exit)."""
     from legion_tui.ledger import LedgerError
     from legion_tui.runs.folder import SessionNameError
     from legion_tui.runs.host_lock import SessionBusy
@@ -486,18 +538,20 @@ def _hosting(verb: str, host: Callable[[], int]) -> int:
     from legion_tui.supervisor.core import StartFailed
 
     raise_fd_limit()
+    code = 1
     try:
-        return host()
+        code = host(ExitDeadline(verb))
     except StartFailed as err:
         print(f"legion {verb}: the host could not start: {err}", file=sys.stderr)
-        return 1
     except (SessionBusy, SessionNameError, UnsafeSocketDir, LedgerError) as err:
         print(f"legion {verb}: {err}", file=sys.stderr)
-        return 1
+    finally:
+        end_lingering_threads(verb, code)
+    return code
 
 
 def _run(args: argparse.Namespace) -> int:
-    return _hosting("run", lambda: asyncio.run(_run_headless(args)))
+    return _hosting("run", lambda deadline: asyncio.run(_run_headless(args, deadline)))
 
 
 COMMANDS: dict[str, Command] = {

@@ -9,6 +9,7 @@ in the file; the empty generations of `fail`. What it says goes to its `Transcri
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import random
 from typing import Any, Literal
@@ -198,7 +199,10 @@ class SimAgent:
                         self._plan[self._pos : self._pos] = more[:-1]
         except asyncio.CancelledError:
             aborted = True
-            self._write_aborted()
+            # An abort record that cannot be written (the run folder was removed) must
+            # not turn the cancel into a crash of its own.
+            with contextlib.suppress(OSError):
+                self._write_aborted()
             raise
         except Exception as err:
             self.crash = f"{type(err).__name__}: {err}"

@@ -177,7 +177,7 @@ class SocketPlayer:
 
     def _write_contract(self) -> str:
         path = contract_path(self.cfg.run_dir, self.cfg.name)
-        path.parent.mkdir(parents=True, exist_ok=True)
+        path.parent.mkdir(exist_ok=True)  # not the run folder: one removed stays so
         commands = self.cfg.behaviour.get("verify") or ["true"]
         text = (
             f"# Contract: {self.cfg.name}\n\n"

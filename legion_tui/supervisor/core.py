@@ -41,7 +41,7 @@ from legion_tui.supervisor.life.lifecycle import Lifecycle
 from legion_tui.supervisor.life.node_loss import NodeLoss
 from legion_tui.supervisor.life.stops import Stops
 from legion_tui.supervisor.processes.orphans import OrphanReaper
-from legion_tui.supervisor.services import Services
+from legion_tui.supervisor.services import Services, close_each
 from legion_tui.supervisor.state.progress_watch import ProgressWatch
 from legion_tui.supervisor.teams.phase_watch import PhaseWatch
 from legion_tui.supervisor.teams.teams import Teams
@@ -254,18 +254,31 @@ class Supervisor:
             self.host_lock.release()
             return
         self.ctx.closed = True
-        await self.notices.close()  # the parents are being paused: nobody is told now
-        await self.blocking.close()
         self.budget.close()
-        # A stop under way finishes first (a `stop all` ends the run whose exit this is:
-        # its members must end stopped, not paused); then what the ledger owes is written.
-        await self.stops.close()
-        await self.services.stop_mail_and_clock()
-        await self.continuity.pause()
-        await self.services.close()
+        try:
+            # Every step runs even when one before it failed (the run folder removed under
+            # the host kills the ledger's writer, and the pause with it): the services'
+            # close must still end the ledger reader's thread, or the process never exits.
+            await close_each(
+                [
+                    self.notices.close,  # the parents are being paused: nobody is told now
+                    self.blocking.close,
+                    # A stop under way finishes first (a `stop all` ends the run whose exit
+                    # this is: its members must end stopped, not paused); then what the
+                    # ledger owes is written.
+                    self.stops.close,
+                    self.services.stop_mail_and_clock,
+                    self.continuity.pause,
+                    self.services.close,
+                    self._touch_run,
+                ]
+            )
+        finally:
+            self.host_lock.release()  # last: the run is ours until everything above is done
+            self.record.notify()
+
+    async def _touch_run(self) -> None:
         self.run = runs.touch_run(self.run)  # updatedAt: when this session last paused
-        self.host_lock.release()  # last: the run is ours until everything above is done
-        self.record.notify()
 
     async def __aenter__(self) -> Supervisor:
         await self.start()

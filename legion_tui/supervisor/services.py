@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING
 
 from legion_tui.timeouts import within
@@ -26,11 +26,24 @@ if TYPE_CHECKING:
     from legion_tui.supervisor.state.progress_watch import ProgressWatch
     from legion_tui.supervisor.teams.phase_watch import PhaseWatch
 
-__all__ = ["Services"]
+__all__ = ["Services", "close_each"]
 
 log = logging.getLogger(__name__)
 
 CLOSE_STEP_BOUND = 5.0  # seconds each service of a failed start gets to close
+
+
+async def close_each(
+    steps: Sequence[Callable[[], Awaitable[object]]], *, bound: float | None = None
+) -> None:
+    """Run every step in order, each within `bound` (None: no bound); one that fails is
+    logged and the next still runs, so a dead part never keeps a later one open."""
+    for step in steps:
+        try:
+            await within(step(), bound)
+        except Exception as exc:
+            name = getattr(step, "__qualname__", None) or repr(step)
+            log.warning("closing: %s failed (%s: %s)", name, type(exc).__name__, exc)
 
 
 class Services:
@@ -94,11 +107,7 @@ class Services:
         if self._ctx.ledger is not None:
             steps.append(self._ctx.ledger.close)
         steps.append(self._orphans.close)
-        for step in steps:
-            try:
-                await within(step(), CLOSE_STEP_BOUND)
-            except Exception:
-                log.exception("closing after a failed start")
+        await close_each(steps, bound=CLOSE_STEP_BOUND)
 
     async def stop_mail_and_clock(self) -> None:
         """Before the pause: no hand-over to an agent that is being paused, no report.
@@ -117,7 +126,13 @@ class Services:
             await self.server.close()
             self.server = None
         await self._progress_watch.close()
-        if (ledger := self._ctx.ledger) is not None:
-            await ledger.flush()
-            await ledger.close()
-        await self._orphans.close()
+        try:
+            if (ledger := self._ctx.ledger) is not None:
+                # A writer that died (its run folder removed) fails the flush; the close
+                # must still end the reader's thread, or the process never exits.
+                try:
+                    await ledger.flush()
+                finally:
+                    await ledger.close()
+        finally:
+            await self._orphans.close()

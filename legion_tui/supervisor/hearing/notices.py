@@ -36,6 +36,7 @@ from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol
 
+from legion_tui.ledger.errors import LedgerError
 from legion_tui.model import NodeStatus
 from legion_tui.supervisor.hearing.notice_text import notice_body, notice_subject
 from legion_tui.supervisor.hearing.results import FinishedResults, Result
@@ -265,7 +266,11 @@ class Notices:
         if parent != ROOT_ID and self._busy(parent):
             self._outbox.setdefault(parent, []).extend(keys)
             return
-        results = [self.result(k) for k in keys]
+        try:
+            results = [self.result(k) for k in keys]
+        except OSError as err:  # its outputs folder went: the run folder was removed
+            log.warning("the completion notice to %s was not written: %s", parent, err)
+            return
         subject = notice_subject(self._model, parent, results)
         if parent == ROOT_ID:
             # The user: a toast, which claims nothing (their shell's `collect` still
@@ -277,6 +282,9 @@ class Notices:
         body = notice_body(self._model, parent, results)
         try:
             message_id = await self._send(parent, results, subject, body)
+        except (LedgerError, OSError) as err:  # not a bug: the ledger closed or its file went
+            log.warning("the completion notice to %s failed: %s", parent, err)
+            message_id = None
         except Exception:
             log.exception("the completion notice to %s failed", parent)
             message_id = None

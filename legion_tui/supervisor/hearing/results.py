@@ -83,7 +83,8 @@ def cut_utf8(text: str, limit: int) -> str:
 
 def write_output(path: Path, text: str) -> None:
     """The output file of a result: the whole final text, newline-terminated."""
-    path.parent.mkdir(parents=True, exist_ok=True)
+    # Not `parents=True`: a run folder removed under its host is not made again.
+    path.parent.mkdir(exist_ok=True)
     path.write_text(text + ("\n" if text else ""), encoding="utf-8")
 
 

@@ -15,6 +15,7 @@ import os
 from collections.abc import Awaitable
 from typing import TYPE_CHECKING
 
+from legion_tui.ledger.errors import LedgerError
 from legion_tui.model import EventType, NodeStatus
 from legion_tui.model_records import Node
 from legion_tui.supervisor.life.retire_reasons import (
@@ -63,17 +64,22 @@ class Continuity:
         self._roster.stopping.update(live)
         # Concurrent writes land in the ledger writer's batches: one transaction for a
         # thousand pauses instead of a thousand.
-        await asyncio.gather(
-            *(
-                self._record.set_status(
-                    node_id,
-                    NodeStatus.RETIRED,
-                    EventType.NODE_RETIRED,
-                    {"reason": SHUTDOWN_REASON, "execution": "interrupted"},
+        try:
+            await asyncio.gather(
+                *(
+                    self._record.set_status(
+                        node_id,
+                        NodeStatus.RETIRED,
+                        EventType.NODE_RETIRED,
+                        {"reason": SHUTDOWN_REASON, "execution": "interrupted"},
+                    )
+                    for node_id in live
                 )
-                for node_id in live
             )
-        )
+        except LedgerError as err:
+            # The ledger went with its folder (an `rm -rf` under the host): the pause is
+            # not recorded, but the agents must stop all the same.
+            log.warning("pausing: the retirements could not be recorded (%s)", err)
         for node_id in live:
             self._model.mark_interrupted(node_id)
         handles = self._roster.detach_all()

@@ -9,6 +9,7 @@ import json
 import logging
 from typing import TYPE_CHECKING, Any
 
+from legion_tui.ledger.errors import LedgerError
 from legion_tui.supervisor.socket.identity import Peer, caller_of
 from legion_tui.supervisor.socket.server_ops import OPS
 from legion_tui.wire.names import OpError
@@ -93,6 +94,10 @@ class Dispatcher:
         except OpError as err:
             self.errors += 1
             return error_reply(req_id, err.code, err.message)
+        except LedgerError as err:  # not a bug: the ledger closed (an exit) or its file went
+            self.errors += 1
+            log.warning("op %s: %s", op, err)
+            return error_reply(req_id, "LEDGER", str(err))
         except Exception as err:  # a bug must not take the server down
             self.errors += 1
             log.exception("op %s failed", op)
