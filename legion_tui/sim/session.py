@@ -52,8 +52,7 @@ class SessionWriter:
         self._open = False
 
     def open(self, *, resume: bool) -> None:
-        # Not `parents=True`: a run folder removed under its host is not made again.
-        self.path.parent.mkdir(exist_ok=True)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
         existing = resume and self.path.exists() and self.path.stat().st_size > 0
         if existing:
             self.leaf = last_entry_id(self.path)
