@@ -13,6 +13,7 @@ from collections import deque
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
+from legion_tui.inert import inert
 from legion_tui.model import NodeStatus
 from legion_tui.model_records import Event, MailboxStats, Message, Node
 from legion_tui.session.progress import RateSegment, SessionProgress
@@ -137,6 +138,7 @@ class LegionModel:
             self._touch(view)
 
     def set_note(self, node_id: str, note: str | None) -> None:
+        note = None if note is None else inert(note)  # notes quote agents' subjects
         view = self.nodes.get(node_id)
         if view is not None and view.note != note:
             view.note = note
@@ -145,6 +147,7 @@ class LegionModel:
     def announce(self, node_id: str, text: str) -> None:
         """Something the user should hear of now (a completion notice to the host's root):
         the dashboard toasts each announcement once and the node's row says the last."""
+        text = inert(text)  # a notice's subject names what an agent said
         self.announcements.append(text)
         self.announced += 1
         self.set_note(node_id, text)

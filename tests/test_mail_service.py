@@ -258,3 +258,28 @@ async def test_legion_mail_through_the_real_socket_server(
         assert len(handles["a1"].inbox) == 1
     finally:
         await server.close()
+
+
+CLEAR_SCREEN = "\x1b[2J"
+
+
+async def test_a_letter_with_control_sequences_reaches_nobody_raw(
+    service: MailService, ledger: Ledger
+) -> None:
+    # SPEC §10: OSC 0 retitled the user's terminal, OSC 52 wrote its clipboard, and 3 000
+    # of them reached the parent's next prompt raw (6 001 ESC bytes). Now made visible,
+    # with the count said; the letter itself is kept.
+    hostile = "\x1b]0;pwned\x07\x1b]52;c;SEVJTA==\x07" + CLEAR_SCREEN
+    await service.send("a0", "parent", f"status {hostile}", "done\n\tok " + hostile * 2000)
+    (letter,) = await ledger.get_messages("a", direction="in")
+    for text in (letter.subject, letter.body):
+        assert not any(c in text for c in "\x1b\x07\x9b"), repr(text[:80])
+    assert letter.subject == "status ␛]0;pwned␇␛]52;c;SEVJTA==␇␛[2J"
+    # 10 000 stand-ins of three bytes would pass the size limit: removed, and said so.
+    assert letter.body.startswith("done\n\tok ]0;pwned]52;c;SEVJTA==[2J]0;pwned")
+    assert letter.body.endswith("\n[legion: 10005 control character(s) in this letter were "
+                                "removed]")  # fmt: skip
+    await service.send("a0", "parent", "short", f"one {CLEAR_SCREEN}\nand\ttab")
+    short = next(m for m in await ledger.get_messages("a", direction="in") if m.subject == "short")
+    assert short.body == ("one ␛[2J\nand\ttab\n[legion: 1 control character(s) in this letter "
+                          "were made visible]")  # fmt: skip

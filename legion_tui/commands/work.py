@@ -14,7 +14,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import re
 import shlex
 import sys
 from collections.abc import Callable, Coroutine, Sequence
@@ -23,6 +22,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple, cast
 
 from legion_tui.commands import Command
 from legion_tui.commands.arg_types import session_name
+from legion_tui.inert import inert
 from legion_tui.receipts import plural
 
 if TYPE_CHECKING:
@@ -60,13 +60,12 @@ class Target(NamedTuple):
 # ----- text ------------------------------------------------------------------------------
 # An agent writes file names, subjects and diffs: on a terminal, a control sequence in them
 # must not reach the screen as one (SPEC §10). Piped, the bytes go through as git gave them.
-_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 
 
 def _say(text: str = "", *, err: bool = False) -> None:
     stream = sys.stderr if err else sys.stdout
     if stream.isatty():
-        text = _CONTROL.sub("?", text)
+        text = inert(text)
     print(text, file=stream)
 
 
@@ -186,7 +185,7 @@ def _confirm(args: argparse.Namespace, question: str) -> bool | None:
     if not sys.stdin.isatty():
         return None
     if sys.stderr.isatty():
-        question = _CONTROL.sub("?", question)
+        question = inert(question)
     print(f"{question} [y/N] ", end="", file=sys.stderr, flush=True)
     answer = sys.stdin.readline()
     return answer.strip().lower() in ("y", "yes")
@@ -299,7 +298,7 @@ async def _diff(args: argparse.Namespace) -> int:
         _say(f"⚠ it adds paths your checkout ignores: {', '.join(found.ignored)} — land "
              "refuses them where you have such a file")  # fmt: skip
     _say()
-    sys.stdout.write(_CONTROL.sub("?", found.diff) if sys.stdout.isatty() else found.diff)
+    sys.stdout.write(inert(found.diff) if sys.stdout.isatty() else found.diff)
     if found.truncated:
         _say(f"… the diff is cut at {MAX_DIFF_BYTES // (1024 * 1024)} MiB")
     return 0

@@ -39,6 +39,7 @@ from legion_tui.dashboard.theming import (
     skip_ansi_filter,
     theme_kept,
 )
+from legion_tui.inert import inert
 from legion_tui.ops import Operations
 from legion_tui.render.steps import DRAW_HZ
 from legion_tui.state import Clock, LegionModel, NodeView
@@ -291,8 +292,10 @@ class LegionApp(App[None]):
         title: str = "",
         timeout: float | None = None,
     ) -> None:
-        """A notification of literal text: receipts and errors may contain `[...]`."""
-        self.notify(text, title=title, severity=severity, timeout=timeout, markup=False)
+        """A notification of literal text: receipts and errors may contain `[...]` and
+        quote what agents said (made inert: legion_tui.inert)."""
+        self.notify(inert(text), title=inert(title), severity=severity, timeout=timeout,
+                    markup=False)  # fmt: skip
 
     def run_op(self, work: Coroutine[Any, Any, object], group: str = "ops") -> None:
         """An operation's work, beside the screen's (`Operator.run` shows its receipt)."""

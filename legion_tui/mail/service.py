@@ -15,7 +15,9 @@ import logging
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
+from legion_tui.inert import CONTROL, inert
 from legion_tui.ledger.errors import MailInvalidText
+from legion_tui.ledger.mailtext import BODY_MAX_BYTES
 from legion_tui.ledger.ports import EventWriter, MailSender, NodeUpdater
 from legion_tui.mail.envelope import (
     AddressError,
@@ -73,6 +75,20 @@ class Deliverable(Protocol):
     async def deliver(self, envelope: str) -> None: ...
 
 
+
+def inert_letter(subject: str, body: str) -> tuple[str, str]:
+    """The letter made inert (legion_tui.inert), the count said at the body's end. Each
+    control character is shown by a stand-in of three bytes: a body that would then pass
+    the size limit has them removed instead, which the note says."""
+    count = len(CONTROL.findall(subject)) + len(CONTROL.findall(body))
+    if not count:
+        return subject, body
+    note = f"\n[legion: {count} control character(s) in this letter were made visible]"
+    shown = inert(body) + note
+    if len(shown.encode()) > BODY_MAX_BYTES:
+        shown = CONTROL.sub("", body) + note.replace("made visible", "removed")
+    return inert(subject), shown
+
 class MailService:
     def __init__(
         self,
@@ -126,6 +142,10 @@ class MailService:
         except ValueError as err:
             raise OpError("BAD_REQUEST", str(err)) from err
         try:
+            check_mail_text(subject, body)  # a NUL is refused, not shown
+            # Made inert (SPEC §10): the letter reaches the recipient's prompt and the
+            # user's screen. The limits apply again to what is stored.
+            subject, body = inert_letter(subject, body)
             check_mail_text(subject, body)
         except MailInvalidText as err:
             raise OpError(err.code, str(err)) from err

@@ -19,6 +19,7 @@ from __future__ import annotations
 from collections import deque
 from dataclasses import dataclass, field, replace
 
+from legion_tui.inert import inert
 from legion_tui.model_records import InFlightTool
 from legion_tui.session.entries import (
     AssistantEntry,
@@ -60,11 +61,12 @@ class _PathState:
         if isinstance(entry, AssistantEntry):
             started_at = (entry.at_ms or 0.0) / 1000.0
             for call in entry.tool_calls:
-                self.open_tools[call.id] = InFlightTool(call.id, call.name, started_at)
+                self.open_tools[call.id] = InFlightTool(call.id, inert(call.name), started_at)
             while len(self.open_tools) > MAX_OPEN_TOOLS:
                 del self.open_tools[next(iter(self.open_tools))]  # the oldest goes
             if entry.text.strip():
-                self.last_text = entry.text
+                # Inert here, once: it reaches rows, the overlay, `collect`, notices.
+                self.last_text = inert(entry.text)
             self.last_stop_reason = entry.stop_reason
             # provider-empty-generation: the shape, never the usage or the error text.
             self.empty_generation = (

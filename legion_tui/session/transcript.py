@@ -22,6 +22,7 @@ from typing import Any
 
 import numpy as np
 
+from legion_tui.inert import inert
 from legion_tui.regular_files import open_regular
 from legion_tui.session.entries import (
     AssistantEntry,
@@ -52,6 +53,8 @@ class TranscriptItem:
 
 
 def _clip(text: str, limit: int) -> str:
+    """Shown text: inert (legion_tui.inert) and at most `limit` characters."""
+    text = inert(text)
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
@@ -100,7 +103,7 @@ def render_line(number: int, raw: bytes, fmt: Format = "pi") -> TranscriptItem:
     if isinstance(entry, HeaderEntry):
         return TranscriptItem(number, "session", f"session v{entry.version}", at=at)
     if isinstance(entry, AssistantEntry):
-        tools = tuple(f"{c.name}({_args_summary(c.arguments)})" for c in entry.tool_calls)
+        tools = tuple(inert(f"{c.name}({_args_summary(c.arguments)})") for c in entry.tool_calls)
         text = entry.text
         message = value.get("message")
         if not text.strip() and isinstance(message, dict):
@@ -124,7 +127,7 @@ def render_line(number: int, raw: bytes, fmt: Format = "pi") -> TranscriptItem:
             number,
             "toolResult",
             _clip(entry.text, TEXT_LIMIT),
-            (entry.tool_name,),
+            (inert(entry.tool_name),),
             at,
             is_error=entry.is_error,
         )

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from legion_tui.agents.cards import RoleCard
+from legion_tui.inert import inert
 from legion_tui.model import CARD_KINDS, EventType, NodeStatus
 from legion_tui.model_records import Node
 from legion_tui.runs.folder import session_file
@@ -58,6 +59,8 @@ class Admission:
         is_root = caller.id == ROOT_ID
         for req in requests:
             check_task(req.task)
+            # Inert before any row or prompt holds it: a parent agent wrote it (SPEC §10).
+            req.task = inert(req.task)
         self._cards.reload()  # as they are on disk now: edited cards need no restart
         from legion_tui.agents.cards import CardError
         from legion_tui.phases import DeclarationRefused, check_centurion_dispatch

@@ -33,6 +33,7 @@ from textual.worker import Worker
 from legion_tui.git.process import GitRefused
 from legion_tui.git.review import MAX_DIFF_BYTES, Review
 from legion_tui.git.worktree import WorktreeError
+from legion_tui.inert import inert
 from legion_tui.receipts import plural
 from legion_tui.widgets.paint import FollowsTheme, paint_for
 
@@ -43,9 +44,6 @@ Line = tuple[str, Tone]
 Anchor = str | int | None
 HUNK_LINES = 40  # of a hunk quoted in a comment; a longer one is cut around the line
 IGNORED_NAMED = 3  # paths named in the ignored-paths warning; more are counted
-# Control characters a diff may carry (a file's own escapes) would move the terminal's
-# cursor: shown as `?` so the tab draws only what it means to.
-_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
 
 
 def branch_note(review: Review) -> str:
@@ -283,7 +281,7 @@ def comment_text(diff: Sequence[str], index: int, *, cap: int = HUNK_LINES) -> s
         return None
     if spot.line is None or hunk is None:
         return f"{spot}\n"
-    body = [_CONTROL.sub("?", line) for line in diff[hunk : _hunk_end(diff, hunk)]]
+    body = [inert(line) for line in diff[hunk : _hunk_end(diff, hunk)]]
     return "\n".join([str(spot), *_quote_hunk(body, index - hunk, cap), ""])
 
 
@@ -364,7 +362,7 @@ class DiffView(ScrollView, FollowsTheme, can_focus=True):
             self.review = review
             self._diff = diff_lines(review.diff)
             rows = list(review_rows(review, owner=self.owner))
-            self.lines = [(_CONTROL.sub("?", t.expandtabs(4)), tone) for t, tone, _ in rows]
+            self.lines = [(inert(t.expandtabs(4)), tone) for t, tone, _ in rows]
             self.anchors = [anchor for _, _, anchor in rows]
             if self.on_review is not None:
                 self.on_review(review)
