@@ -33,6 +33,10 @@ class Workspace:
 
 
 class Operations(Protocol):
+    # True: a view that may only look (`legion serve` without its token) — it sends no
+    # operation and writes nothing anywhere, not even the user's settings or history.
+    read_only: bool
+
     async def act(self, verb: ControlVerb, node_id: str, **fields: bool | str) -> str:
         """The socket op `verb` on `node_id` with its other fields, caller root: its
         receipt, or OpError in the supervisor's words."""

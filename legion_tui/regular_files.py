@@ -1,4 +1,4 @@
-"""Open a file only when it is a regular one, and never block doing it.
+"""Open a file only when it is a regular one, and never block doing it; write one whole.
 
 Anything under `.legion/` can be replaced by an agent (it knows `LEGION_RUN_DIR` and the
 project): a FIFO there makes a plain `open` wait for a writer — on the event loop, the
@@ -9,11 +9,14 @@ O_NONBLOCK and checked with fstat: a FIFO, socket or device is `not a regular fi
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import os
 import stat
+import tempfile
+from pathlib import Path
 
-__all__ = ["NotARegularFile", "open_regular", "read_regular_text"]
+__all__ = ["FileTooLarge", "NotARegularFile", "atomic_write", "open_regular", "read_regular_text"]
 
 
 class NotARegularFile(OSError):
@@ -21,6 +24,13 @@ class NotARegularFile(OSError):
 
     def __init__(self, path: str | os.PathLike[str]) -> None:
         super().__init__(errno.EINVAL, "not a regular file", os.fspath(path))
+
+
+class FileTooLarge(OSError):
+    """A file over the size its reader bounds it to: never read whole."""
+
+    def __init__(self, path: str | os.PathLike[str], limit: int) -> None:
+        super().__init__(errno.EFBIG, f"larger than {limit} bytes", os.fspath(path))
 
 
 def open_regular(path: str | os.PathLike[str]) -> int:
@@ -35,7 +45,41 @@ def open_regular(path: str | os.PathLike[str]) -> int:
     return fd
 
 
-def read_regular_text(path: str | os.PathLike[str], encoding: str = "utf-8") -> str:
-    """The text of a regular file (OSError / UnicodeDecodeError as `Path.read_text`)."""
+def read_regular_text(
+    path: str | os.PathLike[str], encoding: str = "utf-8", *, max_bytes: int | None = None
+) -> str:
+    """The text of a regular file (OSError / UnicodeDecodeError as `Path.read_text`);
+    FileTooLarge past `max_bytes`, having read at most one byte more."""
     with os.fdopen(open_regular(path), "rb") as handle:
-        return handle.read().decode(encoding)
+        data = handle.read() if max_bytes is None else handle.read(max_bytes + 1)
+    if max_bytes is not None and len(data) > max_bytes:
+        raise FileTooLarge(path, max_bytes)
+    return data.decode(encoding)
+
+
+def atomic_write(path: Path, text: str, *, new_mode: int = 0o600) -> Path:
+    """Write `text` as the whole of `path`: a reader sees the old file or the new one,
+    never half of one. Returns the file written.
+
+    A symlink is followed — its target is written, keeping the target's mode — never
+    replaced: a user's dotfile linked into `.legion/` stays their dotfile (issue 30: a
+    theme change replaced such a link with a 0600 copy). A new file gets `new_mode`
+    (less the umask)."""
+    target = Path(os.path.realpath(path))
+    try:
+        mode = stat.S_IMODE(os.stat(target).st_mode)
+    except FileNotFoundError:
+        umask = os.umask(0)
+        os.umask(umask)
+        mode = new_mode & ~umask
+    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.")
+    try:
+        os.fchmod(fd, mode)
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(text)
+        os.replace(tmp, target)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+    return target

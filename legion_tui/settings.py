@@ -50,10 +50,7 @@ than saying so.
 
 from __future__ import annotations
 
-import contextlib
-import os
 import re
-import tempfile
 import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -62,7 +59,7 @@ from types import MappingProxyType
 from typing import Any, Literal, Protocol, get_args
 
 from legion_tui.costs import is_usd
-from legion_tui.regular_files import read_regular_text
+from legion_tui.regular_files import atomic_write, read_regular_text
 
 __all__ = [
     "AGENT_KEYS",
@@ -209,10 +206,18 @@ def _is_int(value: object) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
 
 
+# A settings file is a few lines; a 60 MB one took 12.5 s and 292 MB to refuse.
+MAX_SETTINGS_BYTES = 1024 * 1024
+
+
 def parse_settings(text: str, display: str) -> tuple[Settings, list[SettingsProblem]]:
     problems: list[SettingsProblem] = []
     try:
         data = tomllib.loads(text)
+    except RecursionError:  # `x = [[[[…` 100 000 deep: no settings file nests like that
+        hint = "a settings file is a few flat tables; every setting is optional"
+        problems.append(SettingsProblem(display, None, None, "nested too deeply", hint))
+        return DEFAULT_SETTINGS, problems
     except tomllib.TOMLDecodeError as err:
         found = re.search(r"line (\d+)", str(err))
         problems.append(
@@ -438,7 +443,7 @@ def load_settings(project_dir: Path) -> SettingsResult:
     path = project_dir / SETTINGS_FILE
     display = str(SETTINGS_FILE)
     try:
-        text = read_regular_text(path)
+        text = read_regular_text(path, max_bytes=MAX_SETTINGS_BYTES)
     except FileNotFoundError:
         return SettingsResult(DEFAULT_SETTINGS)
     except (OSError, UnicodeDecodeError) as err:
@@ -468,13 +473,5 @@ def save_theme(project_dir: Path, theme: str) -> Path:
     top, rest = (text[: table.start()], text[table.start() :]) if table else (text, "")
     top = _TOP_THEME.sub(line, top, count=1) if _TOP_THEME.search(top) else line + "\n" + top
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(top + rest)
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
+    atomic_write(path, top + rest, new_mode=0o644)  # a symlink's target: the link stays
     return path

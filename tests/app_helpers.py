@@ -410,6 +410,7 @@ class FakeOps:
     calls: list[tuple[str, str, dict[str, object]]] = field(default_factory=list)
     fail_with: OpError | None = None
     workspaces: dict[str, Workspace] = field(default_factory=dict)  # node id → its worktree
+    read_only: bool = False
 
     def _live_subtree(self, node_id: str) -> list[str]:
         ids = [v.node.id for v, _ in self.model.walk(node_id)]

@@ -99,3 +99,50 @@ async def test_every_painted_widget_follows_a_theme_change_with_the_overlay_open
                 if segment.style is not None and segment.style.bgcolor is not None
             }
             assert backgrounds == {light}, type(view).__name__
+
+
+async def test_a_settings_file_linked_to_a_dotfile_stays_a_link(tmp_path: Path) -> None:
+    """Issue 30: `t` replaced a symlink to the user's dotfile with a 0600 copy."""
+    dotfile = tmp_path / "dotfiles" / "legion.toml"
+    dotfile.parent.mkdir()
+    dotfile.write_text('theme = "legion-dark"\n# mine\n', encoding="utf-8")
+    dotfile.chmod(0o644)
+    run_dir = write_run_files(tmp_path / ".legion" / "runs" / "r-7f3a")
+    link = tmp_path / ".legion" / "settings.toml"
+    link.symlink_to(dotfile)
+    app = build(run_dir)
+    async with app.run_test(size=(120, 40), notifications=True) as pilot:
+        await pilot.press("t")
+        await pilot.pause()
+    assert link.is_symlink() and link.readlink() == dotfile
+    assert dotfile.read_text(encoding="utf-8") == 'theme = "legion-light"\n# mine\n'
+    assert dotfile.stat().st_mode & 0o777 == 0o644
+    assert [p.name for p in dotfile.parent.iterdir()] == ["legion.toml"]  # no temp left
+
+
+def tree_state(root: Path) -> dict[Path, tuple[int, bytes]]:
+    """Every path under `root`: its mtime and, for a file, its bytes."""
+    return {p: (p.lstat().st_mtime_ns, p.read_bytes() if p.is_file() else b"")
+            for p in root.rglob("*")}  # fmt: skip
+
+
+async def test_a_read_only_view_writes_nothing_anywhere(tmp_path: Path) -> None:
+    """Issue 30: `t` on a read-only page (legion serve without its token) rewrote the
+    user's settings. It changes the page's theme and says nothing was saved."""
+    dotfile = tmp_path / "legion.toml"
+    dotfile.write_text('theme = "legion-dark"\n', encoding="utf-8")
+    run_dir = write_run_files(tmp_path / ".legion" / "runs" / "r-7f3a")
+    link = tmp_path / ".legion" / "settings.toml"
+    link.symlink_to(dotfile)
+    before = tree_state(tmp_path)
+    model = canned_model()
+    app = make_app(model, FakeOps(model, read_only=True), clock=fixed_clock, timers=False,
+                   run_dir=run_dir)  # fmt: skip
+    async with app.run_test(size=(120, 40), notifications=True) as pilot:
+        await pilot.press("t")
+        await pilot.pause()
+        assert app.theme == "legion-light"
+        app.history.add("steer: look again")  # what the message box keeps of a send
+    assert notes(app) == ["Theme legion-light — for this page only (a read-only view saves "
+                          "nothing)."]  # fmt: skip
+    assert tree_state(tmp_path) == before

@@ -92,6 +92,22 @@ def test_a_bad_agent_setting_is_a_problem_with_its_line(tmp_path: Path) -> None:
     assert out.rstrip().endswith("2 problems, 0 warnings")
 
 
+@pytest.mark.parametrize(
+    "text", ["x = " + "[" * 100_000 + "]" * 100_000, "# " + "x" * 2**26], ids=["deep", "64MB"]
+)
+def test_a_hostile_settings_file_is_one_line(tmp_path: Path, text: str) -> None:
+    """Issue 30: 100 000 deep → a RecursionError traceback; 60 MB → read and parsed."""
+    write(tmp_path, ".legion/settings.toml", text)
+    result = doctor(tmp_path)
+    assert result.returncode == 1
+    assert "Traceback" not in result.stdout + result.stderr
+    (line,) = [ln for ln in result.stdout.splitlines() if "settings.toml" in ln]
+    assert line.strip() in (
+        "error .legion/settings.toml: nested too deeply",
+        "error .legion/settings.toml: cannot read: larger than 1048576 bytes",
+    )
+
+
 def test_every_problem_is_listed_with_where_and_how(tmp_path: Path) -> None:
     write(
         tmp_path,

@@ -142,7 +142,8 @@ class LegionApp(App[None]):
         )
         self._last_apply = 0.0
         self._apply_timer: Timer | None = None
-        self.history = MessageHistory(run_dir)  # the message box's, both screens'
+        # The message box's, both screens'; a read-only view writes nothing anywhere.
+        self.history = MessageHistory(run_dir, writable=not ops.read_only)
         self.theme_name = offer_legion_themes(self, theme)
         self.header = HeaderBar(model, floor=floor, id="header")
         self.railway = RailwayTree(model, clock=self.clock, floor=floor, id="tree")
@@ -379,7 +380,7 @@ class LegionApp(App[None]):
         name = getattr(theme, "name", str(theme))
         self.theme_name = name
         skip_ansi_filter(self)  # the widgets follow App.theme themselves (FollowsTheme)
-        text, severity = theme_kept(self.run_dir, name)
+        text, severity = theme_kept(self.run_dir, name, read_only=self.ops.read_only)
         self.say(text, severity=severity)
 
     def action_pause(self) -> None:

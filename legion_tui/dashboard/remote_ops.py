@@ -37,6 +37,8 @@ VIEW_RETRY_SECONDS = 3.0
 class _Looking:
     """What any view may read: the role cards as they are on disk now."""
 
+    read_only = False
+
     def __init__(self, project_dir: Path) -> None:
         self.project_dir = project_dir
 
@@ -111,6 +113,8 @@ class SocketOperations(_Looking):
 
 class ReadOnlyOperations(_Looking):
     """Every act refused, nothing sent: the view may only look."""
+
+    read_only = True
 
     @staticmethod
     def _refuse() -> OpError:

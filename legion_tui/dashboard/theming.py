@@ -57,10 +57,14 @@ def next_theme(current: str) -> str:
     return order[(index + 1) % len(order)]
 
 
-def theme_kept(run_dir: Path | None, name: str) -> tuple[str, SeverityLevel]:
+def theme_kept(
+    run_dir: Path | None, name: str, *, read_only: bool = False
+) -> tuple[str, SeverityLevel]:
     """Keep the theme the user picked (t, the palette) for next time, in the project's
     .legion/settings.toml (the run folder sits in its .legion/runs); returns what to say
-    and how (a warning when it could not be written)."""
+    and how (a warning when it could not be written). A read-only view writes nothing."""
+    if read_only:
+        return f"Theme {name} — for this page only (a read-only view saves nothing).", "information"
     runs = run_dir.parent if run_dir is not None else None
     if runs is None or runs.name != "runs" or runs.parent.name != ".legion":
         return f"Theme {name}.", "information"

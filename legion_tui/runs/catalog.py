@@ -16,10 +16,10 @@ import os
 import time
 from pathlib import Path
 
+from legion_tui.regular_files import atomic_write
 from legion_tui.runs.folder import (
     RUN_SUBDIRS,
     RunInfo,
-    atomic_write,
     legion_dir,
     read_run,
     runs_dir,

@@ -9,19 +9,18 @@ Layout (SPEC §2)::
 
 # (No `from __future__ import annotations`: see `legion_tui.commands`.)
 
-import contextlib
 import json
-import os
 import re
 from pathlib import Path
 from typing import Any, NamedTuple
+
+from legion_tui.regular_files import atomic_write
 
 __all__ = [
     "RUN_SUBDIRS",
     "RunInfo",
     "SessionNameError",
     "agent_sessions_dir",
-    "atomic_write",
     "inbox_file",
     "legion_dir",
     "read_run",
@@ -123,21 +122,6 @@ def validate_session_name(name: str) -> str:
             f"invalid session name {name!r}: use 1-64 of [A-Za-z0-9._-], starting alphanumeric"
         )
     return name
-
-
-def atomic_write(path: Path, text: str) -> None:
-    # A reader (legion status in another terminal) must never see half a run.json.
-    import tempfile  # here: a control verb that never writes a run file skips it
-
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
 
 
 def read_run(run_dir: Path) -> RunInfo | None:

@@ -27,6 +27,8 @@ log = logging.getLogger(__name__)
 
 
 class RootOperations:
+    read_only = False
+
     def __init__(self, supervisor: Front) -> None:
         self.supervisor = supervisor
 

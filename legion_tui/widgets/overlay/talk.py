@@ -87,9 +87,10 @@ class MessageHistory:
     `<run>/message-history.jsonl` so a reopened session recalls them too. A file that
     cannot be read or written costs the history, never the message."""
 
-    def __init__(self, run_dir: Path | None) -> None:
+    def __init__(self, run_dir: Path | None, *, writable: bool = True) -> None:
         self.path = None if run_dir is None else run_dir / HISTORY_FILE
         self.entries: list[str] = self._load()
+        self.writable = writable  # False: recalled, never appended to (a read-only view)
 
     def _load(self) -> list[str]:
         if self.path is None:
@@ -111,7 +112,7 @@ class MessageHistory:
             return  # the same message again is one entry, as a shell's history
         self.entries.append(text)
         del self.entries[:-HISTORY_KEPT]
-        if self.path is None:
+        if self.path is None or not self.writable:
             return
         line = json.dumps({"text": text}, ensure_ascii=False) + "\n"
         with contextlib.suppress(OSError):
