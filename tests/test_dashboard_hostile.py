@@ -549,7 +549,7 @@ def quit_through_the_keys(term: Terminal) -> None:
 
 
 def test_opening_and_closing_the_overlay_fast_in_a_real_terminal(tmp_path: Path) -> None:
-    """o o (a double press), and q the moment the overlay shows, 30 times while the
+    """o o (a double press), and q the moment the overlay shows, 10 times while the
     agents stream: one overlay each time, and q closes it. Before: each o pushed an
     overlay of its own and q closed only the top one (3 of 3 runs); the feed's update
     reaching an overlay pushed but not composed yet killed the dashboard — NoMatches
@@ -560,7 +560,10 @@ def test_opening_and_closing_the_overlay_fast_in_a_real_terminal(tmp_path: Path)
 
     with terminal(demo_argv(), tmp_path) as term:
         dashboard_up(term)
-        for _ in range(30):
+        # Ten rounds: a double press stacked two overlays on every round, and the crash
+        # of an overlay pushed but not composed is pinned by the pilot tests above. Thirty
+        # took 14–22 s, and past the test's 120 s on a machine three times oversubscribed.
+        for _ in range(10):
             term.press("oo")
             term.until(lambda: term.exited() or overlay(), REACT_S, "overlay")
             term.press("q")
