@@ -46,6 +46,7 @@ from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, Self, TypeVar
 
 from legion_tui.wire.client_protocol import RECV_BYTES, Again, Backoff, ClientProtocol
+from legion_tui.wire.reply_bound import LOOK_S, check_host, peer_pid, reply_bound
 
 if TYPE_CHECKING:
     import asyncio
@@ -160,10 +161,12 @@ class BlockingClient(ClientProtocol):
         self._open().setblocking(True)  # connected without waiting; now wait on replies
 
     def request(self, op: str, **fields: Any) -> dict[str, Any]:
-        """Send one request and return its `result`; raise RequestError on refusal."""
+        """Send one request and return its `result`; raise RequestError on refusal, or
+        when the host is stopped or does not answer within the op's bound (reply_bound)."""
         data = self._request_line(op, fields)
+        bound = reply_bound(op, fields)
         try:
-            reply = self._retrying(lambda: self._exchange(data))
+            reply = self._retrying(lambda: self._exchange(data, op, bound))
         except BaseException:
             # Out with no reply read (Ctrl-C in a wait, a broken reply): on this
             # connection its reply would answer the next request. A new one for that.
@@ -181,19 +184,40 @@ class BlockingClient(ClientProtocol):
             if pause:
                 time.sleep(pause)
 
-    def _exchange(self, data: bytes) -> dict[str, Any]:
+    def _exchange(self, data: bytes, op: str, bound: float | None) -> dict[str, Any]:
         if self._sock is None:
             self._connect()
         sock = self._sock
         assert sock is not None
-        with contextlib.suppress(OSError):  # reset or closed: the server may have said why
-            sock.sendall(data)
-        return self._reply_of(self._read_line(sock))
+        # Every send and read waits at most LOOK_S, then looks at the host (reply_bound):
+        # a stopped one takes the request into its buffers and never answers.
+        sock.settimeout(LOOK_S)
+        host, started = peer_pid(sock), time.monotonic()
 
-    def _read_line(self, sock: _socket.socket) -> bytes:
+        def look() -> None:
+            check_host(host, op, time.monotonic() - started, bound)
+
+        with contextlib.suppress(OSError):  # reset or closed: the server may have said why
+            self._send_all(sock, data, look)
+        return self._reply_of(self._read_line(sock, look))
+
+    @staticmethod
+    def _send_all(sock: _socket.socket, data: bytes, look: Callable[[], None]) -> None:
+        view = memoryview(data)
+        while view:
+            try:
+                view = view[sock.send(view) :]
+            except TimeoutError:
+                look()
+
+    def _read_line(self, sock: _socket.socket, look: Callable[[], None]) -> bytes:
+        """The next reply line; `look` at the host each time LOOK_S passes without one."""
         while (line := self._next_reply()) is None:
             try:
                 chunk = sock.recv(RECV_BYTES)
+            except TimeoutError:
+                look()
+                continue
             except OSError:  # reset (the server closed with our request unread), or gone
                 chunk = b""
             self._received(chunk)
