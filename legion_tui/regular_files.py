@@ -13,7 +13,6 @@ import contextlib
 import errno
 import os
 import stat
-import tempfile
 from pathlib import Path
 
 __all__ = ["FileTooLarge", "NotARegularFile", "atomic_write", "open_regular", "read_regular_text"]
@@ -65,6 +64,8 @@ def atomic_write(path: Path, text: str, *, new_mode: int = 0o600) -> Path:
     replaced: a user's dotfile linked into `.legion/` stays their dotfile (issue 30: a
     theme change replaced such a link with a 0600 copy). A new file gets `new_mode`
     (less the umask)."""
+    import tempfile  # here: it imports `random`, which no control verb may pay for
+
     target = Path(os.path.realpath(path))
     try:
         mode = stat.S_IMODE(os.stat(target).st_mode)
