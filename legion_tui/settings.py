@@ -394,7 +394,12 @@ def _phase_timeouts(value: object, add: _Add, values: dict[str, Any]) -> None:
 
 
 def _agent(value: object, add: _Add, values: dict[str, Any], line: int | None) -> None:
-    from legion_tui.agents.placeholders import PLACEHOLDERS, placeholders_in
+    from legion_tui.agents.placeholders import (
+        PLACEHOLDERS,
+        SAFE_WAY,
+        placeholders_in,
+        placeholders_in_scripts,
+    )
     from legion_tui.model import CARD_KINDS
 
     if not isinstance(value, dict):
@@ -419,6 +424,10 @@ def _agent(value: object, add: _Add, values: dict[str, Any], line: int | None) -
             if unknown:
                 known = ", ".join("{" + p + "}" for p in PLACEHOLDERS)
                 add("agent", key, f"unknown placeholder {{{unknown[0]}}}", f"placeholders: {known}")
+                continue
+            if scripted := placeholders_in_scripts(item):
+                said = f"{{{scripted[0]}}} inside a script the interpreter runs"
+                add("agent", key, f"{said} would be run as code", SAFE_WAY)
                 continue
             fields["command"] = tuple(item)
         elif not isinstance(item, str) or not item.strip():  # model, provider

@@ -171,7 +171,8 @@ def test_exec_card_whose_command_exists(tmp_path: Path) -> None:
     write(
         tmp_path,
         ".legion/agents/shell.md",
-        '---\nname: shell\ndescription: d\nkind: exec\ncommand: [sh, -c, "{task}"]\n---\n',
+        '---\nname: shell\ndescription: d\nkind: exec\n'
+        'command: [sh, -c, \'echo "$LEGION_TASK"\']\n---\n',
     )
     result = doctor(tmp_path)
     assert result.returncode == 0, result.stdout

@@ -30,7 +30,13 @@ from typing import Any, cast
 
 import yaml
 
-from legion_tui.agents.placeholders import PLACEHOLDER_PATTERN, PLACEHOLDERS, placeholders_in
+from legion_tui.agents.placeholders import (
+    PLACEHOLDERS,
+    SAFE_WAY,
+    fill,
+    placeholders_in,
+    placeholders_in_scripts,
+)
 from legion_tui.costs import is_usd
 from legion_tui.model import CARD_KINDS, ROLES, CardKind, Role
 from legion_tui.phases import locate
@@ -127,12 +133,10 @@ class RoleCard:
     source: str = ""  # where it was read from (display path)
     bundled: bool = False
 
-    def argv(self, *, task: str, session_file: str, cwd: str, name: str) -> list[str]:
-        """The command with its placeholders filled. Only the four known ones are
-        replaced (validation refused any other), so braces in a task are left alone."""
-        values = {"task": task, "session_file": session_file, "cwd": cwd, "name": name}
-        fill = lambda m: values.get(m[1], m[0])  # noqa: E731
-        return [PLACEHOLDER_PATTERN.sub(fill, part) for part in self.command]
+    def argv(self, **values: str) -> list[str]:
+        """The command with its placeholders filled (placeholders.fill: one pass, so
+        braces in a task are left alone)."""
+        return fill(self.command, values)
 
 
 @dataclass(frozen=True, slots=True)
@@ -411,6 +415,13 @@ def _check_command(
                     f"unknown placeholder {{{placeholder}}}",
                     "placeholders are " + ", ".join("{" + p + "}" for p in PLACEHOLDERS),
                 )
+    for placeholder in placeholders_in_scripts(command):
+        out.add(
+            lines.get("command"),
+            "command",
+            f"{{{placeholder}}} inside a script the interpreter runs would be run as code",
+            SAFE_WAY,
+        )
 
 
 def _check_phases(

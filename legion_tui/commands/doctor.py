@@ -197,8 +197,8 @@ def check_agent_starts(report: Report) -> None:
     broken install fails here, in the agent's words, not at the first spawn."""
     import asyncio
 
+    from legion_tui.agents.placeholders import fill
     from legion_tui.agents.resolve import find_program
-    from legion_tui.supervisor.backends.common import fill_placeholders
     from legion_tui.supervisor.backends.dry_starts import (
         claude_dry_start,
         codex_dry_start,
@@ -211,13 +211,9 @@ def check_agent_starts(report: Report) -> None:
     async def probe(
         kind: str, command: tuple[str, ...]
     ) -> tuple[str, PiVersion | None, StartProbe]:
-        argv = fill_placeholders(
-            command,
-            task="legion doctor",
-            session_file=os.devnull,
-            cwd=str(report.project),
-            name="doctor",
-        )
+        values = {"task": "legion doctor", "task_file": os.devnull, "session_file": os.devnull,
+                  "cwd": str(report.project), "name": "doctor"}  # fmt: skip
+        argv = fill(command, values)
         program = find_program(argv[0], cwd=report.project, path=None) or argv[0]
         env = dict(os.environ)
         start = starts[kind]

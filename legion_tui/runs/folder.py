@@ -103,6 +103,11 @@ def inbox_file(run_dir: Path, node_id: str) -> Path:
     return run_dir / "inbox" / f"{node_id}.md"
 
 
+def task_file(run_dir: Path, node_id: str) -> Path:
+    """An agent's task, written before it starts (`$LEGION_TASK_FILE`, `{task_file}`)."""
+    return run_dir / "tasks" / f"{node_id}.txt"
+
+
 def legion_dir(project_dir: Path) -> Path:
     return project_dir / ".legion"
 

@@ -15,6 +15,8 @@ __all__ = [
     "ENV_RUN_ID",
     "ENV_SESSION_FILE",
     "ENV_SOCKET",
+    "ENV_TASK",
+    "ENV_TASK_FILE",
     "NAME_PATTERN",
     "ROOT_ID",
     "RequestError",
@@ -28,6 +30,8 @@ ENV_RUN_ID = "LEGION_RUN_ID"
 ENV_RUN_DIR = "LEGION_RUN_DIR"
 ENV_SESSION_FILE = "LEGION_SESSION_FILE"
 ENV_INBOX = "LEGION_INBOX"  # an exec command's mail, appended as it comes
+ENV_TASK = "LEGION_TASK"  # the agent's task: the safe way for a script to read it
+ENV_TASK_FILE = "LEGION_TASK_FILE"  # …and the file that holds it (`{task_file}`)
 # In the host's own environment: "1" runs agents without a cgroup of their own.
 ENV_NO_CGROUP = "LEGION_NO_CGROUP"
 

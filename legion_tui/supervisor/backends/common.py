@@ -11,8 +11,10 @@ import os
 from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 
+from legion_tui.agents.placeholders import fill
 from legion_tui.agents.resolve import find_program
-from legion_tui.runs.folder import inbox_file, terminal_log
+from legion_tui.regular_files import atomic_write
+from legion_tui.runs.folder import inbox_file, task_file, terminal_log
 from legion_tui.supervisor.backend import (
     ABORT_BOUND,
     STOP_GRACE,
@@ -25,6 +27,7 @@ from legion_tui.supervisor.processes.child_process import ChildProcess
 from legion_tui.supervisor.processes.process import marker_env
 from legion_tui.supervisor.processes.sweep import sweep
 from legion_tui.timeouts import within
+from legion_tui.wire.names import ENV_TASK, ENV_TASK_FILE
 
 __all__ = [
     "MAX_BOUND",
@@ -34,7 +37,6 @@ __all__ = [
     "ProcessChildHandle",
     "bounded_abort",
     "child_env",
-    "fill_placeholders",
     "has_option",
     "inbox_path",
     "log_path",
@@ -65,6 +67,8 @@ STEER_OUTCOMES: dict[str, SteerOutcome] = {
     "handled": "intercepted",
 }
 
+
+MAX_ENV_STRING = 128 * 1024  # MAX_ARG_STRLEN: one `NAME=value`, its NUL included
 
 def normalize_bound(bound: float) -> float:
     """A junk bound (≤ 0, NaN, ∞) falls back to the shared 5 s; a huge one is capped.
@@ -136,7 +140,10 @@ def inbox_path(spec: LaunchSpec) -> Path:
 
 
 def child_env(spec: LaunchSpec, *, inbox: Path | None = None) -> dict[str, str]:
-    return marker_env(
+    """The agent's environment: the run marker, and its task as `$LEGION_TASK` and in
+    the file `$LEGION_TASK_FILE` (and `{task_file}`) names — written here, 0600, before
+    the agent starts: the safe way for a script to read it (agents.placeholders)."""
+    env = marker_env(
         run_id=spec.run_id,
         node_id=spec.node_id,
         socket_path=spec.socket_path,
@@ -144,34 +151,31 @@ def child_env(spec: LaunchSpec, *, inbox: Path | None = None) -> dict[str, str]:
         session_file=spec.session_file,
         inbox=inbox,
     )
+    path = task_file(spec.run_dir, spec.node_id)
+    path.parent.mkdir(exist_ok=True)  # not the run folder: a removed one stays so
+    atomic_write(path, spec.task)
+    env[ENV_TASK_FILE] = str(path)
+    # One environment string holds at most MAX_ARG_STRLEN (128 KiB) bytes: a task at the
+    # very limit is in the file alone.
+    if len(ENV_TASK) + 1 + len(spec.task.encode()) < MAX_ENV_STRING:
+        env[ENV_TASK] = spec.task
+    return env
 
 
 def resolve_argv(command: list[str], spec: LaunchSpec) -> list[str]:
-    """Fill `{task}`, `{session_file}`, `{cwd}`, `{name}` in each argument (SPEC §6.1).
-
-    Plain replacement, not str.format: a literal brace elsewhere in an argument (a JSON
-    snippet, a shell `${VAR}`) must survive untouched.
-    """
-    return fill_placeholders(
+    """Fill `{task}`, `{task_file}`, `{session_file}`, `{cwd}`, `{name}` in each argument
+    (SPEC §6.1; agents.placeholders.fill: a literal brace elsewhere — a JSON snippet, a
+    shell `${VAR}`, a task quoting a card — survives untouched)."""
+    return fill(
         command,
-        task=spec.task,
-        session_file=str(spec.session_file),
-        cwd=str(spec.cwd),
-        name=spec.name,
+        {
+            "task": spec.task,
+            "task_file": str(task_file(spec.run_dir, spec.node_id)),
+            "session_file": str(spec.session_file),
+            "cwd": str(spec.cwd),
+            "name": spec.name,
+        },
     )
-
-
-def fill_placeholders(
-    command: Sequence[str], *, task: str, session_file: str, cwd: str, name: str
-) -> list[str]:
-    """`resolve_argv` from plain values (`legion doctor` fills them for a dry start)."""
-    values = {"{task}": task, "{session_file}": session_file, "{cwd}": cwd, "{name}": name}
-    out: list[str] = []
-    for arg in command:
-        for key, value in values.items():
-            arg = arg.replace(key, value)
-        out.append(arg)
-    return out
 
 
 async def bounded_abort(
