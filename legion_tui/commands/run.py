@@ -197,6 +197,26 @@ def no_agent_refusal(
     return None
 
 
+def program_missing(project: Path, role: str, requested: str | None) -> str | None:
+    """Why the card's program cannot start (not on PATH), or None — asked before the host
+    exists, as the host's own admission asks it: a refused `legion run` leaves no run
+    folder, no session pointer and no ledger row."""
+    from legion_tui.agents.cards import load_cards
+    from legion_tui.agents.resolve import NoAgent, resolve_launch
+    from legion_tui.settings import load_settings
+    from legion_tui.supervisor.life.admission import program_refusal
+
+    card = load_cards(project).get(role)
+    settings = load_settings(project)
+    try:
+        launch = resolve_launch(card.kind, card.command, requested=requested,
+                                agent=settings.settings.agent, problems=settings.problems,
+                                what=f"'{card.name}'", cwd=project)  # fmt: skip
+    except NoAgent:
+        return None  # no_agent_refusal says so
+    return None if launch.kind == "sim" else program_refusal(card, launch, project)
+
+
 async def _run_headless(args: argparse.Namespace, deadline: ExitDeadline) -> int:
     from legion_tui.agents.cards import CardError, load_cards
     from legion_tui.supervisor.core import Supervisor
@@ -217,7 +237,9 @@ async def _run_headless(args: argparse.Namespace, deadline: ExitDeadline) -> int
         print(f"legion run: --budget-usd must be an amount of dollars > 0, got "
               f"{args.budget_usd}", file=sys.stderr)  # fmt: skip
         return 1
-    refusal = no_agent_refusal(Path.cwd(), [args.role], args.kind)
+    refusal = no_agent_refusal(Path.cwd(), [args.role], args.kind) or program_missing(
+        Path.cwd(), args.role, args.kind
+    )
     if refusal is not None:
         print(f"legion run: {refusal}", file=sys.stderr)
         return 1

@@ -12,6 +12,7 @@ import logging
 import secrets
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from legion_tui.agents.cards import RoleCard
@@ -28,9 +29,25 @@ if TYPE_CHECKING:
     from legion_tui.supervisor.context import HostContext
     from legion_tui.supervisor.teams.teams import Teams
 
-__all__ = ["Admission", "Plan"]
+__all__ = ["Admission", "Plan", "program_refusal"]
 
 log = logging.getLogger(__name__)
+
+
+def program_refusal(card: RoleCard, launch: Launch, project_dir: Path) -> str | None:
+    """Why `launch`'s program is not there, or None: asked before a row exists (and, by
+    `legion run`, before the host exists) — not a node that exists only to fail."""
+    from legion_tui.agents.resolve import find_program
+
+    if not launch.command and launch.kind not in ("pi", "claude", "codex"):
+        return None  # exec without a command: refused with its own reason
+    program = launch.command[0] if launch.command else launch.kind
+    if "{" in program:
+        return None  # filled at launch (a placeholder names it): the launch will tell
+    if find_program(program, cwd=project_dir, path=None) is not None:
+        return None
+    return (f"'{card.name}' (kind {launch.kind}, {card.source}) runs {program!r}, which is not "
+            "on PATH (nor a file from the project): nothing was spawned")  # fmt: skip
 
 
 @dataclass(slots=True)
@@ -172,8 +189,8 @@ class Admission:
             )
         except NoAgent as err:
             raise OpError("NO_AGENT", str(err)) from err
-        if launch.kind != "sim":
-            self._check_program(card, launch)
+        if launch.kind != "sim" and (refusal := program_refusal(card, launch, self._project_dir)):
+            raise OpError("NOT_FOUND", refusal)
         if launch.kind == "exec" and not launch.command:
             # Refused here, before a row exists: a launch would only fail (and a node left
             # `starting` would hold a budget slot for ever).
@@ -183,23 +200,6 @@ class Admission:
                 "`command: [...]` (or choose another --kind); nothing was spawned",
             )
         return launch
-
-    def _check_program(self, card: RoleCard, launch: Launch) -> None:
-        """A command whose program is not there is refused now, before a row exists —
-        not a node that exists only to fail its launch."""
-        from legion_tui.agents.resolve import find_program
-
-        if not launch.command and launch.kind not in ("pi", "claude", "codex"):
-            return  # exec without a command: refused below with its own reason
-        program = launch.command[0] if launch.command else launch.kind
-        if "{" in program:
-            return  # filled at launch (a placeholder names it): the launch will tell
-        if find_program(program, cwd=self._project_dir, path=None) is None:
-            raise OpError(
-                "NOT_FOUND",
-                f"'{card.name}' (kind {launch.kind}) runs {program!r}, which is not on PATH "
-                "(nor a file from the project): nothing was spawned",
-            )
 
     async def check_budgets(self, caller: Node, count: int) -> None:
         depth = self._names.depth(caller.id) + 1
