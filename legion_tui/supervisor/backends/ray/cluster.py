@@ -8,19 +8,49 @@ and is spread over the nodes.
 
 from __future__ import annotations
 
+import asyncio
+import os
 from collections.abc import Mapping
 from typing import Any
 
 from legion_tui.settings import ClusterSettings
 from legion_tui.supervisor.backend import LaunchSpec
 from legion_tui.supervisor.backends.ray.actor import NodeAgent, Shipment
+from legion_tui.timeouts import within
 
-__all__ = ["actor_options", "asked_for", "connect", "create_actor"]
+__all__ = ["REACH_S", "actor_options", "asked_for", "connect", "create_actor", "reach"]
+
+# How long the host waits for a cluster's address to answer at all. ray.init runs on the
+# main thread and, against an address where nothing answers, blocks it for 45 s with
+# SIGTERM unheard (issue 30): the address is tried first, on the loop, within this bound.
+REACH_S = 5.0
 
 _actor_class: Any = None
 
 # Ray takes these two as keywords; every other name is a custom resource.
 _RAY_KEYWORDS = {"CPU": "num_cpus", "GPU": "num_gpus"}
+
+
+async def reach(cluster: ClusterSettings, bound: float = REACH_S) -> None:
+    """RuntimeError unless something answers at the cluster's address within `bound`
+    (`auto` is Ray's own lookup of a local cluster, which fails fast)."""
+    import ray
+
+    if ray.is_initialized() or cluster.address == "auto":
+        return
+    host, _, port = cluster.address.removeprefix("ray://").rpartition(":")
+    try:
+        _reader, writer = await within(asyncio.open_connection(host.strip("[]"), int(port)), bound)
+    except ValueError:
+        raise RuntimeError(f"cannot reach the Ray cluster at {cluster.address}: not "
+                           "HOST:PORT, ray://HOST:PORT or auto") from None  # fmt: skip
+    except TimeoutError:
+        raise RuntimeError(f"cannot reach the Ray cluster at {cluster.address}: nothing "
+                           f"answered within {bound:g} s") from None  # fmt: skip
+    except OSError as err:  # asyncio's own text names the address again: the errno's
+        why = os.strerror(err.errno) if err.errno else str(err)
+        raise RuntimeError(f"cannot reach the Ray cluster at {cluster.address}: {why}") from None
+    writer.close()
 
 
 def connect(cluster: ClusterSettings) -> Any:

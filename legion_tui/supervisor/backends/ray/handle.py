@@ -47,6 +47,7 @@ from legion_tui.supervisor.backends.ray.cluster import (
     asked_for,
     connect,
     create_actor,
+    reach,
 )
 from legion_tui.supervisor.backends.ray.mirror import LiveHooks, Mirror
 from legion_tui.supervisor.backends.ray.shipping import TeamBranch
@@ -116,6 +117,7 @@ class RayHandle:
             raise RuntimeError(
                 f"kind {self.spec.kind} cannot run on a Ray cluster yet ({kinds} can)"
             )
+        await reach(self._cluster)  # bounded, on the loop: a signal still ends the host
         ray = self._ray = connect(self._cluster)
         shipment = await self._branch.shipment()
         options = actor_options(self._cluster, self.spec.resources)
