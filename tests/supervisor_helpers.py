@@ -79,11 +79,17 @@ async def spawn_one(sup: Supervisor, role: str = "worker", **kw: Any) -> Node:
 
 
 async def stuck_worker(sup: Supervisor, name: str = "stuck", caller: str = ROOT_ID) -> Node:
-    """A live worker inside one endless bash call (its in-flight tool is visible)."""
+    """A live worker inside one endless bash call (its in-flight tool is visible).
+
+    The endless call is the run's second step: the first (a read and a grep) is in flight
+    too, and a steer queued then is taken at its end — a soak run's abort found the queue
+    empty. So the wait is for the bash call itself."""
     node = await spawn_one(sup, name=name, sim=dict(STUCK), caller=caller)
-    await until(
-        lambda: bool(sup.model.nodes[node.id].progress.in_flight), what=f"{name} in a tool call"
-    )
+
+    def in_the_endless_call() -> bool:
+        return any(t.name == "bash" for t in sup.model.nodes[node.id].progress.in_flight)
+
+    await until(in_the_endless_call, what=f"{name} in its endless bash call")
     return sup.names.node(node.id)
 
 

@@ -108,7 +108,11 @@ async def test_L_lands_the_named_sha_after_y_then_offers_to_clean_up(tmp_path: P
         assert ", LOSING 2 files? y discards that" in request.prompt
         assert "it loses 2 uncommitted files (app.py, notes.txt)" in request.prompt
         await pilot.press("y")
-        await until(lambda: not tree.path.exists(), what="the worktree removed")
+        # The discard's receipt, not the folder's absence: the branch goes after the
+        # worktree (a soak run found the folder gone and the branch not yet).
+        await until(lambda: any(n.startswith("Discarded legion/worker-1-abc123: ")
+                                for n in notes(app)), what="the discard's receipt")  # fmt: skip
+        assert not tree.path.exists()
         assert git(repo, "branch", "--list", tree.branch) == ""
         assert git(repo, "status", "--porcelain") == ""
 
