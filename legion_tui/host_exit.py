@@ -23,6 +23,7 @@ import os
 import sys
 import threading
 import time
+import traceback
 
 __all__ = ["EXIT_BOUND_S", "ExitDeadline", "end_lingering_threads"]
 
@@ -86,6 +87,8 @@ def end_lingering_threads(verb: str, code: int, *, linger: float = LINGER_S) -> 
         if t is not threading.current_thread() and not t.daemon and t.is_alive()
     ]
     if left:
+        if sys.exc_info()[1] is not None:  # an error on its way out: said before the exit
+            traceback.print_exc()
         _say(f"legion {verb}: exiting although thread(s) {', '.join(left)} did not end")
         for stream in (sys.stdout, sys.stderr):
             with contextlib.suppress(OSError, ValueError):

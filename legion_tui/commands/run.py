@@ -280,10 +280,10 @@ async def _run_headless(args: argparse.Namespace, deadline: ExitDeadline) -> int
         settled = asyncio.create_task(sup.queries.wait_idle_tree([top]))
         stop = asyncio.create_task(interrupted.wait())
         await asyncio.wait({settled, stop}, return_when=asyncio.FIRST_COMPLETED)
-        if said_folder_gone(deadline.verb, gone):  # no report: its ledger went with it
-            return 1
         for waiter in (settled, stop):
             waiter.cancel()
+        if said_folder_gone(deadline.verb, gone):  # no report: its ledger went with it
+            return 1
         await sup.stops.idle()  # a `stop all` that ended the run has stopped everyone
         doc = sup.queries.status(ROOT_ID)
         where, work = await _where_the_work_is(sup, top)
