@@ -67,6 +67,7 @@ from legion_tui.session.entries import (
     iso_to_ms,
     text_of,
 )
+from legion_tui.session.figures import BadFigure, count
 
 __all__ = ["INTERRUPTED_PREFIX", "STOP_REASONS", "ClaudeLines"]
 
@@ -95,12 +96,6 @@ def _str(value: Any) -> str | None:
     return value if isinstance(value, str) else None
 
 
-def _count(mapping: dict[str, Any], key: str) -> int:
-    value = mapping.get(key)
-    # bool is an int subclass; `true` is not a number of tokens.
-    if isinstance(value, bool) or not isinstance(value, int | float) or value <= 0:
-        return 0
-    return int(value)
 
 
 def _remember(memory: OrderedDict[str, Any], key: str, value: Any, limit: int) -> None:
@@ -131,6 +126,8 @@ class ClaudeLines:
     def entries(self, obj: dict[str, Any]) -> Sequence[Entry]:
         try:
             return self._entries(obj)
+        except BadFigure:
+            raise  # the reader counts it, with its reason
         except Exception:  # a field of a shape never seen: skip the line, never the file
             return ()
 
@@ -232,11 +229,11 @@ class ClaudeLines:
             text="" if sidechain else text,
             tool_calls=() if sidechain else calls,
             stop_reason=self._sidechain_stop() if sidechain else stop,
-            input=_count(usage, "input_tokens") if first else 0,
+            input=count(usage, "input_tokens") if first else 0,
             # The interrupted call's output_tokens is the stream's placeholder (1).
-            output=_count(usage, "output_tokens") if first and not interrupted else 0,
-            cache_read=_count(usage, "cache_read_input_tokens") if first else 0,
-            cache_write=_count(usage, "cache_creation_input_tokens") if first else 0,
+            output=count(usage, "output_tokens") if first and not interrupted else 0,
+            cache_read=count(usage, "cache_read_input_tokens") if first else 0,
+            cache_write=count(usage, "cache_creation_input_tokens") if first else 0,
             cost=0.0,
             # No start for an interrupted call: its span would count time without tokens.
             started_ms=None if interrupted else started,

@@ -49,6 +49,7 @@ from legion_tui.session.entries import (
     UserEntry,
     iso_to_ms,
 )
+from legion_tui.session.figures import count
 
 __all__ = ["HEADER_VERSION", "CodexLines"]
 
@@ -75,11 +76,6 @@ def _str(value: Any) -> str | None:
     return value if isinstance(value, str) else None
 
 
-def _count(mapping: dict[str, Any], key: str) -> int:
-    value = mapping.get(key)
-    if isinstance(value, bool) or not isinstance(value, int | float) or value <= 0:
-        return 0
-    return int(value)
 
 
 def _content_text(content: Any) -> str:
@@ -284,10 +280,10 @@ class CodexLines:
         entry = self._emit(AssistantEntry(
             id=None, parent_id=None, at_ms=at_ms, model=None, text="", tool_calls=(),
             stop_reason="toolUse" if self._tool_in_call else "stop",
-            input=_count(usage, "input_tokens"),
-            output=_count(usage, "output_tokens"),
-            cache_read=_count(usage, "cached_input_tokens"),
-            cache_write=_count(usage, "cache_write_input_tokens"),
+            input=count(usage, "input_tokens"),
+            output=count(usage, "output_tokens"),
+            cache_read=count(usage, "cached_input_tokens"),
+            cache_write=count(usage, "cache_write_input_tokens"),
             cost=0.0,
             started_ms=self._last_input_ms,
             duration_ms=None,

@@ -11,6 +11,9 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
+from legion_tui.session import figures
+from legion_tui.session.figures import count
+
 __all__ = [
     "AssistantEntry",
     "Entry",
@@ -167,11 +170,6 @@ def _num(value: Any) -> float | None:
     return float(value)
 
 
-def _count(mapping: dict[str, Any], key: str) -> int:
-    n = _num(mapping.get(key))
-    return int(n) if n is not None and n > 0 else 0
-
-
 def _tool_calls(content: Any) -> tuple[ToolCall, ...]:
     if not isinstance(content, list):
         return ()
@@ -187,7 +185,8 @@ def _tool_calls(content: Any) -> tuple[ToolCall, ...]:
 
 
 def interpret(obj: dict[str, Any]) -> Entry:
-    """The record of one session line (a JSON object). Never raises."""
+    """The record of one session line (a JSON object); BadFigure when its usage holds a
+    figure no model call reports (figures.py)."""
     kind = obj.get("type")
     at_ms = iso_to_ms(obj.get("timestamp"))
     if kind == "session":
@@ -207,7 +206,7 @@ def interpret(obj: dict[str, Any]) -> Entry:
             usage = message.get("usage")
             usage = usage if isinstance(usage, dict) else {}
             cost = usage.get("cost")
-            total = _num(cost.get("total")) if isinstance(cost, dict) else None
+            total = figures.cost(cost.get("total"), "cost.total") if isinstance(cost, dict) else 0
             return AssistantEntry(
                 id=entry_id,
                 parent_id=parent_id,
@@ -216,11 +215,11 @@ def interpret(obj: dict[str, Any]) -> Entry:
                 text=text_of(content),
                 tool_calls=_tool_calls(content),
                 stop_reason=_str(message.get("stopReason")),
-                input=_count(usage, "input"),
-                output=_count(usage, "output"),
-                cache_read=_count(usage, "cacheRead"),
-                cache_write=_count(usage, "cacheWrite"),
-                cost=total or 0.0,
+                input=count(usage, "input"),
+                output=count(usage, "output"),
+                cache_read=count(usage, "cacheRead"),
+                cache_write=count(usage, "cacheWrite"),
+                cost=total,
                 started_ms=_num(message.get("timestamp")),
                 duration_ms=_num(message.get("durationMs")),
             )

@@ -42,6 +42,7 @@ RECENT_USER_TEXTS = 20
 # entries by id (a branch switch further back starts its path where the records end).
 MAX_OPEN_TOOLS = 64
 MAX_PATH_RECORDS = 10_000
+MAX_SKIP_REASONS = 8  # distinct reasons kept (a figure in each could make every one new)
 ABORTED = "aborted"  # pi's stopReason of an interrupted turn (the supervisor keeps it live)
 
 PathEntry = AssistantEntry | UserEntry | ToolResultEntry | OtherEntry
@@ -152,8 +153,11 @@ class SessionFold:
             p.model = entry.model
         self._follow_path(entry)
 
-    def skip(self) -> None:
-        self.progress.skipped_lines += 1
+    def skip(self, reason: str) -> None:
+        p = self.progress
+        p.skipped_lines += 1
+        if reason in p.skip_reasons or len(p.skip_reasons) < MAX_SKIP_REASONS:
+            p.skip_reasons[reason] = p.skip_reasons.get(reason, 0) + 1
 
     def finish(self) -> SessionProgress:
         """Publish the active-path figures into `progress` (once per batch of lines)."""

@@ -33,7 +33,8 @@ _CLAUDE_TYPES = frozenset(
 
 class Translator(Protocol):
     def entries(self, obj: dict[str, Any]) -> Sequence[Entry]:
-        """The entries one decoded line (a JSON object) says; never raises."""
+        """The entries one decoded line (a JSON object) says; BadFigure (figures.py)
+        for a figure no model call reports, and nothing else."""
         ...
 
 

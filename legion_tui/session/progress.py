@@ -33,6 +33,7 @@ class SessionProgress:
     version: int = 3
     entries: int = 0
     skipped_lines: int = 0
+    skip_reasons: dict[str, int] = field(default_factory=dict)  # why, and how many each
     model: str | None = None
     tokens: Usage = field(default_factory=Usage)
     turns: int = 0

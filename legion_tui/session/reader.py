@@ -24,7 +24,6 @@ Claude Code's or Codex's (`session.formats` tells them apart and translates the 
 from __future__ import annotations
 
 import errno
-import json
 import os
 import stat
 from pathlib import Path
@@ -32,6 +31,8 @@ from types import TracebackType
 from typing import Any
 
 from legion_tui.regular_files import NotARegularFile, open_regular
+from legion_tui.session import figures
+from legion_tui.session.figures import BadFigure
 from legion_tui.session.fold import SessionFold
 from legion_tui.session.formats import Translator, detect, translator
 from legion_tui.session.progress import SessionProgress
@@ -262,7 +263,7 @@ class SessionReader:
             # Memory stays bounded: count the line now and drop the rest of it.
             self._tail = b""
             self._discarding = True
-            self._skip()
+            self._skip("over the line limit")
 
     def _line(self, line: bytes) -> None:
         if line.endswith(b"\r"):
@@ -270,27 +271,35 @@ class SessionReader:
         if not line.strip():
             return  # blank lines carry nothing; they are not counted as bad
         if len(line) > self.max_line_bytes:
-            self._skip()
+            self._skip("over the line limit")
             return
         try:
-            value: Any = json.loads(line.decode("utf-8"))
+            value: Any = figures.loads(line.decode("utf-8"))
+        except BadFigure as err:
+            self._skip(str(err))
+            return
         except (UnicodeDecodeError, ValueError, RecursionError):
-            self._skip()
+            self._skip("not JSON")
             return
         if not isinstance(value, dict):
-            self._skip()
+            self._skip("not a JSON object")
             return
-        self.lines += 1
         if self._translator is None:
             fmt = detect(value)
             self._translator = translator(fmt)
             self._fold.progress.format = fmt
-        for entry in self._translator.entries(value):
+        try:
+            entries = self._translator.entries(value)
+        except BadFigure as err:  # nothing of the line is taken: its figures are not numbers
+            self._skip(str(err))
+            return
+        self.lines += 1
+        for entry in entries:
             self._fold.feed(entry)
 
-    def _skip(self) -> None:
+    def _skip(self, reason: str) -> None:
         self.lines += 1
-        self._fold.skip()
+        self._fold.skip(reason)
 
 
 def read_session(path: str | os.PathLike[str] | Path) -> SessionProgress:

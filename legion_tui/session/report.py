@@ -18,6 +18,7 @@ def progress_as_dict(p: SessionProgress) -> dict[str, Any]:
         "version": p.version,
         "entries": p.entries,
         "skipped_lines": p.skipped_lines,
+        "skip_reasons": dict(p.skip_reasons),
         "model": p.model,
         "tokens": {
             "input": p.tokens.input,
@@ -65,6 +66,7 @@ def progress_as_text(p: SessionProgress, name: str) -> str:
         f"  rate    {p.tok_s:.1f} tok/s (out ÷ {p.generation_ms / 1000:.3f} s of generation)",
         f"  last    {_when(p.last_entry_at)} · stop reason {p.last_stop_reason or '-'}",
     ]
+    lines.extend(f"  skipped {n} × {reason}" for reason, n in p.skip_reasons.items())
     if p.in_flight:
         lines.append("  in flight (top last):")
         lines.extend(f"    {t.name} {t.id} since {_when(t.started_at)}" for t in p.in_flight)

@@ -24,6 +24,7 @@ import numpy as np
 
 from legion_tui.inert import inert
 from legion_tui.regular_files import open_regular
+from legion_tui.session import figures
 from legion_tui.session.entries import (
     AssistantEntry,
     Entry,
@@ -32,6 +33,7 @@ from legion_tui.session.entries import (
     ToolResultEntry,
     UserEntry,
 )
+from legion_tui.session.figures import BadFigure
 from legion_tui.session.formats import Format, detect, translator
 from legion_tui.session.reader import MAX_LINE_BYTES
 
@@ -90,12 +92,14 @@ def render_line(number: int, raw: bytes, fmt: Format = "pi") -> TranscriptItem:
     if not raw.strip():
         return TranscriptItem(number, "blank", "")
     try:
-        value: Any = json.loads(raw.decode("utf-8"))
+        value: Any = figures.loads(raw.decode("utf-8"))
+        if not isinstance(value, dict):
+            return TranscriptItem(number, "invalid", "not a JSON object")
+        entry = _main_entry(translator(fmt).entries(value))
+    except BadFigure as err:
+        return TranscriptItem(number, "invalid", f"skipped: {err}")
     except (UnicodeDecodeError, ValueError, RecursionError):
         return TranscriptItem(number, "invalid", "not valid JSON")
-    if not isinstance(value, dict):
-        return TranscriptItem(number, "invalid", "not a JSON object")
-    entry = _main_entry(translator(fmt).entries(value))
     if entry is None:
         kind = value.get("type")
         return TranscriptItem(number, kind if isinstance(kind, str) else "other", "")
