@@ -131,3 +131,41 @@ def test_inspect_human_output_and_missing_file(tmp_path: Path) -> None:
     assert missing.stdout == ""
     a_dir = legion_inspect(str(tmp_path))
     assert a_dir.returncode == 1 and "EISDIR" in a_dir.stderr
+
+
+FIXTURES = Path("/work/shared/fixtures")
+REPO = Path(__file__).resolve().parent.parent
+
+
+@pytest.mark.parametrize(
+    ("path", "said"),
+    [
+        (REPO / "README.md", "not a session file: no session header in its first 64 lines"),
+        (Path(sys.executable).resolve(), "not a session file: no session header"),
+        (FIXTURES / "claude-code" / "claude-stdout-streamjson-probe.jsonl",
+         "Claude Code's stream-json output (its stdout), not a session file"),
+        (FIXTURES / "codex" / "codex-stdout-exec-json.jsonl",
+         "Codex's `exec --json` output (its stdout), not a session file"),
+        (FIXTURES / "codex" / "codex-stdout-appserver-probe.jsonl",
+         "a JSON-RPC stream (Codex's app-server, pi's RPC), not a session file"),
+    ],
+    ids=["readme", "binary", "claude-stdout", "codex-exec-stdout", "codex-app-server"],
+)  # fmt: skip
+def test_inspect_refuses_what_is_not_a_session_by_name(path: Path, said: str) -> None:
+    """Issue 33: `legion inspect README.md` said `pi v3 · 0 entries · 207 skipped lines`."""
+    done = legion_inspect(str(path))
+    assert done.returncode == 1
+    assert done.stderr.startswith(f"legion inspect: {path}: {said}"), done.stderr
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        FIXTURES / "claude-code" / "claude-session-tool-roundtrip.jsonl",
+        FIXTURES / "codex" / "codex-rollout-exec-then-2-resumes.jsonl",
+        FIXTURES / "pi-sessions" / "prpilot_real_pi_transcript_v3.jsonl",
+    ],
+    ids=["claude", "codex", "pi"],
+)
+def test_inspect_still_reads_each_agent_s_session(path: Path) -> None:
+    assert legion_inspect(str(path)).returncode == 0

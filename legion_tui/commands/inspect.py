@@ -18,7 +18,29 @@ def _add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", action="store_true", help="print one JSON object")
 
 
+HEAD_BYTES = 8 * 1024 * 1024  # the most of a file read for its first lines
+
+
+def _first_objects(path: str) -> list[dict[str, Any]]:
+    """The JSON objects among the file's first lines (OSError as reading it)."""
+    from legion_tui.regular_files import open_regular
+    from legion_tui.session.formats import HEAD_LINES
+
+    with open(open_regular(path), "rb") as handle:
+        head = handle.read(HEAD_BYTES).split(b"\n")[:HEAD_LINES]
+    objects = []
+    for line in head:
+        try:
+            value = json.loads(line)
+        except (ValueError, RecursionError):
+            continue
+        if isinstance(value, dict):
+            objects.append(value)
+    return objects
+
+
 def _run(args: argparse.Namespace) -> int:
+    from legion_tui.session.formats import recognise
     from legion_tui.session.reader import read_session
     from legion_tui.session.report import progress_as_dict, progress_as_text
 
@@ -28,6 +50,13 @@ def _run(args: argparse.Namespace) -> int:
             progress.unreadable, progress.unreadable
         )
         print(f"legion inspect: cannot read {args.file}: {reason}", file=sys.stderr)
+        return 1
+    try:
+        refusal = recognise(_first_objects(args.file))
+    except OSError as err:  # it went between the two reads
+        refusal = f"cannot read it: {err.strerror or err}"
+    if refusal is not None:
+        print(f"legion inspect: {args.file}: {refusal}", file=sys.stderr)
         return 1
     if args.json:
         data: dict[str, Any] = progress_as_dict(progress)
