@@ -22,6 +22,8 @@ pytestmark = pytest.mark.unit
         ["/bin/sh", "-ec", "run '{task}'"],
         ["/usr/bin/env", "FOO=1", "bash", "-lc", "x {task}"],
         ["timeout", "60", "zsh", "-c", "{task}"],
+        ["nice", "-n", "5", "bash", "-c", "x {task}"],
+        ["ssh", "box", "bash", "-lc", "{task}"],
         ["python3.11", "-c", "print('{task}')"],
         ["node", "--eval", "run(`{task}`)"],
         ["perl", "-e", "print q({task})"],

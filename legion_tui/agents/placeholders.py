@@ -72,21 +72,17 @@ def _script_index(argv: Sequence[str], start: int) -> int | None:
 
 
 def placeholders_in_scripts(argv: Sequence[str]) -> list[str]:
-    """The `{task}` placeholders that sit inside an interpreter's script (through `env`,
-    `nice`, `exec`, `command`, `timeout` and a path: `/usr/bin/env bash -c …`)."""
-    i = 0
-    while i < len(argv) and (
-        _interpreter(argv[i]) in ("env", "nice", "exec", "command", "nohup", "timeout")
-        or "=" in argv[i]
-        or (i > 0 and argv[i].startswith("-"))
-        or (i > 0 and _interpreter(argv[i - 1]) == "timeout" and argv[i][:1].isdigit())
-    ):
-        i += 1
-    if i >= len(argv):
-        return []
-    script = _script_index(argv, i)
-    found = [] if script is None else placeholders_in(argv[script])
-    return [p for p in found if p in OUTSIDE_TEXT]
+    """The `{task}` placeholders inside the script of any interpreter the command names —
+    first or behind a wrapper of any shape (`env`, `nice -n 5`, `timeout 60`, `ssh host`)
+    and by any path (`/usr/bin/python3.11`)."""
+    found: list[str] = []
+    for i, word in enumerate(argv):
+        name = _interpreter(word)
+        if name in _SHELLS or name in _SCRIPT_FLAGS:
+            script = _script_index(argv, i)
+            if script is not None:
+                found += [p for p in placeholders_in(argv[script]) if p in OUTSIDE_TEXT]
+    return found
 
 
 def fill(command: Sequence[str], values: Mapping[str, str]) -> list[str]:
