@@ -5,12 +5,15 @@ toast covers the question being asked."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 from app_helpers import FakeOps, canned_model, fixed_clock
 from textual.widgets._toast import Toast
 
 from legion_tui import receipts
 from legion_tui.dashboard.app import LegionApp, make_app
+from legion_tui.model import NodeStatus
 from legion_tui.widgets.confirm import ConfirmBar
 from legion_tui.widgets.palette import LegionCommands
 
@@ -47,6 +50,18 @@ async def test_ctrl_q_asks_like_q_while_agents_are_live() -> None:
         await pilot.press("ctrl+q", "y")
         await pilot.pause()
         assert not app.is_running
+
+
+async def test_with_only_the_host_live_q_quits_without_asking() -> None:
+    """Issue 33: the quit prompt warned of live agents when only root was live."""
+    app, _ = build()
+    for view in app.model.nodes.values():
+        if view.node.parent_id is not None and view.node.live:
+            app.model.upsert(replace(view.node, status=NodeStatus.SETTLED))
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("q")
+        await pilot.pause()
+        assert asked(app) is None and not app.is_running
 
 
 async def test_ctrl_q_over_the_help_closes_it_and_asks() -> None:

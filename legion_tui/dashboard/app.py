@@ -400,7 +400,10 @@ class LegionApp(App[None]):
         self.push_screen(HelpScreen())
 
     def action_quit_legion(self) -> None:
-        self.operator.quit(ask_first=self.hosts and self.model.counts()["live"] > 0)
+        # Root is the host itself: only a live agent makes the quit a pause to confirm.
+        agents_live = any(v.node.live and v.node.parent_id is not None
+                          for v in self.model.nodes.values())  # fmt: skip
+        self.operator.quit(ask_first=self.hosts and agents_live)
 
     async def action_quit(self) -> None:
         """Textual's own quit — Ctrl+Q and the palette's `Quit` — asks as `q` does: it
