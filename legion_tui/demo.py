@@ -138,13 +138,13 @@ def _team_kind(t: int) -> str:
 def _reports(role: str, name: str, task: str, m: int, first_worker: str | None) -> list[Any]:
     """The letters a member sends when its work is done: a report to its lead, and —
     the first scout — its findings to the first worker (a sibling)."""
-    what = "findings" if role == "scout" else "change"
+    what = "My findings are in" if role == "scout" else "My change is in"
     letters: list[dict[str, str]] = [
         {
             "to": "parent",
             "kind": "report",
             "subject": f"Done: {name}",
-            "body": f"{task} My {what} is in; see my session for details.",
+            "body": f"{task} {what} — see my session for details.",
         }
     ]
     if role == "scout" and m == 2 and first_worker:
