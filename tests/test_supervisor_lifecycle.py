@@ -161,7 +161,7 @@ async def test_a_program_that_is_not_there_is_refused_and_leaves_no_row(tmp_path
             await spawn_one(sup, "ghost", name="g")
         assert refused.value.code == "NOT_FOUND"
         assert refused.value.message == (
-            "'ghost' (kind exec) runs 'no-such-program-xyz', which is not on PATH (nor a "
-            "file from the project): nothing was spawned"
+            "'ghost' (kind exec, .legion/agents/ghost.md) runs 'no-such-program-xyz', which is "
+            "not on PATH (nor a file from the project): nothing was spawned"
         )
         assert list(sup.model.nodes) == [ROOT_ID]

@@ -152,7 +152,7 @@ def child_env(spec: LaunchSpec, *, inbox: Path | None = None) -> dict[str, str]:
         inbox=inbox,
     )
     path = task_file(spec.run_dir, spec.node_id)
-    path.parent.mkdir(exist_ok=True)  # not the run folder: a removed one stays so
+    path.parent.mkdir(parents=True, exist_ok=True)
     atomic_write(path, spec.task)
     env[ENV_TASK_FILE] = str(path)
     # One environment string holds at most MAX_ARG_STRLEN (128 KiB) bytes: a task at the
