@@ -75,7 +75,6 @@ class Deliverable(Protocol):
     async def deliver(self, envelope: str) -> None: ...
 
 
-
 def inert_letter(subject: str, body: str) -> tuple[str, str]:
     """The letter made inert (legion_tui.inert), the count said at the body's end. Each
     control character is shown by a stand-in of three bytes: a body that would then pass
@@ -88,6 +87,7 @@ def inert_letter(subject: str, body: str) -> tuple[str, str]:
     if len(shown.encode()) > BODY_MAX_BYTES:
         shown = CONTROL.sub("", body) + note.replace("made visible", "removed")
     return inert(subject), shown
+
 
 class MailService:
     def __init__(
