@@ -56,6 +56,16 @@ def read_regular_text(
     return data.decode(encoding)
 
 
+def _umask() -> int:
+    """The process's umask, read without setting it (os.umask would change it for every
+    thread of the host while it looks)."""
+    with contextlib.suppress(OSError, ValueError), open("/proc/self/status") as status:
+        for line in status:
+            if line.startswith("Umask:"):
+                return int(line.split()[1], 8)
+    return 0o022
+
+
 def atomic_write(path: Path, text: str, *, new_mode: int = 0o600) -> Path:
     """Write `text` as the whole of `path`: a reader sees the old file or the new one,
     never half of one. Returns the file written.
@@ -70,9 +80,7 @@ def atomic_write(path: Path, text: str, *, new_mode: int = 0o600) -> Path:
     try:
         mode = stat.S_IMODE(os.stat(target).st_mode)
     except FileNotFoundError:
-        umask = os.umask(0)
-        os.umask(umask)
-        mode = new_mode & ~umask
+        mode = new_mode & ~_umask()
     fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.")
     try:
         os.fchmod(fd, mode)
