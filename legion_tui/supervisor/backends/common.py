@@ -67,8 +67,8 @@ STEER_OUTCOMES: dict[str, SteerOutcome] = {
     "handled": "intercepted",
 }
 
-
 MAX_ENV_STRING = 128 * 1024  # MAX_ARG_STRLEN: one `NAME=value`, its NUL included
+
 
 def normalize_bound(bound: float) -> float:
     """A junk bound (≤ 0, NaN, ∞) falls back to the shared 5 s; a huge one is capped.
