@@ -96,8 +96,6 @@ def _str(value: Any) -> str | None:
     return value if isinstance(value, str) else None
 
 
-
-
 def _remember(memory: OrderedDict[str, Any], key: str, value: Any, limit: int) -> None:
     memory[key] = value
     memory.move_to_end(key)

@@ -76,8 +76,6 @@ def _str(value: Any) -> str | None:
     return value if isinstance(value, str) else None
 
 
-
-
 def _content_text(content: Any) -> str:
     """The text blocks of a rollout message (`input_text` / `output_text` / `text`)."""
     if isinstance(content, str):
