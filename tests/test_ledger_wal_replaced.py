@@ -76,3 +76,28 @@ async def test_a_replaced_wal_stops_writes_and_is_never_applied(
             await ledger.append_event("n0", EventType.NODE_SETTLED, {})  # still refused
     finally:
         await ledger.close()
+
+
+async def test_a_ledger_removed_with_its_folder_is_never_made_again_empty(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The run folder removed under the host, then made again (git, working in the demo's
+    sandbox repository inside it, makes its folders again): before, the writer opened a
+    new empty ledger at the path and every write failed with "no such table: nodes"."""
+    folder = tmp_path / "run"
+    folder.mkdir()
+    path = folder / "legion.db"
+    ledger = await open_ledger(path, create=True)
+    try:
+        await ledger.insert_nodes([make_node("n0")])
+        shutil.rmtree(folder)
+        folder.mkdir()
+        with caplog.at_level(logging.CRITICAL), pytest.raises(LedgerError) as refused:
+            await ledger.insert_nodes([make_node("late")])
+        assert "the ledger was deleted or replaced while this host was writing" in str(
+            refused.value
+        )
+        assert "writes stop here" in caplog.text
+    finally:
+        await ledger.close()
+    assert list(folder.iterdir()) == []  # no empty ledger made in its place

@@ -35,14 +35,20 @@ def readonly_uri(path: Path, *, immutable: bool = False) -> str:
     return uri + "&immutable=1" if immutable else uri
 
 
-def connect(path: Path) -> sqlite3.Connection:
+def connect(path: Path, *, must_exist: bool = False) -> sqlite3.Connection:
     """A configured read-write sqlite3 connection in autocommit mode, the file in WAL.
 
     `isolation_level=None`: the sqlite3 module never opens a (deferred) transaction on
     its own; writers say `BEGIN IMMEDIATE` themselves (see `immediate`).
     journal_mode=WAL persists in the file and needs no transaction open.
+    `must_exist`: `mode=rw`, so a ledger gone from the path is an error, never a new
+    empty file made in its place.
     """
-    conn = sqlite3.connect(path, isolation_level=None)
+    if must_exist:
+        uri = path.resolve().as_uri() + "?mode=rw"
+        conn = sqlite3.connect(uri, uri=True, isolation_level=None)
+    else:
+        conn = sqlite3.connect(path, isolation_level=None)
     try:
         configure(conn)
         conn.execute("PRAGMA journal_mode = WAL")

@@ -22,7 +22,7 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 from legion_tui.ledger.connection import connect, migrate
 from legion_tui.ledger.errors import LedgerError
@@ -78,6 +78,10 @@ class BatchWriter:
         # deleted or replaced under the host takes every commit since the last
         # checkpoint with it (after a kill -9, 3 of 8 nodes and their events were lost).
         self._wal_identity: tuple[tuple[int, int] | None, ...] | None = None
+        # (dev, ino) of the ledger itself: removed with its folder (which git, working in
+        # the folder, may make again), a new connection would create an empty ledger at
+        # the path and write into it ("no such table: nodes").
+        self._ledger_identity: tuple[int, int] | None = None
 
     # ----- lifecycle -----------------------------------------------------------------
     async def start(self, *, create: bool) -> list[int]:
@@ -89,6 +93,7 @@ class BatchWriter:
                 self._executor, lambda: migrate(self._require_conn(), create=create)
             )
             self._wal_identity = self._wal_files()
+            self._ledger_identity = _identity(self.path)
         except LedgerError as exc:
             await self._close_conn()
             raise LedgerError(f"{self.path}: {exc}") from None
@@ -203,15 +208,7 @@ class BatchWriter:
         return self._conn
 
     def _wal_files(self) -> tuple[tuple[int, int] | None, ...]:
-        found: list[tuple[int, int] | None] = []
-        for suffix in ("-wal", "-shm"):
-            try:
-                st = os.stat(f"{self.path}{suffix}")
-            except OSError:
-                found.append(None)
-            else:
-                found.append((st.st_dev, st.st_ino))
-        return tuple(found)
+        return tuple(_identity(Path(f"{self.path}{suffix}")) for suffix in ("-wal", "-shm"))
 
     def _check_wal(self) -> None:
         """Never write through a WAL that is no longer the file at its path: the commits
@@ -220,7 +217,10 @@ class BatchWriter:
         Deleted (both files gone): what was committed is checkpointed into the ledger
         through the fds this connection still holds, and writing goes on through a new
         connection and a new WAL — said loudly. Replaced by other files: writes stop (a
-        foreign WAL must not be applied to the ledger); the close checkpoints ours."""
+        foreign WAL must not be applied to the ledger); the close checkpoints ours. The
+        ledger itself deleted or replaced (its folder removed): writes stop, loudly."""
+        if _identity(self.path) != self._ledger_identity:
+            self._ledger_gone()
         if self._wal_identity is None or None in self._wal_identity:
             return  # not in WAL mode yet (or never was): nothing to compare
         now = self._wal_files()
@@ -228,7 +228,11 @@ class BatchWriter:
             conn = self._require_conn()
             conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
             conn.close()
-            self._conn = connect(self.path)
+            self._conn = None
+            try:
+                self._conn = connect(self.path, must_exist=True)
+            except sqlite3.Error:  # the ledger went too, since the look above
+                self._ledger_gone()
             self._wal_identity = self._wal_files()
             log.critical(
                 "%s: the ledger's WAL files were deleted while this host was writing: what "
@@ -246,6 +250,14 @@ class BatchWriter:
             )
             log.critical(message)
             raise LedgerError(message)
+
+    def _ledger_gone(self) -> NoReturn:
+        message = (
+            f"{self.path}: the ledger was deleted or replaced while this host was writing "
+            "(its folder removed?): writes stop here, there is nowhere to keep them"
+        )
+        log.critical(message)
+        raise LedgerError(message)
 
     def _write_batch(self, jobs: list[_Job], usage: dict[str, Usage]) -> list[_Outcome]:
         self._check_wal()  # first: it may replace the connection
@@ -336,3 +348,11 @@ def _fail(jobs: list[_Job], error: LedgerError) -> None:
     for job in jobs:
         if job.future is not None and not job.future.done():
             job.future.set_exception(error)
+
+
+def _identity(path: Path) -> tuple[int, int] | None:
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return st.st_dev, st.st_ino
