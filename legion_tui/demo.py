@@ -34,7 +34,6 @@ repository is never touched. Without git on PATH the demo runs without worktrees
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import math
 import resource
@@ -243,12 +242,21 @@ async def prepare_sandbox(supervisor: Supervisor) -> Path | None:
 async def start_demo(supervisor: Supervisor, nodes: int, seed: int, speed: float) -> Demo:
     """Dispatch the demo legion from root; returns once the centurions run (their teams
     follow as each centurion spawns them through the socket)."""
+    demo = Demo(planned_nodes=nodes, started_at=time.time())
+    demo.sandbox = await prepare_sandbox(supervisor)
+    try:
+        await _dispatch(supervisor, demo, seed)
+    except BaseException:
+        await stop_demo(demo)  # the caller gets no Demo to stop: the collectors end here
+        raise
+    return demo
+
+
+async def _dispatch(supervisor: Supervisor, demo: Demo, seed: int) -> None:
     from legion_tui.wire.names import ROOT_ID
     from legion_tui.wire.spawn_request import ChildRequest
 
-    demo = Demo(planned_nodes=nodes, started_at=time.time())
-    demo.sandbox = await prepare_sandbox(supervisor)
-    for lead in plan_demo(nodes, seed, sandbox=demo.sandbox is not None):
+    for lead in plan_demo(demo.planned_nodes, seed, sandbox=demo.sandbox is not None):
         request = ChildRequest(
             role=lead["role"],
             task=lead["task"],
@@ -267,12 +275,12 @@ async def start_demo(supervisor: Supervisor, nodes: int, seed: int, speed: float
         demo.tasks.append(
             asyncio.create_task(_collect_team(supervisor, demo, node.name), name="demo-root")
         )
-    return demo
 
 
 async def _collect_team(supervisor: Supervisor, demo: Demo, lead: str) -> None:
     """Root's part: wait for a team to end, then collect it (its output file and its
     delivery — branch @ sha — are what root hands on)."""
+    from legion_tui.ledger.errors import LedgerError
     from legion_tui.wire.names import ROOT_ID, OpError
 
     try:
@@ -284,7 +292,7 @@ async def _collect_team(supervisor: Supervisor, demo: Demo, lead: str) -> None:
         if node is None or node.node.status.value == "retired":
             return  # stopped or paused: nothing was handed over
         demo.collected[lead] = await supervisor.queries.collect(ROOT_ID, lead)
-    except OpError as err:
+    except (OpError, LedgerError, OSError) as err:  # a run folder removed, too
         log.warning("root could not collect %s: %s", lead, err)
 
 
@@ -292,9 +300,10 @@ async def stop_demo(demo: Demo) -> None:
     """Cancel root's collectors (before the supervisor closes)."""
     for task in demo.tasks:
         task.cancel()
-    for task in demo.tasks:
-        with contextlib.suppress(asyncio.CancelledError):
-            await task
+    ended = await asyncio.gather(*demo.tasks, return_exceptions=True)
+    for outcome in ended:
+        if isinstance(outcome, Exception):  # said, never raised over the caller's error
+            log.warning("root's collector failed: %s", outcome)
     demo.tasks.clear()
 
 

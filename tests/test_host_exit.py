@@ -56,8 +56,13 @@ async def _host_without_its_folder(
         assert await until(lambda: _agents_live(project), bound=60), "no agent started"
         if signal_first:
             proc.send_signal(signal.SIGTERM)
-        shutil.rmtree(project, ignore_errors=True)
-        shutil.rmtree(project, ignore_errors=True)  # what the host wrote meanwhile
+        # Out of the way at once, then removed: an `rm -rf` takes a while, and a host that
+        # fails a write in the middle of it, and closes before it ends, still sees its
+        # folder there (it then names the write that failed, not the folder).
+        gone = tmp_path / "removed"
+        project.rename(gone)
+        shutil.rmtree(gone, ignore_errors=True)
+        shutil.rmtree(project, ignore_errors=True)  # what the host made again meanwhile
         assert proc.stderr is not None
         err = await asyncio.wait_for(proc.stderr.read(), GONE_BOUND)
         code = await asyncio.wait_for(proc.wait(), GONE_BOUND)
@@ -86,7 +91,7 @@ async def test_a_run_whose_folder_is_removed_ends(tmp_path: Path) -> None:
         tmp_path, "run", "--kind", "sim", "centurion", "--task", "a long one", "--speed", "0.05"
     )
     assert code == 1
-    assert "legion run: its run folder" in err and "the host ended" in err
+    assert "legion run: its run folder" in err and "the host ended" in err, err
     assert "Traceback" not in err and "did not end" not in err, err
 
 

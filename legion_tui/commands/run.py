@@ -20,17 +20,19 @@ import time
 from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 from types import FrameType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from legion_tui.commands import Command
 from legion_tui.commands.arg_types import add_task_options, child_name, session_name, task_of
 from legion_tui.host_exit import ExitDeadline, end_lingering_threads
+from legion_tui.runs.presence import FolderPresence
 from legion_tui.timeouts import within
 
 if TYPE_CHECKING:
     from legion_tui.supervisor.core import Supervisor
 
 HOST_SIGNALS = (signal.SIGTERM, signal.SIGHUP, signal.SIGINT)
+_T = TypeVar("_T")
 
 
 def _install_signals(
@@ -263,8 +265,10 @@ async def _run_headless(args: argparse.Namespace, deadline: ExitDeadline) -> int
     interrupted = asyncio.Event()
     await sup.start()
     undo = _install_signals(deadline, interrupted.set)
-    gone = watch_run_folder(sup, deadline, interrupted.set)
-    try:
+    presence = FolderPresence(sup.run.dir)
+    gone = watch_run_folder(presence, deadline, interrupted.set)
+
+    async def run() -> int:
         try:
             nodes = await sup.launcher.spawn(
                 ROOT_ID,
@@ -282,7 +286,7 @@ async def _run_headless(args: argparse.Namespace, deadline: ExitDeadline) -> int
         await asyncio.wait({settled, stop}, return_when=asyncio.FIRST_COMPLETED)
         for waiter in (settled, stop):
             waiter.cancel()
-        if said_folder_gone(deadline.verb, gone):  # no report: its ledger went with it
+        if presence.why_gone() is not None:  # no report: its ledger went with it
             return 1
         await sup.stops.idle()  # a `stop all` that ended the run has stopped everyone
         doc = sup.queries.status(ROOT_ID)
@@ -309,36 +313,62 @@ async def _run_headless(args: argparse.Namespace, deadline: ExitDeadline) -> int
             return 1
         verdict = next(e["verdict"] for e in doc["nodes"] if e["id"] == top)
         return 0 if isinstance(verdict, dict) and verdict.get("ok") is True else 1
-    finally:
+
+    async def close() -> None:
         gone.cancel()
         undo()
         await sup.close()
 
+    code = await hosted(deadline.verb, presence, run(), close)
+    return 1 if code is None else code
+
 
 def watch_run_folder(
-    sup: Supervisor, deadline: ExitDeadline, end: Callable[[], None]
+    presence: FolderPresence, deadline: ExitDeadline, end: Callable[[], None]
 ) -> asyncio.Task[str]:
     """Once the run's folder is removed or replaced, `end` the host, which then has the
     deadline's bound to pause what it can (legion_tui.runs.presence)."""
-    from legion_tui.runs.presence import folder_gone
 
     def ended(task: asyncio.Task[str]) -> None:
         if not task.cancelled():
             deadline.arm(task.result())
             end()
 
-    task = asyncio.create_task(folder_gone(sup.run.dir), name="run-folder-watch")
+    task = asyncio.create_task(presence.gone(), name="run-folder-watch")
     task.add_done_callback(ended)
     return task
 
 
-def said_folder_gone(verb: str, gone: asyncio.Task[str]) -> bool:
-    """Say why the host ended, if it was because its run folder went; True then."""
-    if not gone.done() or gone.cancelled():
-        return False
-    print(f"legion {verb}: {gone.result()}: its agents were stopped and the host ended",
-          file=sys.stderr)  # fmt: skip
-    return True
+async def hosted(
+    verb: str,
+    presence: FolderPresence,
+    body: Awaitable[_T],
+    close: Callable[[], Awaitable[None]],
+) -> _T | None:
+    """Run a host's body, then `close` it, always; None once its run folder went (said).
+
+    The folder is asked after the close, whatever ended the body: a removed folder fails
+    a ledger write, a spawn or an output file, maybe in the second before the watch
+    looks, and it is the folder that must be named, not the symptom."""
+    failed: Exception | None = None
+    result: _T | None = None
+    try:
+        result = await body
+    except Exception as err:  # raised again below, unless the folder going explains it
+        failed = err
+    finally:
+        try:
+            await close()
+        finally:
+            presence.close()
+    why = presence.why_gone()
+    if why is not None:
+        print(f"legion {verb}: {why}: its agents were stopped and the host ended",
+              file=sys.stderr)  # fmt: skip
+        return None
+    if failed is not None:
+        raise failed
+    return result
 
 
 async def _where_the_work_is(sup: Supervisor, top: str) -> tuple[list[str], dict[str, Any]]:
@@ -392,19 +422,24 @@ async def _demo_headless(args: argparse.Namespace, deadline: ExitDeadline) -> in
     stop = asyncio.Event()
     await sup.start()
     undo = _install_signals(deadline, stop.set)
-    gone = watch_run_folder(sup, deadline, stop.set)
+    presence = FolderPresence(sup.run.dir)
+    gone = watch_run_folder(presence, deadline, stop.set)
     started = time.monotonic()
-    demo: Demo | None = None
-    try:
-        demo = await start_demo(sup, args.nodes, args.seed, args.speed)
+    demos: list[Demo] = []
+
+    async def run() -> dict[str, Any]:
+        demos.append(await start_demo(sup, args.nodes, args.seed, args.speed))
         with contextlib.suppress(TimeoutError):  # the duration elapsing is the normal end
             await within(stop.wait(), args.duration)
-        report = summary(sup, demo, time.monotonic() - started)
-    finally:
+        return summary(sup, demos[0], time.monotonic() - started)
+
+    async def close() -> None:
         gone.cancel()
         undo()
-        await close_host(sup, [] if demo is None else [functools.partial(stop_demo, demo)])
-    if said_folder_gone(deadline.verb, gone):
+        await close_host(sup, [functools.partial(stop_demo, demo) for demo in demos])
+
+    report = await hosted(deadline.verb, presence, run(), close)
+    if report is None:
         return 1
     print(json.dumps(report) if args.json else summary_text(report))
     return 0
@@ -453,27 +488,28 @@ async def _host_dashboard(
             demos.append(await start_demo(sup, demo_nodes, seed, sup.speed))
 
     undo = _install_signals(deadline, on_signal, at_once)
-    gone = watch_run_folder(sup, deadline, on_signal)
-    try:
-        code = await run_dashboard_async(
-            sup.model,
-            RootOperations(sup),
-            theme=theme,
-            run_dir=sup.run.dir,
-            on_start=on_start,
-            app_ready=app_ready,
-        )
-    finally:
+    presence = FolderPresence(sup.run.dir)
+    gone = watch_run_folder(presence, deadline, on_signal)
+
+    async def close() -> None:
         gone.cancel()
         try:
             await close_host(sup, [functools.partial(stop_demo, demo) for demo in demos])
         finally:
             undo()
-    if said_folder_gone(deadline.verb, gone):
-        return 1
+
+    dashboard = run_dashboard_async(
+        sup.model,
+        RootOperations(sup),
+        theme=theme,
+        run_dir=sup.run.dir,
+        on_start=on_start,
+        app_ready=app_ready,
+    )
+    code = await hosted(deadline.verb, presence, dashboard, close)
     # A dashboard that died of an error (Textual printed it) is a failed run, even though
     # its agents were paused like on any exit.
-    return 1 if code else 0
+    return 1 if code is None or code else 0
 
 
 def _demo(args: argparse.Namespace) -> int:

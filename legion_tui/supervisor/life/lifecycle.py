@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from legion_tui import receipts
+from legion_tui.ledger.errors import LedgerError
 from legion_tui.model import EventType, NodeStatus
 from legion_tui.model_records import Node
 from legion_tui.session.progress import SessionProgress
@@ -128,7 +129,10 @@ class Lifecycle:
         except asyncio.CancelledError:
             raise
         except Exception as err:  # a broken handle must not leave the node live forever
-            log.exception("monitor of %s failed", node_id)
+            if isinstance(err, LedgerError):  # the writer said why when it stopped
+                log.error("monitor of %s: %s", node_id, err)
+            else:
+                log.exception("monitor of %s failed", node_id)
             if node_id not in self._roster.stopping and not self._ctx.closed:
                 await self.fail_loudly(node_id, f"supervision error: {err}")
 

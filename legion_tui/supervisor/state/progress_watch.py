@@ -11,6 +11,7 @@ import logging
 import os
 from typing import TYPE_CHECKING
 
+from legion_tui.ledger.errors import LedgerError
 from legion_tui.model_records import Usage
 from legion_tui.session.progress import SessionProgress
 from legion_tui.timeouts import within
@@ -81,7 +82,10 @@ class ProgressWatch:
         self._model.set_progress(node_id, progress)
         ledger = self._ctx.ledger
         if ledger is not None and not self._ctx.closed:  # pausing: no more usage queued
-            ledger.queue_usage(node_id, usage_of(progress))
+            # A writer that stopped (its ledger removed with the run folder) has said why,
+            # loudly, once: the figures are still shown, they have nowhere to be kept.
+            with contextlib.suppress(LedgerError):
+                ledger.queue_usage(node_id, usage_of(progress))
 
     def progress(self, node_id: str) -> SessionProgress:
         """The freshest progress: the node's file is polled once more before answering
