@@ -4,16 +4,19 @@ run, and a host killed with SIGKILL leaves orphans that the next start marks."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import signal
 import sys
 import textwrap
 from pathlib import Path
+from typing import Any
 
 import pytest
 from supervisor_helpers import STUCK, hosted, run_cli, settled, spawn_one, stuck_worker, until
 
+from legion_tui.ledger import read_snapshot
 from legion_tui.model import EventType, NodeStatus
 from legion_tui.runs.host_lock import SessionBusy
 from legion_tui.supervisor.core import Supervisor
@@ -195,3 +198,46 @@ async def test_sigkilled_host_leaves_orphans_marked_on_next_start(tmp_path: Path
         # Nothing of the old host's run survives: no process carries its marker.
         assert marked_pids(sup.run.run_id, [w.id, p.id]) == []
         assert (await sup.control.resume(ROOT_ID, "w")).startswith("Resumed w")
+
+
+async def test_a_batch_written_while_the_host_pauses_is_paused_too(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A spawn batch was being written when the host began to close (a centurion's team,
+    mid-demo, at SIGTERM). Before: the pause looked at the tree first, the batch's rows
+    landed after, and they stayed `starting` in the ledger for ever — paused by nobody."""
+    sup = Supervisor(tmp_path, session="s", default_kind="sim")
+    await sup.start()
+    record = sup.ctx.record
+    write_rows = record.insert_nodes
+    writing, written = asyncio.Event(), asyncio.Event()
+
+    async def slow_insert(nodes: Any) -> Any:
+        writing.set()
+        await written.wait()  # held until the close has gone as far as it can
+        return await write_rows(nodes)
+
+    pause = sup.continuity.pause
+    pausing = asyncio.Event()
+
+    async def pause_spied() -> None:
+        pausing.set()
+        await pause()
+
+    monkeypatch.setattr(record, "insert_nodes", slow_insert)
+    monkeypatch.setattr(sup.continuity, "pause", pause_spied)
+    spawn = asyncio.create_task(spawn_one(sup, name="late", sim=dict(STUCK)))
+    await asyncio.wait_for(writing.wait(), 15)
+    close = asyncio.create_task(sup.close())
+    lock = sup.launcher._spawn_lock  # the batch holds it; the close waits its turn on it
+    # As far as the close goes while the batch is held: into the pause (before), or
+    # waiting for the batch (asyncio.Lock keeps its waiters in `_waiters`).
+    await until(lambda: pausing.is_set() or bool(lock._waiters), what="the close to wait")
+    written.set()
+    await asyncio.wait_for(close, 30)
+    with contextlib.suppress(OpError):
+        await spawn
+    # What the ledger says (a reopen would mend a `starting` row: read it as it was left).
+    nodes, _usage = read_snapshot(sup.run.dir / "legion.db")
+    (late,) = (n for n in nodes if n.name == "late")
+    assert late.status is NodeStatus.RETIRED  # paused, resumable; never left `starting`

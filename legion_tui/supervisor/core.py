@@ -268,6 +268,7 @@ class Supervisor:
                     # ledger owes is written.
                     self.stops.close,
                     self.services.stop_mail_and_clock,
+                    self.launcher.settle_batches,  # its rows must be in what the pause sees
                     self.continuity.pause,
                     self.services.close,
                     self._touch_run,

@@ -76,6 +76,8 @@ class Launcher:
         if not requests:
             raise OpError("BAD_REQUEST", "spawn needs at least one child")
         async with self._spawn_lock:  # two batches must not both pass the budget check
+            if self._ctx.closed:  # the host began to pause while this batch waited
+                raise OpError("CLOSED", "the supervisor is shutting down")
             caller = self._names.caller(caller_id)
             if caller.id != ROOT_ID and not caller.live:
                 raise OpError("FORBIDDEN", f"{caller.name} has ended and cannot spawn")
@@ -100,6 +102,13 @@ class Launcher:
             )
         )
         return [self._names.node(n.id) for n in nodes]
+
+    async def settle_batches(self) -> None:
+        """Wait for the spawn batch being admitted and written, if any (the host is closed
+        by then: no other begins). The pause looks at the model next; a batch written
+        after it looked stayed `starting` in the ledger for ever, paused by nobody."""
+        async with self._spawn_lock:
+            pass
 
     async def launch(
         self,
