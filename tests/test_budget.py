@@ -10,6 +10,7 @@ and the refusals of a bad amount.
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 import pytest
@@ -106,3 +107,26 @@ async def test_spawn_budget_usd_over_the_socket_and_bad_amounts_refused(tmp_path
         code, _out, err = await run_cli("spawn", "worker", "--task", "t", "--budget-usd", "nan",
                                         cwd=tmp_path)  # fmt: skip
         assert code == 1 and "child.budgetUsd must be an amount of dollars > 0" in err
+
+
+async def test_a_node_whose_calls_have_no_price_is_said_to_be_beyond_the_budget(
+    tmp_path: Path,
+) -> None:
+    """A Claude Code or Codex agent on a model no price table knows spends an unknown
+    amount (`$?`): its budget cannot hold, and the user is told so once — never a budget
+    that silently counts it as $0."""
+    async with hosted(tmp_path) as sup:
+        node = await spawn_one(sup, name="unpriced", sim=STUCK, budget_usd=5.0)
+        view = sup.model.nodes[node.id]
+        progress = dataclasses.replace(view.progress, model="scripted-model", unpriced_calls=1)
+        def told() -> list[str]:
+            return [t for t in sup.model.announcements if t.startswith("Budget cannot hold")]
+
+        for _ in range(2):  # as the session watcher reports it, more than once
+            sup.model.set_progress(node.id, progress)
+            sup.model.flush()  # the listeners told now, not at the loop's next turn
+        assert told() == [
+            "Budget cannot hold for unpriced: its model (scripted-model) has no price, so "
+            "its spend is unknown and not counted against $5.00 (--budget-usd)"
+        ]
+        assert sup.names.node(node.id).live  # said, not stopped: its spend is not known

@@ -99,7 +99,12 @@ def test_roundtrip_calls_tokens_generation_rate_and_verdict() -> None:
     assert p.last_stop_reason == "stop"  # end_turn
     assert p.in_flight == [] and not p.empty_generation
     assert list(p.recent_user_texts) == ["RUNTOOL: please create hi.txt"]
-    assert p.cost == 0.0  # cost-state is cumulative and written at exit: not attributed
+    # Claude writes no cost per call: priced from the table at claude-opus-5-5's list
+    # rates ($4 in, $20 out, $0.20 cache read per million tokens):
+    # 25019 × 4 + 59 × 20 + 200 × 0.2 = 101 296 µ$ — exactly the `total_cost_usd`
+    # Claude itself printed for this turn (notes/agent-clis.md §1.3).
+    assert p.cost == pytest.approx(0.101296)
+    assert (p.cost_basis, p.estimated_calls, p.unpriced_calls) == ("estimated", 2, 0)
     assert p.last_entry_at == pytest.approx(at(43.266))
 
 

@@ -88,6 +88,28 @@ def test_exec_round_trip_calls_tokens_times_and_verdict(tmp_path: Path) -> None:
     assert not p.empty_generation
     # the task, not Codex's <environment_context>, is the user's text
     assert list(p.recent_user_texts) == ["RUNTOOL: please create hi.txt"]
+    # Provider "mock", model "mock-model": no price table knows it. The cost is not $0,
+    # it is unknown, and each call is counted as unpriced.
+    assert (p.cost, p.cost_basis, p.unpriced_calls, p.estimated_calls) == (0, "unknown", 2, 0)
+
+
+def test_a_model_the_table_knows_is_priced_as_an_estimate(tmp_path: Path) -> None:
+    """The same two calls as if Codex had run gpt-5 at OpenAI: priced from the table at
+    gpt-5's list rates ($1.25 in, $10 out, $0.125 cached in, per million tokens), with
+    OpenAI's `input_tokens` counting the cached ones too."""
+    objs = [json.loads(raw) for raw in lines_of(EXEC)[:19]]
+    for obj in objs:
+        if obj["type"] == "session_meta":
+            obj["payload"]["model_provider"] = "openai"
+        if obj["type"] == "turn_context":
+            obj["payload"]["model"] = "gpt-5"
+    path = tmp_path / "gpt-5.jsonl"
+    path.write_text("".join(json.dumps(obj) + "\n" for obj in objs))
+    p = read_session(path)
+    # Call 1: (10070 − 100) × 1.25 + 100 × 0.125 + 42 × 10 = 12 895 µ$;
+    # call 2: (10172 − 100) × 1.25 + 100 × 0.125 + 17 × 10 = 12 772.5 µ$.
+    assert p.cost == pytest.approx(0.0256675)
+    assert (p.cost_basis, p.estimated_calls, p.unpriced_calls) == ("estimated", 2, 0)
 
 
 def test_whole_exec_file_never_takes_thread_totals_for_a_call() -> None:

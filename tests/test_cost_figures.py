@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from supervisor_helpers import hosted, settled, spawn_one
 
-from legion_tui.costs import fmt_usd
+from legion_tui.costs import Spend, cost_text, fmt_spend, fmt_usd
 from legion_tui.dashboard.app import make_app
 from legion_tui.supervisor.hearing.status import render_status
 from legion_tui.supervisor.root_ops import RootOperations
@@ -47,7 +47,8 @@ async def test_header_column_and_status_agree_with_the_sessions_sums(tmp_path: P
             assert not app.railway.columns().cost
             assert fmt_usd(usd) in app.header.render_line(0).text
         doc = sup.queries.status(ROOT_ID)
-        assert doc["spent"] == {"usd": usd, "tokens": tokens}
+        # pi's (and the sim's) own figures: nothing estimated, nothing unpriced.
+        assert doc["spent"] == {"usd": usd, "tokens": tokens, "estimated": 0, "unpriced": 0}
         for entry in doc["nodes"]:
             assert entry["cost_usd"] == sup.model.nodes[entry["id"]].progress.tokens.cost
         text = render_status(doc)
@@ -62,3 +63,17 @@ def test_the_cost_column_appears_only_when_the_others_all_fit() -> None:
     for width in range(10, 240):
         cols = plan_columns(width, 30, 14)
         assert cols.fixed + 16 <= width or cols.fixed == cols.label
+
+
+def test_a_cost_says_how_it_is_known() -> None:
+    """The agent's own figure as it is; the price table's marked `~` (`est.` in the
+    detail); a model no table knows `$?`, never $0; a sum with unpriced calls a floor."""
+    assert cost_text(0.0123, "reported") == "$0.012"
+    assert cost_text(0.0123, "estimated") == "~$0.012"
+    assert cost_text(0.0123, "estimated", long=True) == "$0.0123 est."
+    assert cost_text(0.0, "unknown") == "$?"
+    assert cost_text(0.0, "unknown", long=True) == "$? tokens only"
+    assert fmt_spend(Spend(0.5, 10)) == "$0.500"
+    assert fmt_spend(Spend(0.5, 10, estimated=1)) == "~$0.500"
+    assert fmt_spend(Spend(0.5, 10, estimated=1, unpriced=2)) == "$0.500+?"
+    assert Spend(1, 2, 1, 0) + Spend(1, 2, 0, 1) - Spend(1, 2, 1, 1) == Spend(1, 2, 0, 0)

@@ -46,7 +46,9 @@ from codex_env import codex_config
 from model_server import ModelServer, RecordedRequest, Reply, Text, ToolCall
 from process_helpers import by_env
 
+from legion_tui.costs import cost_text
 from legion_tui.model_records import Verdict
+from legion_tui.session.reader import read_session
 from legion_tui.session.verdict import extract_verdict
 
 pytestmark = pytest.mark.real
@@ -393,3 +395,38 @@ def test_codex_exec_runs_a_tool_then_answers(server: ModelServer, proxy_log: Pro
     done = [line["payload"] for line in lines if line["type"] == "event_msg"
             and line["payload"].get("type") == "task_complete"]
     assert [d["last_agent_message"] for d in done] == [FINAL]
+
+
+@pytest.mark.parametrize("model", ["claude-sonnet-4-5", MODEL])
+def test_claude_codes_own_cost_is_legions_estimate(model: str, server: ModelServer,
+                                                    proxy_log: ProxyLog, tmp_path: Path) -> None:
+    """Issue 32 item 1. Claude's session file carries tokens, no cost: legion prices each
+    call from the price table. For a model Claude prices itself, its own `total_cost_usd`
+    and legion's estimate are the same figure; for a model no table knows, legion says
+    the cost is unknown (`$?`), never $0."""
+    world = claude_world(tmp_path)
+    server.script(*tool_then_final(
+        ToolCall("Bash", {"command": "printf hi > hi.txt", "description": "write hi.txt"},
+                 id="toolu_cost_1", tokens=6)))
+    session_id = str(uuid.uuid4())
+    env = base_env(world.home, world.install.bin_dir, session_id,
+                   {**claude_vars(world, server.origin), **proxy_env(proxy_log)})
+    run = run_headless(
+        [str(world.install.exe), "-p", "Create hi.txt containing hi, then give a verdict.",
+         "--output-format", "stream-json", "--verbose", "--session-id", session_id,
+         "--allowedTools", "Bash", "--model", model],
+        cwd=world.workdir, env=env, logs=world.logs, label=f"claude-cost-{model}")
+    assert run.returncode == 0, run.stderr[-2000:]
+    own = run.events()[-1]
+    assert own["type"] == "result"
+    progress = read_session(world.session_file(session_id))
+    assert progress.tokens.output == own["usage"]["output_tokens"] == TOOL_TOKENS + FINAL_TOKENS
+    print(f"{model}: Claude's total_cost_usd {own['total_cost_usd']}, legion's "
+          f"{progress.cost} ({progress.cost_basis})")
+    if model == MODEL:
+        assert (progress.cost, progress.cost_basis, progress.unpriced_calls) == (0, "unknown", 2)
+        assert cost_text(progress.cost, progress.cost_basis, long=True) == "$? tokens only"
+    else:
+        assert own["total_cost_usd"] > 0
+        assert progress.cost == pytest.approx(own["total_cost_usd"], rel=1e-9)
+        assert (progress.cost_basis, progress.estimated_calls) == ("estimated", 2)

@@ -128,8 +128,7 @@ class SpendIndex:
         self.model = model
         self._feed = ChangeFeed(model)
         self._each: dict[str, Spend] = {}
-        self._usd = 0.0
-        self._tokens = 0
+        self._total = Spend()
         self._synced = -1  # model.version of the last sync
 
     def close(self) -> None:
@@ -144,7 +143,7 @@ class SpendIndex:
                 self._rescan()
             else:
                 self._apply(changed)
-        return Spend(self._usd, self._tokens)
+        return self._total
 
     def _apply(self, changed: frozenset[str]) -> None:
         each = self._each
@@ -157,13 +156,11 @@ class SpendIndex:
             new = spend_of(view.progress)
             if new != old:
                 each[nid] = new
-                self._usd += new.usd - old.usd
-                self._tokens += new.tokens - old.tokens
+                self._total = self._total + (new - old)
 
     def _rescan(self) -> None:
         self._each = {nid: spend_of(v.progress) for nid, v in self.model.nodes.items()}
-        usd, tokens = 0.0, 0
+        total = Spend()
         for spend in self._each.values():  # the order and the sum `total_spend` makes
-            usd += spend.usd
-            tokens += spend.tokens
-        self._usd, self._tokens = usd, tokens
+            total += spend
+        self._total = total

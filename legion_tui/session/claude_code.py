@@ -42,8 +42,10 @@ chain's open Task call). The node's own figures come from its main file only: a
 subagent's usage, in its own file, is not in them.
 
 Cost: Claude writes `cost-state` with a cumulative `totalCostUSD` once, when the process
-ends (one line after four turns in the fixture). There is no later call to carry it and
-the fold sums cost only from assistant records, so cost stays 0 here.
+ends (one line after four turns in the fixture): too late for a live figure or a budget.
+So each call is priced from its usage and `message.model` by the price table
+(legion_tui.prices), marked estimated; a model the table does not know leaves the call
+unpriced (`$?`), never $0.
 
 A translator is stateful across the lines of one file (request times, tool names, the
 calls whose usage was given), all kept in small bounded maps; it never raises on any
@@ -57,6 +59,7 @@ from collections import OrderedDict
 from collections.abc import Sequence
 from typing import Any
 
+from legion_tui.prices import priced
 from legion_tui.session.entries import (
     AssistantEntry,
     Entry,
@@ -219,6 +222,13 @@ class ClaudeLines:
         request = _str(obj.get("requestRef"))
         started = self._request_started.get(request) if request is not None else None
         calls = self._tool_calls(content)
+        fresh = count(usage, "input_tokens") if first else 0  # Anthropic's: cache excluded
+        # The interrupted call's output_tokens is the stream's placeholder (1).
+        output = count(usage, "output_tokens") if first and not interrupted else 0
+        cache_read = count(usage, "cache_read_input_tokens") if first else 0
+        cache_write = count(usage, "cache_creation_input_tokens") if first else 0
+        cost, basis = priced("anthropic", model, fresh_input=fresh, output=output,
+                             cache_read=cache_read, cache_write=cache_write)  # fmt: skip
         entry = AssistantEntry(
             id=None if sidechain else uuid,
             parent_id=None if sidechain else parent,
@@ -227,16 +237,16 @@ class ClaudeLines:
             text="" if sidechain else text,
             tool_calls=() if sidechain else calls,
             stop_reason=self._sidechain_stop() if sidechain else stop,
-            input=count(usage, "input_tokens") if first else 0,
-            # The interrupted call's output_tokens is the stream's placeholder (1).
-            output=count(usage, "output_tokens") if first and not interrupted else 0,
-            cache_read=count(usage, "cache_read_input_tokens") if first else 0,
-            cache_write=count(usage, "cache_creation_input_tokens") if first else 0,
-            cost=0.0,
+            input=fresh,
+            output=output,
+            cache_read=cache_read,
+            cache_write=cache_write,
+            cost=cost,
             # No start for an interrupted call: its span would count time without tokens.
             started_ms=None if interrupted else started,
             duration_ms=None,
             call=f"sidechain:{call_id}" if sidechain and call_id else call_id,
+            priced=basis,
         )
         if not sidechain:
             self._main_stop = stop

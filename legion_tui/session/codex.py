@@ -39,6 +39,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from legion_tui.prices import priced
 from legion_tui.session.entries import (
     AssistantEntry,
     Entry,
@@ -144,6 +145,10 @@ class CodexLines:
         self._open: dict[str, _Running] = {}  # called, no output yet
         self._background: dict[str, _Running] = {}  # yielded, still running
         self._aborted_said = False  # this turn's <turn_aborted> message was seen
+        # What the calls are priced by (legion_tui.prices): session_meta's provider (a
+        # local proxy's name is matched by the model alone), the last turn_context's model.
+        self._provider: str | None = None
+        self._model: str | None = None
 
     # ----- dispatch ---------------------------------------------------------------------
     def entries(self, obj: dict[str, Any]) -> Sequence[Entry]:
@@ -155,9 +160,10 @@ class CodexLines:
         if not isinstance(payload, dict):
             return (OtherEntry(None, None, at_ms, str(kind), None, ""),)
         if kind == "session_meta":
+            self._provider = _str(payload.get("model_provider"))
             return (HeaderEntry(HEADER_VERSION, None, at_ms),)
         if kind == "turn_context":
-            model = _str(payload.get("model"))
+            model = self._model = _str(payload.get("model"))
             return (OtherEntry(None, None, at_ms, "model_change", model, ""),)
         if kind == "response_item":
             return self._response_item(payload, at_ms)
@@ -275,17 +281,25 @@ class CodexLines:
         """The current response's usage; the next response is another call."""
         usage = record.get("usage")
         usage = usage if isinstance(usage, dict) else {}
+        tokens = count(usage, "input_tokens")  # OpenAI's: the cached ones included
+        cache_read = count(usage, "cached_input_tokens")
+        cache_write = count(usage, "cache_write_input_tokens")
+        output = count(usage, "output_tokens")
+        cost, basis = priced(self._provider, self._model, output=output, cache_read=cache_read,
+                             fresh_input=max(0, tokens - cache_read - cache_write),
+                             cache_write=cache_write)  # fmt: skip
         entry = self._emit(AssistantEntry(
             id=None, parent_id=None, at_ms=at_ms, model=None, text="", tool_calls=(),
             stop_reason="toolUse" if self._tool_in_call else "stop",
-            input=count(usage, "input_tokens"),
-            output=count(usage, "output_tokens"),
-            cache_read=count(usage, "cached_input_tokens"),
-            cache_write=count(usage, "cache_write_input_tokens"),
-            cost=0.0,
+            input=tokens,
+            output=output,
+            cache_read=cache_read,
+            cache_write=cache_write,
+            cost=cost,
             started_ms=self._last_input_ms,
             duration_ms=None,
             call=self._key(),
+            priced=basis,
         ))
         self._calls += 1
         self._items = self._tool_in_call = False

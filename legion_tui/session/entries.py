@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
+from legion_tui.prices import CostBasis
 from legion_tui.session import figures
 from legion_tui.session.figures import count
 
@@ -67,6 +68,9 @@ class AssistantEntry:
     # record). Consecutive records of one call are one turn: their usage adds up and their
     # generation spans from the earliest start to the latest end. None: a call of its own.
     call: str | None = None
+    # Whose figure `cost` is: the agent's own (pi's), the price table's (Claude Code and
+    # Codex write tokens only), or nobody's (a model no table knows; `cost` is then 0).
+    priced: CostBasis = "reported"
 
     def generation(self) -> tuple[float, float] | None:
         """(start ms, generation ms) of this model call, when the file tells.

@@ -191,6 +191,10 @@ class SessionFold:
         usage.cache_read += entry.cache_read
         usage.cache_write += entry.cache_write
         usage.cost += entry.cost
+        if entry.priced == "estimated":
+            p.estimated_calls += 1
+        elif entry.priced == "unknown":
+            p.unpriced_calls += 1
         if entry.model is not None:
             p.model = entry.model
         call = self._call

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 from legion_tui.model_records import InFlightTool, Usage, Verdict
 
 if TYPE_CHECKING:  # a name only: the parsers (formats, entries) stay out of a verb's imports
+    from legion_tui.prices import CostBasis
     from legion_tui.session.formats import Format
 
 
@@ -36,6 +37,10 @@ class SessionProgress:
     skip_reasons: dict[str, int] = field(default_factory=dict)  # why, and how many each
     model: str | None = None
     tokens: Usage = field(default_factory=Usage)
+    # Model calls whose cost the price table gave (the agent wrote tokens only), and those
+    # it could not (a model no table knows: not in `tokens.cost`).
+    estimated_calls: int = 0
+    unpriced_calls: int = 0
     turns: int = 0
     generation_ms: float = 0.0
     rate_series: list[RateSegment] = field(default_factory=list)
@@ -63,6 +68,14 @@ class SessionProgress:
     @property
     def cost(self) -> float:
         return self.tokens.cost
+
+    @property
+    def cost_basis(self) -> CostBasis:
+        """Whose figure `cost` is: any unpriced call makes it unknown (a floor, not a sum),
+        any estimated one an estimate; otherwise the agent's own."""
+        if self.unpriced_calls:
+            return "unknown"
+        return "estimated" if self.estimated_calls else "reported"
 
     @property
     def tok_s(self) -> float:

@@ -27,6 +27,11 @@ def progress_as_dict(p: SessionProgress) -> dict[str, Any]:
             "cache_write": p.tokens.cache_write,
         },
         "cost": p.cost,
+        # reported: the agent's own figure; estimated: the price table's; unknown: some
+        # calls were of a model no table prices (they are not in `cost`).
+        "cost_basis": p.cost_basis,
+        "estimated_calls": p.estimated_calls,
+        "unpriced_calls": p.unpriced_calls,
         "turns": p.turns,
         "generation_ms": p.generation_ms,
         "tok_s": p.tok_s,
@@ -52,6 +57,16 @@ def _when(epoch: float | None) -> str:
     return datetime.fromtimestamp(epoch, UTC).isoformat(timespec="milliseconds")
 
 
+def _cost(p: SessionProgress) -> str:
+    if p.cost_basis == "unknown":
+        known = f"${p.cost:.6f} for the others" if p.estimated_calls else "tokens only"
+        return (f"unknown: {p.unpriced_calls} calls of a model no price table knows "
+                f"({p.model or '-'}); {known}")  # fmt: skip
+    if p.cost_basis == "estimated":
+        return f"${p.cost:.6f} est. (list prices of {p.model or '-'}: the agent wrote tokens only)"
+    return f"${p.cost:.6f}"
+
+
 def progress_as_text(p: SessionProgress, name: str) -> str:
     t = p.tokens
     lines = [
@@ -62,7 +77,7 @@ def progress_as_text(p: SessionProgress, name: str) -> str:
         f"  model   {p.model or '-'}",
         f"  tokens  in {t.input} · out {t.output} · cache read {t.cache_read}"
         f" · cache write {t.cache_write}",
-        f"  cost    ${p.cost:.6f} · {p.turns} turns",
+        f"  cost    {_cost(p)} · {p.turns} turns",
         f"  rate    {p.tok_s:.1f} tok/s (out ÷ {p.generation_ms / 1000:.3f} s of generation)",
         f"  last    {_when(p.last_entry_at)} · stop reason {p.last_stop_reason or '-'}",
     ]

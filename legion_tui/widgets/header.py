@@ -11,7 +11,7 @@ from rich.segment import Segment
 from textual.strip import Strip
 
 from legion_tui import receipts
-from legion_tui.costs import Spend, fmt_usd, total_spend
+from legion_tui.costs import Spend, fmt_spend, total_spend
 from legion_tui.render.feed import LiveIndex, SpendIndex
 from legion_tui.render.rates import node_rate
 from legion_tui.state import LegionModel
@@ -150,7 +150,7 @@ class HeaderBar(PaintedLine):
         counts, rate = self.summary()
         spent = self.spend()
         return (width, self.theme_name, self.floor, self.paused, tuple(counts.values()),
-                round(rate), self._scope, fmt_usd(spent.usd), fmt_tokens(spent.tokens))
+                round(rate), self._scope, fmt_spend(spent), fmt_tokens(spent.tokens))
 
     def render_line(self, y: int) -> Strip:
         width = self.size.width
@@ -194,7 +194,7 @@ def header_text(run_id: str, session: str, counts: dict[str, int], rate: float,
     and session names. Room for at least the narrow stop hint is kept at every width:
     long run ids and session names (the demo's are 20+ characters each) must not push
     the hint off the line."""
-    usd = f" · {fmt_usd(spent.usd)}" if spent is not None else ""
+    usd = f" · {fmt_spend(spent)}" if spent is not None else ""
     tokens = f" · {fmt_tokens(spent.tokens)} tok" if spent is not None else ""
     names = f" · {run_id} · {session} · "
     words = (

@@ -8,7 +8,8 @@ model change the nodes that changed and their ancestors are looked at; the first
 budget is passed its subtree is stopped through the supervisor's own stop (children
 first, as any stop), a `budget_exceeded` event records which budget, the spent figure,
 the limit and the stop's receipt, and the user is told (root's announcement: a toast).
-Each budget trips once.
+Each budget trips once. A node under a budget whose calls have no price (a model no
+price table knows: legion_tui.prices) is said once: the budget cannot hold for it.
 """
 
 from __future__ import annotations
@@ -65,6 +66,7 @@ class BudgetWatch:
         self._run = run
         self._limits: dict[str, Limit] = {}
         self._tripped: set[str] = set()  # node ids, and "" for the run's budget
+        self._unpriced_said: set[str] = set()  # nodes told to be beyond any budget
         self._tasks: set[asyncio.Task[None]] = set()
         self._unsubscribe = ctx.model.subscribe(self._changed)
 
@@ -88,6 +90,7 @@ class BudgetWatch:
                 self._trip("", "the run", spent, self._run)
         looked: set[str] = set()
         for node_id in dirty:
+            self._say_if_unpriced(node_id)
             current: str | None = node_id
             while current is not None and current not in looked and current in nodes:
                 looked.add(current)
@@ -98,6 +101,30 @@ class BudgetWatch:
                         name = nodes[current].node.name
                         self._trip(current, f"{name} and its subtree", spent, limit)
                 current = nodes[current].node.parent_id
+
+    def _say_if_unpriced(self, node_id: str) -> None:
+        view = self._model.nodes.get(node_id)
+        if (view is None or node_id in self._unpriced_said
+                or view.progress.cost_basis != "unknown"):  # fmt: skip
+            return
+        limit = self._run or next(
+            (self._limits[a] for a in self._ancestry(node_id) if a in self._limits), None
+        )
+        if limit is None:
+            return
+        self._unpriced_said.add(node_id)
+        self._ctx.announce(
+            f"Budget cannot hold for {view.node.name}: its model "
+            f"({view.progress.model or 'unnamed'}) has no price, so its spend is unknown "
+            f"and not counted against {fmt_usd(limit.usd)} ({limit.source})"
+        )
+
+    def _ancestry(self, node_id: str) -> Any:
+        current: str | None = node_id
+        nodes = self._model.nodes
+        while current is not None and current in nodes:
+            yield current
+            current = nodes[current].node.parent_id
 
     def _subtree_usd(self, node_id: str) -> float:
         return total_spend(view.progress for view in self._walk(node_id)).usd

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from legion_tui import receipts
-from legion_tui.costs import fmt_usd, spend_of, total_spend
+from legion_tui.costs import Spend, cost_text, fmt_spend, spend_of, total_spend
 from legion_tui.model import NodeStatus, outcome_of
 from legion_tui.receipts import in_flight_suffix
 
@@ -93,6 +93,7 @@ def _entry(
         "tokens_out": progress.tokens.output,
         "tokens": spend_of(progress).tokens,
         "cost_usd": progress.cost,
+        "cost_basis": progress.cost_basis,  # reported (the agent's), estimated or unknown
         "tok_s": round(progress.tok_s, 1),
         "activity": activity_of(node, progress, now),
         "verdict": node.verdict_data,
@@ -121,7 +122,14 @@ def status_document(
         "run_id": run_id,
         "session": session,
         "live": live,
-        "spent": {"usd": spent.usd, "tokens": spent.tokens},  # the sessions' sums
+        # The sessions' sums; `estimated` / `unpriced`: how many of them the usd is an
+        # estimate for, or misses calls of (a model no table prices).
+        "spent": {
+            "usd": spent.usd,
+            "tokens": spent.tokens,
+            "estimated": spent.estimated,
+            "unpriced": spent.unpriced,
+        },
         "nodes": [
             _entry(
                 node, progress, now, node.id in interrupted, node.id in idle, lines.get(node.id)
@@ -173,7 +181,9 @@ def render_status(doc: dict[str, Any]) -> str:
     head = f"legion run {doc['run_id']} · session {doc['session']}"
     spent = doc.get("spent")
     if isinstance(spent, dict):
-        head += f" · spent {fmt_usd(spent['usd'])} · {spent['tokens']} tokens"
+        known = Spend(spent["usd"], spent["tokens"], spent.get("estimated", 0),
+                      spent.get("unpriced", 0))  # fmt: skip
+        head += f" · spent {fmt_spend(known)} · {spent['tokens']} tokens"
     if not doc.get("live", True):
         head += " · no live supervisor (read from the ledger)"
     blocks = [head]
@@ -183,8 +193,9 @@ def render_status(doc: dict[str, Any]) -> str:
         lines = [f"{e['path']} ({e['role']}{sim}, {e['status']}{pid})"]
         lines += [f"  {line}" for line in _doing(e)]
         facts = [f"{e['tokens_out']} tokens out", f"{e['tok_s']:g} tok/s"]
-        if e.get("cost_usd"):
-            facts.append(fmt_usd(e["cost_usd"]))
+        basis = e.get("cost_basis", "reported")
+        if e.get("cost_usd") or basis != "reported":
+            facts.append(cost_text(e["cost_usd"], basis))
         if e["phase"]:
             facts.insert(0, f"phase {e['phase']}")
         if e.get("unreadable") == "ENOENT":  # never written: not an error

@@ -7,6 +7,7 @@ from collections.abc import Callable
 from typing import Any
 
 from legion_tui import receipts
+from legion_tui.costs import cost_text
 from legion_tui.model import EventType, MailState
 from legion_tui.model_records import Message
 from legion_tui.render.rates import node_rate
@@ -42,7 +43,7 @@ def header_line(view: NodeView, now: float | None = None, width: int | None = No
     if node.live:
         parts.append(("now", f"{node_rate(view, at):.0f} tok/s now"))
     if not node.simulated:  # a simulated agent's cost is pretend: no money was spent
-        parts.append(("cost", f"${progress.cost:.4f}"))
+        parts.append(("cost", cost_text(progress.cost, progress.cost_basis, long=True)))
     tokens = f"{fmt_tokens(progress.tokens.output)} out / {fmt_tokens(progress.tokens.input)} in"
     parts.append(("tokens", tokens))
     if progress.tok_s:

@@ -25,7 +25,7 @@ from textual.scroll_view import ScrollView
 from textual.scrollbar import ScrollBarRender
 from textual.strip import Strip
 
-from legion_tui.costs import fmt_usd
+from legion_tui.costs import cost_text
 from legion_tui.model import NodeStatus
 from legion_tui.receipts import fmt_duration
 from legion_tui.render.rates import node_rate
@@ -438,8 +438,9 @@ class RailwayTree(ScrollView, FollowsTheme, can_focus=True):
             out = view.progress.tokens.output + (pending.tokens if pending else 0)
             figures.append(fmt_tokens(out).rjust(cols.tokens - 1) + " ")
         if cols.cost:
-            usd = view.progress.cost
-            spent = fmt_usd(usd) if usd else ""  # the node's own session (root: none)
+            usd, basis = view.progress.cost, view.progress.cost_basis
+            # The node's own session (root: none); blank while nothing is spent or owed.
+            spent = cost_text(usd, basis) if usd or basis != "reported" else ""
             figures.append(spent.rjust(cols.cost - 1) + " ")
         tail: list[tuple[str, Style]] = []
         if figures:
