@@ -5,6 +5,7 @@ palette. A fresh session says how to start."""
 
 from __future__ import annotations
 
+import asyncio
 import time
 from pathlib import Path
 
@@ -189,3 +190,23 @@ async def test_a_phases_file_is_read_from_the_project_and_its_problems_shown(
             await wait_app(pilot, lambda: "PHASES" in _error(form), "the phases refusal")
             assert f"{sup.project_dir}/phases/missing.yaml" in _error(form)
             assert "cannot read" in _error(form) and _names(sup) == {"root"}
+
+
+async def test_no_empty_hint_while_the_start_is_starting_agents(tmp_path: Path) -> None:
+    """Issue 33: the demo's first second said "Nothing started yet" over a legion about
+    to start 19 agents. While the app's on_start runs, the hint waits; if it started
+    nothing after all, the hint shows."""
+    release = asyncio.Event()
+
+    async def start(_app: LegionApp) -> None:
+        await release.wait()
+
+    async with hosted(tmp_path, default_kind=None) as sup:
+        app = make_app(sup.model, RootOperations(sup), timers=False, run_dir=sup.run.dir,
+                       on_start=start)  # fmt: skip
+        async with app.run_test(size=(120, 40)) as pilot:
+            await pilot.pause()
+            banner = app.main_screen.query_one("#banner", Static)
+            assert str(banner.render()) != EMPTY_HINT
+            release.set()
+            await wait_app(pilot, lambda: str(banner.render()) == EMPTY_HINT, "the hint")

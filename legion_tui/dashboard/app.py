@@ -130,6 +130,9 @@ class LegionApp(App[None]):
         self.floor = floor
         self.run_dir = run_dir
         self.on_start = on_start
+        # What on_start starts (the demo's legion) is on its way: "nothing started yet"
+        # would be a second of false news.
+        self.starting = on_start is not None
         self.paused = False
         self._pending: set[str] = set()
         self.announcements = Announcements(model)  # completion notices to the user
@@ -181,7 +184,14 @@ class LegionApp(App[None]):
         if self.gc_tuning:
             tune_gc()  # after mount: the widgets and caches alive now are frozen
         if self.on_start is not None:
-            self.run_worker(self.on_start(self), name="legion-start", exit_on_error=True)
+            self.run_worker(self._start(self.on_start), name="legion-start", exit_on_error=True)
+
+    async def _start(self, on_start: Callable[[LegionApp], Awaitable[None]]) -> None:
+        try:
+            await on_start(self)
+        finally:
+            self.starting = False
+            self.main_screen.update_banner(self.model.nodes)
 
     def on_unmount(self) -> None:
         self._unsubscribe()

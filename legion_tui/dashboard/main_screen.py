@@ -59,6 +59,9 @@ class Panels(Protocol):
     def floor(self) -> bool: ...
 
     @property
+    def starting(self) -> bool: ...  # its on_start (the demo's legion) has not returned
+
+    @property
     def history(self) -> MessageHistory: ...
 
     @property
@@ -280,7 +283,8 @@ class MainScreen(Screen[None]):
         screen, which must not happen 30 times a second."""
         if not self.is_attached:
             return
-        empty = len(nodes) == 1  # a fresh session: root and nothing started yet
+        # A fresh session: root, nothing started yet, and nothing about to be.
+        empty = len(nodes) == 1 and not self.legion.starting
         if dirty is not None and (self._banner_text == EMPTY_HINT) == empty and not any(
             (nid in self._interrupted) != (nid in nodes and nodes[nid].interrupted)
             for nid in dirty
