@@ -11,7 +11,7 @@ from textual.binding import Binding
 from legion_tui.dashboard.app import LegionApp, make_app
 from legion_tui.widgets.galaxy import GALAXY_LABEL
 from legion_tui.widgets.header import GLYPH_LEGEND
-from legion_tui.widgets.help import help_text
+from legion_tui.widgets.help import SECTIONS, help_text
 from legion_tui.widgets.overlay.detail import DetailScreen
 from legion_tui.widgets.tree.railway import RailwayTree
 
@@ -59,3 +59,25 @@ async def test_the_header_spells_out_its_glyphs_and_the_galaxy_says_what_it_is()
         await pilot.press("question_mark")
         await pilot.pause()
         assert "glyphs" in str(app.screen.query_one("Static").render())
+
+
+@pytest.mark.parametrize("size", [(60, 30), (120, 40)])
+async def test_every_help_line_fits_and_says_all_of_itself(size: tuple[int, int]) -> None:
+    """Issue 33: at 120 columns and below, the help's longer lines were cut at the box's
+    edge (the `s` line lost the receipts it names). Each description now wraps under its
+    own column: every line fits, and every word of every description is there."""
+    model = canned_model()
+    app = make_app(model, FakeOps(model), clock=fixed_clock, timers=False)
+    async with app.run_test(size=size) as pilot:
+        await pilot.press("question_mark")
+        await pilot.pause()
+        shown = app.screen.query_one("Static")
+        lines = ["".join(s.text for s in shown.render_line(y)).rstrip()
+                 for y in range(shown.region.height)]  # fmt: skip
+        assert shown.region.right <= size[0] and shown.region.width < 130
+        assert all(len(line) <= shown.region.width for line in lines)
+        # (A word longer than the column, a path at 60 columns, is split, not cut.)
+        everything = "".join("".join(lines).split())
+        for _title, rows in SECTIONS:
+            for _key, what in rows:
+                assert "".join(what.split()) in everything, what

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import textwrap
 from typing import ClassVar
 
 from textual.app import ComposeResult
@@ -73,12 +74,18 @@ SECTIONS: tuple[tuple[str, tuple[tuple[str, str], ...]], ...] = (
 )
 
 
-def help_text() -> str:
-    width = max(len(k) for _title, rows in SECTIONS for k, _ in rows)
-    blocks = [
-        f"{title}\n" + "\n".join(f"  {key:<{width}}  {what}" for key, what in rows)
-        for title, rows in SECTIONS
-    ]
+def help_text(width: int | None = None) -> str:
+    """The keys and what they do; with `width`, each description wrapped under its own
+    column (a line cut at the screen's edge lost the end of what the key does)."""
+    keys = max(len(k) for _title, rows in SECTIONS for k, _ in rows)
+    indent = " " * (2 + keys + 2)
+    room = None if width is None else max(20, width - len(indent))
+
+    def row(key: str, what: str) -> str:
+        lines = [what] if room is None else textwrap.wrap(what, room) or [""]
+        return f"  {key:<{keys}}  " + f"\n{indent}".join(lines)
+
+    blocks = [f"{title}\n" + "\n".join(row(k, w) for k, w in rows) for title, rows in SECTIONS]
     return "\n\n".join(blocks)
 
 
@@ -95,7 +102,15 @@ class HelpScreen(ModalScreen[None]):
 
     def compose(self) -> ComposeResult:
         with VerticalScroll():
-            yield Static(help_text(), markup=False)
+            yield Static(help_text(self._room()), markup=False)
+
+    def on_resize(self) -> None:
+        self.query_one(Static).update(help_text(self._room()))
+
+    def _room(self) -> int:
+        """The text's width: the box's 90 % of the screen, less its border, padding and
+        the scrollbar it may need."""
+        return int(self.app.size.width * 0.9) - 2 - 2 - 2
 
     def action_close(self) -> None:
         self.dismiss(None)
