@@ -7,6 +7,13 @@ Imported by the control verbs' client, so it imports nothing (SPEC §8's verb bu
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from collections.abc import Iterable
+
+    from legion_tui.model_records import Node
+
 __all__ = [
     "ENV_INBOX",
     "ENV_NODE_ID",
@@ -20,6 +27,7 @@ __all__ = [
     "NAME_PATTERN",
     "ROOT_ID",
     "RequestError",
+    "shortest_refs",
 ]
 
 # A child's environment (process.marker_env): where to reach its supervisor and who it
@@ -42,6 +50,19 @@ NAME_PATTERN = r"[a-z0-9][a-z0-9._-]{0,63}"
 # The root node's id: the host's own node, and the `from` of a request from a user's own
 # shell (which acts as root).
 ROOT_ID = "root"
+
+
+def shortest_refs(nodes: Iterable[Node]) -> dict[str, str]:
+    """What a printed hint names each node by, so it works as printed: the bare name
+    where no other node has it, else the path below root (the resolver takes both; a
+    bare name three nodes share is refused as ambiguous). By node id."""
+    nodes = list(nodes)
+    counts: dict[str, int] = {}
+    for node in nodes:
+        counts[node.name] = counts.get(node.name, 0) + 1
+    below_root = f"{ROOT_ID}/"
+    return {n.id: n.name if counts[n.name] == 1 else n.path.removeprefix(below_root)
+            for n in nodes}  # fmt: skip
 
 
 class RequestError(Exception):

@@ -28,6 +28,7 @@ from legion_tui import receipts
 from legion_tui.costs import Spend, cost_text, fmt_spend, spend_of, total_spend
 from legion_tui.model import NodeStatus, outcome_of
 from legion_tui.receipts import in_flight_suffix
+from legion_tui.wire.names import shortest_refs
 
 if TYPE_CHECKING:  # names only: `legion status` formats a document (SPEC §8's verb budget)
     from legion_tui.model_records import InFlightTool, Node
@@ -118,6 +119,24 @@ def status_document(
 ) -> dict[str, Any]:
     lines = terminal or {}
     spent = total_spend(progress for _node, progress in rows)
+    refs = shortest_refs(node for node, _progress in rows)
+    # The hint to resume an interrupted node, runnable as printed: its shortest unique
+    # name, and, with no host to ask, how to start one first.
+    start = "" if live else f"`legion tui --session {session}`, then "
+    entries = [
+        _entry(node, progress, now, node.id in interrupted, node.id in idle, lines.get(node.id))
+        for node, progress in rows
+    ]
+    parents = {node.id: node.parent_id for node, _progress in rows}
+    for entry in entries:
+        if entry["interrupted"]:
+            # Its interrupted ancestors first, outermost first: a member's resume is
+            # refused while its lead has ended.
+            chain = [entry["id"]]
+            while (up := parents.get(chain[-1])) in interrupted:
+                chain.append(up)
+            steps = ", then ".join(f"`legion resume {refs[n]}`" for n in reversed(chain))
+            entry["resume"] = start + steps
     return {
         "run_id": run_id,
         "session": session,
@@ -130,12 +149,7 @@ def status_document(
             "estimated": spent.estimated,
             "unpriced": spent.unpriced,
         },
-        "nodes": [
-            _entry(
-                node, progress, now, node.id in interrupted, node.id in idle, lines.get(node.id)
-            )
-            for node, progress in rows
-        ],
+        "nodes": entries,
     }
 
 
@@ -172,7 +186,8 @@ def _doing(entry: dict[str, Any]) -> list[str]:
     if status == "failed":
         return [f"failed · {entry['error'] or 'no reason recorded'}"]
     if entry.get("interrupted"):
-        return [f"retired · interrupted by the last exit (legion resume {entry['name']})"]
+        how = entry.get("resume") or f"`legion resume {entry['name']}`"
+        return [f"retired · interrupted by the last exit (resume: {how})"]
     return ["retired"]
 
 

@@ -51,7 +51,8 @@ class Control:
             raise OpError(
                 "NOT_RUNNING",
                 f"{verb} failed: {target.name} has no running agent "
-                f"({target.status.value}; `legion resume {target.name}` starts it again)",
+                f"({target.status.value}; `legion resume {self._names.ref(target)}` starts it "
+                "again)",
             )
         return target, handle
 

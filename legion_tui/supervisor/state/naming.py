@@ -11,7 +11,7 @@ import re
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from legion_tui.wire.names import NAME_PATTERN, ROOT_ID, OpError
+from legion_tui.wire.names import NAME_PATTERN, ROOT_ID, OpError, shortest_refs
 
 if TYPE_CHECKING:
     from legion_tui.model_records import Node
@@ -59,6 +59,10 @@ class Names:
             depth += 1
             view = self._model.nodes.get(view.node.parent_id)
         return depth
+
+    def ref(self, node: Node) -> str:
+        """The shortest name a hint can print for `node` (see `shortest_refs`)."""
+        return shortest_refs(v.node for v in self._model.nodes.values())[node.id]
 
     def resolve(self, caller_id: str, name: str) -> Node:
         """`name`, `parent/name` (relative to the caller), a full `root/...` path or a node
