@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test check types unit lint bench clean agents soak
+.PHONY: demo test check types unit lint bench clean agents soak install
 
 # The real agent CLIs the tests drive, pinned in agents/<line>/package.json and installed
 # once into a project-local prefix (no global install, npm's cache under .venv, not $HOME).
@@ -30,6 +30,16 @@ agents: $(AGENT_STAMPS)
 
 demo: $(STAMP)
 	$(BIN)/legion demo
+
+# `legion` on your PATH, installed from this checkout the way Python CLIs are: as a tool
+# of its own with uv or pipx where one is installed, else into your user site with pip
+# (then said where the command went, and whether that folder is on PATH).
+install:
+	@if command -v uv >/dev/null 2>&1; then uv tool install --force . ; \
+	elif command -v pipx >/dev/null 2>&1; then pipx install --force . ; \
+	else $(PY) -m pip install --user --quiet . && bin="$$($(PY) -m site --user-base)/bin" && \
+	  case ":$$PATH:" in *":$$bin:"*) echo "legion installed: $$bin/legion";; \
+	  *) echo "legion installed in $$bin, which is not on your PATH: add it (export PATH=\"$$bin:\$$PATH\")";; esac; fi
 
 lint: $(STAMP)
 	$(BIN)/ruff check legion_tui tests bench tools

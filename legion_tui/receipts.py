@@ -294,9 +294,10 @@ def root_not_stoppable(name: str) -> str:
     return f"{name} is this session — q quits it (live agents are paused, resumable with r)."
 
 
-def reopen_hint(session: str) -> str:
-    """Printed as the dashboard exits: which session this was and how to come back."""
-    return f"legion: session {session} — reopen it with: legion tui --session {session}"
+def reopen_hint(session: str, legion: str = "legion") -> str:
+    """Printed as the dashboard exits: which session this was and how to come back
+    (`legion`: how the user's shell runs it, `invocation.legion_command`)."""
+    return f"legion: session {session} — reopen it with: {legion} tui --session {session}"
 
 
 def already_ended(name: str, status: str) -> str:

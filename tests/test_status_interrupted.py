@@ -5,17 +5,24 @@ the agents the exit paused (issue 13): interrupted and resumable — `status` sa
 from __future__ import annotations
 
 import json
+import os
+import shutil
 from pathlib import Path
 
 import pytest
 from app_helpers import NOW
-from supervisor_helpers import STUCK, hosted, run_cli, settled, spawn_one, stuck_worker
+from supervisor_helpers import LEGION, STUCK, hosted, run_cli, settled, spawn_one, stuck_worker
 
 from legion_tui.model import NodeStatus
 from legion_tui.widgets.tree.rows import activity
 from legion_tui.wire.names import ROOT_ID
 
 pytestmark = pytest.mark.host
+
+# How a hint names legion, runnable as printed: `legion` where that is the one on PATH,
+# else the path of the script that printed it (the test venv's, not on PATH under make).
+_ON_PATH = shutil.which("legion")
+AS_RUN = "legion" if _ON_PATH and os.path.samefile(_ON_PATH, LEGION) else str(LEGION)
 
 
 async def test_status_read_from_the_ledger_says_interrupted_as_the_dashboard_does(
@@ -38,8 +45,8 @@ async def test_status_read_from_the_ledger_says_interrupted_as_the_dashboard_doe
     # No host: the hint says how to start one first (issue 33: it printed a bare
     # `legion resume w`, refused with "no live legion supervisor").
     assert code == 0 and (
-        "retired · interrupted by the last exit (resume: `legion tui --session main`, then "
-        "`legion resume w`)" in out
+        "retired · interrupted by the last exit (resume: "
+        f"`{AS_RUN} tui --session main`, then `{AS_RUN} resume w`)" in out
     ), out
     # The same session reopened: the dashboard's row says the same thing.
     async with hosted(tmp_path) as sup:
@@ -65,9 +72,9 @@ async def test_the_resume_hint_names_a_node_others_share_a_name_with_by_its_path
     hints = {n["path"]: n.get("resume") for n in json.loads(out)["nodes"]}
     # Its lead first (a member's resume is refused while its lead has ended).
     assert hints["root/a/w"] == (
-        "`legion tui --session main`, then `legion resume a`, then `legion resume a/w`"
+        f"`{AS_RUN} tui --session main`, then `{AS_RUN} resume a`, then `{AS_RUN} resume a/w`"
     )
-    assert hints["root/b"] == "`legion tui --session main`, then `legion resume b`"
+    assert hints["root/b"] == f"`{AS_RUN} tui --session main`, then `{AS_RUN} resume b`"
     async with hosted(tmp_path):  # the host the hint says to start
         code, _out, err = await run_cli("resume", "w", cwd=tmp_path)
         assert code == 1 and "names several nodes" in err  # what the hint printed before

@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from legion_tui.commands import Command
 from legion_tui.commands.arg_types import add_task_options, child_name, session_name, task_of
 from legion_tui.host_exit import ExitDeadline, end_lingering_threads
+from legion_tui.invocation import legion_command
 from legion_tui.runs.presence import FolderPresence
 from legion_tui.timeouts import within
 
@@ -307,7 +308,7 @@ async def _run_headless(args: argparse.Namespace, deadline: ExitDeadline) -> int
         if interrupted.is_set():
             print(
                 "legion run: interrupted — live agents paused (resume them with "
-                f"`legion tui --session {sup.model.session_name}`)",
+                f"`{legion_command()} tui --session {sup.model.session_name}`)",
                 file=sys.stderr,
             )
             return 1

@@ -10,6 +10,7 @@ from pathlib import Path
 from legion_tui import receipts
 from legion_tui.dashboard.app import LegionApp, make_app
 from legion_tui.dashboard.terminal import say_after_exit
+from legion_tui.invocation import legion_command
 from legion_tui.ops import Operations
 from legion_tui.state import LegionModel
 from legion_tui.themes import DEFAULT_THEME
@@ -38,5 +39,5 @@ async def run_dashboard_async(
         app_ready(app)
     await app.run_async()
     if hosts:  # back on the user's screen: the session's name and the way back to it
-        say_after_exit(receipts.reopen_hint(model.session_name))
+        say_after_exit(receipts.reopen_hint(model.session_name, legion_command()))
     return app.return_code or 0

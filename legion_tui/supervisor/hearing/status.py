@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 from legion_tui import receipts
 from legion_tui.costs import Spend, cost_text, fmt_spend, spend_of, total_spend
+from legion_tui.invocation import legion_command
 from legion_tui.model import NodeStatus, outcome_of
 from legion_tui.receipts import in_flight_suffix
 from legion_tui.wire.names import shortest_refs
@@ -122,7 +123,8 @@ def status_document(
     refs = shortest_refs(node for node, _progress in rows)
     # The hint to resume an interrupted node, runnable as printed: its shortest unique
     # name, and, with no host to ask, how to start one first.
-    start = "" if live else f"`legion tui --session {session}`, then "
+    legion = legion_command()
+    start = "" if live else f"`{legion} tui --session {session}`, then "
     entries = [
         _entry(node, progress, now, node.id in interrupted, node.id in idle, lines.get(node.id))
         for node, progress in rows
@@ -135,7 +137,7 @@ def status_document(
             chain = [entry["id"]]
             while (up := parents.get(chain[-1])) in interrupted:
                 chain.append(up)
-            steps = ", then ".join(f"`legion resume {refs[n]}`" for n in reversed(chain))
+            steps = ", then ".join(f"`{legion} resume {refs[n]}`" for n in reversed(chain))
             entry["resume"] = start + steps
     return {
         "run_id": run_id,
