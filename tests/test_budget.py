@@ -11,6 +11,7 @@ and the refusals of a bad amount.
 from __future__ import annotations
 
 import dataclasses
+import re
 from pathlib import Path
 
 import pytest
@@ -130,3 +131,32 @@ async def test_a_node_whose_calls_have_no_price_is_said_to_be_beyond_the_budget(
             "its spend is unknown and not counted against $5.00 (--budget-usd)"
         ]
         assert sup.names.node(node.id).live  # said, not stopped: its spend is not known
+
+
+async def test_no_spawn_is_admitted_past_a_budget_until_its_limit_is_raised(
+    tmp_path: Path,
+) -> None:
+    """Issue 32 item 2: after the run's budget stopped its worker, a new worker was
+    admitted and spent past it. Now the spawn is refused while the run is over, naming the
+    figures; the limit raised in the settings admits spawns again."""
+    settings = tmp_path / ".legion" / "settings.toml"
+    settings.parent.mkdir(parents=True)
+    settings.write_text("[budget]\nusd = 0.01\n")
+    async with hosted(tmp_path) as sup:
+        first = await spawn_one(sup, name="first", sim=STUCK)
+        await until(lambda: bool(_exceeded(sup, ROOT_ID)), 20, "the run's budget event")
+        assert (await settled(sup, first.id)).status is NodeStatus.RETIRED
+        with pytest.raises(OpError) as refused:
+            await spawn_one(sup, name="second")
+        assert refused.value.code == "BUDGET"
+        # (The figure: what the sessions say at the refusal; the stopped worker's last
+        # line may still be read after it retired.)
+        assert re.fullmatch(
+            r"over budget: the run spent \$0\.0[1-9]\d of \$0\.010 \(\[budget\] usd in "
+            r"\.legion/settings\.toml\); nothing was spawned — raise the limit to spawn again",
+            refused.value.message,
+        ), refused.value.message
+        assert sup.model.by_path("root/second") is None  # nothing was written
+        settings.write_text("[budget]\nusd = 10\n")
+        second = await spawn_one(sup, name="second")
+        assert (await settled(sup, second.id)).status is NodeStatus.SETTLED

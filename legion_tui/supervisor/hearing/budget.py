@@ -8,8 +8,10 @@ model change the nodes that changed and their ancestors are looked at; the first
 budget is passed its subtree is stopped through the supervisor's own stop (children
 first, as any stop), a `budget_exceeded` event records which budget, the spent figure,
 the limit and the stop's receipt, and the user is told (root's announcement: a toast).
-Each budget trips once. A node under a budget whose calls have no price (a model no
-price table knows: legion_tui.prices) is said once: the budget cannot hold for it.
+Each budget trips once, and while one is spent past no spawn under it is admitted
+(`refusal`); a run limit raised in the settings meanwhile reopens admission. A node
+under a budget whose calls have no price (a model no price table knows:
+legion_tui.prices) is said once: the budget cannot hold for it.
 """
 
 from __future__ import annotations
@@ -58,6 +60,11 @@ def budget_exceeded(who: str, spent: float, limit: Limit, receipt: str) -> str:
     )
 
 
+def _over(who: str, spent: float, limit: Limit) -> str:
+    return (f"over budget: {who} spent {fmt_usd(spent)} of {fmt_usd(limit.usd)} "
+            f"({limit.source}); nothing was spawned — raise the limit to spawn again")  # fmt: skip
+
+
 class BudgetWatch:
     def __init__(self, ctx: HostContext, stops: Stops, *, run: Limit | None = None) -> None:
         self._ctx = ctx  # its record, the user's announcements, the closed flag
@@ -79,6 +86,31 @@ class BudgetWatch:
 
     def close(self) -> None:
         self._unsubscribe()
+
+    def refusal(self, caller_id: str) -> str | None:
+        """Why a spawn under `caller_id` is not admitted: the run's budget, or one of the
+        caller's or an ancestor's, is already spent past (before, a stopped worker's
+        sibling was admitted and spent past it too). None: admitted."""
+        if self._run is not None:
+            spent = total_spend(view.progress for view in self._model.nodes.values()).usd
+            if spent > self._run.usd:
+                self._reread_run_limit()
+            if self._run is not None and spent > self._run.usd:
+                return _over("the run", spent, self._run)
+        for node_id in self._ancestry(caller_id):
+            limit = self._limits.get(node_id)
+            if limit is not None and (spent := self._subtree_usd(node_id)) > limit.usd:
+                return _over(f"{self._model.nodes[node_id].node.name} and its subtree", spent,
+                             limit)  # fmt: skip
+        return None
+
+    def _reread_run_limit(self) -> None:
+        """The settings' limit as the file says now: raised (or removed) since the host
+        started, it admits spawns again, and may trip again at the new figure."""
+        fresh = run_limit(self._ctx.project_dir)
+        if fresh != self._run:
+            self._run = fresh
+            self._tripped.discard("")
 
     def _changed(self, dirty: frozenset[str]) -> None:
         if self._ctx.closed:

@@ -79,6 +79,8 @@ class Launcher:
             if self._ctx.closed:  # the host began to pause while this batch waited
                 raise OpError("CLOSED", "the supervisor is shutting down")
             caller = self._names.caller(caller_id)
+            if (over := self._budget.refusal(caller.id)) is not None:
+                raise OpError("BUDGET", over)
             if caller.id != ROOT_ID and not caller.live:
                 raise OpError("FORBIDDEN", f"{caller.name} has ended and cannot spawn")
             if caller.id in self._roster.stopping:  # live, but its subtree is being retired
