@@ -13,10 +13,19 @@ AGENT_LINES := pi-0.73 pi-1.6 claude-code codex
 AGENT_STAMPS := $(foreach l,$(AGENT_LINES),$(AGENTS)/$(l)/.installed)
 NPM := npm_config_cache=$(abspath $(VENV))/npm-cache npm_config_update_notifier=false npm
 
-$(STAMP): pyproject.toml
+# The demo needs the runtime only; the tests, benchmarks and Ray come on top of it.
+# setuptools' "Editable installation" banner is about a layout this project does not
+# have (a same-named folder shadowing the package): not the first thing a user reads.
+QUIET_BUILD := PYTHONWARNINGS="ignore:Editable installation"
+RUNTIME := $(VENV)/.runtime
+$(RUNTIME): pyproject.toml
 	$(PY) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -e '.[test,bench,ray]'
+	$(QUIET_BUILD) $(BIN)/pip install --quiet -e .
+	touch $(RUNTIME)
+
+$(STAMP): $(RUNTIME)
+	$(QUIET_BUILD) $(BIN)/pip install --quiet -e '.[test,bench,ray]'
 	touch $(STAMP)
 
 $(AGENTS)/%/.installed: agents/%/package.json
@@ -28,7 +37,7 @@ $(AGENTS)/%/.installed: agents/%/package.json
 
 agents: $(AGENT_STAMPS)
 
-demo: $(STAMP)
+demo: $(RUNTIME)
 	$(BIN)/legion demo
 
 # `legion` on your PATH, installed from this checkout the way Python CLIs are: as a tool
@@ -37,7 +46,7 @@ demo: $(STAMP)
 install:
 	@if command -v uv >/dev/null 2>&1; then uv tool install --force . ; \
 	elif command -v pipx >/dev/null 2>&1; then pipx install --force . ; \
-	else $(PY) -m pip install --user --quiet . && bin="$$($(PY) -m site --user-base)/bin" && \
+	else $(PY) -m pip install --user --quiet --no-warn-script-location . && bin="$$($(PY) -m site --user-base)/bin" && \
 	  case ":$$PATH:" in *":$$bin:"*) echo "legion installed: $$bin/legion";; \
 	  *) echo "legion installed in $$bin, which is not on your PATH: add it (export PATH=\"$$bin:\$$PATH\")";; esac; fi
 
