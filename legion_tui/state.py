@@ -68,6 +68,8 @@ class LegionModel:
         self.version = 0  # grows on every structural or data change
         self.announcements: deque[str] = deque(maxlen=ANNOUNCEMENTS_KEPT)
         self.announced = 0  # how many were ever made (the dashboard toasts the new ones)
+        # The run's dollar limit (`[budget] usd`), shown beside its spend from the start.
+        self.budget_usd: float | None = None
 
     # ----- reading -------------------------------------------------------------------
     def children(self, node_id: str | None) -> list[str]:

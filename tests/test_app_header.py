@@ -9,6 +9,7 @@ from app_helpers import FakeOps, canned_model, fixed_clock
 from textual import events
 
 from legion_tui import receipts
+from legion_tui.costs import Spend
 from legion_tui.dashboard.app import make_app
 from legion_tui.model import NodeStatus
 from legion_tui.widgets.header import header_text, stop_hint
@@ -36,6 +37,18 @@ def test_header_text_shortens_with_the_station_glyphs() -> None:
         " · r-7f3a · main · ●8 ○2 ✗1 ◌1 · 902 tok/s"
     )
     assert header_text("r-7f3a", "main", counts, 902.4, 46) == " ●8 ○2 ✗1 ◌1 · 902 tok/s"
+
+
+def test_the_runs_budget_shows_beside_its_spend_and_how_the_spend_is_known() -> None:
+    """Issue 32: the limit was never shown before it tripped; a spend with estimated or
+    unpriced calls in it says so."""
+    counts = {"live": 2, "settled": 0, "failed": 0, "retired": 0}
+    text = header_text("r", "main", counts, 10, 200, Spend(0.03, 1200), 1.0)
+    assert text.endswith(" · $0.030 / $1.00 · 1.2k tok"), text
+    text = header_text("r", "main", counts, 10, 200, Spend(0.03, 1200, estimated=1), 1.0)
+    assert " · ~$0.030 / $1.00 · " in text, text
+    text = header_text("r", "main", counts, 10, 200, Spend(0.03, 1200, unpriced=1))
+    assert " · $0.030+? · " in text, text
 
 
 async def test_header_total_is_the_sum_of_the_rows_and_the_hint_goes_when_all_end() -> None:

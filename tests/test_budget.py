@@ -143,6 +143,7 @@ async def test_no_spawn_is_admitted_past_a_budget_until_its_limit_is_raised(
     settings.parent.mkdir(parents=True)
     settings.write_text("[budget]\nusd = 0.01\n")
     async with hosted(tmp_path) as sup:
+        assert sup.model.budget_usd == 0.01  # the header shows it from the start
         first = await spawn_one(sup, name="first", sim=STUCK)
         await until(lambda: bool(_exceeded(sup, ROOT_ID)), 20, "the run's budget event")
         assert (await settled(sup, first.id)).status is NodeStatus.RETIRED
@@ -159,4 +160,5 @@ async def test_no_spawn_is_admitted_past_a_budget_until_its_limit_is_raised(
         assert sup.model.by_path("root/second") is None  # nothing was written
         settings.write_text("[budget]\nusd = 10\n")
         second = await spawn_one(sup, name="second")
+        assert sup.model.budget_usd == 10
         assert (await settled(sup, second.id)).status is NodeStatus.SETTLED

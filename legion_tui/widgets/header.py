@@ -11,7 +11,7 @@ from rich.segment import Segment
 from textual.strip import Strip
 
 from legion_tui import receipts
-from legion_tui.costs import Spend, fmt_spend, total_spend
+from legion_tui.costs import Spend, fmt_spend, fmt_usd, total_spend
 from legion_tui.render.feed import LiveIndex, SpendIndex
 from legion_tui.render.rates import node_rate
 from legion_tui.state import LegionModel
@@ -150,7 +150,8 @@ class HeaderBar(PaintedLine):
         counts, rate = self.summary()
         spent = self.spend()
         return (width, self.theme_name, self.floor, self.paused, tuple(counts.values()),
-                round(rate), self._scope, fmt_spend(spent), fmt_tokens(spent.tokens))
+                round(rate), self._scope, fmt_spend(spent), fmt_tokens(spent.tokens),
+                self.model.budget_usd)
 
     def render_line(self, y: int) -> Strip:
         width = self.size.width
@@ -162,7 +163,7 @@ class HeaderBar(PaintedLine):
             return self._strip
         counts, rate = self.summary()
         text = header_text(self.model.run_id, self.model.session_name, counts, rate, width,
-                           self.spend())
+                           self.spend(), self.model.budget_usd)
         segs = [Segment(" LEGION", paint.accent), Segment(text, paint.base)]
         used = 7 + len(text)
         if self.paused:
@@ -187,14 +188,16 @@ class HeaderBar(PaintedLine):
 
 
 def header_text(run_id: str, session: str, counts: dict[str, int], rate: float,
-                width: int, spent: Spend | None = None) -> str:
+                width: int, spent: Spend | None = None, limit: float | None = None) -> str:
     """The widest form that fits. With `spent` (the run's $ and tokens) the figures stay
     and the words give way to the tree's own station glyphs first, so the full stop
     hint (or the filter note) still fits beside them; then the tokens go, then the run
     and session names. Room for at least the narrow stop hint is kept at every width:
     long run ids and session names (the demo's are 20+ characters each) must not push
-    the hint off the line."""
+    the hint off the line. `limit`: the run's budget, beside its spend (`$0.03 / $1.00`)."""
     usd = f" · {fmt_spend(spent)}" if spent is not None else ""
+    if usd and limit is not None:
+        usd += f" / {fmt_usd(limit)}"
     tokens = f" · {fmt_tokens(spent.tokens)} tok" if spent is not None else ""
     names = f" · {run_id} · {session} · "
     words = (

@@ -71,6 +71,7 @@ class BudgetWatch:
         self._model = ctx.model
         self._stops = stops  # the supervisor's own stop, as root
         self._run = run
+        self._model.budget_usd = None if run is None else run.usd
         self._limits: dict[str, Limit] = {}
         self._tripped: set[str] = set()  # node ids, and "" for the run's budget
         self._unpriced_said: set[str] = set()  # nodes told to be beyond any budget
@@ -110,6 +111,7 @@ class BudgetWatch:
         fresh = run_limit(self._ctx.project_dir)
         if fresh != self._run:
             self._run = fresh
+            self._model.budget_usd = None if fresh is None else fresh.usd
             self._tripped.discard("")
 
     def _changed(self, dirty: frozenset[str]) -> None:
