@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 from app_helpers import FakeOps, canned_model, fixed_clock
-from supervisor_helpers import FAST, hosted, settled, spawn_one, until
+from supervisor_helpers import hosted, settled, spawn_one, until
 from test_app_detail import open_detail
 from test_app_live_stop import wait_app
 
@@ -99,14 +99,18 @@ async def test_up_inside_a_message_moves_the_cursor_not_the_history() -> None:
 
 async def test_receipts_follow_a_real_agent_queued_accepted_delivered(tmp_path: Path) -> None:
     async with hosted(tmp_path) as sup:
-        # In one bash call for 4 s: the message waits for the turn boundary after it.
-        node = await spawn_one(sup, name="w", sim={"stall_seconds": 4 * FAST})
+        # In one bash call until the test ends it: the message waits for the turn
+        # boundary after it. (A 4 s call ended, on a loaded machine, before the message
+        # was typed: then it was accepted, never queued.)
+        go = tmp_path / "bash-may-end"
+        node = await spawn_one(sup, name="w", sim={"stall_until": str(go)})
         await until(lambda: bool(sup.model.nodes[node.id].progress.in_flight), what="in bash")
         app = make_app(sup.model, RootOperations(sup), timers=False, run_dir=sup.run.dir)
         async with app.run_test(size=SIZE, notifications=True) as pilot:
             await open_detail(pilot, app, node.id)
             await pilot.press("s", *"use the v2 api", "enter")
             await wait_app(pilot, app, lambda: "queued" in receipt(app), "queued")
+            go.touch()
             await wait_app(pilot, app, lambda: "delivered" in receipt(app), "delivered")
             assert "use the v2 api" in sup.model.nodes[node.id].progress.recent_user_texts
             await settled(sup, node.id)
@@ -130,6 +134,10 @@ async def test_a_message_to_an_agent_that_is_gone_says_why_under_the_box(tmp_pat
         app = make_app(sup.model, RootOperations(sup), timers=False, run_dir=sup.run.dir)
         async with app.run_test(size=SIZE, notifications=True) as pilot:
             app.railway.select(node.id)
-            await pilot.press("s", *"hello", "enter")
+            await pilot.press("s")
+            head = str(box_of(app).query_one(".message-head").render())
+            # Issue 32 item 6: it said "follow-up w (starts a turn)", then the send failed.
+            assert head.startswith("message w (retired — r resumes it first)"), head
+            await pilot.press(*"hello", "enter")
             await wait_app(pilot, app, lambda: "not sent" in receipt(app), "the refusal")
             assert receipt(app) == "→ w · \u201chello\u201d · not sent: steer failed: w is retired"

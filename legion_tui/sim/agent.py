@@ -12,6 +12,7 @@ import asyncio
 import contextlib
 import json
 import random
+from pathlib import Path
 from typing import Any, Literal
 
 from legion_tui.sim.clock import CatchUpClock, SimClock, WallClock
@@ -25,6 +26,7 @@ __all__ = ["ABORTED_TEXT", "Disposition", "SimAgent"]
 Disposition = Literal["started", "queued", "handled"]
 
 ABORTED_TEXT = "Operation aborted"
+UNTIL_LOOK_MS = 500  # a `stall_until` call looks again this often, events or not
 
 
 class SimAgent:
@@ -288,7 +290,26 @@ class SimAgent:
         return f"{step.text}\n\n{verdict}"
 
     async def _execute(self, tool: ToolStep, step: Step) -> tuple[str, bool]:
-        await self.clock.sleep(tool.duration / self.speed)
+        if tool.until is not None:
+            await _until_exists(Path(tool.until))
+        else:
+            await self.clock.sleep(tool.duration / self.speed)
         if not self.player.acts(tool):
             return tool.result, tool.is_error
         return await self.player.play(tool, step)
+
+
+async def _until_exists(path: Path) -> None:
+    """Return once `path` exists: woken by the folder's events, and looking again every
+    UNTIL_LOOK_MS besides (a file made before the watch began sends no event)."""
+    from watchfiles import awatch
+
+    if _made(path):
+        return
+    async for _changes in awatch(path.parent, rust_timeout=UNTIL_LOOK_MS, yield_on_timeout=True):
+        if _made(path):
+            return
+
+
+def _made(path: Path) -> bool:
+    return path.exists()  # one stat: nothing a loop waits on

@@ -22,6 +22,8 @@ The clock (now + sleep) is injectable: tests pass a `FakeClock` and run instantl
 
 Behaviour knobs (`SimConfig.behaviour`, `--behaviour JSON`):
   stall_seconds    one early `bash` call that long (at speed 1) — the stall marker;
+  stall_until      a path: that call lasts until the file exists (a test ends it when
+                   it has seen what it waits for, never at a time it guessed);
   fail             the final turn is an empty generation with stopReason "error"
                    (provider-empty-generation); the agent stays, and the prompt that
                    retries it comes back empty too, after which it exits with status 1;

@@ -92,6 +92,7 @@ class ToolStep:
     is_error: bool = False
     action: str | None = None  # orchestration: contract, spawn, wait, collect:<n>, phase:<p>, mail
     letter: tuple[str, str, str, str] | None = None  # mail: (to, kind, subject, body)
+    until: str | None = None  # a file: the call lasts until it exists (`duration` unused)
 
 
 @dataclass(frozen=True)
@@ -164,13 +165,14 @@ def _bash(rng: random.Random, long: bool = False) -> ToolStep:
     return ToolStep("bash", {"command": command}, round(duration, 2), output)
 
 
-def _stall(seconds: float) -> ToolStep:
+def _stall(seconds: float, until: str | None = None) -> ToolStep:
     return ToolStep(
         "bash",
         {"command": "pytest -q tests/integration --maxfail=1"},
         float(seconds),
         f"1 failed, 140 passed in {seconds:.1f}s",
         is_error=True,
+        until=until,
     )
 
 
@@ -195,6 +197,7 @@ def plan_for(role: str, rng: random.Random, behaviour: dict[str, Any]) -> list[S
     """The whole first run of an agent of `role` (SPEC §9)."""
     base = rng.uniform(55.0, 110.0)
     stall = float(behaviour.get("stall_seconds") or 0.0)
+    until = behaviour.get("stall_until")
     fail = bool(behaviour.get("fail"))
     steps: list[Step] = []
     if role == "scout":
@@ -213,9 +216,9 @@ def plan_for(role: str, rng: random.Random, behaviour: dict[str, Any]) -> list[S
             kind = rng.choice((_read, _edit, _edit, _bash))
             steps.append(_step(rng, base, [kind(rng)]))
         steps.append(_step(rng, base, [_bash(rng, long=True)]))
-    if stall > 0:
+    if stall > 0 or until:
         # Early in the run, so that `history_seconds` can put "now" inside the stall.
-        steps.insert(1, _step(rng, base, [_stall(stall)]))
+        steps.insert(1, _step(rng, base, [_stall(stall, str(until) if until else None)]))
     letters = [_letter(raw) for raw in behaviour.get("mail") or [] if isinstance(raw, dict)]
     if letters:
         # Reports and questions go out once the work is done, before the final answer.

@@ -111,8 +111,7 @@ class MessageBox(Vertical):
         elif self.node_id != view.node.id:
             self.text_area.load_text("")
         self.node_id = view.node.id
-        mode = message_mode(view)
-        how = "next turn boundary" if mode == "steer" else "starts a turn"
+        mode, how = message_mode(view)
         self._head.update(f"{mode} {view.node.name} ({how}) · {KEYS_HINT}")
         self.text_area.placeholder = f"message to {view.node.name}"
         focused = self.screen.focused

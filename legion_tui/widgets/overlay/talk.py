@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from legion_tui import receipts
+from legion_tui.model import NodeStatus
 from legion_tui.state import NodeView
 
 __all__ = ["HISTORY_FILE", "MessageHistory", "SentMessage", "message_mode", "steer_outcome"]
@@ -27,11 +28,19 @@ OUTCOMES = ("queued", "accepted", "intercepted")
 _SHOWN_CHARS = 40  # of the message itself in the receipt line
 
 
-def message_mode(view: NodeView) -> str:
-    """`steer` for a live agent (it is inside a turn: the message waits for its next
-    turn boundary), `follow-up` for a settled one (an idle agent: the message starts a
-    turn). The agent's receipt says which really happened."""
-    return "steer" if view.node.live else "follow-up"
+def message_mode(view: NodeView) -> tuple[str, str]:
+    """(what the message is, what will happen to it), as the node stands: a `steer` for
+    an agent inside a turn (it waits for the turn's next boundary); a `follow-up` for an
+    idle one — settled, or live after an abort — (it starts a turn); for an agent that
+    has ended, that nothing will until it is resumed (before, a retired agent's box said
+    "follow-up (starts a turn)", then the send failed). The receipt says what did."""
+    node, progress = view.node, view.progress
+    if node.status in (NodeStatus.RETIRED, NodeStatus.FAILED):
+        return "message", f"{node.status.value} — r resumes it first"
+    idle = progress.last_stop_reason == "aborted" and not progress.in_flight
+    if node.live and not idle:
+        return "steer", "next turn boundary"
+    return "follow-up", "starts a turn"
 
 
 def steer_outcome(name: str, receipt: str) -> str | None:
