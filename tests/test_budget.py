@@ -147,6 +147,9 @@ async def test_no_spawn_is_admitted_past_a_budget_until_its_limit_is_raised(
         first = await spawn_one(sup, name="first", sim=STUCK)
         await until(lambda: bool(_exceeded(sup, ROOT_ID)), 20, "the run's budget event")
         assert (await settled(sup, first.id)).status is NodeStatus.RETIRED
+        (breach,) = _exceeded(sup, ROOT_ID)
+        print(f"budget timeline: limit $0.010 · spent at the breach ${breach['spent_usd']} · "
+              f"when the subtree had stopped ${_spent(sup, first.id):.6f}")
         with pytest.raises(OpError) as refused:
             await spawn_one(sup, name="second")
         assert refused.value.code == "BUDGET"
