@@ -180,9 +180,14 @@ def plan_demo(nodes: int, seed: int, *, sandbox: bool = False) -> list[dict[str,
                 "seed": seed * 100_003 + t * 1_000 + m,
             }
             mail = _reports(role, name, task, m, "worker-0" if sizes[t] > 1 else None)
-            if kind == "trouble":
-                # Members start part-way into their work (deterministic per position).
+            if kind == "trouble" and role == "worker":
+                # Members start part-way into their work (deterministic per position);
+                # not a scout, whose whole run fits in that much history: it ended
+                # before its lead's handoff came, and the letter bounced.
                 child["sim"] = {"history_seconds": float((t * 11 + m * 7) % 45), "mail": mail}
+            elif kind == "trouble":
+                child["sim"] = {"history_seconds": float(m % 3) * BRISK_HISTORY_S / 2,
+                                "mail": mail}  # fmt: skip
             else:
                 child["sim"] = {
                     "history_seconds": float(m % 3) * BRISK_HISTORY_S / 2,
@@ -197,6 +202,7 @@ def plan_demo(nodes: int, seed: int, *, sandbox: bool = False) -> list[dict[str,
                 # Its whole run is history: an empty generation at once, retried once by
                 # the host, empty again — failed (provider-empty-generation; retried once).
                 child["sim"] = {"fail": True, "history_seconds": FAIL_HISTORY_S}
+                child["handoff"] = False  # it has failed before its lead could write
             members.append(child)
         lead: dict[str, Any] = {"children": members, "history_seconds": LEAD_HISTORY_S}
         machine = DEFAULT_MACHINE.to_dict()

@@ -145,6 +145,10 @@ async def test_a_half_minute_demo_at_the_default_speed_delivers_mail(tmp_path: P
     assert report["mail"]["delivered"] == len(delivered)
     kinds = {kind for kind, _, _ in _rows(db, "SELECT kind, 1, 1 FROM messages")}
     assert {"handoff", "report"} <= kinds  # leads hand over, members report back
+    # Issue 33: two handoffs went to scouts that had already ended, and bounced.
+    bounced = _rows(db, "SELECT m.kind, b.path FROM messages m JOIN nodes b "
+                        "ON b.id = m.to_node WHERE m.delivered = 2")  # fmt: skip
+    assert bounced == []
 
 
 async def test_without_git_the_demo_runs_without_worktrees(tmp_path: Path) -> None:

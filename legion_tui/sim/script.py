@@ -325,7 +325,7 @@ def _orchestration(
             )
         )
         for c in children
-        if c.get("name")
+        if c.get("name") and c.get("handoff", True)  # False: it will have ended by then
     ]
     if handoffs:
         steps.append(_step(rng, base, handoffs))
