@@ -141,13 +141,28 @@ def proxy_env(proxy: ProxyLog) -> dict[str, str]:
     return env
 
 
-def until(predicate: Callable[[], bool], timeout: float, what: str) -> None:
-    """Poll `predicate` until it holds; fail the test after `timeout` s (never a blind sleep)."""
+def until(predicate: Callable[[], bool], timeout: float, what: str,
+          left: Callable[[], str] = str) -> None:
+    """Poll `predicate` until it holds; fail the test after `timeout` s (never a blind sleep),
+    saying what `left` finds still there."""
     deadline = time.monotonic() + timeout
     while not predicate():
         if time.monotonic() > deadline:
-            pytest.fail(f"timed out after {timeout} s waiting for {what}", pytrace=False)
+            pytest.fail(f"timed out after {timeout} s waiting for {what}{left()}", pytrace=False)
         time.sleep(0.02)
+
+
+def _described(pids: list[int]) -> str:
+    """The processes left behind, by pid, state and command line (what a flake needs)."""
+    rows = []
+    for pid in pids:
+        try:
+            cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
+            state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        except OSError:
+            continue
+        rows.append(f"{pid} ({state}) {cmdline.strip()[:200]}")
+    return ("; still there: " + " | ".join(rows)) if rows else ""
 
 
 def base_env(home: Path, bin_dir: Path, mark: str, extra: Mapping[str, str]) -> dict[str, str]:
@@ -201,7 +216,8 @@ def run_headless(argv: Sequence[str], *, cwd: Path, env: dict[str, str], logs: P
     seconds = time.monotonic() - began
     try:
         until(lambda: not _group_alive(proc.pid) and not by_env(MARK, mark),
-              LEFTOVER_TIMEOUT, f"{label}'s processes to end")
+              LEFTOVER_TIMEOUT, f"{label}'s processes to end",
+              lambda: _described(by_env(MARK, mark)))
     finally:
         if _group_alive(proc.pid):  # never leave them behind, even when failing
             os.killpg(proc.pid, signal.SIGKILL)
