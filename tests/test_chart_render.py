@@ -38,6 +38,7 @@ def test_readout_format_is_pinned() -> None:
     # Narrow: the unit goes first, then the line is cut; never wider than asked.
     assert readout(123, 98, 410, 28) == "now 123 · avg 98 · peak 410"
     assert readout(123, 98, 410, 10) == "now 123 · "
+    assert readout(0, 0, 0) == "no tokens in this window"  # idle: said, not "peak 0"
 
 
 @pytest.mark.parametrize(

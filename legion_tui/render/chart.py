@@ -58,6 +58,8 @@ N_BANDS = len(BAND_ROLES)
 RECENT_WINDOW_S = 60.0
 READOUT_FORMAT = "now {now} · avg {avg} · peak {peak} tok/s"
 READOUT_UNIT = " tok/s"
+# An idle window says so, not "now 0 · avg 0 · peak 0" over an empty chart (issue 32).
+READOUT_IDLE = "no tokens in this window"
 WINDOW_LABELS: dict[bool, str] = {False: "last 60 s", True: "whole run"}
 CHART_PHASE = 0.5  # its draw steps start half a step after the galaxy's (render/steps.py)
 POINT_MASS_S = 1e-6  # shorter segments are instants (their rate would be meaningless)
@@ -74,6 +76,8 @@ def fmt_rate(value: float) -> str:
 
 def readout(now: float, avg: float, peak: float, width: int | None = None) -> str:
     """The readout line; on a narrow chart the unit goes first, then the text is cut."""
+    if now <= 0 and peak <= 0:
+        return READOUT_IDLE if width is None else READOUT_IDLE[:width]
     text = READOUT_FORMAT.format(now=fmt_rate(now), avg=fmt_rate(avg), peak=fmt_rate(peak))
     if width is None or len(text) <= width:
         return text
