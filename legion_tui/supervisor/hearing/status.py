@@ -209,7 +209,9 @@ def render_status(doc: dict[str, Any]) -> str:
         sim = ", simulated" if e.get("simulated") else ""
         lines = [f"{e['path']} ({e['role']}{sim}, {e['status']}{pid})"]
         lines += [f"  {line}" for line in _doing(e)]
-        facts = [f"{e['tokens_out']} tokens out", f"{e['tok_s']:g} tok/s"]
+        # The decode average over the node's generation time (the tree's column is the
+        # rate now): named, so the two are not read as disagreeing (issue 32 item 4).
+        facts = [f"{e['tokens_out']} tokens out", f"{e['tok_s']:g} tok/s decode avg"]
         basis = e.get("cost_basis", "reported")
         if e.get("cost_usd") or basis != "reported":
             facts.append(cost_text(e["cost_usd"], basis))
