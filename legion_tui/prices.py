@@ -65,7 +65,7 @@ def rates(provider: str | None, model: str) -> Rates | None:
                 cache_read=per_token(provider_id, input_tokens=_UNIT, cache_read_tokens=_UNIT),
                 cache_write=per_token(provider_id, input_tokens=_UNIT, cache_write_tokens=_UNIT),
             )
-        except (LookupError, ValueError):  # ValueError: a name the table cannot parse
+        except Exception:  # a name read from a file: whatever the table raises, unpriced
             continue
     return None
 

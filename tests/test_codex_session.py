@@ -281,3 +281,21 @@ def test_transcript_renders_each_rollout_line_alone() -> None:
     assert by_line[39].role == "user" and by_line[39].text.startswith("<turn_aborted>")
     assert (by_line[40].role, by_line[40].text) == ("user", "(turn aborted)")
     assert by_line[45].text == "CommandExecution: sleep 20; echo slept > slept.txt (exit 0)"
+
+
+@settings(max_examples=60, deadline=None)
+@given(model=st.text(max_size=80), provider=st.one_of(st.none(), st.text(max_size=20)))
+def test_any_model_name_is_priced_or_unpriced_never_an_error(
+    model: str, provider: str | None
+) -> None:
+    """A model and a provider name are read from the file: whatever they are, the call is
+    priced (estimated) or counted as unpriced — the price table never breaks the read."""
+    lines = CodexLines()
+    lines.entries({"type": "session_meta", "payload": {"model_provider": provider}})
+    lines.entries({"type": "turn_context", "payload": {"model": model}})
+    (entry,) = lines.entries({"type": "token_usage_record",
+                              "payload": {"usage": {"input_tokens": 10, "output_tokens": 5}}})
+    assert isinstance(entry, AssistantEntry)
+    assert entry.priced in ("estimated", "unknown")
+    assert entry.cost >= 0
+    assert entry.priced == "estimated" or entry.cost == 0  # unknown is never a figure
