@@ -165,3 +165,27 @@ async def test_no_spawn_is_admitted_past_a_budget_until_its_limit_is_raised(
         second = await spawn_one(sup, name="second")
         assert sup.model.budget_usd == 10
         assert (await settled(sup, second.id)).status is NodeStatus.SETTLED
+
+
+async def test_reopening_a_run_over_its_budget_stops_nothing_that_ended(tmp_path: Path) -> None:
+    """Issue 32 item 2: a run reopened over its budget tripped it again, and its stop
+    retired every settled agent. Nothing under it runs: nothing is stopped, the settled
+    stay settled, and a spawn is refused as over budget."""
+    async with hosted(tmp_path, "s") as sup:
+        done = await spawn_one(sup, name="done", sim={"quick": True})
+        assert (await settled(sup, done.id)).status is NodeStatus.SETTLED
+        spent = _spent(sup, done.id)
+    assert spent > 0.0001
+    settings = tmp_path / ".legion" / "settings.toml"
+    settings.write_text("[budget]\nusd = 0.0001\n")
+    async with hosted(tmp_path, "s") as again:
+        assert again.reopened
+        # Its session read again: the run is over its budget from here on.
+        await until(lambda: _spent(again, done.id) == spent, 20, "the session read again")
+        again.model.flush()  # the budget has looked at it
+        await again.stops.idle()  # any stop it started is over
+        assert again.names.node(done.id).status is NodeStatus.SETTLED
+        assert _exceeded(again, ROOT_ID) == []  # nothing to stop: no stop, no event
+        with pytest.raises(OpError, match="over budget: the run spent"):
+            await spawn_one(again, name="more")
+        assert again.names.node(done.id).status is NodeStatus.SETTLED

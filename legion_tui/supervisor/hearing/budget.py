@@ -170,6 +170,12 @@ class BudgetWatch:
 
     def _trip(self, node_id: str, who: str, spent: float, limit: Limit) -> None:
         self._tripped.add(node_id)
+        under = self._walk(node_id) if node_id else self._model.nodes.values()
+        if not any(view.node.live and view.node.role != "root" for view in under):
+            # Nothing under it runs (a reopened run spent past its budget last time): there
+            # is nothing to stop, and a stop would retire agents that ended — settled ones
+            # too (issue 32). Spawns under it are refused all the same (`refusal`).
+            return
         task = asyncio.get_running_loop().create_task(self._stop_over(node_id, who, spent, limit))
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
