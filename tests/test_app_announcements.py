@@ -37,3 +37,17 @@ async def test_an_announcement_is_toasted_once_and_kept_on_the_root_row() -> Non
         model.set_progress(root, SessionProgress())
         line = activity(model.nodes[root], fixed_clock())
         assert line.text == "Finished: lead-1 ✗ failed — exited with status 1"
+
+
+async def test_brackets_in_an_announcement_are_shown_as_written() -> None:
+    """Issue 32: the budget's toast lost `[budget]` to Textual's markup."""
+    model = canned_model()
+    root = next(v.node.id for v in model.nodes.values() if v.node.parent_id is None)
+    app = make_app(model, FakeOps(model), clock=fixed_clock, timers=False)
+    text = "Budget exceeded: the run spent $0.021 of $0.020 ([budget] usd in settings.toml)"
+    async with app.run_test(size=(160, 40), notifications=True) as pilot:
+        model.announce(root, text)
+        model.flush()
+        await pilot.pause()
+        shown = [str(t.render()) for t in app.screen.query("Toast")]  # Textual's own widget
+        assert any("([budget] usd in settings.toml)" in s for s in shown), shown

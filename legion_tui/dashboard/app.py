@@ -139,7 +139,11 @@ class LegionApp(App[None]):
         self.notifier = Notifier(model)  # needs you, failures, teams ended, stalls
         self.alerts = Alerts(
             settings_near(run_dir),
-            toast=lambda n: self.notify(n.text, title="legion", severity=n.severity, timeout=10),
+            # Words with brackets in them (`[budget] usd`, an agent's `[y/N]`) are text:
+            # Textual's markup ate them.
+            toast=lambda n: self.notify(
+                n.text, title="legion", severity=n.severity, timeout=10, markup=False
+            ),
             bell=lambda: self._write_terminal("\a"),  # as App.bell, but not while attached
             write=self._write_terminal,
         )
@@ -241,7 +245,7 @@ class LegionApp(App[None]):
             if isinstance(self.screen, DetailScreen):
                 self.screen.model_changed(dirty)
             for text in self.announcements.fresh():  # each once; root's row keeps the last
-                self.notify(text, title="legion", timeout=8)
+                self.notify(text, title="legion", timeout=8, markup=False)
             self.operator.follow_receipt(dirty)
         self.alerts.say(self.notifier.news(self.clock()))
 
