@@ -24,8 +24,8 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from legion_tui.commands import Command
 from legion_tui.commands.arg_types import add_task_options, child_name, session_name, task_of
+from legion_tui.commands.invocation import legion_command
 from legion_tui.host_exit import ExitDeadline, end_lingering_threads
-from legion_tui.invocation import legion_command
 from legion_tui.runs.presence import FolderPresence
 from legion_tui.timeouts import within
 

@@ -8,9 +8,9 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 from legion_tui import receipts
+from legion_tui.commands.invocation import legion_command
 from legion_tui.dashboard.app import LegionApp, make_app
 from legion_tui.dashboard.terminal import say_after_exit
-from legion_tui.invocation import legion_command
 from legion_tui.ops import Operations
 from legion_tui.state import LegionModel
 from legion_tui.themes import DEFAULT_THEME

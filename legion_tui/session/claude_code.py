@@ -44,7 +44,7 @@ subagent's usage, in its own file, is not in them.
 Cost: Claude writes `cost-state` with a cumulative `totalCostUSD` once, when the process
 ends (one line after four turns in the fixture): too late for a live figure or a budget.
 So each call is priced from its usage and `message.model` by the price table
-(legion_tui.prices), marked estimated; a model the table does not know leaves the call
+(legion_tui.costs), marked estimated; a model the table does not know leaves the call
 unpriced (`$?`), never $0.
 
 A translator is stateful across the lines of one file (request times, tool names, the
@@ -59,7 +59,7 @@ from collections import OrderedDict
 from collections.abc import Sequence
 from typing import Any
 
-from legion_tui.prices import priced
+from legion_tui.costs import priced
 from legion_tui.session.entries import (
     AssistantEntry,
     Entry,

@@ -39,7 +39,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from legion_tui.prices import priced
+from legion_tui.costs import priced
 from legion_tui.session.entries import (
     AssistantEntry,
     Entry,
@@ -145,7 +145,7 @@ class CodexLines:
         self._open: dict[str, _Running] = {}  # called, no output yet
         self._background: dict[str, _Running] = {}  # yielded, still running
         self._aborted_said = False  # this turn's <turn_aborted> message was seen
-        # What the calls are priced by (legion_tui.prices): session_meta's provider (a
+        # What the calls are priced by (legion_tui.costs): session_meta's provider (a
         # local proxy's name is matched by the model alone), the last turn_context's model.
         self._provider: str | None = None
         self._model: str | None = None

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from legion_tui.prices import CostBasis
+from legion_tui.costs import CostBasis
 from legion_tui.session import figures
 from legion_tui.session.figures import count
 

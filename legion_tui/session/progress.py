@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 from legion_tui.model_records import InFlightTool, Usage, Verdict
 
 if TYPE_CHECKING:  # a name only: the parsers (formats, entries) stay out of a verb's imports
-    from legion_tui.prices import CostBasis
+    from legion_tui.costs import CostBasis
     from legion_tui.session.formats import Format
 
 

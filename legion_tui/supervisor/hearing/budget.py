@@ -11,7 +11,7 @@ the limit and the stop's receipt, and the user is told (root's announcement: a t
 Each budget trips once, and while one is spent past no spawn under it is admitted
 (`refusal`); a run limit raised in the settings meanwhile reopens admission. A node
 under a budget whose calls have no price (a model no price table knows:
-legion_tui.prices) is said once: the budget cannot hold for it.
+legion_tui.costs) is said once: the budget cannot hold for it.
 """
 
 from __future__ import annotations

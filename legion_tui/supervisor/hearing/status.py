@@ -25,8 +25,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from legion_tui import receipts
+from legion_tui.commands.invocation import legion_command
 from legion_tui.costs import Spend, cost_text, fmt_spend, spend_of, total_spend
-from legion_tui.invocation import legion_command
 from legion_tui.model import NodeStatus, outcome_of
 from legion_tui.receipts import in_flight_suffix
 from legion_tui.wire.names import shortest_refs
