@@ -15,7 +15,14 @@ import os
 import stat
 from pathlib import Path
 
-__all__ = ["FileTooLarge", "NotARegularFile", "atomic_write", "open_regular", "read_regular_text"]
+__all__ = [
+    "FileTooLarge",
+    "NotARegularFile",
+    "atomic_write",
+    "file_identity",
+    "open_regular",
+    "read_regular_text",
+]
 
 
 class NotARegularFile(OSError):
@@ -30,6 +37,16 @@ class FileTooLarge(OSError):
 
     def __init__(self, path: str | os.PathLike[str], limit: int) -> None:
         super().__init__(errno.EFBIG, f"larger than {limit} bytes", os.fspath(path))
+
+
+def file_identity(path: str | os.PathLike[str]) -> tuple[int, int] | None:
+    """(dev, ino) of what is at `path` now; None when nothing is (or it cannot be
+    reached): how a file or folder that was replaced under a holder is told apart."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return st.st_dev, st.st_ino
 
 
 def open_regular(path: str | os.PathLike[str]) -> int:

@@ -16,7 +16,6 @@ import asyncio
 import contextlib
 import dataclasses
 import logging
-import os
 import sqlite3
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -28,6 +27,7 @@ from legion_tui.ledger.connection import connect, migrate
 from legion_tui.ledger.errors import LedgerError
 from legion_tui.ledger.rows import USAGE_UPSERT_SQL, usage_params
 from legion_tui.model_records import Usage
+from legion_tui.regular_files import file_identity
 
 Apply = Callable[[sqlite3.Connection], Any]
 
@@ -93,7 +93,7 @@ class BatchWriter:
                 self._executor, lambda: migrate(self._require_conn(), create=create)
             )
             self._wal_identity = self._wal_files()
-            self._ledger_identity = _identity(self.path)
+            self._ledger_identity = file_identity(self.path)
         except LedgerError as exc:
             await self._close_conn()
             raise LedgerError(f"{self.path}: {exc}") from None
@@ -208,7 +208,7 @@ class BatchWriter:
         return self._conn
 
     def _wal_files(self) -> tuple[tuple[int, int] | None, ...]:
-        return tuple(_identity(Path(f"{self.path}{suffix}")) for suffix in ("-wal", "-shm"))
+        return tuple(file_identity(f"{self.path}{suffix}") for suffix in ("-wal", "-shm"))
 
     def _check_wal(self) -> None:
         """Never write through a WAL that is no longer the file at its path: the commits
@@ -219,7 +219,7 @@ class BatchWriter:
         connection and a new WAL — said loudly. Replaced by other files: writes stop (a
         foreign WAL must not be applied to the ledger); the close checkpoints ours. The
         ledger itself deleted or replaced (its folder removed): writes stop, loudly."""
-        if _identity(self.path) != self._ledger_identity:
+        if file_identity(self.path) != self._ledger_identity:
             self._ledger_gone()
         if self._wal_identity is None or None in self._wal_identity:
             return  # not in WAL mode yet (or never was): nothing to compare
@@ -349,10 +349,3 @@ def _fail(jobs: list[_Job], error: LedgerError) -> None:
         if job.future is not None and not job.future.done():
             job.future.set_exception(error)
 
-
-def _identity(path: Path) -> tuple[int, int] | None:
-    try:
-        st = os.stat(path)
-    except OSError:
-        return None
-    return st.st_dev, st.st_ino

@@ -12,19 +12,13 @@ import asyncio
 import os
 from pathlib import Path
 
+from legion_tui.regular_files import file_identity
+
 __all__ = ["CHECK_EVERY_S", "FolderPresence"]
 
 # One stat a second: nothing next to the session watcher's work, and a host learns within
 # a second that its folder went.
 CHECK_EVERY_S = 1.0
-
-
-def _identity(path: Path) -> tuple[int, int] | None:
-    try:
-        st = os.stat(path)
-    except OSError:  # gone, or its parent no longer searchable: either way not ours now
-        return None
-    return st.st_dev, st.st_ino
 
 
 class FolderPresence:
@@ -45,7 +39,7 @@ class FolderPresence:
         if self._fd is None:
             return self._final
         held = os.fstat(self._fd)
-        now = _identity(self.path)
+        now = file_identity(self.path)  # None: gone, or its parent no longer searchable
         if now is None:
             return f"its run folder {self.path} was removed"
         if now != (held.st_dev, held.st_ino):
