@@ -54,7 +54,7 @@ class SessionFigures(Protocol):
     def estimated_calls(self) -> int: ...
 
     @property
-    def cost_basis(self) -> CostBasis: ...
+    def unpriced_calls(self) -> int: ...
 
 
 class Spend(NamedTuple):
@@ -78,16 +78,24 @@ class Spend(NamedTuple):
 
 def spend_of(progress: SessionFigures) -> Spend:
     usage = progress.tokens
-    basis = progress.cost_basis
     return Spend(usage.cost, usage.input + usage.output,
-                 int(progress.estimated_calls > 0), int(basis == "unknown"))  # fmt: skip
+                 int(progress.estimated_calls > 0), int(progress.unpriced_calls > 0))  # fmt: skip
 
 
 def total_spend(progresses: Iterable[SessionFigures]) -> Spend:
-    total = Spend()
+    """The sum of `spend_of` over the sessions, in plain locals: the budget sums a whole
+    run on every model change, and a `Spend` built and added per session made 1 000
+    sessions cost 3.1 ms instead of 0.17."""
+    usd, tokens, estimated, unpriced = 0.0, 0, 0, 0
     for progress in progresses:
-        total += spend_of(progress)
-    return total
+        usage = progress.tokens
+        usd += usage.cost
+        tokens += usage.input + usage.output
+        if progress.estimated_calls:
+            estimated += 1
+        if progress.unpriced_calls:
+            unpriced += 1
+    return Spend(usd, tokens, estimated, unpriced)
 
 
 def fmt_usd(usd: float) -> str:
