@@ -29,9 +29,17 @@
     [agent]                      # what a `kind: auto` card (the bundled ones) runs
     default = "pi"               # auto | sim | pi | claude | codex | exec; absent/auto:
                                  # the first installed (pi, claude, codex)
+
+    [agent.pi]                   # each kind its own: [agent.pi] [agent.claude] [agent.codex]
     command = ["pi"]             # argv (placeholders as in cards); pi/claude/codex: its program
     model = "claude-sonnet-4-5"  # pi, claude: --model; codex: -c model=…
     provider = "anthropic"       # pi: --provider; codex: -c model_provider=…
+    args = ["--thinking", "low"] # appended to the agent's argv
+    env = { PI_CODING_AGENT_DIR = "/opt/pi-home" }  # added to the agent's environment
+
+`[agent] command/model/provider` (the older form) still apply to the default kind only
+(doctor says to move them). A node records the command it launched with, and every
+relaunch (resume, attach) uses its own record: another kind's settings never leak in.
 
     [cluster]                    # where agents run (issue 15); needs legion-tui[ray]
     engine = "ray"               # local (the default) | ray: each agent in a Ray actor
@@ -63,11 +71,14 @@ from legion_tui.regular_files import atomic_write, read_regular_text
 
 __all__ = [
     "AGENT_KEYS",
+    "AGENT_KIND_TABLES",
     "DEFAULT_SETTINGS",
+    "KIND_KEYS",
     "LAND_MODES",
     "SETTINGS_FILE",
     "AgentSettings",
     "ClusterSettings",
+    "KindSettings",
     "LandMode",
     "Settings",
     "SettingsProblem",
@@ -102,14 +113,29 @@ class SettingsProblem:
 
 
 @dataclass(frozen=True, slots=True)
+class KindSettings:
+    """`[agent.KIND]`: how one kind of agent is launched from an `auto` card."""
+
+    command: tuple[str, ...] = ()  # argv template (pi/claude/codex: replaces the program)
+    model: str | None = None
+    provider: str | None = None
+    args: tuple[str, ...] = ()  # appended to the argv
+    env: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
+
+
+@dataclass(frozen=True, slots=True)
 class AgentSettings:
     """`[agent]`: the agent `kind: auto` resolves to. Empty: the first installed one."""
 
     default: str | None = None  # one of model.CARD_KINDS; None or "auto": the first installed
-    command: tuple[str, ...] = ()  # argv template for pi/exec (pi: replaces `pi`)
-    model: str | None = None  # pi's --model
-    provider: str | None = None  # pi's --provider
+    # The older form, for the default kind only: its argv, --model, --provider.
+    command: tuple[str, ...] = ()
+    model: str | None = None
+    provider: str | None = None
     line: int | None = None  # where `default` is written (refusals point at it)
+    kinds: Mapping[str, KindSettings] = field(  # `[agent.pi]` …, by kind
+        default_factory=lambda: MappingProxyType({})
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -170,8 +196,9 @@ LandMode = Literal["merge", "squash", "rebase"]
 LAND_MODES: tuple[LandMode, ...] = get_args(LandMode)
 NOTIFY_KEYS = ("toast", "bell", "desktop")
 AGENT_KEYS = ("default", "command", "model", "provider")
-# The kinds an `[agent] command` can belong to (a sim takes none).
-_COMMAND_KINDS = ("pi", "claude", "codex", "exec")
+# `[agent.KIND]`: the kinds with a table of their own, and its keys.
+AGENT_KIND_TABLES = ("pi", "claude", "codex", "exec")
+KIND_KEYS = ("command", "model", "provider", "args", "env")
 
 
 class _Add(Protocol):
@@ -195,6 +222,9 @@ def _key_lines(text: str) -> dict[tuple[str, str], int]:
         if match:
             table = match[1].strip("\"'")
             lines.setdefault(("", table), number)
+            outer, dot, inner = table.rpartition(".")
+            if dot:  # `[agent.pi]` is also the key `pi` of the table `agent`
+                lines.setdefault((outer, inner), number)
             continue
         match = assignment.match(line)
         if match:
@@ -393,58 +423,110 @@ def _phase_timeouts(value: object, add: _Add, values: dict[str, Any]) -> None:
     values["phase_timeouts"] = MappingProxyType(explicit)
 
 
-def _agent(value: object, add: _Add, values: dict[str, Any], line: int | None) -> None:
+def _argv(table: str, key: str, item: object, add: _Add) -> tuple[str, ...] | None:
+    """A `command = [...]` of `[agent]` or `[agent.KIND]`: a non-empty argv whose
+    placeholders are known and never inside a script the interpreter runs."""
     from legion_tui.agents.placeholders import (
         PLACEHOLDERS,
         SAFE_WAY,
         placeholders_in,
         placeholders_in_scripts,
     )
+
+    if not isinstance(item, list) or not item or not all(
+        isinstance(part, str) and part for part in item
+    ):
+        add(table, key, f"expected a list of strings (argv), got {item!r}")
+        return None
+    unknown = [p for part in item for p in placeholders_in(part) if p not in PLACEHOLDERS]
+    if unknown:
+        known = ", ".join("{" + p + "}" for p in PLACEHOLDERS)
+        add(table, key, f"unknown placeholder {{{unknown[0]}}}", f"placeholders: {known}")
+        return None
+    if scripted := placeholders_in_scripts(item):
+        said = f"{{{scripted[0]}}} inside a script the interpreter runs"
+        add(table, key, f"{said} would be run as code", SAFE_WAY)
+        return None
+    return tuple(item)
+
+
+def _name(table: str, key: str, item: object, add: _Add) -> str | None:
+    """A model or provider: a non-empty string."""
+    if not isinstance(item, str) or not item.strip():
+        add(table, key, f"expected a non-empty string, got {item!r}")
+        return None
+    return item.strip()
+
+
+def _kind_table(kind: str, value: object, add: _Add) -> KindSettings | None:
+    """`[agent.KIND]`; None when it is not a table."""
+    table = f"agent.{kind}"
+    if not isinstance(value, dict):
+        add("agent", kind, f"expected a table: [{table}]")
+        return None
+    fields: dict[str, Any] = {}
+    for key, item in value.items():
+        if key not in KIND_KEYS:
+            add(table, key, "unknown key", f"[{table}] keys are: {', '.join(KIND_KEYS)}")
+        elif key == "command":
+            if (argv := _argv(table, key, item, add)) is not None:
+                fields[key] = argv
+        elif key == "args":
+            if not isinstance(item, list) or not all(isinstance(a, str) for a in item):
+                add(table, key, f"expected a list of strings, got {item!r}")
+            else:
+                fields[key] = tuple(item)
+        elif key == "env":
+            if not isinstance(item, dict) or not all(
+                isinstance(k, str) and k and "=" not in k and isinstance(v, str)
+                for k, v in item.items()
+            ):
+                add(table, key, f'expected a table of strings ({{ NAME = "value" }}), got {item!r}')
+            else:
+                fields[key] = MappingProxyType(dict(item))
+        elif (name := _name(table, key, item, add)) is not None:  # model, provider
+            fields[key] = name
+    return KindSettings(**fields)
+
+
+def _agent(value: object, add: _Add, values: dict[str, Any], line: int | None) -> None:
     from legion_tui.model import CARD_KINDS
 
     if not isinstance(value, dict):
         add("", "agent", "expected a table: [agent]")
         return
     fields: dict[str, Any] = {"line": line}
+    kinds: dict[str, KindSettings] = {}
     for key, item in value.items():
-        if key not in AGENT_KEYS:
-            add("agent", key, "unknown key", f"[agent] keys are: {', '.join(AGENT_KEYS)}")
+        if key in AGENT_KIND_TABLES:
+            if (own := _kind_table(key, item, add)) is not None:
+                kinds[key] = own
+        elif key not in AGENT_KEYS:
+            tables = ", ".join(f"[agent.{k}]" for k in AGENT_KIND_TABLES)
+            add("agent", key, "unknown key", f"[agent] keys are: {', '.join(AGENT_KEYS)}; "
+                f"tables: {tables}")
         elif key == "default":
             if item not in CARD_KINDS:
                 add("agent", key, f"expected one of {', '.join(CARD_KINDS)}, got {item!r}")
             else:
                 fields["default"] = item
         elif key == "command":
-            if not isinstance(item, list) or not item or not all(
-                isinstance(part, str) and part for part in item
-            ):
-                add("agent", key, f"expected a list of strings (argv), got {item!r}")
-                continue
-            unknown = [p for part in item for p in placeholders_in(part) if p not in PLACEHOLDERS]
-            if unknown:
-                known = ", ".join("{" + p + "}" for p in PLACEHOLDERS)
-                add("agent", key, f"unknown placeholder {{{unknown[0]}}}", f"placeholders: {known}")
-                continue
-            if scripted := placeholders_in_scripts(item):
-                said = f"{{{scripted[0]}}} inside a script the interpreter runs"
-                add("agent", key, f"{said} would be run as code", SAFE_WAY)
-                continue
-            fields["command"] = tuple(item)
-        elif not isinstance(item, str) or not item.strip():  # model, provider
-            add("agent", key, f"expected a non-empty string, got {item!r}")
-        else:
-            fields[key] = item.strip()
+            if (argv := _argv("agent", key, item, add)) is not None:
+                fields[key] = argv
+        elif (name := _name("agent", key, item, add)) is not None:  # model, provider
+            fields[key] = name
     default = fields.get("default")
     # A command belongs to one agent; without a default naming it, which one runs it
     # would depend on what happens to be installed.
-    if "command" in fields and default not in _COMMAND_KINDS:
+    if "command" in fields and default not in AGENT_KIND_TABLES:
         add("agent", "command", "a command needs default = " + " or ".join(
-            f'"{k}"' for k in _COMMAND_KINDS))
+            f'"{k}"' for k in AGENT_KIND_TABLES))
         fields.pop("command")
-    if default == "exec" and "command" not in value:
+    exec_command = "command" in value or kinds.get("exec", KindSettings()).command
+    if default == "exec" and not exec_command:
         add("agent", "default", 'default = "exec" needs a command = [...] to run')
         fields.pop("default")
-    values["agent"] = AgentSettings(**fields)
+    values["agent"] = AgentSettings(**fields, kinds=MappingProxyType(kinds))
 
 
 def load_settings(project_dir: Path) -> SettingsResult:

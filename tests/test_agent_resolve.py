@@ -23,6 +23,7 @@ from supervisor_helpers import LEGION, cli_env, hosted, run_cli, settled, spawn_
 from legion_tui.agents.resolve import NoAgent, configured_command, resolve_launch
 from legion_tui.ledger import read_snapshot
 from legion_tui.model import NodeStatus
+from legion_tui.model_records import Node
 from legion_tui.runs.catalog import find_session_run
 from legion_tui.settings import AgentSettings, parse_settings
 from legion_tui.supervisor.hearing.status import render_status
@@ -207,9 +208,72 @@ def test_agent_command_model_and_provider_reach_pi(tmp_path: Path) -> None:
     assert launch.kind == "pi" and launch.via == "settings"
     assert launch.command == ("my-pi", "--thinking", "--provider", "p1", "--model", "m1")
     # Only model/provider: pi's own program, with the flags.
-    assert configured_command(AgentSettings(model="m1"), "pi") == ("pi", "--model", "m1")
+    assert configured_command(AgentSettings(model="m1"), "pi", default=True) == (
+        "pi", "--model", "m1"
+    )
     # A command belongs to the kind it was written for.
-    assert configured_command(AgentSettings(default="exec", command=("x",)), "pi") == ()
+    agent = AgentSettings(default="exec", command=("x",))
+    assert configured_command(agent, "pi", default=False) == ()
+
+
+def test_each_kind_its_own_settings_and_the_older_form_for_the_default_kind_only(
+    tmp_path: Path,
+) -> None:
+    text = (
+        '[agent]\ndefault = "pi"\nprovider = "pi-provider"\nmodel = "pi-model"\n'
+        '[agent.codex]\nmodel = "gpt-x"\nargs = ["--search"]\nenv = { CODEX_X = "1" }\n'
+        '[agent.claude]\ncommand = ["/opt/claude"]\n'
+    )
+    settings, problems = parse_settings(text, ".legion/settings.toml")
+    assert problems == []
+    agent = settings.agent
+    # An auto card run as `--kind codex`: Codex's own table, never pi's provider.
+    launch = resolve_launch(
+        "auto", (), requested="codex", agent=agent, cwd=tmp_path, path="/nowhere"
+    )
+    assert (launch.kind, launch.via) == ("codex", "--kind")
+    assert launch.command == ("codex", "-c", 'model="gpt-x"', "--search")
+    assert dict(launch.env) == {"CODEX_X": "1"}
+    launch = resolve_launch(
+        "auto", (), requested="claude", agent=agent, cwd=tmp_path, path="/nowhere"
+    )
+    assert launch.command == ("/opt/claude",) and dict(launch.env) == {}
+    # The default kind keeps the older [agent] model/provider.
+    assert configured_command(agent, "pi", default=True) == (
+        "pi", "--provider", "pi-provider", "--model", "pi-model"
+    )
+    # A card that names its kind decides alone.
+    launch = resolve_launch(
+        "codex", ("my-codex",), requested=None, agent=agent, cwd=tmp_path, path="/nowhere"
+    )
+    assert launch.command == ("my-codex",) and dict(launch.env) == {}
+
+
+def test_a_kind_table_is_a_closed_validated_set() -> None:
+    bad = (
+        "[agent.codex]\n"  # 1
+        'command = "codex"\n'  # 2
+        "args = [1]\n"  # 3
+        'env = { "A=B" = "x" }\n'  # 4
+        'colour = "red"\n'  # 5
+        "[agent.docker]\n"  # 6
+        'model = "m"\n'  # 7
+    )
+    settings, problems = parse_settings(bad, ".legion/settings.toml")
+    assert [(p.line, p.key) for p in problems] == [
+        (2, "agent.codex.command"),
+        (3, "agent.codex.args"),
+        (4, "agent.codex.env"),
+        (5, "agent.codex.colour"),
+        (6, "agent.docker"),
+    ]
+    assert "[agent.pi], [agent.claude], [agent.codex], [agent.exec]" in problems[-1].hint
+    # A broken [agent.codex] refuses an auto card run as codex, and only that.
+    with pytest.raises(NoAgent, match="agent.codex.args"):
+        resolve_launch(
+            "auto", (), requested="codex", agent=settings.agent, problems=problems,
+            cwd=Path("."), path="/nowhere",
+        )
 
 
 def test_an_explicit_kind_overrides_the_card(tmp_path: Path) -> None:
@@ -228,8 +292,17 @@ async def test_resume_relaunches_with_what_agent_gives_its_kind_now(tmp_path: Pa
         tmp_path, '[agent]\ndefault = "pi"\ncommand = ["/opt/pi/bin/pi"]\nmodel = "m2"\n'
     )
     async with hosted(tmp_path) as sup:
-        assert sup.ctx.cards.command_of("worker", "pi") == ["/opt/pi/bin/pi", "--model", "m2"]
-        assert sup.ctx.cards.command_of("worker", "sim") == []
+        cards = sup.ctx.cards
+        cards.reload()
+        node = Node(id="n-1", run_id="r", parent_id=ROOT_ID, name="w", path="root/w",
+                    role="worker", kind="pi", backend="process", status=NodeStatus.RETIRED,
+                    pid=None, task="t", created_at=0.0, updated_at=0.0)  # fmt: skip
+        # Launched before commands were recorded: what [agent] gives its kind now.
+        assert cards.command_of(node) == ["/opt/pi/bin/pi", "--model", "m2"]
+        assert cards.command_of(replace(node, kind="sim")) == []
+        # Recorded: its own launch's command, whatever the settings say since.
+        cards.launched_with[node.id] = ["pi", "--model", "m1"]
+        assert cards.command_of(node) == ["pi", "--model", "m1"]
 
 
 # ----- the simulation, asked for explicitly, labelled everywhere ------------------------

@@ -92,6 +92,21 @@ def test_a_bad_agent_setting_is_a_problem_with_its_line(tmp_path: Path) -> None:
     assert out.rstrip().endswith("2 problems, 0 warnings")
 
 
+def test_the_older_agent_model_is_a_warning_to_move_it_to_its_kind(tmp_path: Path) -> None:
+    write(tmp_path, ".legion/settings.toml",
+          '[agent]\ndefault = "pi"\nprovider = "scripted"\n')  # fmt: skip
+    result = doctor(tmp_path)  # (the fake pi refuses --provider: that is its problem)
+    assert (
+        "[agent] provider = 'scripted' apply to the default kind (pi) only: an agent of "
+        "another kind (--kind) never gets them" in result.stdout
+    )
+    assert "move them to [agent.pi]" in result.stdout
+    write(tmp_path, ".legion/settings.toml",
+          '[agent]\ndefault = "pi"\n[agent.pi]\nprovider = "scripted"\n')  # fmt: skip
+    result = doctor(tmp_path)
+    assert "[agent] provider" not in result.stdout and "0 warnings" in result.stdout
+
+
 @pytest.mark.parametrize(
     "text", ["x = " + "[" * 100_000 + "]" * 100_000, "# " + "x" * 2**26], ids=["deep", "64MB"]
 )

@@ -366,6 +366,44 @@ async def test_resume_after_a_stop_appends_to_the_same_rollout(world: CodexWorld
         assert (world.project / "one.txt").read_text() == "one"
 
 
+async def test_an_auto_card_run_as_codex_resumes_with_its_own_settings_not_the_defaults(
+    world: CodexWorld,
+) -> None:
+    """Issue 31 item 2: `[agent] default = "pi"` with a provider; a Codex agent of an
+    auto card (`--kind codex`) resumed after a stop runs Codex as it first ran — pi's
+    provider appended to it was `Model provider 'pi-only' not found`, and the node lost."""
+    write_card(world.project, kind="auto", command=None, tools=CODEX_TOOLS, marker=world.marker)
+    settings = world.project / ".legion" / "settings.toml"
+    settings.write_text(
+        '[agent]\ndefault = "pi"\nprovider = "pi-only"\nmodel = "pi-model"\n'
+        '[agent.codex]\nenv = { LEGION_TEST_OWN = "codex-7f1" }\n'
+    )
+    world.server.script(
+        Hang(before=Text("Waiting", tokens=2)),
+        Text(f"Done.\n{verdict_line('resumed as codex')}"),
+    )
+    async with agent_host(world.project) as sup:
+        request = ChildRequest("worker", "TASK-31b: wait.", name="own", kind="codex")
+        (node,) = await sup.launcher.spawn(ROOT_ID, [request])
+        assert node.kind == "codex" and node.status is not NodeStatus.FAILED, node.error
+        await asyncio.to_thread(world.server.wait_for_hang, timeout=START_LIMIT)
+        # [agent.codex] env reached Codex (the npm launcher and its native binary)
+        assert sup.names.node(node.id).pid in by_env("LEGION_TEST_OWN", "codex-7f1")
+        assert await sup.stops.stop(ROOT_ID, "own") == "Stopped own."
+        # The settings change meanwhile: a resume runs what the node ran.
+        settings.write_text(
+            settings.read_text() + '[agent.pi]\nmodel = "pi-model-2"\n'
+        )
+        receipt = await sup.control.resume(ROOT_ID, "own")
+        assert receipt.startswith("Resumed own on its session file"), receipt
+        done = await settle(sup, node.id)
+        assert done.status is NodeStatus.SETTLED, (done.status, done.error)
+        assert done.verdict is not None and "resumed as codex" in done.verdict
+        events = sup.model.nodes[node.id].events
+        launches = [e for e in events if e.type is EventType.NODE_LAUNCHED]
+        assert [e.data["command"] for e in launches] == [[], []]  # Codex's own, twice
+
+
 # ----- (h) a failed turn ----------------------------------------------------------------------
 async def test_a_turn_the_api_fails_is_a_failed_node_with_the_apis_message(
     world: CodexWorld,

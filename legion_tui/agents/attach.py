@@ -18,8 +18,8 @@ running: two writers on one session would interleave it (the caller stops it fir
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from legion_tui.agents.resolve import INSTALL_HINTS
@@ -50,6 +50,7 @@ class AttachPlan:
     cwd: Path
     session_file: Path  # the agent's own file: its entries are counted before and after
     agent_live: bool
+    env: Mapping[str, str] = field(default_factory=dict)  # `[agent.KIND] env`, added
 
 
 def _kept(command: Sequence[str], valued: frozenset[str]) -> list[str]:

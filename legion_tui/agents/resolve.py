@@ -24,13 +24,13 @@ import json
 import os
 import shutil
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
 from typing import Literal
 
 from legion_tui.model import CARD_KINDS, Kind
-from legion_tui.settings import SETTINGS_FILE, AgentSettings, SettingsProblem
+from legion_tui.settings import SETTINGS_FILE, AgentSettings, KindSettings, SettingsProblem
 
 __all__ = [
     "AGENTS",
@@ -39,6 +39,7 @@ __all__ = [
     "NoAgent",
     "agent_problems",
     "configured_command",
+    "configured_env",
     "resolve_launch",
 ]
 
@@ -63,6 +64,7 @@ class Launch:
     kind: Kind
     command: tuple[str, ...]
     via: Via
+    env: Mapping[str, str] = field(default_factory=dict)  # `[agent.KIND] env`
 
 
 class NoAgent(LookupError):
@@ -76,30 +78,41 @@ def agent_problems(problems: Sequence[SettingsProblem]) -> tuple[SettingsProblem
     return tuple(p for p in problems if p.key is None or p.key.split(".")[0] == "agent")
 
 
-def configured_command(agent: AgentSettings, kind: Kind) -> tuple[str, ...]:
-    """The argv `[agent]` gives an auto launch of `kind`: its `command` when its default
-    is that kind, and its `model` / `provider` in the agent's own flags (pi: `--provider`
-    `--model`; Claude Code: `--model`; Codex: `-c model=…` `-c model_provider=…`).
-    () when it says nothing."""
-    command = agent.command if agent.default == kind else ()
+def configured_command(agent: AgentSettings, kind: Kind, *, default: bool) -> tuple[str, ...]:
+    """The argv the settings give an auto launch of `kind`: `[agent.KIND]`'s command,
+    model, provider and args; for the default kind (`default`: chosen by `[agent]
+    default` or found first on PATH, not by `--kind`) the older `[agent]` command / model
+    / provider where `[agent.KIND]` does not say. Model and provider go in the agent's
+    own flags (pi: `--provider` `--model`; Claude Code: `--model`; Codex: `-c model=…`
+    `-c model_provider=…`). () when nothing is said."""
+    own = agent.kinds.get(kind, KindSettings())
+    command = own.command or (agent.command if agent.default == kind else ())
+    model = own.model or (agent.model if default else None)
+    provider = own.provider or (agent.provider if default else None)
     extra: list[str] = []
     if kind == "pi":
-        if agent.provider and "--provider" not in command:
-            extra += ["--provider", agent.provider]
-        if agent.model and "--model" not in command:
-            extra += ["--model", agent.model]
+        if provider and "--provider" not in command:
+            extra += ["--provider", provider]
+        if model and "--model" not in command:
+            extra += ["--model", model]
     elif kind == "claude":
-        if agent.model and "--model" not in command:
-            extra += ["--model", agent.model]
+        if model and "--model" not in command:
+            extra += ["--model", model]
     elif kind == "codex":
         said = " ".join(command)
-        if agent.model and "model=" not in said:
-            extra += ["-c", f"model={json.dumps(agent.model)}"]
-        if agent.provider and "model_provider=" not in said:
-            extra += ["-c", f"model_provider={json.dumps(agent.provider)}"]
+        if model and "model=" not in said:
+            extra += ["-c", f"model={json.dumps(model)}"]
+        if provider and "model_provider=" not in said:
+            extra += ["-c", f"model_provider={json.dumps(provider)}"]
+    extra += own.args
     if extra:
         return (*(command or (kind,)), *extra)
     return command
+
+
+def configured_env(agent: AgentSettings, kind: str) -> Mapping[str, str]:
+    """What `[agent.KIND] env` adds to the environment of that kind's agents."""
+    return agent.kinds.get(kind, KindSettings()).env
 
 
 def _simulate_hint() -> str:
@@ -173,28 +186,37 @@ def resolve_launch(
     kind = requested or card_kind
     if kind not in CARD_KINDS:
         raise ValueError(f"unknown kind {kind!r} (one of {', '.join(CARD_KINDS)})")
-    if kind != "auto":
+    if kind != "auto" and (card_kind != "auto" or kind == "sim"):
         via: Via = "--kind" if requested else "card"
         return Launch(_as_kind(kind), tuple(card_command), via)
-    if simulated_parent:
+    if kind == "auto" and simulated_parent:
         return Launch("sim", (), "parent")
     broken = agent_problems(problems)
+    if kind != "auto":  # an auto card run as `--kind KIND`: `[agent.KIND]` says how
+        own = [p for p in broken if p.key is not None and p.key.startswith(f"agent.{kind}")]
+        if own:
+            raise _broken_settings(what, own)
+        chosen = _as_kind(kind)
+        command = configured_command(agent, chosen, default=False)
+        return Launch(chosen, command, "--kind", configured_env(agent, chosen))
     if broken:
         raise _broken_settings(what, broken)
     default = agent.default
     if default is not None and default != "auto":
         chosen = _as_kind(default)
-        command = configured_command(agent, chosen)
+        command = configured_command(agent, chosen, default=True)
         programs = dict(AGENTS)
         if chosen in programs:
             # Refused here, not as a failed launch: the node would exist only to fail.
             program = command[0] if command else programs[chosen]
             if find_program(program, cwd=cwd, path=path) is None:
                 raise _missing_program(what, agent, chosen, program)
-        return Launch(chosen, command, "settings")
+        return Launch(chosen, command, "settings", configured_env(agent, chosen))
     for candidate, program in AGENTS:
-        if find_program(program, cwd=cwd, path=path) is not None:
-            return Launch(candidate, configured_command(agent, candidate), "PATH")
+        mine = agent.kinds.get(candidate, KindSettings()).command
+        if find_program(mine[0] if mine else program, cwd=cwd, path=path) is not None:
+            command = configured_command(agent, candidate, default=True)
+            return Launch(candidate, command, "PATH", configured_env(agent, candidate))
     raise _nothing_installed(what)
 
 

@@ -145,6 +145,20 @@ def check_auto(report: Report, cards: CardSet) -> None:
             Finding("path", "problem", "", head.removesuffix(" — nothing spawned."), fix)
         )
         return
+    older = settings.settings.agent
+    said = [f"{key} = {value!r}" for key, value in
+            (("model", older.model), ("provider", older.provider)) if value]  # fmt: skip
+    if said and launch.kind != "sim":
+        report.findings.append(
+            Finding(
+                "settings",
+                "warning",
+                str(SETTINGS_FILE),
+                f"[agent] {', '.join(said)} apply to the default kind ({launch.kind}) only: "
+                "an agent of another kind (--kind) never gets them",
+                f"move them to [agent.{launch.kind}] (each kind has its own table)",
+            )
+        )
     if launch.kind == "sim":
         report.findings.append(
             Finding(

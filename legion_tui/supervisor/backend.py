@@ -78,6 +78,7 @@ class LaunchSpec:
     cwd: Path
     socket_path: Path  # the supervisor's socket (for LEGION_SOCKET)
     command: list[str] | None = None  # exec/pi argv from the card (placeholders unresolved)
+    env: Mapping[str, str] = field(default_factory=dict)  # added to the agent's environment
     isolate: bool = False  # sim as an OS process
     seed: int = 0
     speed: float = 1.0

@@ -75,11 +75,12 @@ class RootOperations:
         link = link if link.is_absolute() else ctx.run.dir / link
         cwd = sup.teams.cwd_for(node)
         cards = ctx.cards
-        command = cards.command_of(cards.card_name(node), node.kind)
+        command = cards.command_of(node)
         argv, session = attach.attach_argv(node.kind, node.name, link, command, cwd, path=None)
         handle = ctx.roster.handle(node_id)
         live = handle is not None and handle.exited is None
-        return attach.AttachPlan(node.name, Path(argv[0]).name, argv, cwd, session, live)
+        env = cards.env_of(node)
+        return attach.AttachPlan(node.name, Path(argv[0]).name, argv, cwd, session, live, env)
 
     def terminal_input(self, node_id: str, data: bytes) -> bool:
         handle = self.supervisor.ctx.roster.handle(node_id)

@@ -150,6 +150,7 @@ def child_env(spec: LaunchSpec, *, inbox: Path | None = None) -> dict[str, str]:
         run_dir=spec.run_dir,
         session_file=spec.session_file,
         inbox=inbox,
+        base={**os.environ, **spec.env},
     )
     path = task_file(spec.run_dir, spec.node_id)
     path.parent.mkdir(parents=True, exist_ok=True)

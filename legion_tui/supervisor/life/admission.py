@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import logging
 import secrets
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -59,6 +59,7 @@ class Plan:
     card: str  # the role card's name (the node's `role` is the role the card plays)
     command: list[str] | None
     isolate: bool
+    env: Mapping[str, str]  # `[agent.KIND] env` (legion_tui.agents.resolve)
 
 
 class Admission:
@@ -160,7 +161,8 @@ class Admission:
                 created_at=now,
                 updated_at=now,
             )
-            plans.append(Plan(node, req, card.name, list(launch.command) or None, isolate))
+            command = list(launch.command) or None
+            plans.append(Plan(node, req, card.name, command, isolate, launch.env))
         return plans
 
     def _resolve(self, caller: Node, card: RoleCard, req: ChildRequest) -> Launch:
@@ -173,7 +175,9 @@ class Admission:
         default_kind = self._ctx.options.default_kind
         agent = AgentSettings(default_kind)
         problems: tuple[SettingsProblem, ...] = ()
-        if (req.kind or card.kind) == "auto" and default_kind is None:
+        # An auto card run as `--kind KIND` takes `[agent.KIND]` even where this host
+        # says what `auto` means (`default_kind`: the demo, the tests).
+        if card.kind == "auto" and (default_kind is None or req.kind not in (None, "auto")):
             result = load_settings(self._project_dir)
             agent, problems = result.settings.agent, result.problems
         try:

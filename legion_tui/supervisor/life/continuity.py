@@ -149,6 +149,9 @@ class Continuity:
             launched = self._record.last_event(node.id, EventType.NODE_LAUNCHED)
             if launched is not None and "card" in launched.data:
                 self._cards.card_of[node.id] = str(launched.data["card"])
+            command = launched.data.get("command") if launched is not None else None
+            if isinstance(command, list) and all(isinstance(c, str) for c in command):
+                self._cards.launched_with[node.id] = command
         if ROOT_ID not in self._model.nodes:
             await self._create_root()
         else:

@@ -123,13 +123,13 @@ class Control:
             raise OpError("ALREADY_RUNNING", f"{target.name} changed while resuming; look again")
         self._model.mark_interrupted(target.id, False)
         cards = self._ctx.cards
-        command = cards.command_of(cards.card_name(node), node.kind)
+        command = cards.command_of(node)
         isolate = node.backend == "process" and node.kind == "sim"
         before = await self._teams.revive_stint(node)
         started = False
         try:
             started = await self._launcher.launch(
-                node, None, command or None, isolate, resume=continues
+                node, None, command or None, isolate, resume=continues, env=cards.env_of(node)
             )
         finally:
             if before is not None and not started and not self._ctx.closed:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -95,11 +95,15 @@ class Launcher:
                 raise OpError("NAME_CONFLICT", str(err)) from err
             for plan in plans:
                 self._cards.card_of[plan.node.id] = plan.card
+                self._cards.launched_with[plan.node.id] = plan.command or []
         # The batch starts together: a real agent takes seconds to answer (pi: 2–5 s
         # here), and six started one after another kept the caller waiting for all.
         await asyncio.gather(
             *(
-                self.launch(plan.node, plan.request, plan.command, plan.isolate, resume=False)
+                self.launch(
+                    plan.node, plan.request, plan.command, plan.isolate, resume=False,
+                    env=plan.env,
+                )
                 for plan in plans
             )
         )
@@ -120,6 +124,7 @@ class Launcher:
         isolate: bool,
         *,
         resume: bool,
+        env: Mapping[str, str],
     ) -> bool:
         """Start the node's agent; True when it runs (the node is `running`)."""
         if self._stopped_meanwhile(node.id):
@@ -146,6 +151,7 @@ class Launcher:
             cwd=self._teams.cwd_for(node),
             socket_path=self._ctx.socket_path,
             command=command,
+            env=env,
             isolate=isolate,
             seed=req.seed if req is not None and req.seed is not None else seed + self._seq,
             speed=self._options.speed,
@@ -184,6 +190,7 @@ class Launcher:
                 "role": node.role,
                 "card": self._cards.card_name(node),
                 "kind": node.kind,
+                "command": command or [],  # what a relaunch runs again (life/cards.py)
                 "backend": handle.backend,
                 "pid": handle.pid,
                 "resumed": resume,

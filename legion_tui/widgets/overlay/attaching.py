@@ -12,6 +12,7 @@ a batch — so no byte of the dashboard lands in the agent's UI.
 from __future__ import annotations
 
 import asyncio
+import os
 from collections.abc import Callable, Coroutine
 from contextlib import AbstractContextManager
 from typing import Any, Protocol
@@ -117,7 +118,8 @@ class Attacher:
         self.attached = plan
         try:
             with app.batch_update(), app.suspend():
-                child = await asyncio.create_subprocess_exec(*plan.argv, cwd=plan.cwd)
+                env = {**os.environ, **plan.env}
+                child = await asyncio.create_subprocess_exec(*plan.argv, cwd=plan.cwd, env=env)
                 code = await child.wait()
         except SuspendNotSupported:
             self._say("This terminal cannot be handed to another program (a web view).", True)
