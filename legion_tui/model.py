@@ -11,6 +11,7 @@ needs a status word or the kinds for its parser imports this module without
 from __future__ import annotations
 
 import enum
+from collections.abc import Mapping
 from typing import Literal
 
 __all__ = [
@@ -68,6 +69,17 @@ NODE_MOVES: dict[NodeStatus, frozenset[NodeStatus]] = {
     # retired → running only for the host's root, reopened with its run.
     _S.RETIRED: frozenset({_S.STARTING, _S.RUNNING}),
 }
+
+
+# Why a stop retired a node (`node_retired`'s reason): the user's stop of it, or of its
+# parent. One that ended it while it ran keeps its session for `r` (issue 31 item 3: a
+# stop is a pause the user chose; discarding its work is a separate act).
+STOP_REASONS = frozenset({"stop", "parent-stop"})
+
+
+def stopped_while_running(retired: Mapping[str, object]) -> bool:
+    """Whether a `node_retired` event's data says a stop ended the node mid-run."""
+    return retired.get("reason") in STOP_REASONS and retired.get("execution") == "stopped"
 
 
 class EventType(enum.StrEnum):

@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
 from legion_tui.inert import inert
-from legion_tui.model import NodeStatus
+from legion_tui.model import EventType, NodeStatus, stopped_while_running
 from legion_tui.model_records import Event, MailboxStats, Message, Node
 from legion_tui.session.progress import RateSegment, SessionProgress
 
@@ -45,6 +45,21 @@ class NodeView:
     # its members; the root: the last completion notice it was given).
     note: str | None = None
     revision: int = 0
+
+    def last(self, etype: EventType) -> Event | None:
+        """Its newest event of `etype` still in the buffer."""
+        for event in reversed(self.events):
+            if event.type is etype:
+                return event
+        return None
+
+    @property
+    def stopped(self) -> bool:
+        """Stopped by the user while it ran, with its session kept: `r` resumes it."""
+        if self.node.status is not NodeStatus.RETIRED or self.interrupted:
+            return False
+        retired = self.last(EventType.NODE_RETIRED)
+        return retired is not None and stopped_while_running(retired.data)
 
 
 class LegionModel:

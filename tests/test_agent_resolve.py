@@ -269,7 +269,7 @@ def test_a_kind_table_is_a_closed_validated_set() -> None:
     ]
     assert "[agent.pi], [agent.claude], [agent.codex], [agent.exec]" in problems[-1].hint
     # A broken [agent.codex] refuses an auto card run as codex, and only that.
-    with pytest.raises(NoAgent, match="agent.codex.args"):
+    with pytest.raises(NoAgent, match=r"agent\.codex\.args"):
         resolve_launch(
             "auto", (), requested="codex", agent=settings.agent, problems=problems,
             cwd=Path("."), path="/nowhere",

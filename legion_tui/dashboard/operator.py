@@ -261,12 +261,15 @@ class Operator:
             prompts[1].follow(self.model.nodes.get(sent.node_id))
 
     def resume(self, node_id: str) -> None:
-        """`r`: an agent the last shutdown interrupted."""
+        """`r`: an agent the last shutdown interrupted, or one the user stopped mid-run."""
         view = self.model.nodes.get(node_id)
         if view is None:
             return
-        if not view.interrupted:
-            self._surface.say(f"{view.node.name} was not interrupted — nothing to resume.")
+        if not (view.interrupted or view.stopped):
+            self._surface.say(
+                f"{view.node.name} was neither interrupted nor stopped mid-run — nothing to "
+                "resume."
+            )
             return
         self._surface.run_op(self.run(self.ops.act("resume", node_id)))
 

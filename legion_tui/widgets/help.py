@@ -24,7 +24,7 @@ KEYS: tuple[tuple[str, str], ...] = (
           " ↑↓ history, the receipt under it (queued / accepted / delivered)"),
     ("A", "attach: the agent's own UI (pi, claude, codex) on its session; exit it to come back"
           " (a running agent is stopped first, after y)"),
-    ("r", "resume an interrupted agent"),
+    ("r", "resume an interrupted or stopped agent"),
     ("n", "new agent (under the selected lead, else under root)"),
     ("L", "land the selected agent's branch: the sha the prompt names (y; m merge/squash/"
           "rebase; c commits its leftovers first); a dirty checkout is stashed and put back"),
@@ -62,7 +62,7 @@ GLYPHS: tuple[tuple[str, str], ...] = (
     ("● ◐ ◆", "running · starting · waiting for input (the header's ● counts all three)"),
     ("○", "settled (its verdict: ✓ ok, ✗ not ok)"),
     ("✗", "failed"),
-    ("◌", "retired (stopped; 'interrupted · r resumes' when the last exit paused it)"),
+    ("◌", "retired; 'stopped · r resumes' after your stop mid-run, 'interrupted' after an exit"),
     ("sim", "after a name: a simulated agent (its work and cost are pretend)"),
     ("galaxy", "one star per agent round its lead; brighter = more tok/s now"),
 )

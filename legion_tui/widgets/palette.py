@@ -94,9 +94,10 @@ class LegionCommands(Provider):
                                 f"{node.path} · no grace period · asks y to confirm"))
                 entries.append((f"Abort {node.name}", partial(host.operator.abort, node.id),
                                 f"{node.path} · interrupt the current turn, keep context · asks y"))
-            if view.interrupted:
+            if view.interrupted or view.stopped:
+                why = "interrupted by the last shutdown" if view.interrupted else "stopped"
                 entries.append((f"Resume {node.name}", partial(host.operator.resume, node.id),
-                                f"{node.path} · interrupted by the last shutdown"))
+                                f"{node.path} · {why}"))
         return entries
 
     async def discover(self) -> Hits:

@@ -129,11 +129,19 @@ class Control:
         started = False
         try:
             started = await self._launcher.launch(
-                node, None, command or None, isolate, resume=continues, env=cards.env_of(node)
+                node, None, command or None, isolate, resume=continues, env=cards.env_of(node),
+                relaunch=True,
             )
         finally:
             if before is not None and not started and not self._ctx.closed:
                 await self._teams.restore_stint(before)
+        now = self._names.node(node.id)
+        if not started and now.status is NodeStatus.RETIRED and now.error:
+            raise OpError(
+                "START_FAILED",
+                f"{node.name} did not resume — {now.error}. It stays interrupted with its "
+                f"session: `legion resume {self._names.ref(now)}` (r) tries again.",
+            )
         if not continues:
             return receipts.restarted(node.name)
         return receipts.resumed(node.name, Path(node.session_file or ""))

@@ -19,6 +19,7 @@ from legion_tui.model_records import Node
 from legion_tui.runs.folder import session_file
 from legion_tui.supervisor.backend import AgentHandle, LaunchSpec
 from legion_tui.supervisor.backends.registry import make_handle
+from legion_tui.supervisor.life.retire_reasons import RESUME_FAILED_REASON
 from legion_tui.wire.names import ROOT_ID, OpError
 
 if TYPE_CHECKING:
@@ -125,8 +126,11 @@ class Launcher:
         *,
         resume: bool,
         env: Mapping[str, str],
+        relaunch: bool = False,
     ) -> bool:
-        """Start the node's agent; True when it runs (the node is `running`)."""
+        """Start the node's agent; True when it runs (the node is `running`). `resume`:
+        on its session; `relaunch`: a node that ran before (a resume, or a restart of
+        one that had written no session) — failing, it stays interrupted."""
         if self._stopped_meanwhile(node.id):
             # The host paused, or a stop began (it marks `stopping` at once, before its
             # `retired` is written), before this node's turn came. The same check runs
@@ -172,7 +176,7 @@ class Launcher:
                 # half-started is ours to end (the stop found nothing to signal yet).
                 await self._abandon(node.id, handle)
                 return False
-            await self._failed(node, err, resume=resume)
+            await self._failed(node, err, relaunch=relaunch)
             return False
         if self._stopped_meanwhile(node.id, handle):
             # Paused or stopped while starting: the stop may have popped this handle
@@ -217,11 +221,23 @@ class Launcher:
             on_lost=lambda why: self._node_loss.lost(node_id, why),
         )
 
-    async def _failed(self, node: Node, err: Exception, *, resume: bool) -> None:
+    async def _failed(self, node: Node, err: Exception, *, relaunch: bool) -> None:
         self._roster.detach(node.id)
         log.warning("launch of %s failed: %s", node.path, err)
-        # A spawn's reply says so to the parent; a resume's failure is told by notice.
-        with self._notices.telling([] if resume else [node.id], "spawn"):
+        if relaunch:
+            # Its session is intact: the node stays interrupted, with the agent's own
+            # words, for `r` to try again — never `failed` and lost (issue 31 item 3).
+            await self._record.set_status(
+                node.id,
+                NodeStatus.RETIRED,
+                EventType.NODE_RETIRED,
+                {"reason": RESUME_FAILED_REASON, "execution": "stopped", "error": str(err)},
+                error=f"resume failed: {err}",
+            )
+            self._model.mark_interrupted(node.id)
+            return
+        # A spawn's reply says so to the parent.
+        with self._notices.telling([node.id], "spawn"):
             await self._record.set_status(
                 node.id,
                 NodeStatus.FAILED,

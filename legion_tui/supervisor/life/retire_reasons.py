@@ -5,9 +5,18 @@ node lost). Read by the retire that writes the mark (`retires`), the reopening
 
 from __future__ import annotations
 
-__all__ = ["INTERRUPT_REASONS", "NODE_LOST_REASON", "ORPHAN_REASON", "SHUTDOWN_REASON"]
+__all__ = [
+    "INTERRUPT_REASONS",
+    "NODE_LOST_REASON",
+    "ORPHAN_REASON",
+    "RESUME_FAILED_REASON",
+    "SHUTDOWN_REASON",
+]
 
 SHUTDOWN_REASON = "session-shutdown"
 ORPHAN_REASON = "orphaned"
 NODE_LOST_REASON = "node-lost"  # its cluster node died under it (life/node_loss.py)
-INTERRUPT_REASONS = frozenset({SHUTDOWN_REASON, ORPHAN_REASON, NODE_LOST_REASON})
+RESUME_FAILED_REASON = "resume-failed"  # its agent would not start again on its session
+INTERRUPT_REASONS = frozenset(
+    {SHUTDOWN_REASON, ORPHAN_REASON, NODE_LOST_REASON, RESUME_FAILED_REASON}
+)

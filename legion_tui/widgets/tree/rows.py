@@ -209,11 +209,9 @@ class Activity(NamedTuple):
 
 def blocked_question(view: NodeView) -> str | None:
     """What a BLOCKED node's agent asks (its last `node_blocked` event's question)."""
-    for event in reversed(view.events):
-        if event.type is EventType.NODE_BLOCKED:
-            question = event.data.get("question")
-            return question if isinstance(question, str) and question else None
-    return None
+    event = view.last(EventType.NODE_BLOCKED)
+    question = None if event is None else event.data.get("question")
+    return question if isinstance(question, str) and question else None
 
 
 def activity(view: NodeView, now: float) -> Activity:
@@ -249,7 +247,12 @@ def activity(view: NodeView, now: float) -> Activity:
         if view.terminal_line:
             return Activity(view.terminal_line, "dim")  # an exec command's last words
     if node.status is NodeStatus.RETIRED:
-        return Activity("interrupted · r resumes" if view.interrupted else "retired", "dim")
+        if view.interrupted and node.error:  # its resume failed: the agent's own words
+            return Activity(f"interrupted · {node.error} · r retries", "fail")
+        if view.interrupted or view.stopped:
+            return Activity(("interrupted" if view.interrupted else "stopped") + " · r resumes",
+                            "dim")
+        return Activity("retired", "dim")
     if view.note:  # the host's own word: a lead waiting for its members, root's last notice
         return Activity(view.note, "dim")
     return Activity("", "text")
