@@ -75,6 +75,8 @@ NODE_MOVES: dict[NodeStatus, frozenset[NodeStatus]] = {
 # parent. One that ended it while it ran keeps its session for `r` (issue 31 item 3: a
 # stop is a pause the user chose; discarding its work is a separate act).
 STOP_REASONS = frozenset({"stop", "parent-stop"})
+# Handed to its own UI (attach); legion takes it back when the UI exits.
+ATTACHED_REASON = "attached"
 
 
 def stopped_while_running(retired: Mapping[str, object]) -> bool:

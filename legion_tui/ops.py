@@ -66,6 +66,14 @@ class HostOperations(Protocol):
         """How to open `node_id`'s agent UI on its session (attach.AttachRefused)."""
         ...
 
+    async def hand_over(self, node_id: str) -> None:
+        """End `node_id`'s agent for an attach, the node left `attached` (OpError)."""
+        ...
+
+    async def take_back(self, node_id: str) -> str:
+        """After the attach: its agent again, idle on the session; the receipt."""
+        ...
+
     def terminal_input(self, node_id: str, data: bytes) -> bool:
         """Write keys to `node_id`'s pty; False when it has none (not an exec child
         under a pty, or ended)."""

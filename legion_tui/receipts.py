@@ -266,6 +266,10 @@ def restarted(name: str) -> str:
     return f"Restarted {name} on its task (it had written no session yet)"
 
 
+def adopted(name: str) -> str:
+    return f"legion has {name} again: idle on its session, a message starts its next turn."
+
+
 def resumed(name: str, session_file: object) -> str:
     return f"Resumed {name} on its session file {session_file}."
 

@@ -42,6 +42,7 @@ __all__ = [
     "by_env",
     "entries",
     "events_of",
+    "hand_over_and_take_back",
     "link_state",
     "make_world",
     "pi_host",
@@ -199,6 +200,50 @@ async def settle(sup: Supervisor, node_id: str, limit: float = TURN_LIMIT) -> No
     """`settled` (the node ended and its ending's event is in the model) within a real
     agent's turn bound; then the node (status, verdict)."""
     return await settled(sup, node_id, limit)
+
+
+async def hand_over_and_take_back(sup: Supervisor, node_id: str, server: ModelServer) -> None:
+    """Attach's two ends on a settled real agent, without a UI (issue 31 item 1): the
+    hand-over ends its process and leaves the node `attached`, not retired for good;
+    the take-back starts its agent on the session and sends nothing; the node settles
+    again, and a follow-up is answered on the same session, its history kept."""
+    from legion_tui import receipts
+    from legion_tui.supervisor.root_ops import RootOperations
+    from legion_tui.widgets.tree.rows import activity
+
+    ops = RootOperations(sup)
+    name = sup.names.node(node_id).name
+    link = Path(sup.names.node(node_id).session_file or "")
+    before = _real(link)
+    await ops.hand_over(node_id)
+    view = sup.model.nodes[node_id]
+    assert view.node.status is NodeStatus.RETIRED and view.interrupted
+    assert activity(view, time.time()).text == "attached · r takes it back"
+    assert by_env("LEGION_NODE_ID", node_id) == []  # its session is the UI's alone now
+    asked = len(server.requests())
+    assert await ops.take_back(node_id) == receipts.adopted(name)
+    done = await settle(sup, node_id)
+    assert done.status is NodeStatus.SETTLED, (done.status, done.error)
+    assert len(server.requests()) == asked  # nothing was sent on the way back
+    assert sup.names.node(node_id).pid in by_env("LEGION_NODE_ID", node_id)
+    outcome, _receipt = await sup.control.steer(ROOT_ID, name, "FOLLOW-UP-31a: and now?")
+    assert outcome in ("accepted", "queued"), outcome
+    await until(lambda: len(server.requests()) > asked, TURN_LIMIT, "the follow-up's request")
+    done = await settle(sup, node_id)
+    assert done.status is NodeStatus.SETTLED, (done.status, done.error)
+    assert done.verdict is not None and "followed up" in done.verdict, done.verdict
+    last = server.requests()[-1]
+    assert "FOLLOW-UP-31a" in json.dumps(last.body)  # (each dialect: its own shape)
+    assert _real(link) == before  # the same session, grown
+    assert "FOLLOW-UP-31a" in _text(before)
+
+
+def _real(link: Path) -> Path:
+    return Path(os.path.realpath(link))
+
+
+def _text(path: Path) -> str:
+    return path.read_text()
 
 
 def events_of(sup: Supervisor, node_id: str) -> list[EventType]:

@@ -3,12 +3,15 @@ and real programs, and the refusals for what has no UI or no session."""
 
 from __future__ import annotations
 
+import contextlib
 import os
+from collections.abc import Coroutine
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from legion_tui.agents.attach import AttachRefused, attach_argv, session_entries
+from legion_tui.agents.attach import AttachPlan, AttachRefused, attach_argv, session_entries
 
 pytestmark = pytest.mark.host
 
@@ -101,3 +104,77 @@ async def test_a_on_a_simulated_agent_says_it_has_no_ui_and_suspends_nothing(
             assert said == ["w is a simulated agent: it has no UI of its own to open"]
             assert app.operator.attacher.attached is None
             assert sup.names.node(node.id).status.value == "settled"
+
+
+class FakeHost:
+    """The host's side of a hand-over, recorded: an agent in a turn until it is aborted."""
+
+    read_only = False
+
+    def __init__(self, session: Path, ui: tuple[str, ...]) -> None:
+        self.session, self.ui = session, ui
+        self.busy = True
+        self.calls: list[str] = []
+
+    def attach_plan(self, node_id: str) -> AttachPlan:
+        return AttachPlan("w", "ui", self.ui, self.session.parent, self.session, True,
+                          turn_running=self.busy)  # fmt: skip
+
+    async def act(self, verb: str, node_id: str, **_fields: object) -> str:
+        self.calls.append(verb)
+        self.busy = False
+        return "Interrupted w."
+
+    async def hand_over(self, node_id: str) -> None:
+        self.calls.append("hand_over")
+
+    async def take_back(self, node_id: str) -> str:
+        self.calls.append("take_back")
+        return "legion has w again."
+
+    def terminal_input(self, node_id: str, data: bytes) -> bool:
+        return False
+
+
+class FakeTerminal:
+    def batch_update(self) -> contextlib.AbstractContextManager[None]:
+        return contextlib.nullcontext()
+
+    def suspend(self) -> contextlib.AbstractContextManager[None]:
+        return contextlib.nullcontext()
+
+    def refresh(self, *, layout: bool = False) -> object:
+        return None
+
+
+@pytest.mark.parametrize("code", [0, 3])
+async def test_a_turn_is_aborted_after_y_then_handed_over_and_taken_back(
+    tmp_path: Path, code: int
+) -> None:
+    """The hand-over's order (issue 31 item 1): ask → abort → end the control process →
+    the UI (which adds an entry) → take back; a UI that fails is taken back as well."""
+    from legion_tui.widgets.confirm import ConfirmRequest
+    from legion_tui.widgets.overlay.attaching import Attacher
+
+    session = tmp_path / "s.jsonl"
+    session.write_text("{}\n")
+    host = FakeHost(session, ("sh", "-c", f"printf '{{}}\\n' >> {session}; exit {code}"))
+    said: list[tuple[str, bool]] = []
+    asked: list[ConfirmRequest] = []
+    runs: list[Coroutine[Any, Any, None]] = []
+    attacher = Attacher(FakeTerminal(), host, say=lambda t, e: said.append((t, e)),  # type: ignore[arg-type]
+                        ask=asked.append, run=runs.append)  # fmt: skip
+    attacher.start("n1")
+    assert [r.prompt for r in asked] == [
+        "w is in a turn: abort it and open its session in ui? y confirms · any other key cancels"
+    ]
+    assert runs == [] and host.calls == []
+    attacher.answered(asked[0], False)
+    assert said[-1] == ("Cancelled — nothing aborted, nothing opened.", False)
+    attacher.answered(asked[0], True)
+    await runs.pop()
+    assert host.calls == ["abort", "hand_over", "take_back"]
+    exited = "" if code == 0 else f" (ui exited {code})"
+    assert said[-1] == (
+        f"Back from ui: w's session gained +1 entries{exited}. legion has w again.", code != 0
+    )

@@ -28,6 +28,7 @@ from real_pi_helpers import (
     agent_host,
     by_env,
     events_of,
+    hand_over_and_take_back,
     live_rate,
     settle,
     until,
@@ -526,3 +527,17 @@ async def test_a_letter_to_a_working_claude_is_delivered_and_answered(world: Cla
         assert json.loads(done.verdict or "{}")["reason"] == "read the letter"
         last = world.server.requests()[-1]
         assert "fixture ready" in json.dumps(last.messages)  # the letter reached the model
+
+
+# ----- attach's two ends (issue 31 item 1) -----------------------------------------------------
+async def test_a_hand_over_ends_the_agent_and_the_take_back_has_it_idle_and_steerable(
+    world: ClaudeLegion,
+) -> None:
+    world.server.script(
+        Text(f"First.\n{verdict_line('first')}", tokens=4),
+        Text(f"Again.\n{verdict_line('followed up')}", tokens=4),
+    )
+    async with agent_host(world.project) as sup:
+        node = await spawn_claude(sup, "handed", "Say first.")
+        await settle(sup, node.id)
+        await hand_over_and_take_back(sup, node.id, world.server)

@@ -31,6 +31,7 @@ from real_pi_helpers import (
     by_env,
     entries,
     events_of,
+    hand_over_and_take_back,
     live_rate,
     settle,
     until,
@@ -466,3 +467,17 @@ async def test_a_letter_to_a_working_codex_is_delivered_and_answered(world: Code
         assert done.status is NodeStatus.SETTLED, (done.status, done.error)
         assert json.loads(done.verdict or "{}")["reason"] == "read the letter"
         assert any("fixture ready" in text for text in user_texts(world.server.requests()[-1]))
+
+
+# ----- attach's two ends (issue 31 item 1) -----------------------------------------------------
+async def test_a_hand_over_ends_the_agent_and_the_take_back_has_it_idle_and_steerable(
+    world: CodexWorld,
+) -> None:
+    world.server.script(
+        Text(f"First.\n{verdict_line('first')}", tokens=4),
+        Text(f"Again.\n{verdict_line('followed up')}", tokens=4),
+    )
+    async with agent_host(world.project) as sup:
+        node = await spawn_codex(sup, "handed", "Say first.")
+        await settle(sup, node.id)
+        await hand_over_and_take_back(sup, node.id, world.server)

@@ -25,6 +25,7 @@ from real_pi_helpers import (
     by_env,
     entries,
     events_of,
+    hand_over_and_take_back,
     live_rate,
     pi_host,
     pi_session_files,
@@ -282,3 +283,17 @@ async def test_resume_after_a_stop_appends_to_the_same_file_without_a_second_tas
         assert after.count(RESUME_PROMPT.encode()) == 1
         assert sum(1 for e in entries(pi_file) if e.get("type") == "session") == 1
         assert (world.project / "one.txt").read_text() == "one"
+
+
+# ----- attach's two ends (issue 31 item 1) -----------------------------------------------------
+async def test_a_hand_over_ends_the_agent_and_the_take_back_has_it_idle_and_steerable(
+    world: PiWorld,
+) -> None:
+    world.server.script(
+        Text(f"First.\n{verdict_line('first')}", tokens=4),
+        Text(f"Again.\n{verdict_line('followed up')}", tokens=4),
+    )
+    async with pi_host(world) as sup:
+        node = await spawn_pi(sup, "handed", "Say first.")
+        await settle(sup, node.id)
+        await hand_over_and_take_back(sup, node.id, world.server)

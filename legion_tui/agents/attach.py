@@ -49,8 +49,10 @@ class AttachPlan:
     argv: tuple[str, ...]
     cwd: Path
     session_file: Path  # the agent's own file: its entries are counted before and after
-    agent_live: bool
+    agent_live: bool  # its control process runs: the attach ends it first (hand-over)
     env: Mapping[str, str] = field(default_factory=dict)  # `[agent.KIND] env`, added
+    turn_running: bool = False  # in a turn now: the hand-over asks to abort it first
+    give_back: bool = True  # taken back when the UI exits (False: a stopped node stays so)
 
 
 def _kept(command: Sequence[str], valued: frozenset[str]) -> list[str]:

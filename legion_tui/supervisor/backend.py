@@ -84,6 +84,9 @@ class LaunchSpec:
     speed: float = 1.0
     sim_behaviour: dict[str, Any] = field(default_factory=dict)  # stall_seconds, fail, ...
     resume: bool = False  # continue on an existing session file
+    # Adopted idle on its session (after an attach): the agent starts and is sent nothing;
+    # the next steer, letter or notice starts its turn. Only with `resume`.
+    idle_start: bool = False
     # The role card's body and tool list: what a real agent is told it is and may use
     # (pi: --append-system-prompt / --tools). Empty: the agent's own defaults.
     system_prompt: str = ""

@@ -9,7 +9,7 @@ import logging
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from legion_tui.model import NodeStatus
+from legion_tui.model import ATTACHED_REASON, NodeStatus
 from legion_tui.runs.folder import session_file
 from legion_tui.supervisor.socket.server_ops import OPS
 from legion_tui.wire.names import ROOT_ID, OpError
@@ -79,8 +79,35 @@ class RootOperations:
         argv, session = attach.attach_argv(node.kind, node.name, link, command, cwd, path=None)
         handle = ctx.roster.handle(node_id)
         live = handle is not None and handle.exited is None
+        busy = live and handle is not None and handle.turn_running()
         env = cards.env_of(node)
-        return attach.AttachPlan(node.name, Path(argv[0]).name, argv, cwd, session, live, env)
+        return attach.AttachPlan(
+            node.name, Path(argv[0]).name, argv, cwd, session, live, env, turn_running=busy,
+            give_back=node.status is not NodeStatus.RETIRED,
+        )
+
+    async def hand_over(self, node_id: str) -> None:
+        """Before an attach: end the node's control process cleanly (its turn is over,
+        or aborted first), the node left `attached`: its session is the UI's until
+        `take_back`. Nothing to do for a node whose agent does not run."""
+        ctx = self.supervisor.ctx
+        node = ctx.names.node(node_id)
+        handle = ctx.roster.handle(node_id)
+        if handle is None or handle.exited is not None:
+            return
+        if handle.turn_running():
+            raise OpError("BUSY", f"{node.name} is in a turn: abort it before attaching")
+        done = await self.supervisor.stops.retire(node, ATTACHED_REASON, force=False)
+        if done.survivors:  # never two writers on one session
+            raise OpError(
+                "STILL_RUNNING",
+                f"{node.name}'s agent did not end (pids {done.survivors}) — not attached",
+            )
+
+    async def take_back(self, node_id: str) -> str:
+        """After an attach: the node's agent started again on its session, idle, and the
+        node settled on what the session now says."""
+        return await self.supervisor.control.resume(ROOT_ID, node_id, idle=True)
 
     def terminal_input(self, node_id: str, data: bytes) -> bool:
         handle = self.supervisor.ctx.roster.handle(node_id)

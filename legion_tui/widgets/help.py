@@ -22,8 +22,8 @@ KEYS: tuple[tuple[str, str], ...] = (
     ("a then y", "abort the current turn (context kept; queued steering is dropped)"),
     ("s", "message box: a steer (running) or a follow-up (idle); Enter sends, Ctrl+J new line,"
           " ↑↓ history, the receipt under it (queued / accepted / delivered)"),
-    ("A", "attach: the agent's own UI (pi, claude, codex) on its session; exit it to come back"
-          " (a running agent is stopped first, after y)"),
+    ("A", "attach: the agent's own UI (pi, claude, codex) on its session; exit it and legion"
+          " takes the agent back, idle and steerable (a turn under way is aborted, after y)"),
     ("r", "resume an interrupted or stopped agent"),
     ("n", "new agent (under the selected lead, else under root)"),
     ("L", "land the selected agent's branch: the sha the prompt names (y; m merge/squash/"

@@ -85,8 +85,10 @@ class Control:
             await self._lifecycle.turn_began(target.id)
         return outcome, receipts.steered(target.name, outcome)
 
-    async def resume(self, caller_id: str, name: str) -> str:
-        """Resume an ended node on its old session file (SPEC §6.6); never automatic."""
+    async def resume(self, caller_id: str, name: str, *, idle: bool = False) -> str:
+        """Resume an ended node on its old session file (SPEC §6.6); never automatic.
+        `idle`: adopt it back after an attach — its agent starts on the session and is
+        sent nothing, and the node settles on what the session says."""
         target = self._names.resolve(caller_id, name)
         roster = self._roster
         if target.id in roster.resuming:
@@ -103,14 +105,16 @@ class Control:
         # Its last stop is over (it is retired, or never stopped): relaunching is allowed.
         roster.stopping.discard(target.id)
         try:
-            return await self._resume(target, previous)
+            return await self._resume(target, previous, idle)
         finally:
             roster.resuming.discard(target.id)
 
-    async def _resume(self, target: Node, previous: AgentHandle | None) -> str:
+    async def _resume(self, target: Node, previous: AgentHandle | None, idle: bool) -> str:
         # Stopped before its agent wrote anything (pi writes its file only with its first
         # answer): there is nothing to continue, so it starts again on the same task.
         continues = has_file(target.session_file)
+        if idle and not continues:
+            raise OpError("NO_SESSION", f"{target.name} has no session to take back")
         parent = self._model.nodes.get(target.parent_id or "")
         if parent is not None and parent.node.id != ROOT_ID and not parent.node.live:
             raise OpError(
@@ -130,7 +134,7 @@ class Control:
         try:
             started = await self._launcher.launch(
                 node, None, command or None, isolate, resume=continues, env=cards.env_of(node),
-                relaunch=True,
+                relaunch=True, idle_start=idle,
             )
         finally:
             if before is not None and not started and not self._ctx.closed:
@@ -142,6 +146,8 @@ class Control:
                 f"{node.name} did not resume — {now.error}. It stays interrupted with its "
                 f"session: `legion resume {self._names.ref(now)}` (r) tries again.",
             )
+        if idle and continues:
+            return receipts.adopted(node.name)
         if not continues:
             return receipts.restarted(node.name)
         return receipts.resumed(node.name, Path(node.session_file or ""))

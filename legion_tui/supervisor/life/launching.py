@@ -127,6 +127,7 @@ class Launcher:
         resume: bool,
         env: Mapping[str, str],
         relaunch: bool = False,
+        idle_start: bool = False,
     ) -> bool:
         """Start the node's agent; True when it runs (the node is `running`). `resume`:
         on its session; `relaunch`: a node that ran before (a resume, or a restart of
@@ -161,6 +162,7 @@ class Launcher:
             speed=self._options.speed,
             sim_behaviour=self._sim_behaviour(node, req),
             resume=resume,
+            idle_start=idle_start and resume,
             system_prompt=card.prompt if card is not None else "",
             tools=card.tools if card is not None else (),
             resources=card.resources if card is not None else None,

@@ -1,8 +1,11 @@
-"""The attach flow of the dashboard (issue 12 item 2): `A` on a node → its plan
-(legion_tui.agents.attach) → for a node whose legion agent still runs, `Stop NAME's agent and
-open its session in pi? y confirms` and the stop → the dashboard suspends, the agent's
-own UI runs on the session in the node's cwd, and on its exit the dashboard comes back
-with a toast of what the session gained (`+N entries`).
+"""The attach flow of the dashboard (issues 12 and 31): `A` on a node → its plan
+(legion_tui.agents.attach) → a hand-over: an agent in a turn is aborted first (`NAME is
+in a turn: abort it and open its session in pi? y confirms`), its control process ends
+cleanly and the node reads `attached` (not retired) → the dashboard suspends, the
+agent's own UI runs on the session in the node's cwd → when it exits, legion takes the
+node back (its control process again on the session, idle: settled and steerable) and
+says what the session gained (`+N entries`). A UI that fails keeps its words on screen
+until Enter; the node is taken back all the same, as it was.
 
 The event loop keeps running while the UI has the terminal (the supervisor shares it:
 the other agents are still supervised); nothing is drawn meanwhile — the frames wait in
@@ -39,16 +42,26 @@ class Terminal(Protocol):
     def refresh(self, *, layout: bool = False) -> object: ...
 
 
-def stop_first_prompt(plan: AttachPlan) -> str:
+def abort_first_prompt(plan: AttachPlan) -> str:
     return (
-        f"Stop {plan.name}'s agent and open its session in {plan.program}? "
+        f"{plan.name} is in a turn: abort it and open its session in {plan.program}? "
         "y confirms · any other key cancels"
     )
 
 
-def back_line(plan: AttachPlan, gained: int, code: int) -> str:
+def back_line(plan: AttachPlan, gained: int, code: int | None) -> str:
     said = f"Back from {plan.program}: {plan.name}'s session gained +{gained} entries"
-    return said + ("" if code == 0 else f" ({plan.program} exited {code})")
+    return said + ("" if not code else f" ({plan.program} exited {code})")
+
+
+def _wait_for_enter(program: str, code: int) -> None:
+    """The UI failed: its own words stay on screen until the user has read them (the
+    terminal is in its line mode while the dashboard is suspended: a read ends at Enter)."""
+    if not os.isatty(0):  # no terminal: nobody to read them
+        return
+    os.write(1, f"\r\n[legion] {program} exited {code}: press Enter to return to the "
+                "dashboard\r\n".encode())
+    os.read(0, 1024)
 
 
 class Attacher:
@@ -68,66 +81,91 @@ class Attacher:
         self._run = run
         self.attached: AttachPlan | None = None  # whose UI has the terminal now
 
-    def _plan(self, node_id: str) -> AttachPlan | None:
+    def _host(self) -> HostOperations | None:
         ops = self._ops
         if not isinstance(ops, HostOperations):
             self._say("Attach opens an agent's UI only in the dashboard that hosts it.", True)
             return None
+        return ops
+
+    def _plan(self, host: HostOperations, node_id: str) -> AttachPlan | None:
         try:
-            return ops.attach_plan(node_id)
+            return host.attach_plan(node_id)
         except (AttachRefused, OpError) as err:
             self._say(str(err) if isinstance(err, AttachRefused) else err.message, True)
             return None
 
     def start(self, node_id: str) -> None:
-        """`A`: refuse what cannot be attached, ask before stopping a running agent."""
-        if self.attached is not None:
+        """`A`: refuse what cannot be attached; ask before aborting a turn under way."""
+        host = self._host()
+        if self.attached is not None or host is None:
             return
-        plan = self._plan(node_id)
+        plan = self._plan(host, node_id)
         if plan is None:
             return
-        if plan.agent_live:
-            self._ask(ConfirmRequest("attach", node_id, stop_first_prompt(plan)))
+        if plan.turn_running:
+            self._ask(ConfirmRequest("attach", node_id, abort_first_prompt(plan)))
             return
-        self._run(self._attach(plan))
+        self._run(self._hand_over(host, node_id, abort=False))
 
     def answered(self, request: ConfirmRequest, confirmed: bool) -> None:
-        if not confirmed:
-            self._say("Cancelled — nothing stopped, nothing opened.", False)
+        host = self._host()
+        if not confirmed or host is None:
+            self._say("Cancelled — nothing aborted, nothing opened.", False)
             return
         assert request.node_id is not None
-        self._run(self._stop_then_attach(request.node_id))
+        self._run(self._hand_over(host, request.node_id, abort=True))
 
-    async def _stop_then_attach(self, node_id: str) -> None:
+    async def _hand_over(self, host: HostOperations, node_id: str, *, abort: bool) -> None:
+        """End the node's control process cleanly (its turn aborted first when the user
+        said so), give the terminal to the agent's own UI, and take the node back when
+        it exits: idle on its session, steerable."""
         try:
-            self._say(await self._ops.act("stop", node_id), False)
+            if abort:
+                self._say(await self._ops.act("abort", node_id), False)
+            plan = self._plan(host, node_id)
+            if plan is None:
+                return
+            if plan.turn_running:
+                self._say(f"{plan.name} is in a turn again — not attached.", True)
+                return
+            if plan.agent_live:
+                await host.hand_over(node_id)
         except OpError as err:
             self._say(err.message, True)
             return
-        plan = self._plan(node_id)
-        if plan is None:
-            return
-        if plan.agent_live:  # it would not stop: never two writers on one session
-            self._say(f"{plan.name}'s agent is still running — not attached.", True)
-            return
-        await self._attach(plan)
-
-    async def _attach(self, plan: AttachPlan) -> None:
-        app = self._app
         before = session_entries(plan.session_file)
+        code = await self._attach(plan)  # None: it did not start (said why)
+        said = []
+        if code is not None:
+            said.append(back_line(plan, session_entries(plan.session_file) - before, code))
+        if plan.give_back:  # stopped or interrupted before: it stays so (`r`)
+            try:
+                said.append(await host.take_back(node_id))
+            except OpError as err:
+                self._say(". ".join([*said, err.message]), True)
+                return
+        if said:
+            self._say(". ".join(said), bool(code))
+
+    async def _attach(self, plan: AttachPlan) -> int | None:
+        """Run the UI on the terminal; its exit status, None when it could not start."""
+        app = self._app
         self.attached = plan
         try:
             with app.batch_update(), app.suspend():
                 env = {**os.environ, **plan.env}
                 child = await asyncio.create_subprocess_exec(*plan.argv, cwd=plan.cwd, env=env)
                 code = await child.wait()
+                if code:
+                    await asyncio.to_thread(_wait_for_enter, plan.program, code)
         except SuspendNotSupported:
             self._say("This terminal cannot be handed to another program (a web view).", True)
-            return
+            return None
         except OSError as err:
             self._say(f"cannot start {plan.program}: {err}", True)
-            return
+            return None
         finally:
             self.attached = None
         app.refresh(layout=True)
-        self._say(back_line(plan, session_entries(plan.session_file) - before, code), code != 0)
+        return code

@@ -13,7 +13,7 @@ from functools import lru_cache
 from typing import NamedTuple
 
 from legion_tui import receipts
-from legion_tui.model import EventType, NodeStatus
+from legion_tui.model import ATTACHED_REASON, EventType, NodeStatus
 from legion_tui.receipts import in_flight_suffix
 from legion_tui.state import LegionModel, NodeView
 
@@ -249,6 +249,11 @@ def activity(view: NodeView, now: float) -> Activity:
     if node.status is NodeStatus.RETIRED:
         if view.interrupted and node.error:  # its resume failed: the agent's own words
             return Activity(f"interrupted · {node.error} · r retries", "fail")
+        retired = view.last(EventType.NODE_RETIRED)
+        if view.interrupted and retired is not None and retired.data.get("reason") == (
+            ATTACHED_REASON
+        ):  # its own UI has its session (or had it, when the host ended meanwhile)
+            return Activity("attached · r takes it back", "warning")
         if view.interrupted or view.stopped:
             return Activity(("interrupted" if view.interrupted else "stopped") + " · r resumes",
                             "dim")

@@ -135,6 +135,10 @@ class ClaudeHandle(ProcessChildHandle):
                 on_input=self._on_input,
             )
             self._learn_session(session_id)
+            if spec.idle_start and resumed is not None:
+                # Adopted idle: Claude shows life only with a first message, which is
+                # the next steer's; its exit until then is the monitor's to judge.
+                return
             await channel.send_user(RESUME_PROMPT if resumed is not None else spec.task)
             await self._wait_for_init(channel)
         except Exception as err:

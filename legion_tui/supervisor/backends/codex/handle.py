@@ -163,6 +163,8 @@ class CodexHandle(ProcessChildHandle):
             raise RequestError("thread/start", f"no thread id in the answer: {result!r:.200}")
         self.thread_id = found
         self._learn_session_file(thread if isinstance(thread, dict) else {})
+        if spec.idle_start and thread_id is not None:  # adopted idle on its thread
+            return
         await self._start_turn(RESUME_PROMPT if spec.resume else spec.task, bound=START_BOUND)
         if self.session_file is None:
             self._learn_session_file({})  # Codex names the file at the first turn

@@ -128,6 +128,8 @@ class RpcHandle(ProcessChildHandle):
             if version is not None:
                 self.version = await version
             runs = self.rpc.runs
+            if is_pi and spec.idle_start:  # adopted idle: pi answered get_state, it runs
+                return
             prompt = RESUME_PROMPT if spec.resume and is_pi else spec.task
             data = await self.rpc.request("prompt", bound=START_BOUND, message=prompt)
         except Exception as err:
