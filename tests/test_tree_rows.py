@@ -230,3 +230,18 @@ def test_status_filters_pick_agents_by_state_and_combine_with_words() -> None:
     assert set(picked(":live")) == {v.node.id for v in model.nodes.values() if v.node.live}
     assert picked("ui :live") == ["n0", "n6", "n7", "n8", "n10"]
     assert picked(":FAILED") == picked(":failed")  # typed in any case
+
+
+def test_a_row_without_activity_shows_its_task_and_the_filter_finds_it_by_its_task() -> None:
+    """Issue 31 item 8: `/codec` matched 0 of 8 while one task was "Review idna/codec.py"."""
+    model = canned_model()
+    lead = model.nodes["n1"]  # lead-api: live, nothing in flight, no note
+    model.upsert(replace(lead.node, task="\n  Review idna/codec.py\nthen report back.\n"))
+    assert activity(model.nodes["n1"], NOW) == ("Review idna/codec.py", "dim")
+    assert [r.node_id for r in flatten(model, set(), "codec")] == ["n0", "n1"]
+    assert [r.node_id for r in flatten(model, set(), "CODEC :live")] == ["n0", "n1"]
+    retired = model.nodes["n9"]  # scout-0 of lead-ui, retired
+    model.upsert(replace(retired.node, task="Map the routes"))
+    assert activity(model.nodes["n9"], NOW).text == "retired · Map the routes"
+    model.mark_interrupted("n9")  # interrupted: that word wins
+    assert activity(model.nodes["n9"], NOW).text == "interrupted · r resumes"

@@ -31,7 +31,7 @@ KEYS: tuple[tuple[str, str], ...] = (
     ("c", "commit what the agent left uncommitted in its worktree (y; e edits the message)"),
     ("P", "push the agent's branch to your remote and open a PR where gh/glab is logged in"),
     ("D", "discard an ended agent's worktree and branch (the prompt names what is lost)"),
-    ("/", "filter the tree; Enter keeps it, Esc clears it"),
+    ("/", "filter the tree by name, role or task (and :live, :failed…); Enter keeps, Esc clears"),
     ("w", "chart window: last 60 s / whole run"),
     ("g", "galaxy full screen"),
     ("t", "cycle theme (dark → light → ansi), kept in .legion/settings.toml"),

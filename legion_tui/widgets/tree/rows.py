@@ -58,14 +58,16 @@ STATUS_FILTERS: dict[str, Callable[[NodeView, float], bool]] = {
 
 def _matches(view: NodeView, words: list[str], now: float) -> bool:
     """Every word must match: `:failed` a state (STATUS_FILTERS), any other word a part
-    of the name, role or path — `worker :live` is the live workers."""
+    of the name, role, path or task — `worker :live` is the live workers, `codec` the
+    agent whose task is "Review idna/codec.py"."""
     node = view.node
     for word in words:
         test = STATUS_FILTERS.get(word[1:]) if word.startswith(":") else None
         if test is not None:
             if not test(view, now):
                 return False
-        elif not (word in node.name.lower() or word in node.role or word in node.path.lower()):
+        elif not (word in node.name.lower() or word in node.role or word in node.path.lower()
+                  or word in node.task.lower()):
             return False
     return True
 
@@ -257,7 +259,14 @@ def activity(view: NodeView, now: float) -> Activity:
         if view.interrupted or view.stopped:
             return Activity(("interrupted" if view.interrupted else "stopped") + " · r resumes",
                             "dim")
-        return Activity("retired", "dim")
+        return Activity(f"retired · {task_line(node.task)}" if node.task else "retired", "dim")
     if view.note:  # the host's own word: a lead waiting for its members, root's last notice
         return Activity(view.note, "dim")
-    return Activity("", "text")
+    # Nothing to say of what it does now: what it was asked to do (find it by its work).
+    task = task_line(node.task)
+    return Activity(task, "dim") if task else Activity("", "text")
+
+
+def task_line(task: str) -> str:
+    """A task's first line with words in it (a long task is cut by the row's width)."""
+    return task.lstrip().partition("\n")[0].strip()
