@@ -11,7 +11,8 @@ One `tick(recipient)` per recipient every 2 s, in this order:
    ACCEPTED for at least one tick.
 2. **deliver** — each PENDING letter: a stale `Phase timeout:` notice → OBSOLETE (never
    injected); recipient ended → BOUNCED; else hand it over and → ACCEPTED. Delivery never
-   moves ACCEPTED → BOUNCED: a letter handed over stays handed over.
+   moves ACCEPTED → BOUNCED: a letter handed over stays handed over. An exec command's
+   letter is appended to its inbox file, which is all it reads: → DELIVERED at once.
 
 `take_pending(recipient)` is the other way out of PENDING: `wait`/`collect` return early
 with the caller's own mail (upstream #384). It and `tick` hold the same per-recipient
@@ -289,6 +290,11 @@ class Postman:
                 await self.store.move_mail(message.id, MailState.ACCEPTED)
                 self._handed.discard(message.id)
                 report.accepted.append(message.id)
+                if node.kind == "exec":
+                    # Its inbox file is its whole session: the letter written there is
+                    # delivered (no turn will ever show it as a user message).
+                    await self.store.move_mail(message.id, MailState.DELIVERED)
+                    report.delivered.append(message.id)
 
     async def _hand_over(self, node: Node, message: Message) -> bool:
         try:

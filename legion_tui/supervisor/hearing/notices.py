@@ -263,7 +263,9 @@ class Notices:
             return
         if parent != ROOT_ID and not view.node.live:
             return  # the parent ended: its `collect` still has every result
-        if parent != ROOT_ID and self._busy(parent):
+        # An exec command has no turn boundaries (it is "in a turn" while it runs): its
+        # notice goes to its inbox at once, or it would wait for an end it never has.
+        if parent != ROOT_ID and view.node.kind != "exec" and self._busy(parent):
             self._outbox.setdefault(parent, []).extend(keys)
             return
         try:
