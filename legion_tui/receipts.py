@@ -266,6 +266,10 @@ def restarted(name: str) -> str:
     return f"Restarted {name} on its task (it had written no session yet)"
 
 
+def woken(name: str) -> str:
+    return f"Started {name} again on its session (its idle process had been released)."
+
+
 def adopted(name: str) -> str:
     return f"legion has {name} again: idle on its session, a message starts its next turn."
 

@@ -36,6 +36,7 @@ class NodeView:
     events: deque[Event] = field(default_factory=lambda: deque(maxlen=EVENTS_PER_NODE))
     messages: deque[Message] = field(default_factory=lambda: deque(maxlen=MESSAGES_PER_NODE))
     interrupted: bool = False  # retired by a session shutdown, resumable with `r`
+    released: bool = False  # settled, its idle process ended (a message starts it again)
     # The message its agent is generating now, from the RPC stream (session/streaming.py).
     streaming: RateSegment | None = None
     # The current line of an exec command's terminal (supervisor/pty_terminal.py): what
@@ -187,6 +188,12 @@ class LegionModel:
         view = self.nodes.get(node_id)
         if view is not None:
             view.interrupted = interrupted
+            self._touch(view)
+
+    def mark_released(self, node_id: str, released: bool = True) -> None:
+        view = self.nodes.get(node_id)
+        if view is not None and view.released != released:
+            view.released = released
             self._touch(view)
 
     def interrupted(self) -> list[NodeView]:

@@ -47,6 +47,7 @@ __all__ = [
     "make_world",
     "pi_host",
     "pi_session_files",
+    "released_then_woken",
     "server",
     "settle",
     "spawn_pi",
@@ -236,6 +237,35 @@ async def hand_over_and_take_back(sup: Supervisor, node_id: str, server: ModelSe
     assert "FOLLOW-UP-31a" in json.dumps(last.body)  # (each dialect: its own shape)
     assert _real(link) == before  # the same session, grown
     assert "FOLLOW-UP-31a" in _text(before)
+
+
+async def released_then_woken(sup: Supervisor, node_id: str, server: ModelServer) -> None:
+    """Idle release (issue 31 item 4) on a real agent that settled with the host's
+    `idle_release` lowered: its process ends, the node stays settled and says
+    `released`; a follow-up starts it again on its session (the receipt says so) and is
+    answered there."""
+    from legion_tui import receipts
+    from legion_tui.widgets.tree.rows import activity
+
+    view = sup.model.nodes[node_id]
+    name = view.node.name
+    await until(lambda: view.released, 30, f"{name}'s release")
+    assert view.node.status is NodeStatus.SETTLED and view.node.pid is None
+    assert by_env("LEGION_NODE_ID", node_id) == []
+    assert activity(view, time.time()).text.endswith(" · released")
+    link = Path(view.node.session_file or "")
+    before = _real(link)
+    asked = len(server.requests())
+    outcome, receipt = await sup.control.steer(ROOT_ID, name, "FOLLOW-UP-31b: and now?")
+    assert receipt.startswith(receipts.woken(name)), receipt
+    assert outcome in ("accepted", "queued"), outcome
+    assert not view.released and by_env("LEGION_NODE_ID", node_id) != []
+    await until(lambda: len(server.requests()) > asked, TURN_LIMIT, "the follow-up's request")
+    done = await settle(sup, node_id)
+    assert done.status is NodeStatus.SETTLED, (done.status, done.error)
+    assert done.verdict is not None and "followed up" in done.verdict, done.verdict
+    assert "FOLLOW-UP-31b" in json.dumps(server.requests()[-1].body)
+    assert _real(link) == before and "FOLLOW-UP-31b" in _text(before)
 
 
 def _real(link: Path) -> Path:

@@ -472,3 +472,14 @@ def test_an_auto_card_takes_no_command(tmp_path: Path) -> None:
         "agent and takes no command"
     ]
     assert "worker" not in cards  # refused, never the bundled one in its place
+
+
+def test_idle_release_is_a_number_of_seconds() -> None:
+    settings, problems = parse_settings("[agent]\nidle_release_seconds = 0\n", "s.toml")
+    assert problems == [] and settings.agent.idle_release_seconds == 0.0
+    assert parse_settings("", "s.toml")[0].agent.idle_release_seconds == 120.0
+    _settings, problems = parse_settings('[agent]\nidle_release_seconds = "2m"\n', "s.toml")
+    assert [str(p) for p in problems] == [
+        "s.toml:2: setting 'agent.idle_release_seconds': expected a number of seconds ≥ 0 "
+        "(0: never), got '2m'"
+    ]

@@ -33,6 +33,7 @@ from real_pi_helpers import (
     events_of,
     hand_over_and_take_back,
     live_rate,
+    released_then_woken,
     settle,
     until,
     use_env,
@@ -481,3 +482,15 @@ async def test_a_hand_over_ends_the_agent_and_the_take_back_has_it_idle_and_stee
         node = await spawn_codex(sup, "handed", "Say first.")
         await settle(sup, node.id)
         await hand_over_and_take_back(sup, node.id, world.server)
+
+
+async def test_an_idle_agent_is_released_and_a_follow_up_starts_it_again(world: CodexWorld) -> None:
+    world.server.script(
+        Text(f"First.\n{verdict_line('first')}", tokens=4),
+        Text(f"Again.\n{verdict_line('followed up')}", tokens=4),
+    )
+    async with agent_host(world.project) as sup:
+        sup.ctx.options.idle_release = 0.5
+        node = await spawn_codex(sup, "idler", "Say first.")
+        await settle(sup, node.id)
+        await released_then_woken(sup, node.id, world.server)

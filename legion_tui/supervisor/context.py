@@ -43,6 +43,7 @@ class HostOptions:
 
     budgets: Budgets
     stop_grace: float  # seconds from SIGTERM to SIGKILL
+    idle_release: float  # a settled agent's process ends after this long idle (0: never)
     cluster: ClusterSettings  # where agents run: here, or on a Ray cluster
     default_kind: str | None  # the kind `auto` cards get here, over `[agent] default`
     seed: int  # the simulated agents' seeds start here

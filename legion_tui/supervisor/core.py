@@ -91,6 +91,7 @@ class Supervisor:
         options = HostOptions(
             budgets=budgets or settings.budgets,
             stop_grace=settings.stop_grace if stop_grace is None else stop_grace,
+            idle_release=settings.idle_release,
             # Where agents run: here, or on a Ray cluster (whose lost nodes NodeLoss
             # retires).
             cluster=settings.cluster,

@@ -26,6 +26,7 @@ log = logging.getLogger(__name__)
 class HostSettings:
     budgets: Budgets
     stop_grace: float  # seconds from SIGTERM to SIGKILL
+    idle_release: float  # a settled agent's process ends after this long idle (0: never)
     cluster: ClusterSettings  # where agents run: here, or on a Ray cluster
     # Only the phase timeouts the operator wrote (upstream #358: a default-filled table
     # would silently beat a card's `timeoutMs`).
@@ -51,6 +52,7 @@ def read_host_settings(project_dir: Path, cluster_address: str | None) -> HostSe
             max_active=s.max_active_nodes,
         ),
         stop_grace=s.stop_grace_seconds,
+        idle_release=s.agent.idle_release_seconds,
         cluster=cluster,
         phase_timeouts=dict(s.phase_timeouts),
     )

@@ -15,6 +15,7 @@ from legion_tui import receipts
 from legion_tui.model import EventType, NodeStatus
 from legion_tui.model_records import Node
 from legion_tui.supervisor.backend import ABORT_BOUND, AgentHandle
+from legion_tui.supervisor.life.lifecycle import RELEASABLE_KINDS
 from legion_tui.supervisor.state.progress_watch import has_file
 from legion_tui.wire.names import ROOT_ID, OpError
 
@@ -77,13 +78,36 @@ class Control:
 
     async def steer(self, caller_id: str, name: str, text: str) -> tuple[str, str]:
         """(outcome, receipt): queued for the next turn boundary, accepted (a turn
-        started), or intercepted."""
+        started), or intercepted. A released agent is started again on its session
+        first, and the receipt says so."""
+        target = self._names.resolve(caller_id, name)
+        woke = ""
+        if self._woken_by_message(target):
+            try:
+                await self._launcher.wake(target)
+            except Exception as err:
+                raise OpError("START_FAILED", f"steer failed: {target.name} did not start "
+                              f"again on its session — {err}") from err
+            woke = receipts.woken(target.name) + " "
         target, handle = self._controllable(caller_id, name, "steer")
         outcome = await handle.steer(text)
         await self._record.event(target.id, EventType.NODE_STEERED, {"outcome": outcome})
         if outcome == "accepted":
             await self._lifecycle.turn_began(target.id)
-        return outcome, receipts.steered(target.name, outcome)
+        return outcome, woke + receipts.steered(target.name, outcome)
+
+    def _woken_by_message(self, node: Node) -> bool:
+        """A settled real agent without a process (released after idling, or settled
+        under a host that has since closed): a message starts it again, idle, on its
+        session."""
+        return (
+            node.status is NodeStatus.SETTLED
+            and node.kind in RELEASABLE_KINDS
+            and self._roster.handle(node.id) is None
+            and node.id not in self._roster.resuming
+            and has_file(node.session_file)
+            and not self._ctx.closed
+        )
 
     async def resume(self, caller_id: str, name: str, *, idle: bool = False) -> str:
         """Resume an ended node on its old session file (SPEC §6.6); never automatic.

@@ -143,30 +143,8 @@ class Launcher:
         warning = await self._teams.worktree_for_launch(node, req, resume=resume)
         if self._stopped_meanwhile(node.id):
             return False  # stopped during the worktree's await: start nothing
-        run, seed = self._run, self._options.seed
-        spec = LaunchSpec(
-            node_id=node.id,
-            run_id=run.run_id,
-            name=node.name,
-            role=node.role,
-            kind=node.kind,
-            task=node.task,
-            session_file=Path(node.session_file or session_file(run.dir, node.id)),
-            run_dir=run.dir,
-            cwd=self._teams.cwd_for(node),
-            socket_path=self._ctx.socket_path,
-            command=command,
-            env=env,
-            isolate=isolate,
-            seed=req.seed if req is not None and req.seed is not None else seed + self._seq,
-            speed=self._options.speed,
-            sim_behaviour=self._sim_behaviour(node, req),
-            resume=resume,
-            idle_start=idle_start and resume,
-            system_prompt=card.prompt if card is not None else "",
-            tools=card.tools if card is not None else (),
-            resources=card.resources if card is not None else None,
-        )
+        spec = self._spec(node, req, command, isolate, env, resume=resume,
+                          idle_start=idle_start and resume)  # fmt: skip
         handle = self._handle_for(spec)
         self._roster.attach(node.id, handle)
         self.launches += 1
@@ -210,6 +188,70 @@ class Launcher:
         )
         self._roster.watch(node.id, monitor)
         return True
+
+    def _spec(
+        self,
+        node: Node,
+        req: ChildRequest | None,
+        command: list[str] | None,
+        isolate: bool,
+        env: Mapping[str, str],
+        *,
+        resume: bool,
+        idle_start: bool,
+    ) -> LaunchSpec:
+        card = self._cards.card_for(node)
+        run, seed = self._run, self._options.seed
+        return LaunchSpec(
+            node_id=node.id,
+            run_id=run.run_id,
+            name=node.name,
+            role=node.role,
+            kind=node.kind,
+            task=node.task,
+            session_file=Path(node.session_file or session_file(run.dir, node.id)),
+            run_dir=run.dir,
+            cwd=self._teams.cwd_for(node),
+            socket_path=self._ctx.socket_path,
+            command=command,
+            env=env,
+            isolate=isolate,
+            seed=req.seed if req is not None and req.seed is not None else seed + self._seq,
+            speed=self._options.speed,
+            sim_behaviour=self._sim_behaviour(node, req),
+            resume=resume,
+            idle_start=idle_start,
+            system_prompt=card.prompt if card is not None else "",
+            tools=card.tools if card is not None else (),
+            resources=card.resources if card is not None else None,
+        )
+
+    async def wake(self, node: Node) -> AgentHandle:
+        """A released agent (settled, its idle process ended) started again on its
+        session, idle, without a status move: the node stays settled until the message
+        that woke it starts a turn. RequestError (its words) when it will not start."""
+        released = self._lifecycle.releasing.get(node.id)
+        if released is not None:  # the old process is still ending: never two writers
+            await released
+        self._seq += 1
+        cards = self._cards
+        spec = self._spec(node, None, cards.command_of(node) or None, False, cards.env_of(node),
+                          resume=True, idle_start=True)  # fmt: skip
+        handle = self._handle_for(spec)
+        self._roster.attach(node.id, handle)
+        self.launches += 1
+        try:
+            await handle.start()
+        except BaseException:
+            self._roster.detach(node.id, only=handle)
+            raise
+        self._model.mark_released(node.id, False)
+        await self._record.update_node(node.id, pid=handle.pid)
+        monitor = asyncio.create_task(
+            self._lifecycle.monitor(node.id, handle), name=f"monitor-{node.path}"
+        )
+        self._roster.watch(node.id, monitor)
+        return handle
 
     def _handle_for(self, spec: LaunchSpec) -> AgentHandle:
         """The agent's handle, its live output shown in the model as it comes."""

@@ -11,6 +11,7 @@ what the front only has once started reaches it as callbacks.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 import json
 import logging
@@ -37,6 +38,9 @@ if TYPE_CHECKING:
 __all__ = ["Lifecycle", "TurnWatchingDelivery"]
 
 log = logging.getLogger(__name__)
+
+# The agents an idle release ends and a message starts again, idle, on their session.
+RELEASABLE_KINDS = frozenset({"pi", "claude", "codex"})
 
 
 def _verdict_json(progress: SessionProgress) -> str | None:
@@ -77,6 +81,8 @@ class Lifecycle:
         # The node's freshest progress (its file polled once more).
         self._progress = progress.progress
         self._empty_retried: set[str] = set()  # nodes whose empty generation was retried
+        # Releases under way (node id → done): a wake waits for the old process to end.
+        self.releasing: dict[str, asyncio.Future[None]] = {}
         self._waking: dict[str, asyncio.Lock] = {}  # see turn_began
 
     async def monitor(self, node_id: str, handle: AgentHandle) -> None:
@@ -124,8 +130,8 @@ class Lifecycle:
                         await self.turn_began(node_id)
                 started = self._roster.turn_event(node_id)
                 assert started is not None  # made with the handle, never dropped
-                await started.wait()
-                started.clear()
+                if not await self._next_turn(node_id, handle, started):
+                    return  # released: a message starts it again (Control.wake)
         except asyncio.CancelledError:
             raise
         except Exception as err:  # a broken handle must not leave the node live forever
@@ -135,6 +141,54 @@ class Lifecycle:
                 log.exception("monitor of %s failed", node_id)
             if node_id not in self._roster.stopping and not self._ctx.closed:
                 await self.fail_loudly(node_id, f"supervision error: {err}")
+
+    async def _next_turn(
+        self, node_id: str, handle: AgentHandle, started: asyncio.Event
+    ) -> bool:
+        """Until its next turn starts (True); a settled agent idle for the host's
+        `idle_release` seconds is released instead (False): its process ends, the node
+        stays settled (issue 31 item 4: ten idle agents held ~1–2 GB)."""
+        after = self._ctx.options.idle_release
+        if after > 0 and self._releasable(node_id, handle):
+            try:
+                async with asyncio.timeout(after):
+                    await started.wait()
+            except TimeoutError:
+                if self._releasable(node_id, handle) and not handle.turn_running():
+                    await self._release(node_id, handle)
+                    return False
+        await started.wait()
+        started.clear()
+        return True
+
+    def _releasable(self, node_id: str, handle: AgentHandle) -> bool:
+        """A settled real agent (pi, Claude Code, Codex, on this machine) that nothing is
+        stopping, whose handle is still the node's."""
+        node = self._names.node(node_id)
+        return (
+            node.status is NodeStatus.SETTLED
+            and node.kind in RELEASABLE_KINDS
+            and self._ctx.options.cluster.engine != "ray"
+            and handle.exited is None
+            and self._roster.handle(node_id) is handle
+            and node_id not in self._roster.stopping
+            and not self._ctx.closed
+        )
+
+    async def _release(self, node_id: str, handle: AgentHandle) -> None:
+        self._roster.detach(node_id, only=handle)
+        self._roster.unwatch(node_id)  # this monitor: it ends here
+        done = self.releasing[node_id] = asyncio.get_running_loop().create_future()
+        try:
+            await handle.stop(force=False, grace=self._ctx.stop_grace)
+        except Exception as err:  # the node is released all the same: it is not ours now
+            log.warning("releasing %s: %s", node_id, err)
+        finally:
+            del self.releasing[node_id]
+            done.set_result(None)
+        self._model.mark_released(node_id)
+        with contextlib.suppress(LedgerError):
+            await self._record.update_node(node_id, pid=None)
 
     async def _wait_for_members(self, node_id: str, handle: AgentHandle) -> bool:
         """A turn that ended while the node's members work (or while a notice of theirs

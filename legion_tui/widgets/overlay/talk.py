@@ -44,9 +44,11 @@ def message_mode(view: NodeView) -> tuple[str, str]:
 
 
 def steer_outcome(name: str, receipt: str) -> str | None:
-    """Which of the three outcomes a steer receipt (`receipts.steered`) says."""
+    """Which of the three outcomes a steer receipt (`receipts.steered`) says (after
+    the line that says a released agent was started again, if any)."""
+    said = receipt.removeprefix(receipts.woken(name) + " ")
     for outcome in OUTCOMES:
-        if receipt == receipts.steered(name, outcome):
+        if said == receipts.steered(name, outcome):
             return outcome
     return None
 

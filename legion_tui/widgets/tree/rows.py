@@ -241,9 +241,12 @@ def activity(view: NodeView, now: float) -> Activity:
         return Activity(receipts.FIRST_ANSWER_PENDING, "dim")
     if node.status in (NodeStatus.SETTLED, NodeStatus.FAILED):
         verdict = _verdict_of(view)
+        released = " · released" if view.released else ""  # its idle process ended
         if verdict is not None:
             ok, reason = verdict
-            return Activity(("✓ " if ok else "✗ ") + reason, "ok" if ok else "fail")
+            return Activity(("✓ " if ok else "✗ ") + reason + released, "ok" if ok else "fail")
+        if released:
+            return Activity("idle" + released, "dim")
         if node.status is NodeStatus.FAILED:
             return Activity("✗ " + (node.error or "failed"), "fail")
         if view.terminal_line:
