@@ -266,6 +266,10 @@ def restarted(name: str) -> str:
     return f"Restarted {name} on its task (it had written no session yet)"
 
 
+def nothing_interrupted() -> str:
+    return "Nothing to resume: no agent is interrupted."
+
+
 def woken(name: str) -> str:
     return f"Started {name} again on its session (its idle process had been released)."
 
@@ -316,7 +320,7 @@ def already_ended(name: str, status: str) -> str:
 def interrupted_banner(names: list[str]) -> str:
     shown = ", ".join(names[:6]) + (f" (+{len(names) - 6} more)" if len(names) > 6 else "")
     # The lever first: on a narrow terminal the list of names is what gets cut.
-    return f"Interrupted by the last shutdown — select one and press r to resume: {shown}"
+    return f"Interrupted by the last shutdown — r resumes the selected one, R all: {shown}"
 
 
 # ----- completion notices and the empty-generation retry (issue 11) -------------------------

@@ -191,6 +191,30 @@ def _name_args(help_text: str) -> Callable[[argparse.ArgumentParser], None]:
     return add
 
 
+def _resume_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("name", nargs="?", help="NAME or parent/name")
+    p.add_argument("--all", action="store_true",
+                   help="every interrupted node you control, leads before their members")
+    p.add_argument("--parallel", type=int, metavar="N",
+                   help="with --all: how many start at once (default 2)")
+    add_client_options(p)
+
+
+def _resume(args: argparse.Namespace, client: BlockingClient) -> int:
+    from legion_tui.wire.names import RequestError
+
+    if args.all == (args.name is not None):
+        raise RequestError("BAD_REQUEST", "give a NAME or --all (one of them)")
+    if args.parallel is not None and not args.all:
+        raise RequestError("BAD_REQUEST", "--parallel goes with --all")
+    fields: dict[str, object] = {"name": "all" if args.all else args.name}
+    if args.parallel is not None:
+        fields["parallel"] = args.parallel
+    result = client.request("resume", **fields)
+    emit(args, result, result["receipt"])
+    return 0
+
+
 def _collect_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("name", help="NAME or parent/name")
     p.add_argument(
@@ -358,9 +382,10 @@ COMMANDS: dict[str, Command] = {
         _receipt_verb("steer", "name", "text"),
     ),
     "resume": Command(
-        "Resume an interrupted node on its old session file.",
-        _name_args("NAME or parent/name"),
-        _receipt_verb("resume", "name"),
+        "Resume an interrupted node on its old session file (--all: every one, a few at "
+        "a time, leads first).",
+        _resume_args,
+        run_client("resume", _resume),
     ),
     "status": Command(
         "What every node is doing (works without a live supervisor, from the ledger).",

@@ -86,6 +86,7 @@ class LegionApp(App[None]):
     BINDINGS: ClassVar[list[BindingType]] = [
         *agent_bindings(),
         Binding("n", "new_agent", "New agent"),
+        Binding("R", "resume_all", "Resume all", show=False),
         Binding("L", "land_node", "Land", show=False),
         Binding("slash", "filter", "Filter"),
         Binding("escape", "clear_filter", "Clear filter", show=False),
@@ -328,6 +329,9 @@ class LegionApp(App[None]):
     def action_abort_node(self) -> None:
         if (view := self._target()) is not None:
             self.operator.abort(view.node.id)
+
+    def action_resume_all(self) -> None:
+        self.operator.resume_all()
 
     def action_resume_node(self) -> None:
         if (view := self._target()) is not None:

@@ -273,6 +273,13 @@ class Operator:
             return
         self._surface.run_op(self.run(self.ops.act("resume", node_id)))
 
+    def resume_all(self) -> None:
+        """`R`: every interrupted agent, a few at a time, leads before their members."""
+        if not self.model.interrupted():
+            self._surface.say(receipts.nothing_interrupted())
+            return
+        self._surface.run_op(self.run(self.ops.act("resume", "all")))
+
     def slash_stop(self, command: SlashStop) -> None:
         """The typed `/legion stop [--force] [name|all]`: a command, so no second prompt."""
         if command.target is None:

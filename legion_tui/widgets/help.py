@@ -25,6 +25,7 @@ KEYS: tuple[tuple[str, str], ...] = (
     ("A", "attach: the agent's own UI (pi, claude, codex) on its session; exit it and legion"
           " takes the agent back, idle and steerable (a turn under way is aborted, after y)"),
     ("r", "resume an interrupted or stopped agent"),
+    ("R", "resume every interrupted agent, two at a time, leads before their members"),
     ("n", "new agent (under the selected lead, else under root)"),
     ("L", "land the selected agent's branch: the sha the prompt names (y; m merge/squash/"
           "rebase; c commits its leftovers first); a dirty checkout is stashed and put back"),

@@ -25,9 +25,11 @@ if TYPE_CHECKING:
     from legion_tui.supervisor.life.lifecycle import Lifecycle
     from legion_tui.supervisor.teams.teams import Teams
 
-__all__ = ["Control"]
+__all__ = ["RESUME_PARALLEL", "Control"]
 
 log = logging.getLogger(__name__)
+
+RESUME_PARALLEL = 2  # `resume --all`: agents starting at once
 
 
 class Control:
@@ -132,6 +134,33 @@ class Control:
             return await self._resume(target, previous, idle)
         finally:
             roster.resuming.discard(target.id)
+
+    async def resume_all(self, caller_id: str, parallel: int = RESUME_PARALLEL) -> str:
+        """Every interrupted node the caller controls, leads before their members (a
+        level starts once the one above it has), `parallel` starting at a time — never
+        a storm of agents starting at once after a crash. One line per node."""
+        if parallel < 1:
+            raise OpError("BAD_REQUEST", f"--parallel must be at least 1, got {parallel}")
+        caller = self._names.caller(caller_id)
+        levels: dict[int, list[Node]] = {}
+        for view, depth in self._model.walk(caller.id):
+            if view.interrupted:
+                levels.setdefault(depth, []).append(view.node)
+        if not levels:
+            return receipts.nothing_interrupted()
+        gate = asyncio.Semaphore(parallel)
+
+        async def one(node: Node) -> str:
+            async with gate:
+                try:
+                    return await self.resume(caller_id, node.id)
+                except OpError as err:
+                    return err.message
+
+        lines: list[str] = []
+        for depth in sorted(levels):
+            lines += await asyncio.gather(*(one(node) for node in levels[depth]))
+        return "\n".join(lines)
 
     async def _resume(self, target: Node, previous: AgentHandle | None, idle: bool) -> str:
         # Stopped before its agent wrote anything (pi writes its file only with its first

@@ -11,6 +11,7 @@ import logging
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
+from legion_tui.supervisor.life.control import RESUME_PARALLEL
 from legion_tui.wire.names import OpError
 from legion_tui.wire.spawn_request import ChildRequest
 
@@ -114,7 +115,13 @@ async def _tree(sup: Front, caller: str, req: dict[str, Any]) -> dict[str, Any]:
 
 
 async def _resume(sup: Front, caller: str, req: dict[str, Any]) -> dict[str, Any]:
-    return {"receipt": await sup.control.resume(caller, _str(req, "name"))}
+    name = _str(req, "name")
+    if name == "all":  # `legion resume --all [--parallel N]`
+        parallel = req.get("parallel", RESUME_PARALLEL)
+        if not isinstance(parallel, int) or isinstance(parallel, bool):
+            raise OpError("BAD_REQUEST", f"parallel must be a whole number, got {parallel!r}")
+        return {"receipt": await sup.control.resume_all(caller, parallel)}
+    return {"receipt": await sup.control.resume(caller, name)}
 
 
 async def _mail(sup: Front, caller: str, req: dict[str, Any]) -> dict[str, Any]:
