@@ -90,7 +90,9 @@ async def test_a_permission_request_blocks_and_y_lets_the_tool_run(
     )
     async with agent_host(project) as sup:
         question, node = await _ask_and_answer(sup, "y")
-        assert question.startswith("allow Write") and question.endswith("? y allows"), question
+        assert question.startswith("allow Write") and question.endswith(
+            "? y once · a always · else no (your words say why)"
+        ), question
         assert target.read_text() == "yes"
         kinds = [e.type for e in sup.model.nodes[node.id].events]
         assert kinds.count(EventType.NODE_BLOCKED) == 1
@@ -109,3 +111,23 @@ async def test_any_other_answer_denies_the_tool_with_the_users_words(
         await _ask_and_answer(sup, "not that file, use notes.md")
         assert not target.exists()
         assert "not that file, use notes.md" in _tool_results(server)
+
+
+async def test_a_always_allows_the_tool_for_the_session_and_it_is_not_asked_again(
+    server: ModelServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 31 item 5: approve for this tool — a `session` rule in the permission's
+    answer; no rule is written into the project's or the user's .claude settings."""
+    project = _project(tmp_path, server, monkeypatch)
+    first, second = project / "one.txt", project / "two.txt"
+    server.script(
+        Reply([ToolCall("Write", {"file_path": str(first), "content": "1"}, id="toolu_a1")]),
+        Reply([ToolCall("Write", {"file_path": str(second), "content": "2"}, id="toolu_a2")]),
+        Text(f"Wrote both.\n{verdict_line('wrote both')}"),
+    )
+    async with agent_host(project) as sup:
+        question, node = await _ask_and_answer(sup, "a")
+        assert question.startswith("allow Write"), question
+        assert first.read_text() == "1" and second.read_text() == "2"
+        assert len(_questions(sup, node.id)) == 1  # the second Write was not asked
+        assert not (project / ".claude").exists()  # the rule lived in the session only

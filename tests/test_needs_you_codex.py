@@ -77,7 +77,7 @@ async def test_an_approval_request_blocks_and_y_lets_the_command_run(
     async with agent_host(project) as sup:
         question, status = await _run_and_answer(sup, "y")
         assert question.startswith("approve: run") and "printf hi > hi.txt" in question, question
-        assert question.endswith("? y approves")
+        assert question.endswith("? y once · a always · else no (your words say why)")
         assert status is NodeStatus.SETTLED
         assert (project / "hi.txt").read_text() == "hi"
 
@@ -91,3 +91,26 @@ async def test_another_answer_declines_and_the_command_never_runs(
         _question, status = await _run_and_answer(sup, "no, not now")
         assert status is NodeStatus.SETTLED
         assert not (project / "hi.txt").exists()
+
+
+async def test_a_always_accepts_for_the_session_and_the_same_command_is_not_asked_again(
+    server: ModelServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 31 item 5: approve for this tool — Codex's `acceptForSession` (its own
+    session cache; no policy file is written)."""
+    project = _project(tmp_path, server, monkeypatch)
+    server.script(
+        Reply([ToolCall("exec_command", {"cmd": "printf hi > hi.txt"}, tokens=6)]),
+        Reply([ToolCall("exec_command", {"cmd": "printf hi > hi.txt"}, tokens=6)]),
+        Text(f"Done.\n{verdict_line('asked once')}"),
+    )
+    async with agent_host(project) as sup:
+        (node,) = await sup.launcher.spawn(ROOT_ID, [ChildRequest("worker", "twice", name="w")])
+        await until(lambda: sup.names.node(node.id).status is NodeStatus.BLOCKED,
+                    TURN_LIMIT, "the node to block")  # fmt: skip
+        assert (await sup.control.steer(ROOT_ID, "w", "a"))[0] == "accepted"
+        done = await settle(sup, node.id)
+        assert done.status is NodeStatus.SETTLED, done.error
+        assert len(_questions(sup, node.id)) == 1  # the second run was not asked
+        assert (project / "hi.txt").read_text() == "hi"
+        assert server.pending() == 0

@@ -14,7 +14,8 @@ from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
 
-__all__ = ["YES_WORDS", "InputSink", "Questions", "is_yes"]
+__all__ = ["ALWAYS_WORDS", "PERMISSION_HINT", "YES_WORDS", "InputSink", "Questions",
+           "is_always", "is_yes"]
 
 # Told "needs input: question" (str) and "nothing is asked any more" (None).
 InputSink = Callable[[str | None], None]
@@ -24,8 +25,19 @@ InputSink = Callable[[str | None], None]
 YES_WORDS = frozenset({"y", "yes", "allow", "approve", "ok", "accept"})
 
 
+# What reads as "yes, and do not ask again for this tool" (for the agent's session:
+# never a rule written into the user's settings files).
+ALWAYS_WORDS = frozenset({"a", "always", "allow always", "approve always", "yes always"})
+# How a permission or approval question says its answers (the row shows it).
+PERMISSION_HINT = "y once · a always · else no (your words say why)"
+
+
 def is_yes(text: str) -> bool:
     return text.strip().lower().rstrip(".!") in YES_WORDS
+
+
+def is_always(text: str) -> bool:
+    return text.strip().lower().rstrip(".!") in ALWAYS_WORDS
 
 
 @dataclass(frozen=True, slots=True)

@@ -37,6 +37,8 @@ def message_mode(view: NodeView) -> tuple[str, str]:
     node, progress = view.node, view.progress
     if node.status in (NodeStatus.RETIRED, NodeStatus.FAILED):
         return "message", f"{node.status.value} — r resumes it first"
+    if node.status is NodeStatus.BLOCKED:  # it waits on its user: this is the answer
+        return "answer", "to what it asks (its row shows the question)"
     idle = progress.last_stop_reason == "aborted" and not progress.in_flight
     if node.live and not idle:
         return "steer", "next turn boundary"

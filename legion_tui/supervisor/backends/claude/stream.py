@@ -18,7 +18,13 @@ from collections.abc import Callable
 from typing import Any
 
 from legion_tui.session.streaming import StreamingMessage, StreamSink
-from legion_tui.supervisor.backends.asking import InputSink, Questions, is_yes
+from legion_tui.supervisor.backends.asking import (
+    PERMISSION_HINT,
+    InputSink,
+    Questions,
+    is_always,
+    is_yes,
+)
 from legion_tui.supervisor.processes.channel import WRITE_BOUND, JsonLinesChannel
 from legion_tui.timeouts import within
 from legion_tui.wire.names import RequestError
@@ -277,15 +283,24 @@ class ClaudeChannel(JsonLinesChannel):
         if request.get("subtype") != "can_use_tool":
             self._reply(request_id, None, error=f"legion cannot answer {request.get('subtype')}")
             return
-        tool = str(request.get("display_name") or request.get("tool_name") or "a tool")
+        name = request.get("tool_name")
+        tool = str(request.get("display_name") or name or "a tool")
         given = request.get("input")
         tool_input = given if isinstance(given, dict) else {}
-        about = request.get("description") or tool_input.get("command") or ""
-        question = f"allow {tool}" + (f" ({about})" if about else "") + "? y allows"
+        about = (request.get("description") or tool_input.get("command")
+                 or tool_input.get("file_path") or "")  # fmt: skip
+        question = f"allow {tool}" + (f" ({about})" if about else "") + f"? {PERMISSION_HINT}"
 
         def answer(text: str) -> None:
             if is_yes(text):
                 self._reply(request_id, {"behavior": "allow", "updatedInput": tool_input})
+            elif is_always(text) and isinstance(name, str):
+                # A rule for this session only (Claude's `destination: session`): never
+                # one written into the user's .claude settings.
+                rule = {"type": "addRules", "rules": [{"toolName": name}],
+                        "behavior": "allow", "destination": "session"}  # fmt: skip
+                self._reply(request_id, {"behavior": "allow", "updatedInput": tool_input,
+                                         "updatedPermissions": [rule]})  # fmt: skip
             else:
                 message = text.strip() if text.strip() not in ("n", "no") else "the user said no"
                 self._reply(request_id, {"behavior": "deny", "message": message})

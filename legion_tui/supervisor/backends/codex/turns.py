@@ -23,7 +23,13 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from legion_tui.session.streaming import StreamingMessage, StreamSink
-from legion_tui.supervisor.backends.asking import InputSink, Questions, is_yes
+from legion_tui.supervisor.backends.asking import (
+    PERMISSION_HINT,
+    InputSink,
+    Questions,
+    is_always,
+    is_yes,
+)
 from legion_tui.supervisor.backends.codex.rpc import JsonRpcClient
 
 __all__ = ["RECORD_BOUND", "CodexTurns"]
@@ -53,7 +59,14 @@ def _approval_question(method: str, params: dict[str, Any]) -> str:
     if isinstance(command, list):
         command = " ".join(str(c) for c in command)
     about = command or params.get("reason") or ""
-    return f"approve: {_APPROVALS[method]}" + (f" {about}" if about else "") + "? y approves"
+    return f"approve: {_APPROVALS[method]}" + (f" {about}" if about else "") + (
+        f"? {PERMISSION_HINT}"
+    )
+
+
+# The answers, in the v2 protocol (`item/*/requestApproval`) and the legacy one.
+_DECISIONS = {"yes": "accept", "always": "acceptForSession", "no": "decline"}
+_LEGACY_DECISIONS = {"yes": "approved", "always": "approved_for_session", "no": "denied"}
 
 
 def _api_message(message: str) -> str:
@@ -141,11 +154,10 @@ class CodexTurns:
         legacy = method in ("execCommandApproval", "applyPatchApproval")
 
         def answer(text: str) -> None:
-            yes = is_yes(text)
-            if legacy:
-                client.respond(req_id, {"decision": "approved" if yes else "denied"})
-            else:
-                client.respond(req_id, {"decision": "accept" if yes else "decline"})
+            # Once, for the session (Codex's own approval cache: never a policy file), or no.
+            choice = "yes" if is_yes(text) else "always" if is_always(text) else "no"
+            decisions = _LEGACY_DECISIONS if legacy else _DECISIONS
+            client.respond(req_id, {"decision": decisions[choice]})
 
         self.questions.ask(f"request-{req_id}", _approval_question(method, params), answer)
         return True
