@@ -119,6 +119,29 @@ def test_a_tool_call_that_passes_five_minutes_is_told_once_and_history_is_not() 
     assert notifier.news(now + 60) == []
 
 
+def test_a_question_is_told_once_then_reminded_once_after_five_minutes() -> None:
+    """Issue 31 item 5: one notification when it starts waiting, one reminder if it is
+    still unanswered five minutes on — never one per frame."""
+    from legion_tui.dashboard.notify import REMIND_SECONDS
+    from legion_tui.model import EventType
+    from legion_tui.model_records import Event
+
+    model = canned_model()
+    now = model.clock()
+    notifier = Notifier(model)
+    assert notifier.news(now) == []
+    assert model.nodes["n7"].node.status is NodeStatus.BLOCKED
+    model.add_event(Event(902, "n7", EventType.NODE_BLOCKED, {"question": "allow Bash?"}, now))
+
+    def asks(at: float) -> list[str]:  # (the canned legion's other tool calls grow stuck)
+        return [n.text for n in notifier.news(at) if "needs you" in n.text]
+
+    assert asks(now) == ["worker-0 needs you: allow Bash?"]
+    assert asks(now + REMIND_SECONDS - 1) == []
+    assert asks(now + REMIND_SECONDS) == ["worker-0 still needs you (5 min): allow Bash?"]
+    assert asks(now + 2 * REMIND_SECONDS) == []
+
+
 def test_desktop_sequences_cannot_be_cut_short_and_pass_through_tmux() -> None:
     assert desktop_sequences("a\x07b;\x1b]c", tmux=False) == (
         "\x1b]9;a b, ]c\x07\x1b]777;notify;legion;a b, ]c\x07"

@@ -32,6 +32,7 @@ from legion_tui.state import LegionModel, NodeView
 __all__ = ["Alerts", "Announcements", "Notice", "Notifier", "desktop_sequences", "settings_near"]
 
 TITLE = "legion"
+REMIND_SECONDS = 300.0  # an unanswered question is told once more after this long
 Severity = Literal["information", "warning", "error"]  # Textual's toast levels
 _CONTROL = dict.fromkeys(range(0x20), " ") | {0x7F: " ", 0x9C: " ", 0x1B: " "}
 
@@ -88,7 +89,9 @@ class Notifier:
             self._order = {nid: i for i, nid in enumerate(nodes)}
             return nodes.values()
         ids = {nid for nid in changed if nid in nodes}
-        ids.update(view.node.id for view in self._live.live() if view.progress.in_flight)
+        # A tool call grows stuck, and a question unanswered, with the clock alone.
+        ids.update(view.node.id for view in self._live.live()
+                   if view.progress.in_flight or view.node.status is NodeStatus.BLOCKED)
         return [nodes[nid] for nid in sorted(ids, key=self._order.__getitem__)]
 
     def _occurrences(
@@ -117,6 +120,14 @@ class Notifier:
                     question = asked[-1].data.get("question") or "input"
                     found.append((_key("blocked", view, asked[-1].id),
                                   Notice(f"{node.name} needs you: {question}", "warning")))
+                    # Its tool call waits on the answer: not "stuck" (nothing to abort)
+                    # but a question unanswered, told once more.
+                    waited = now - asked[-1].at
+                    if waited >= REMIND_SECONDS:
+                        minutes = int(waited // 60)
+                        found.append((_key("reminded", view, asked[-1].id), Notice(
+                            f"{node.name} still needs you ({minutes} min): {question}",
+                            "warning")))  # fmt: skip
             if outcome is NodeStatus.FAILED:
                 what = f"team {node.name} failed" if team else f"{node.name} failed"
                 why = f": {node.error}" if node.error else ""
@@ -126,10 +137,6 @@ class Notifier:
                 found.append((_key("done", view, node.updated_at),
                               Notice(f"team {node.name} done", "information",
                                      toast=not by_root)))
-            if node.live and view.progress.in_flight:
-                stuck = self._stuck(view, now)
-                if stuck is not None:
-                    found.append(stuck)
         return found
 
     @staticmethod
