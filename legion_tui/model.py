@@ -169,6 +169,12 @@ KINDS: tuple[Kind, ...] = ("sim", "pi", "claude", "codex", "exec")
 # not a Kind: an unresolved `auto` must never reach a node or the ledger.
 CardKind = Literal["auto", Kind]
 CARD_KINDS: tuple[CardKind, ...] = ("auto", *KINDS)
+# How an agent's permission and approval requests are met (a card's `permissions:`, else
+# `[agent] permissions`; none: each kind's own default — Claude Code asks for a tool
+# outside the card's list, Codex asks nothing unless its card sets an approval policy):
+# `ask` the user (the node is BLOCKED until answered), `allowed-tools` (what the card
+# lists runs, anything else is denied unasked), `never-ask` (everything runs unasked).
+PERMISSIONS: tuple[str, ...] = ("ask", "allowed-tools", "never-ask")
 
 # How legion drives it: pi's RPC, Claude Code's stream-json on stdin/stdout, Codex's
 # app-server JSON-RPC; `process` is a sim or an exec command as an OS child.

@@ -31,6 +31,7 @@
                                  # the first installed (pi, claude, codex)
     idle_release_seconds = 120   # a settled agent's process ends after this long without
                                  # a turn (0: never); a message starts it again
+    permissions = "ask"          # ask | allowed-tools | never-ask (a card's own wins)
 
     [agent.pi]                   # each kind its own: [agent.pi] [agent.claude] [agent.codex]
     command = ["pi"]             # argv (placeholders as in cards); pi/claude/codex: its program
@@ -136,6 +137,7 @@ class AgentSettings:
     provider: str | None = None
     line: int | None = None  # where `default` is written (refusals point at it)
     idle_release_seconds: float = 120.0  # 0: a settled agent keeps its process
+    permissions: str | None = None  # model.PERMISSIONS, for cards that do not say
     kinds: Mapping[str, KindSettings] = field(  # `[agent.pi]` …, by kind
         default_factory=lambda: MappingProxyType({})
     )
@@ -198,7 +200,9 @@ LAND_KEYS = ("mode",)
 LandMode = Literal["merge", "squash", "rebase"]
 LAND_MODES: tuple[LandMode, ...] = get_args(LandMode)
 NOTIFY_KEYS = ("toast", "bell", "desktop")
-AGENT_KEYS = ("default", "command", "model", "provider", "idle_release_seconds")
+AGENT_KEYS = (
+    "default", "command", "model", "provider", "idle_release_seconds", "permissions",
+)
 # `[agent.KIND]`: the kinds with a table of their own, and its keys.
 AGENT_KIND_TABLES = ("pi", "claude", "codex", "exec")
 KIND_KEYS = ("command", "model", "provider", "args", "env")
@@ -516,6 +520,13 @@ def _agent(value: object, add: _Add, values: dict[str, Any], line: int | None) -
         elif key == "command":
             if (argv := _argv("agent", key, item, add)) is not None:
                 fields[key] = argv
+        elif key == "permissions":
+            from legion_tui.model import PERMISSIONS
+
+            if item not in PERMISSIONS:
+                add("agent", key, f"expected one of {', '.join(PERMISSIONS)}, got {item!r}")
+            else:
+                fields[key] = item
         elif key == "idle_release_seconds":
             if not isinstance(item, int | float) or isinstance(item, bool) or item < 0:
                 add("agent", key, f"expected a number of seconds ≥ 0 (0: never), got {item!r}")

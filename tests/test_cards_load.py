@@ -133,6 +133,23 @@ def test_invalid_enum_values(tmp_path: Path) -> None:
     ]
 
 
+def test_permissions_is_one_of_three_policies(tmp_path: Path) -> None:
+    card = "---\nname: worker\ndescription: d\nkind: claude\npermissions: {}\n---\n"
+    write_card(tmp_path, "worker.md", card.format("allowed-tools"))
+    assert load_cards(tmp_path).get("worker").permissions == "allowed-tools"
+    write_card(tmp_path, "worker.md", card.format("sometimes"))
+    assert problem_lines(tmp_path) == [
+        ".legion/agents/worker.md:5: field 'permissions': expected one of ask, allowed-tools, "
+        "never-ask, got 'sometimes'",
+    ]
+    from legion_tui.settings import parse_settings
+
+    settings, problems = parse_settings('[agent]\npermissions = "never-ask"\n', "s.toml")
+    assert problems == [] and settings.agent.permissions == "never-ask"
+    _settings, problems = parse_settings('[agent]\npermissions = "yes"\n', "s.toml")
+    assert [p.key for p in problems] == ["agent.permissions"]
+
+
 def test_missing_required_and_duplicate_fields(tmp_path: Path) -> None:
     write_card(tmp_path, "x.md", "---\nname: x\nname: y\n---\n")
     lines = problem_lines(tmp_path)

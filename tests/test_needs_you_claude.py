@@ -131,3 +131,22 @@ async def test_a_always_allows_the_tool_for_the_session_and_it_is_not_asked_agai
         assert first.read_text() == "1" and second.read_text() == "2"
         assert len(_questions(sup, node.id)) == 1  # the second Write was not asked
         assert not (project / ".claude").exists()  # the rule lived in the session only
+
+
+async def test_a_card_with_permissions_allowed_tools_is_never_asked_and_the_tool_is_denied(
+    server: ModelServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    project = _project(tmp_path, server, monkeypatch)
+    card = project / ".legion" / "agents" / "worker.md"
+    policy = "kind: claude\npermissions: allowed-tools\n"
+    card.write_text(card.read_text().replace("kind: claude\n", policy))
+    target = project / "unasked.txt"
+    server.script(
+        Reply([ToolCall("Write", {"file_path": str(target), "content": "x"}, id="toolu_u1")]),
+        Text(f"Could not.\n{verdict_line('Write was denied', ok=False)}"),
+    )
+    async with agent_host(project) as sup:
+        (node,) = await sup.launcher.spawn(ROOT_ID, [ChildRequest("worker", "Write", name="w")])
+        done = await settle(sup, node.id)
+        assert done.status is NodeStatus.SETTLED, done.error
+        assert _questions(sup, node.id) == [] and not target.exists()

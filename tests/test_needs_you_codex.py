@@ -114,3 +114,14 @@ async def test_a_always_accepts_for_the_session_and_the_same_command_is_not_aske
         assert len(_questions(sup, node.id)) == 1  # the second run was not asked
         assert (project / "hi.txt").read_text() == "hi"
         assert server.pending() == 0
+
+
+def test_permissions_choose_the_approval_policy_and_the_cards_own_wins() -> None:
+    from legion_tui.supervisor.backends.codex.argv import approval_policy
+
+    assert approval_policy(["codex"], None) == ("never", ["codex"])
+    assert approval_policy(["codex"], "ask") == ("untrusted", ["codex"])
+    assert approval_policy(["codex"], "allowed-tools")[0] == "never"
+    assert approval_policy(["codex"], "never-ask")[0] == "never"
+    card = ["codex", "-c", "approval_policy=on-request"]
+    assert approval_policy(card, "ask") == ("on-request", ["codex"])

@@ -497,6 +497,14 @@ def test_claude_argv_adds_only_what_the_card_did_not_give(tmp_path: Path) -> Non
     assert argv[-2:] == ["--resume", "sid-2"]
     assert not [a for a in argv[7:] if "dangerously" in a or "bypass" in a]
     assert "--permission-prompt-tool=stdio" not in argv  # a bypassing card is never asked
+    # `permissions:` (issue 31 item 5): allowed-tools denies unasked; never-ask bypasses.
+    argv = claude_argv(spec(None, tools=("bash",), permissions="allowed-tools"), "s", resume=False)
+    assert "--permission-prompt-tool=stdio" not in argv and "bypassPermissions" not in argv
+    argv = claude_argv(spec(None, tools=("bash",), permissions="never-ask"), "s", resume=False)
+    assert argv[-2:] == ["--permission-mode", "bypassPermissions"]
+    assert "--permission-prompt-tool=stdio" not in argv
+    argv = claude_argv(spec(None, tools=("bash",), permissions="ask"), "s", resume=False)
+    assert argv[-1] == "--permission-prompt-tool=stdio"
 
 
 # ----- mail: a letter to a working Claude reaches it and DELIVERED ---------------------------

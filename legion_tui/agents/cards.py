@@ -38,7 +38,7 @@ from legion_tui.agents.placeholders import (
     placeholders_in_scripts,
 )
 from legion_tui.costs import is_usd
-from legion_tui.model import CARD_KINDS, ROLES, CardKind, Role
+from legion_tui.model import CARD_KINDS, PERMISSIONS, ROLES, CardKind, Role
 from legion_tui.phases import locate
 from legion_tui.phases.load import validate_machine
 from legion_tui.phases.locate import line_of, load_with_nodes
@@ -74,6 +74,7 @@ CARD_FIELDS: tuple[str, ...] = (
     "worktree",
     "renewable",
     "isolate",
+    "permissions",
     "budgetUsd",
     "resources",
     "phases",
@@ -125,6 +126,7 @@ class RoleCard:
     worktree: bool = False
     renewable: bool = True
     isolate: bool = False  # a sim card that must run as an OS process
+    permissions: str | None = None  # one of model.PERMISSIONS; None: the settings' or kind's
     budget_usd: float | None = None  # `budgetUsd`: its subtree is stopped past it (costs)
     # `resources:` on a Ray cluster ({"CPU": 2.0, "GPU": 0.0, "my-resource": 1.0}: Ray's
     # names); None: the settings' `[cluster] numCpus` / `resources` ask for it.
@@ -495,6 +497,7 @@ def parse_card(
     worktree = _bool(data, "worktree", lines, out, False)
     renewable = _bool(data, "renewable", lines, out, True)
     isolate = _bool(data, "isolate", lines, out, False)
+    permissions = _enum(data, "permissions", PERMISSIONS, lines, out)
     budget_usd = _usd(data, "budgetUsd", lines, out)
     asked = _resources(data, lines, out)
     _check_command(command, kind, lines, out)
@@ -518,6 +521,7 @@ def parse_card(
         worktree=worktree,
         renewable=renewable,
         isolate=isolate,
+        permissions=permissions,
         budget_usd=budget_usd,
         resources=asked,
         phases=machine,

@@ -87,6 +87,8 @@ class LaunchSpec:
     # Adopted idle on its session (after an attach): the agent starts and is sent nothing;
     # the next steer, letter or notice starts its turn. Only with `resume`.
     idle_start: bool = False
+    # Its permission and approval requests (model.PERMISSIONS; None: the kind's default).
+    permissions: str | None = None
     # The role card's body and tool list: what a real agent is told it is and may use
     # (pi: --append-system-prompt / --tools). Empty: the agent's own defaults.
     system_prompt: str = ""

@@ -81,6 +81,14 @@ class RoleCards:
 
         return configured_env(self._agent_settings(), node.kind)
 
+    def permissions_of(self, node: Node) -> str | None:
+        """How the node's agent meets its permission requests: its card's `permissions:`,
+        else `[agent] permissions` (read now), else None (its kind's default)."""
+        card = self.card_for(node)
+        if card is not None and card.permissions is not None:
+            return card.permissions
+        return self._agent_settings().permissions
+
     def _agent_settings(self) -> AgentSettings:
         from legion_tui.settings import load_settings
 

@@ -221,6 +221,7 @@ class Launcher:
             sim_behaviour=self._sim_behaviour(node, req),
             resume=resume,
             idle_start=idle_start,
+            permissions=self._cards.permissions_of(node),
             system_prompt=card.prompt if card is not None else "",
             tools=card.tools if card is not None else (),
             resources=card.resources if card is not None else None,

@@ -38,7 +38,9 @@ def claude_tools(tools: Sequence[str]) -> list[str]:
 def claude_argv(spec: LaunchSpec, session_id: str, *, resume: bool) -> list[str]:
     """The card's command (or `claude`) plus the flags it did not give (module doc).
 
-    Never adds a permission bypass: tools run only as the card's `tools` allow them.
+    Adds a permission bypass only for `permissions: never-ask`: otherwise tools run as
+    the card's `tools` allow them, and another is asked of the user (`ask`, the default)
+    or denied unasked (`allowed-tools`).
     """
     argv = resolve_argv(spec.command or ["claude"], spec)
     if not has_option(argv, "-p", "--print"):
@@ -58,10 +60,13 @@ def claude_argv(spec: LaunchSpec, session_id: str, *, resume: bool) -> list[str]
     if spec.tools and not has_option(argv, "--allowedTools", "--allowed-tools"):
         # One comma-separated word: the option takes a variadic list.
         argv.append(f"--allowedTools={','.join(claude_tools(spec.tools))}")
+    if spec.permissions == "never-ask" and not has_option(argv, "--permission-mode"):
+        argv += ["--permission-mode", "bypassPermissions"]
     bypass = "--dangerously-skip-permissions" in argv or option_value(
         argv, "--permission-mode"
     ) == "bypassPermissions"
-    if not bypass and not has_option(argv, "--permission-prompt-tool"):
+    asks = spec.permissions != "allowed-tools"
+    if asks and not bypass and not has_option(argv, "--permission-prompt-tool"):
         # A tool the rules neither allow nor deny is asked of us on stdout (a
         # `can_use_tool` control request) instead of denied unseen: the node is BLOCKED
         # until the user answers (`asking`); without it `-p` denies it silently. A card

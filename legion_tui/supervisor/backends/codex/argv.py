@@ -38,11 +38,14 @@ def codex_argv(spec: LaunchSpec) -> list[str]:
     return argv
 
 
-def approval_policy(argv: list[str]) -> tuple[str, list[str]]:
-    """The card's `-c approval_policy=…` (TOML: quotes allowed), else `never`, and the
+def approval_policy(argv: list[str], permissions: str | None = None) -> tuple[str, list[str]]:
+    """The approval policy — the card's `-c approval_policy=…` (TOML: quotes allowed),
+    over `permissions` (`ask`: `untrusted`, any other: `never`), else `never` — and the
     argv without it: the policy goes in `thread/start`, as Codex 0.169 refuses
     `untrusted` in its config ("no longer supported") yet takes it there."""
-    policy, kept, index = APPROVAL_POLICY, [], 0
+    policy = "untrusted" if permissions == "ask" else APPROVAL_POLICY
+    kept: list[str] = []
+    index = 0
     while index < len(argv):
         arg = argv[index]
         key, _eq, value = (argv[index + 1] if index + 1 < len(argv) else "").partition("=")

@@ -107,7 +107,7 @@ class CodexHandle(ProcessChildHandle):
 
     async def start(self) -> None:
         spec = self.spec
-        policy, argv = approval_policy(codex_argv(spec))
+        policy, argv = approval_policy(codex_argv(spec), spec.permissions)
         self._env = env = child_env(spec)
         require_executable(argv, env, spec.cwd)
         thread_id: str | None = None
