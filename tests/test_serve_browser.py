@@ -150,11 +150,13 @@ async def test_legion_serve_in_chromium(tmp_path: Path) -> None:
             await until(
                 lambda: sup.names.node(kill.id).status is NodeStatus.RETIRED, what="kill retired"
             )
-            # The view learns it from the ledger: the row turns retired.
+            # The view learns it from the ledger: the row turns retired — stopped mid-run,
+            # its session kept for `r` (issue 31 item 3).
             await page.until(
-                lambda rows: any("◌ kill" in r.text and "retired" in r.text for r in rows),
-                "kill's row retired",
-            )
+                lambda rows: any("◌ kill" in r.text and "stopped · r resumes" in r.text
+                                 for r in rows),
+                "kill's row stopped",
+            )  # fmt: skip
 
 
 async def test_serve_listens_on_this_machine_only_and_refuses_other_origins(

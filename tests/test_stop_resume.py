@@ -65,7 +65,7 @@ async def test_a_stop_of_a_settled_agent_is_no_pause_to_resume(tmp_path: Path) -
         await sup.stops.stop(ROOT_ID, "done")
         view = sup.model.nodes[node.id]
         assert view.node.status is NodeStatus.RETIRED and not view.stopped
-        assert activity(view, time.time()).text == "retired"
+        assert activity(view, time.time()).text == "retired · do it"  # (its task)
 
 
 async def test_a_resume_that_cannot_start_stays_interrupted_with_the_words(

@@ -13,7 +13,7 @@ from supervisor_helpers import STUCK, hosted, settled, spawn_one, until
 from legion_tui.model import EventType, MailState, NodeStatus
 from legion_tui.model_records import Event
 from legion_tui.supervisor.core import Supervisor
-from legion_tui.wire.names import ROOT_ID
+from legion_tui.wire.names import ROOT_ID, OpError
 
 pytestmark = pytest.mark.host
 
@@ -134,9 +134,12 @@ async def test_a_revival_whose_launch_fails_gives_the_old_clock_back(tmp_path: P
     script.unlink()  # the program is gone by the time the team is resumed
 
     async with hosted(tmp_path, "s") as again:
-        await again.control.resume(ROOT_ID, "lead")
+        with pytest.raises(OpError, match="lead did not resume — resume failed: "):
+            await again.control.resume(ROOT_ID, "lead")
         node = again.names.node(lead)
-        assert node.status is NodeStatus.FAILED and (node.error or "").startswith("launch failed")
+        # Its session intact, it stays interrupted with the words (issue 31 item 3).
+        assert node.status is NodeStatus.RETIRED and (node.error or "").startswith("resume failed")
+        assert again.model.nodes[lead].interrupted
         # The revival was recorded, then its clock given back: model and ledger agree.
         (change,) = _events(again, lead, EventType.PHASE_CHANGE)
         assert change.data["reason"] == "revived" and change.data["previous_since"] == old_since

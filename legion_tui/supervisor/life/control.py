@@ -199,7 +199,7 @@ class Control:
                 f"{node.name} did not resume — {now.error}. It stays interrupted with its "
                 f"session: `legion resume {self._names.ref(now)}` (r) tries again.",
             )
-        if idle and continues:
+        if idle:  # (it continues: checked above)
             return receipts.adopted(node.name)
         if not continues:
             return receipts.restarted(node.name)

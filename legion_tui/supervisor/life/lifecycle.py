@@ -186,9 +186,9 @@ class Lifecycle:
         finally:
             del self.releasing[node_id]
             done.set_result(None)
-        self._model.mark_released(node_id)
         with contextlib.suppress(LedgerError):
             await self._record.update_node(node_id, pid=None)
+        self._model.mark_released(node_id)  # after: whoever sees it released sees no pid
 
     async def _wait_for_members(self, node_id: str, handle: AgentHandle) -> bool:
         """A turn that ended while the node's members work (or while a notice of theirs
