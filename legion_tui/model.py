@@ -169,6 +169,9 @@ KINDS: tuple[Kind, ...] = ("sim", "pi", "claude", "codex", "exec")
 # not a Kind: an unresolved `auto` must never reach a node or the ledger.
 CardKind = Literal["auto", Kind]
 CARD_KINDS: tuple[CardKind, ...] = ("auto", *KINDS)
+# The agents with a session of their own to continue: an idle one is released and a
+# message starts it again on its session (issue 31 item 4).
+SESSION_AGENT_KINDS: frozenset[str] = frozenset({"pi", "claude", "codex"})
 # How an agent's permission and approval requests are met (a card's `permissions:`, else
 # `[agent] permissions`; none: each kind's own default — Claude Code asks for a tool
 # outside the card's list, Codex asks nothing unless its card sets an approval policy):

@@ -232,6 +232,28 @@ async def test_abort_steer_and_resume_act_on_the_selected_node() -> None:
         assert said in notes(app)
 
 
+async def test_x_on_a_settled_agent_that_holds_its_process_stops_it_and_not_once_released(
+) -> None:
+    """Issue 31 item 4: `x` on a settled agent with a process ends it (before: "already
+    ended — nothing stopped" while it held ~100 MB); a released one has nothing to end."""
+    model = canned_model()
+    scout = model.nodes["n4"].node  # lead-api's scout-0: ✓ settled
+    model.upsert(replace(scout, kind="pi", pid=4242))
+    app, ops = build(model)
+    async with app.run_test(size=SIZE) as pilot:
+        app.railway.select("n4")
+        await pilot.press("x")
+        bar = app.screen.query_one(ConfirmBar)
+        assert bar.request is not None and bar.request.prompt.startswith("Stop scout-0 (scout, ")
+        await pilot.press("y")
+        await app.workers.wait_for_complete()
+        assert ops.calls[-1][:2] == ("stop", "n4")
+        model.mark_released("n4")
+        await pilot.press("x")
+        await pilot.pause()
+        assert notes(app)[-1] == receipts.already_ended("scout-0", "settled")
+
+
 async def test_the_interrupted_banner_names_the_nodes_and_goes_when_resumed() -> None:
     app, _ = build(canned_model(interrupted=True))
     async with app.run_test(size=SIZE) as pilot:

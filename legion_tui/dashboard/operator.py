@@ -24,6 +24,7 @@ from textual.notifications import SeverityLevel
 from textual.screen import Screen
 
 from legion_tui import receipts
+from legion_tui.model import SESSION_AGENT_KINDS, NodeStatus
 from legion_tui.ops import Operations
 from legion_tui.settings import LandMode
 from legion_tui.state import LegionModel, NodeView
@@ -105,6 +106,19 @@ VERBS: dict[ConfirmKind, Verb] = {verb.kind: verb for verb in (STOP, FORCE_STOP,
 Answer = Callable[[ConfirmRequest, bool, str | None], None]  # (request, confirmed, choice)
 
 
+def _idle_process(view: NodeView, verb: Verb) -> bool:
+    """A settled agent that still holds its idle process (not released yet): `x` ends
+    it — the stop retires the node and its process goes (issue 31 item 4)."""
+    node = view.node
+    return (
+        verb.kind in ("stop", "force-stop")
+        and node.status is NodeStatus.SETTLED
+        and node.kind in SESSION_AGENT_KINDS
+        and node.pid is not None
+        and not view.released
+    )
+
+
 class Operator:
     """The control verbs, their confirmations and their receipts (see the module)."""
 
@@ -169,7 +183,8 @@ class Operator:
             return
         assert request.node_id is not None
         view = self.model.nodes.get(request.node_id)
-        if view is None or not view.node.live:  # it ended while the question was open
+        if view is None or not (view.node.live or _idle_process(view, verb)):
+            # it ended (or was released) while the question was open
             name = view.node.name if view is not None else request.node_id
             status = view.node.status.value if view is not None else "gone"
             self._surface.say(receipts.already_ended(name, status), severity="warning")
@@ -211,7 +226,7 @@ class Operator:
         if node.role == "root":  # the session itself: a stop would only be refused
             self._surface.say(receipts.root_not_stoppable(node.name))
             return
-        if not node.live:
+        if not node.live and not _idle_process(view, verb):
             self._surface.say(receipts.already_ended(node.name, node.status.value))
             return
         # The steering this dashboard queued that the agent's session has not shown yet.

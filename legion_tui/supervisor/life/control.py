@@ -12,10 +12,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from legion_tui import receipts
-from legion_tui.model import EventType, NodeStatus
+from legion_tui.model import SESSION_AGENT_KINDS, EventType, NodeStatus
 from legion_tui.model_records import Node
 from legion_tui.supervisor.backend import ABORT_BOUND, AgentHandle
-from legion_tui.supervisor.life.lifecycle import RELEASABLE_KINDS
 from legion_tui.supervisor.state.progress_watch import has_file
 from legion_tui.wire.names import ROOT_ID, OpError
 
@@ -104,7 +103,7 @@ class Control:
         session."""
         return (
             node.status is NodeStatus.SETTLED
-            and node.kind in RELEASABLE_KINDS
+            and node.kind in SESSION_AGENT_KINDS
             and self._roster.handle(node.id) is None
             and node.id not in self._roster.resuming
             and has_file(node.session_file)

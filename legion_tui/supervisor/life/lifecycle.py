@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from legion_tui import receipts
 from legion_tui.ledger.errors import LedgerError
-from legion_tui.model import EventType, NodeStatus
+from legion_tui.model import SESSION_AGENT_KINDS, EventType, NodeStatus
 from legion_tui.model_records import Node
 from legion_tui.session.progress import SessionProgress
 from legion_tui.supervisor.hearing.notices import live_children
@@ -38,9 +38,6 @@ if TYPE_CHECKING:
 __all__ = ["Lifecycle", "TurnWatchingDelivery"]
 
 log = logging.getLogger(__name__)
-
-# The agents an idle release ends and a message starts again, idle, on their session.
-RELEASABLE_KINDS = frozenset({"pi", "claude", "codex"})
 
 
 def _verdict_json(progress: SessionProgress) -> str | None:
@@ -167,7 +164,7 @@ class Lifecycle:
         node = self._names.node(node_id)
         return (
             node.status is NodeStatus.SETTLED
-            and node.kind in RELEASABLE_KINDS
+            and node.kind in SESSION_AGENT_KINDS
             and self._ctx.options.cluster.engine != "ray"
             and handle.exited is None
             and self._roster.handle(node_id) is handle
