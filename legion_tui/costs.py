@@ -65,15 +65,18 @@ class Spend(NamedTuple):
     tokens: int = 0  # input + output (cache reads and writes are in the cost, not here)
     estimated: int = 0  # sessions whose cost is, in part, the price table's estimate
     unpriced: int = 0  # sessions with calls no table prices: `usd` is then a floor
+    pretend: int = 0  # simulated agents' sessions with a cost: the demo's made-up dollars
 
     # Sums, never concatenates (a tuple's own + would give a longer tuple).
     def __add__(self, other: "Spend") -> "Spend":  # type: ignore[override]
         return Spend(self.usd + other.usd, self.tokens + other.tokens,
-                     self.estimated + other.estimated, self.unpriced + other.unpriced)  # fmt: skip
+                     self.estimated + other.estimated, self.unpriced + other.unpriced,
+                     self.pretend + other.pretend)  # fmt: skip
 
     def __sub__(self, other: "Spend") -> "Spend":
         return Spend(self.usd - other.usd, self.tokens - other.tokens,
-                     self.estimated - other.estimated, self.unpriced - other.unpriced)  # fmt: skip
+                     self.estimated - other.estimated, self.unpriced - other.unpriced,
+                     self.pretend - other.pretend)  # fmt: skip
 
 
 def spend_of(progress: SessionFigures) -> Spend:
@@ -105,8 +108,11 @@ def fmt_usd(usd: float) -> str:
 
 def fmt_spend(spend: Spend) -> str:
     """A sum of sessions' costs as it is known: `~$0.12` when part of it is the price
-    table's estimate, `$0.12+?` when some calls have no price at all (a floor)."""
+    table's estimate, `$0.12+?` when some calls have no price at all (a floor), `$0.12
+    pretend` when simulated agents made some of it up."""
     usd = fmt_usd(spend.usd)
+    if spend.pretend:  # a simulated agent's cost is made up: never read as money spent
+        return f"{usd} pretend"
     if spend.unpriced:
         return f"{usd}+?"
     return f"~{usd}" if spend.estimated else usd

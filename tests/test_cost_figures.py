@@ -34,7 +34,8 @@ async def test_header_column_and_status_agree_with_the_sessions_sums(tmp_path: P
         async with app.run_test(size=(140, 40)) as pilot:
             await pilot.pause()
             header = app.header.render_line(0).text
-            assert f" · {fmt_usd(usd)} · {fmt_tokens(tokens)} tok" in header, header
+            # (simulated agents: their dollars are pretend, and the header says so)
+            assert f" · {fmt_usd(usd)} pretend · {fmt_tokens(tokens)} tok" in header, header
             assert app.railway.columns().cost  # wide enough for the `$` column
             for i, row in enumerate(app.railway.rows):
                 cost = sup.model.nodes[row.node_id].progress.tokens.cost
@@ -76,4 +77,5 @@ def test_a_cost_says_how_it_is_known() -> None:
     assert fmt_spend(Spend(0.5, 10)) == "$0.500"
     assert fmt_spend(Spend(0.5, 10, estimated=1)) == "~$0.500"
     assert fmt_spend(Spend(0.5, 10, estimated=1, unpriced=2)) == "$0.500+?"
+    assert fmt_spend(Spend(0.5, 10, pretend=3)) == "$0.500 pretend"  # the demo's dollars
     assert Spend(1, 2, 1, 0) + Spend(1, 2, 0, 1) - Spend(1, 2, 1, 1) == Spend(1, 2, 0, 0)

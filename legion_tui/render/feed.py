@@ -153,14 +153,21 @@ class SpendIndex:
             if view is None or old is None:
                 self._rescan()
                 return
-            new = spend_of(view.progress)
+            new = _spend(view)
             if new != old:
                 each[nid] = new
                 self._total = self._total + (new - old)
 
     def _rescan(self) -> None:
-        self._each = {nid: spend_of(v.progress) for nid, v in self.model.nodes.items()}
+        self._each = {nid: _spend(v) for nid, v in self.model.nodes.items()}
         total = Spend()
         for spend in self._each.values():  # the order and the sum `total_spend` makes
             total += spend
         self._total = total
+
+
+def _spend(view: NodeView) -> Spend:
+    """A node's share of the header's figures; a simulated agent's cost is marked
+    pretend (the demo's dollars were explained only in the help)."""
+    spend = spend_of(view.progress)
+    return spend._replace(pretend=1) if view.node.simulated and spend.usd else spend
