@@ -9,6 +9,7 @@ anything else declines and it never runs. Codex's default card (`never`) asks no
 
 from __future__ import annotations
 
+import json
 import subprocess
 from pathlib import Path
 
@@ -91,6 +92,8 @@ async def test_another_answer_declines_and_the_command_never_runs(
         _question, status = await _run_and_answer(sup, "no, not now")
         assert status is NodeStatus.SETTLED
         assert not (project / "hi.txt").exists()
+        # Codex's decline has no reason field: the words followed it into the turn.
+        assert "The user declined that: no, not now" in json.dumps(server.requests()[-1].body)
 
 
 async def test_a_always_accepts_for_the_session_and_the_same_command_is_not_asked_again(

@@ -15,7 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 __all__ = ["ALWAYS_WORDS", "PERMISSION_HINT", "YES_WORDS", "InputSink", "Questions",
-           "is_always", "is_yes"]
+           "declined_with_words", "is_always", "is_yes"]
 
 # Told "needs input: question" (str) and "nothing is asked any more" (None).
 InputSink = Callable[[str | None], None]
@@ -38,6 +38,12 @@ def is_yes(text: str) -> bool:
 
 def is_always(text: str) -> bool:
     return text.strip().lower().rstrip(".!") in ALWAYS_WORDS
+
+
+def declined_with_words(text: str) -> bool:
+    """A no that says why (not a bare `n`): the reason the agent should hear."""
+    said = text.strip().lower().rstrip(".!")
+    return bool(said) and not is_yes(text) and not is_always(text) and said not in ("n", "no")
 
 
 @dataclass(frozen=True, slots=True)

@@ -22,6 +22,7 @@ from legion_tui.supervisor.backends.asking import (
     PERMISSION_HINT,
     InputSink,
     Questions,
+    declined_with_words,
     is_always,
     is_yes,
 )
@@ -302,7 +303,7 @@ class ClaudeChannel(JsonLinesChannel):
                 self._reply(request_id, {"behavior": "allow", "updatedInput": tool_input,
                                          "updatedPermissions": [rule]})  # fmt: skip
             else:
-                message = text.strip() if text.strip() not in ("n", "no") else "the user said no"
+                message = text.strip() if declined_with_words(text) else "the user said no"
                 self._reply(request_id, {"behavior": "deny", "message": message})
 
         self.questions.ask(request_id, question, answer)

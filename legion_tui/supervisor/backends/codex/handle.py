@@ -41,7 +41,7 @@ import legion_tui
 from legion_tui.model import Backend
 from legion_tui.session.streaming import StreamSink
 from legion_tui.supervisor.backend import ABORT_BOUND, AbortResult, LaunchSpec, SteerOutcome
-from legion_tui.supervisor.backends.asking import InputSink
+from legion_tui.supervisor.backends.asking import InputSink, declined_with_words
 from legion_tui.supervisor.backends.codex.argv import (
     SANDBOX,
     approval_policy,
@@ -263,6 +263,11 @@ class CodexHandle(ProcessChildHandle):
 
     async def steer(self, text: str) -> SteerOutcome:
         if self.turns.questions.answer(text):
+            if declined_with_words(text) and self._live() is not None:
+                # Codex's `decline` carries no reason: the user's words follow it into
+                # the turn, so the model hears why (issue 31 item 5).
+                with contextlib.suppress(RequestError):
+                    await self._hand_over(f"The user declined that: {text.strip()}")
             return "accepted"  # the answer to the approval Codex waits on
         if self._live() is None:
             return "intercepted"  # nobody will ever read it
