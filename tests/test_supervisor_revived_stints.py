@@ -167,3 +167,21 @@ async def test_a_settled_team_steered_into_a_new_turn_is_revived(tmp_path: Path)
         (change,) = _events(sup, ended.id, EventType.PHASE_CHANGE)
         assert change.data["reason"] == "revived"
         assert change.data["previous_since"] == ended.phase_since
+
+
+async def test_a_lead_handed_over_to_its_own_ui_keeps_its_phase(tmp_path: Path) -> None:
+    """An attach's hand-over is no end of the team's work: its phase is not `aborted`
+    (a stop's retire lands there, SPEC §6.4)."""
+    from legion_tui.supervisor.root_ops import RootOperations
+
+    async with hosted(tmp_path) as sup:
+        spawned = await spawn_one(
+            sup, "centurion", name="lead", phases=ENDS_IN_PLANNING,
+            sim={"quick": True, "children": QUICK_WORKER},
+        )  # fmt: skip
+        ended = await settled(sup, spawned.id, 30.0)
+        assert (ended.status, ended.phase) == (NodeStatus.SETTLED, "planning"), ended
+        await RootOperations(sup).hand_over(spawned.id)
+        handed = sup.names.node(spawned.id)
+        assert handed.status is NodeStatus.RETIRED and handed.phase == "planning"
+        assert sup.model.nodes[spawned.id].interrupted

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
 from legion_tui.mail.postman import TERMINAL_PHASES
-from legion_tui.model import NodeStatus
+from legion_tui.model import ATTACHED_REASON, NodeStatus
 from legion_tui.model_records import Node
 from legion_tui.supervisor.life.owed_retires import Owed, OwedRetires
 from legion_tui.supervisor.life.retire_reasons import INTERRUPT_REASONS
@@ -194,7 +194,9 @@ class Retires:
         fields: dict[str, Any] = {}
         phase_event: dict[str, Any] | None = None
         current = self._names.node(node_id)
-        if current.machine and current.phase and current.phase not in TERMINAL_PHASES:
+        handed_over = reason == ATTACHED_REASON  # its work goes on in its own UI
+        if (current.machine and current.phase and current.phase not in TERMINAL_PHASES
+                and not handed_over):  # fmt: skip
             # A parent retire always lands as `aborted` (SPEC §6.4).
             fields.update(phase="aborted", phase_since=self._clock())
             phase_event = {"from": current.phase, "to": "aborted", "reason": "retired"}
