@@ -69,6 +69,14 @@ def quit_host(pid: int, fd: int, stream: pyte.ByteStream, screen: pyte.Screen) -
     assert os.WIFEXITED(ended[0]) and os.WEXITSTATUS(ended[0]) == 0, ended
 
 
+def end_host(pid: int, fd: int) -> None:
+    """A host the test did not see quit (pid 0: it did) is killed; the pty closed."""
+    if pid:
+        os.kill(pid, signal.SIGKILL)
+        os.waitpid(pid, 0)
+    os.close(fd)
+
+
 @pytest.mark.parametrize("line", PI_LINES)
 def test_attach_hands_the_real_pi_over_and_takes_it_back(
     line: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
@@ -116,10 +124,7 @@ def test_attach_hands_the_real_pi_over_and_takes_it_back(
             quit_host(pid, fd, stream, screen)
             pid = 0
         finally:
-            if pid:
-                os.kill(pid, signal.SIGKILL)
-                os.waitpid(pid, 0)
-            os.close(fd)
+            end_host(pid, fd)
 
 
 def test_a_ui_that_fails_keeps_its_words_until_enter_and_the_agent_is_taken_back(
@@ -156,7 +161,4 @@ def test_a_ui_that_fails_keeps_its_words_until_enter_and_the_agent_is_taken_back
             quit_host(pid, fd, stream, screen)
             pid = 0
         finally:
-            if pid:
-                os.kill(pid, signal.SIGKILL)
-                os.waitpid(pid, 0)
-            os.close(fd)
+            end_host(pid, fd)
