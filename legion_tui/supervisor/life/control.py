@@ -106,6 +106,7 @@ class Control:
             and node.kind in SESSION_AGENT_KINDS
             and self._roster.handle(node.id) is None
             and node.id not in self._roster.resuming
+            and node.id not in self._roster.stopping  # a stop of it is under way
             and has_file(node.session_file)
             and not self._ctx.closed
         )
