@@ -185,3 +185,27 @@ async def test_a_lead_handed_over_to_its_own_ui_keeps_its_phase(tmp_path: Path) 
         handed = sup.names.node(spawned.id)
         assert handed.status is NodeStatus.RETIRED and handed.phase == "planning"
         assert sup.model.nodes[spawned.id].interrupted
+
+
+async def test_a_member_of_a_settled_lead_is_taken_back_after_its_hand_over(
+    tmp_path: Path,
+) -> None:
+    """Attaching to a finished member to look at its work: its lead has settled, and the
+    take-back is no resume a lead must come first for (it was refused, the member left
+    retired and its verdict lost)."""
+    from legion_tui.supervisor.root_ops import RootOperations
+
+    async with hosted(tmp_path) as sup:
+        spawned = await spawn_one(
+            sup, "centurion", name="lead", phases=ENDS_IN_PLANNING,
+            sim={"quick": True, "children": QUICK_WORKER},
+        )  # fmt: skip
+        await settled(sup, spawned.id, 30.0)
+        (member,) = sup.model.children(spawned.id)
+        assert sup.names.node(member).status is NodeStatus.SETTLED
+        ops = RootOperations(sup)
+        await ops.hand_over(member)
+        assert sup.names.node(member).status is NodeStatus.RETIRED
+        await ops.take_back(member)
+        await until(lambda: sup.names.node(member).status is NodeStatus.SETTLED, 30.0)
+        assert sup.names.node(spawned.id).status is NodeStatus.SETTLED  # the lead untold

@@ -83,7 +83,8 @@ class RootOperations:
         env = cards.env_of(node)
         return attach.AttachPlan(
             node.name, Path(argv[0]).name, argv, cwd, session, live, env, turn_running=busy,
-            give_back=node.status is not NodeStatus.RETIRED,
+            # Taken back as it was: a live or settled agent (a failed or retired one stays).
+            give_back=node.live or node.status is NodeStatus.SETTLED,
         )
 
     async def hand_over(self, node_id: str) -> None:

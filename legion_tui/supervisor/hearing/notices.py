@@ -37,7 +37,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol
 
 from legion_tui.ledger.errors import LedgerError
-from legion_tui.model import NodeStatus
+from legion_tui.model import ATTACHED_REASON, NodeStatus
 from legion_tui.supervisor.hearing.notice_text import notice_body, notice_subject
 from legion_tui.supervisor.hearing.results import FinishedResults, Result
 from legion_tui.wire.names import ROOT_ID
@@ -53,7 +53,8 @@ log = logging.getLogger(__name__)
 JOIN_SECONDS = 10.0  # how long a finished member waits for its siblings (upstream: 10 s)
 ENDED = (NodeStatus.SETTLED, NodeStatus.FAILED, NodeStatus.RETIRED)
 # Retires that tell the parent nothing: it is being stopped itself, or the host pauses.
-_QUIET_RETIRES = frozenset({"parent-stop", "session-shutdown"})
+# (and a hand-over to the agent's own UI: its work goes on there, it is no ending)
+_QUIET_RETIRES = frozenset({"parent-stop", "session-shutdown", ATTACHED_REASON})
 
 Key = tuple[str, int]  # (node id, round)
 

@@ -156,6 +156,9 @@ class Control:
                     return await self.resume(caller_id, node.id)
                 except OpError as err:
                     return err.message
+                except Exception as err:  # one failure must not cut the others short
+                    log.warning("resume --all: %s: %s", node.path, err)
+                    return f"{node.name} did not resume: {err}"
 
         lines: list[str] = []
         for depth in sorted(levels):
@@ -169,7 +172,8 @@ class Control:
         if idle and not continues:
             raise OpError("NO_SESSION", f"{target.name} has no session to take back")
         parent = self._model.nodes.get(target.parent_id or "")
-        if parent is not None and parent.node.id != ROOT_ID and not parent.node.live:
+        # A take-back after an attach gives back what the node was, under any parent.
+        if not idle and parent is not None and parent.node.id != ROOT_ID and not parent.node.live:
             raise OpError(
                 "FORBIDDEN", f"resume {parent.node.name} first: {target.name}'s parent has ended"
             )

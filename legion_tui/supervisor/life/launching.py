@@ -231,9 +231,21 @@ class Launcher:
         """A released agent (settled, its idle process ended) started again on its
         session, idle, without a status move: the node stays settled until the message
         that woke it starts a turn. RequestError (its words) when it will not start."""
+        roster = self._roster
+        if node.id in roster.resuming:  # another message is waking it: never two writers
+            raise OpError("ALREADY_RUNNING", f"{node.name} is being started again; try again")
+        roster.resuming.add(node.id)
+        try:
+            return await self._wake(node)
+        finally:
+            roster.resuming.discard(node.id)
+
+    async def _wake(self, node: Node) -> AgentHandle:
         released = self._lifecycle.releasing.get(node.id)
         if released is not None:  # the old process is still ending: never two writers
             await released
+        if self._stopped_meanwhile(node.id) or self._roster.handle(node.id) is not None:
+            raise OpError("ALREADY_RUNNING", f"{node.name} changed while starting; look again")
         self._seq += 1
         cards = self._cards
         spec = self._spec(node, None, cards.command_of(node) or None, False, cards.env_of(node),
@@ -246,6 +258,9 @@ class Launcher:
         except BaseException:
             self._roster.detach(node.id, only=handle)
             raise
+        if self._stopped_meanwhile(node.id, handle):  # a stop or the pause came meanwhile
+            await self._abandon(node.id, handle)
+            raise OpError("CLOSED", f"{node.name} was stopped while it started")
         self._model.mark_released(node.id, False)
         await self._record.update_node(node.id, pid=handle.pid)
         monitor = asyncio.create_task(
@@ -277,9 +292,9 @@ class Launcher:
                 NodeStatus.RETIRED,
                 EventType.NODE_RETIRED,
                 {"reason": RESUME_FAILED_REASON, "execution": "stopped", "error": str(err)},
+                interrupted=True,  # in the same step: the postman never reads it as ended
                 error=f"resume failed: {err}",
             )
-            self._model.mark_interrupted(node.id)
             return
         # A spawn's reply says so to the parent.
         with self._notices.telling([node.id], "spawn"):
