@@ -271,5 +271,9 @@ def activity(view: NodeView, now: float) -> Activity:
 
 
 def task_line(task: str) -> str:
-    """A task's first line with words in it (a long task is cut by the row's width)."""
-    return task.lstrip().partition("\n")[0].strip()
+    """A task's first line with words in it (a long task is cut by the row's width, so
+    only its head is looked at: a task may be 128 KiB, and rows are painted per frame)."""
+    return task[:ROW_TASK_CHARS].lstrip().partition("\n")[0].strip()
+
+
+ROW_TASK_CHARS = 1024  # more than any row shows
