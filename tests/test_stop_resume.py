@@ -54,8 +54,13 @@ async def test_x_y_then_r_resumes_the_stopped_agent_on_its_session(tmp_path: Pat
             await pilot.press("r")
             resumed = f"Resumed paused on its session file {session}."
             await wait_app(pilot, app, lambda: resumed in notes(app), "the resume")
-            assert sup.names.node(node.id).live and not sup.model.nodes[node.id].stopped
+            # The resumed run is past its stall and may settle before the app's next
+            # frame (a CI run under load saw it settled): it is no longer stopped, and
+            # it wrote on the same session file.
             await until(lambda: size(session) > before, 20, "the session to grow")
+            resumed_node = sup.names.node(node.id)
+            assert resumed_node.live or resumed_node.status is NodeStatus.SETTLED
+            assert not sup.model.nodes[node.id].stopped
 
 
 async def test_a_stop_of_a_settled_agent_is_no_pause_to_resume(tmp_path: Path) -> None:
