@@ -203,11 +203,17 @@ async def settle(sup: Supervisor, node_id: str, limit: float = TURN_LIMIT) -> No
     return await settled(sup, node_id, limit)
 
 
-async def hand_over_and_take_back(sup: Supervisor, node_id: str, server: ModelServer) -> None:
-    """Attach's two ends on a settled real agent, without a UI (issue 31 item 1): the
-    hand-over ends its process and leaves the node `attached`, not retired for good;
-    the take-back starts its agent on the session and sends nothing; the node settles
-    again, and a follow-up is answered on the same session, its history kept."""
+async def hand_over_and_take_back(
+    sup: Supervisor, node_id: str, server: ModelServer, *, ui: str | None = None
+) -> None:
+    """Attach's two ends on a settled real agent (issue 31 item 1): the hand-over ends
+    its process and leaves the node `attached`, not retired for good; meanwhile `ui`
+    (a kind: `ui_stand_ins`) stands in for that agent's own UI, a turn appended to the
+    session; the take-back starts its agent on the session and sends nothing; the node
+    settles again, and a follow-up is answered on the same session, its history — the
+    UI's turn too — kept."""
+    from ui_stand_ins import ui_turn
+
     from legion_tui import receipts
     from legion_tui.supervisor.root_ops import RootOperations
     from legion_tui.widgets.tree.rows import activity
@@ -221,6 +227,8 @@ async def hand_over_and_take_back(sup: Supervisor, node_id: str, server: ModelSe
     assert view.node.status is NodeStatus.RETIRED and view.interrupted
     assert activity(view, time.time()).text == "attached · r takes it back"
     assert by_env("LEGION_NODE_ID", node_id) == []  # its session is the UI's alone now
+    if ui is not None:
+        ui_turn(ui, before, "UI-TYPED-31: use the v2 api.", "UI-ANSWER-31: v2 it is.")
     asked = len(server.requests())
     assert await ops.take_back(node_id) == receipts.adopted(name)
     done = await settle(sup, node_id)
@@ -235,6 +243,9 @@ async def hand_over_and_take_back(sup: Supervisor, node_id: str, server: ModelSe
     assert done.verdict is not None and "followed up" in done.verdict, done.verdict
     last = server.requests()[-1]
     assert "FOLLOW-UP-31a" in json.dumps(last.body)  # (each dialect: its own shape)
+    if ui is not None:  # what the UI's turn added is the agent's history now
+        history = json.dumps(last.body)
+        assert "UI-TYPED-31" in history and "UI-ANSWER-31" in history, history[-600:]
     assert _real(link) == before  # the same session, grown
     assert "FOLLOW-UP-31a" in _text(before)
 
@@ -243,7 +254,8 @@ async def released_then_woken(sup: Supervisor, node_id: str, server: ModelServer
     """Idle release (issue 31 item 4) on a real agent that settled with the host's
     `idle_release` lowered: its process ends, the node stays settled and says
     `released`; a follow-up starts it again on its session (the receipt says so) and is
-    answered there."""
+    answered there; released again, a letter starts it the same way. The server's script
+    ends with the answers `followed up` and `letter read`."""
     from legion_tui import receipts
     from legion_tui.widgets.tree.rows import activity
 
@@ -266,6 +278,18 @@ async def released_then_woken(sup: Supervisor, node_id: str, server: ModelServer
     assert done.verdict is not None and "followed up" in done.verdict, done.verdict
     assert "FOLLOW-UP-31b" in json.dumps(server.requests()[-1].body)
     assert _real(link) == before and "FOLLOW-UP-31b" in _text(before)
+    # Released again, a letter wakes it the same way, and is read on the same session.
+    await until(lambda: view.released, 30, f"{name}'s second release")
+    asked = len(server.requests())
+    assert sup.ctx.mail is not None
+    sent = await sup.ctx.mail.send(ROOT_ID, name, "news", "LETTER-31b: the api is v2.")
+    assert sent["state"] in ("pending", "accepted"), sent  # (the send ticks it: woken)
+    await until(lambda: len(server.requests()) > asked, TURN_LIMIT, "the letter's request")
+    done = await settle(sup, node_id)
+    assert done.verdict is not None and "letter read" in done.verdict, done.verdict
+    assert "LETTER-31b" in json.dumps(server.requests()[-1].body)
+    assert _real(link) == before and "LETTER-31b" in _text(before)
+    await until(lambda: view.mail.delivered >= 1, 30, "the letter delivered")
 
 
 def _real(link: Path) -> Path:

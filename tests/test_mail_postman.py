@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import os
 from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
@@ -236,6 +237,22 @@ async def test_mail_to_an_ended_recipient_bounces_and_a_paused_one_waits(
     # stopped on purpose: retired and not interrupted is ended
     set_status(model, "w1", status=NodeStatus.RETIRED)
     model.mark_interrupted("w1", False)
+    late = await send(ledger, "w0", "w1")
+    assert (await postman.tick("w1")).bounced == [late.id]
+
+
+@pytest.mark.parametrize("kind", ["pi", "claude", "codex"])
+async def test_mail_to_a_settled_real_agent_wakes_it_and_one_without_its_session_bounces(
+    ledger: Ledger, postman: Postman, inbox: Inbox, model: LegionModel, kind: str
+) -> None:
+    """A settled agent of a real kind goes on when told (issue 31 item 4): its letter is
+    handed over (its handle, or a wake on its session); with its session file gone there
+    is nothing to go on from, and the letter bounces."""
+    set_status(model, "w1", status=NodeStatus.SETTLED, kind=kind)
+    letter = await send(ledger, "w0", "w1")
+    assert (await postman.tick("w1")).accepted == [letter.id]
+    assert inbox.to("w1") == [postman.envelope(letter)]
+    os.unlink(model.nodes["w1"].node.session_file or "")
     late = await send(ledger, "w0", "w1")
     assert (await postman.tick("w1")).bounced == [late.id]
 

@@ -481,13 +481,14 @@ async def test_a_hand_over_ends_the_agent_and_the_take_back_has_it_idle_and_stee
     async with agent_host(world.project) as sup:
         node = await spawn_codex(sup, "handed", "Say first.")
         await settle(sup, node.id)
-        await hand_over_and_take_back(sup, node.id, world.server)
+        await hand_over_and_take_back(sup, node.id, world.server, ui="codex")
 
 
 async def test_an_idle_agent_is_released_and_a_follow_up_starts_it_again(world: CodexWorld) -> None:
     world.server.script(
         Text(f"First.\n{verdict_line('first')}", tokens=4),
         Text(f"Again.\n{verdict_line('followed up')}", tokens=4),
+        Text(f"Read.\n{verdict_line('letter read')}", tokens=4),
     )
     async with agent_host(world.project) as sup:
         sup.ctx.options.idle_release = 0.5

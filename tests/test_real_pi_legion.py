@@ -304,6 +304,7 @@ async def test_an_idle_agent_is_released_and_a_follow_up_starts_it_again(world: 
     world.server.script(
         Text(f"First.\n{verdict_line('first')}", tokens=4),
         Text(f"Again.\n{verdict_line('followed up')}", tokens=4),
+        Text(f"Read.\n{verdict_line('letter read')}", tokens=4),
     )
     async with pi_host(world) as sup:
         sup.ctx.options.idle_release = 0.5

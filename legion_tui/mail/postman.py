@@ -29,13 +29,14 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import os
 from collections.abc import AsyncIterator, Awaitable, Callable, Collection, Iterable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from legion_tui.ledger.ports import EventReader, MailMover
 from legion_tui.mail.envelope import format_envelope
-from legion_tui.model import EventType, MailKind, MailState, NodeStatus
+from legion_tui.model import SESSION_AGENT_KINDS, EventType, MailKind, MailState, NodeStatus
 from legion_tui.model_records import Event, Message, Node
 from legion_tui.receipts import PHASE_TIMEOUT_PREFIX
 
@@ -100,10 +101,17 @@ def sender_ended(node: Node) -> bool:
 
 def recipient_ended(node: Node, interrupted: bool) -> bool:
     """Mail to an ended node bounces (SPEC §5). A node paused by a session shutdown is
-    not ended: its mail waits for `resume`."""
+    not ended: its mail waits for `resume`; nor is a settled real agent with its session:
+    its mail wakes it."""
     if node.status is NodeStatus.RETIRED:
         return not interrupted
-    return node.status in (NodeStatus.SETTLED, NodeStatus.FAILED) or (node.phase in TERMINAL_PHASES)
+    if node.phase in TERMINAL_PHASES:
+        return True
+    if node.status is NodeStatus.SETTLED and node.kind in SESSION_AGENT_KINDS:
+        # A settled agent with its session goes on when told (issue 31 item 4): its mail
+        # starts a turn, or starts it again on that session if it was released.
+        return not (node.session_file and os.path.exists(node.session_file))
+    return node.status in (NodeStatus.SETTLED, NodeStatus.FAILED)
 
 
 @dataclass(slots=True)

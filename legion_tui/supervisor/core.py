@@ -110,7 +110,7 @@ class Supervisor:
         self._build_parts(settings.phase_timeouts)
         self.services = Services(  # the ledger, mail, phase clock, socket, session watcher
             ctx, self.phase_watch, self.progress_watch, self.orphans,
-            deliverable=self.lifecycle.deliverable,
+            deliverable=self.control.deliverable,
             server=self._server if serve else None, watch=watch,
         )  # fmt: skip
 

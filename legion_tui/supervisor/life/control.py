@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -19,6 +20,7 @@ from legion_tui.supervisor.state.progress_watch import has_file
 from legion_tui.wire.names import ROOT_ID, OpError
 
 if TYPE_CHECKING:
+    from legion_tui.mail.service import Deliverable
     from legion_tui.supervisor.context import HostContext
     from legion_tui.supervisor.life.launching import Launcher
     from legion_tui.supervisor.life.lifecycle import Lifecycle
@@ -29,6 +31,17 @@ __all__ = ["RESUME_PARALLEL", "Control"]
 log = logging.getLogger(__name__)
 
 RESUME_PARALLEL = 2  # `resume --all`: agents starting at once
+
+
+@dataclass(frozen=True, slots=True)
+class _WakingDelivery:
+    """A released agent as the postman sees it: delivering starts it again first."""
+
+    control: Control
+    node_id: str
+
+    async def deliver(self, envelope: str) -> None:
+        await self.control.wake_for_letter(self.node_id, envelope)
 
 
 class Control:
@@ -43,6 +56,7 @@ class Control:
         self._lifecycle = lifecycle
         self._teams = teams
         self._launcher = launcher
+        self._mail_wake_failed: set[str] = set()  # see `deliverable`
 
     def _controllable(self, caller_id: str, name: str, verb: str) -> tuple[Node, AgentHandle]:
         target = self._names.resolve(caller_id, name)
@@ -77,6 +91,33 @@ class Control:
             return result.outcome, receipts.nothing_to_abort(target.name)
         return result.outcome, receipts.abort_timeout(target.name, ABORT_BOUND)
 
+    def deliverable(self, node_id: str) -> Deliverable | None:
+        """The postman's way to a node's agent: its handle, or — for a released agent —
+        one that starts it again on its session first: a letter or a notice wakes it as
+        a steer does (issue 31 item 4). A node whose wake for a letter failed is left
+        alone (its letters wait) until a steer or a resume starts it: one failed wake per
+        stint, never one per postman tick."""
+        direct = self._lifecycle.deliverable(node_id)
+        if direct is not None:
+            return direct
+        node = self._names.node(node_id)
+        if node_id in self._mail_wake_failed or not self._woken_by_message(node):
+            return None
+        return _WakingDelivery(self, node_id)
+
+    async def wake_for_letter(self, node_id: str, envelope: str) -> None:
+        node = self._names.node(node_id)
+        try:
+            await self._launcher.wake(node)
+        except Exception as err:
+            self._mail_wake_failed.add(node_id)
+            log.warning("a letter to %s did not start it again: %s", node.path, err)
+            raise
+        handle = self._lifecycle.deliverable(node_id)
+        if handle is None:  # ended again at once: the letter waits for the next start
+            raise OpError("NOT_RUNNING", f"{node.name} ended as it started")
+        await handle.deliver(envelope)
+
     async def steer(self, caller_id: str, name: str, text: str) -> tuple[str, str]:
         """(outcome, receipt): queued for the next turn boundary, accepted (a turn
         started), or intercepted. A released agent is started again on its session
@@ -90,6 +131,7 @@ class Control:
                 raise OpError("START_FAILED", f"steer failed: {target.name} did not start "
                               f"again on its session — {err}") from err
             woke = receipts.woken(target.name) + " "
+            self._mail_wake_failed.discard(target.id)
         target, handle = self._controllable(caller_id, name, "steer")
         outcome = await handle.steer(text)
         await self._record.event(target.id, EventType.NODE_STEERED, {"outcome": outcome})
@@ -128,6 +170,7 @@ class Control:
         if target.id in roster.stopping and target.status is not NodeStatus.RETIRED:
             raise OpError("STOPPING", f"{target.name} is being stopped; resume it after")
         roster.resuming.add(target.id)
+        self._mail_wake_failed.discard(target.id)  # a user's start: its letters may wake it
         # Its last stop is over (it is retired, or never stopped): relaunching is allowed.
         roster.stopping.discard(target.id)
         try:
