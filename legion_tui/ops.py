@@ -67,11 +67,13 @@ class HostOperations(Protocol):
         ...
 
     async def hand_over(self, node_id: str) -> None:
-        """End `node_id`'s agent for an attach, the node left `attached` (OpError)."""
+        """Give `node_id`'s session to its own UI: its agent ended, the node left
+        `attached`, nothing else writes there until `take_back` (OpError)."""
         ...
 
-    async def take_back(self, node_id: str) -> str:
-        """After the attach: its agent again, idle on the session; the receipt."""
+    async def take_back(self, node_id: str, *, resume: bool = True) -> str | None:
+        """After the attach: the session is legion's again; with `resume`, its agent
+        again, idle on the session, and the receipt."""
         ...
 
     def terminal_input(self, node_id: str, data: bytes) -> bool:

@@ -114,11 +114,12 @@ class FakeHost:
     def __init__(self, session: Path, ui: tuple[str, ...]) -> None:
         self.session, self.ui = session, ui
         self.busy = True
+        self.give_back = True
         self.calls: list[str] = []
 
     def attach_plan(self, node_id: str) -> AttachPlan:
         return AttachPlan("w", "ui", self.ui, self.session.parent, self.session, True,
-                          turn_running=self.busy)  # fmt: skip
+                          turn_running=self.busy, give_back=self.give_back)  # fmt: skip
 
     async def act(self, verb: str, node_id: str, **_fields: object) -> str:
         self.calls.append(verb)
@@ -128,9 +129,9 @@ class FakeHost:
     async def hand_over(self, node_id: str) -> None:
         self.calls.append("hand_over")
 
-    async def take_back(self, node_id: str) -> str:
-        self.calls.append("take_back")
-        return "legion has w again."
+    async def take_back(self, node_id: str, *, resume: bool = True) -> str | None:
+        self.calls.append("take_back" if resume else "give_back_as_it_was")
+        return "legion has w again." if resume else None
 
     def terminal_input(self, node_id: str, data: bytes) -> bool:
         return False
@@ -178,3 +179,22 @@ async def test_a_turn_is_aborted_after_y_then_handed_over_and_taken_back(
     assert said[-1] == (
         f"Back from ui: w's session gained +1 entries{exited}. legion has w again.", code != 0
     )
+
+
+async def test_a_stopped_node_is_given_back_as_it_was_after_its_ui(tmp_path: Path) -> None:
+    """A node stopped before the attach: the session is legion's again when the UI
+    exits (nothing else could start on it meanwhile), and the node stays stopped."""
+    from legion_tui.widgets.overlay.attaching import Attacher
+
+    session = tmp_path / "s.jsonl"
+    session.write_text("{}\n")
+    host = FakeHost(session, ("sh", "-c", f"printf '{{}}\\n' >> {session}"))
+    host.busy, host.give_back = False, False
+    said: list[tuple[str, bool]] = []
+    runs: list[Coroutine[Any, Any, None]] = []
+    attacher = Attacher(FakeTerminal(), host, say=lambda t, e: said.append((t, e)),  # type: ignore[arg-type]
+                        ask=lambda _r: None, run=runs.append)  # fmt: skip
+    attacher.start("n1")
+    await runs.pop()
+    assert host.calls == ["hand_over", "give_back_as_it_was"]
+    assert said == [("Back from ui: w's session gained +1 entries", False)]

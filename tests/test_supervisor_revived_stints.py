@@ -209,3 +209,26 @@ async def test_a_member_of_a_settled_lead_is_taken_back_after_its_hand_over(
         await ops.take_back(member)
         await until(lambda: sup.names.node(member).status is NodeStatus.SETTLED, 30.0)
         assert sup.names.node(spawned.id).status is NodeStatus.SETTLED  # the lead untold
+
+
+async def test_while_its_own_ui_holds_the_session_nothing_else_starts_its_agent(
+    tmp_path: Path,
+) -> None:
+    """Between the hand-over and the take-back the session is the UI's: a resume (another
+    shell's `legion resume`) and a steer are refused with why, never a second writer;
+    taken back, the node is steerable again."""
+    from legion_tui.supervisor.root_ops import RootOperations
+
+    async with hosted(tmp_path) as sup:
+        node = await spawn_one(sup, name="w", sim={"quick": True})
+        await settled(sup, node.id, 30.0)
+        ops = RootOperations(sup)
+        await ops.hand_over(node.id)
+        for verb in (sup.control.resume(ROOT_ID, "w"), sup.control.steer(ROOT_ID, "w", "hi")):
+            with pytest.raises(OpError) as err:
+                await verb
+            assert err.value.code == "ATTACHED", err.value
+            assert "session is open in its own UI" in err.value.message
+        assert await ops.take_back(node.id) is not None
+        await until(lambda: sup.names.node(node.id).status is NodeStatus.SETTLED, 30.0)
+        assert node.id not in sup.roster.in_own_ui

@@ -88,26 +88,37 @@ class RootOperations:
         )
 
     async def hand_over(self, node_id: str) -> None:
-        """Before an attach: end the node's control process cleanly (its turn is over,
-        or aborted first), the node left `attached`: its session is the UI's until
-        `take_back`. Nothing to do for a node whose agent does not run."""
+        """Before an attach: the node's session is its UI's until `take_back` (no resume,
+        steer or letter starts a second writer on it); its control process, if it runs,
+        ends cleanly (its turn is over, or aborted first), the node left `attached`."""
         ctx = self.supervisor.ctx
         node = ctx.names.node(node_id)
         handle = ctx.roster.handle(node_id)
-        if handle is None or handle.exited is not None:
-            return
-        if handle.turn_running():
+        live = handle is not None and handle.exited is None
+        if live and handle is not None and handle.turn_running():
             raise OpError("BUSY", f"{node.name} is in a turn: abort it before attaching")
-        done = await self.supervisor.stops.retire(node, ATTACHED_REASON, force=False)
+        ctx.roster.in_own_ui.add(node_id)
+        if not live:
+            return
+        try:
+            done = await self.supervisor.stops.retire(node, ATTACHED_REASON, force=False)
+        except BaseException:
+            ctx.roster.in_own_ui.discard(node_id)
+            raise
         if done.survivors:  # never two writers on one session
+            ctx.roster.in_own_ui.discard(node_id)
             raise OpError(
                 "STILL_RUNNING",
                 f"{node.name}'s agent did not end (pids {done.survivors}) — not attached",
             )
 
-    async def take_back(self, node_id: str) -> str:
-        """After an attach: the node's agent started again on its session, idle, and the
-        node settled on what the session now says."""
+    async def take_back(self, node_id: str, *, resume: bool = True) -> str | None:
+        """After an attach: the session is legion's again; with `resume`, the node's agent
+        started again on it, idle, and the node settled on what the session now says
+        (the receipt). Without, the node stays as it was (stopped, failed: `r`)."""
+        self.supervisor.ctx.roster.in_own_ui.discard(node_id)
+        if not resume:
+            return None
         return await self.supervisor.control.resume(ROOT_ID, node_id, idle=True)
 
     def terminal_input(self, node_id: str, data: bytes) -> bool:

@@ -60,6 +60,7 @@ class Control:
 
     def _controllable(self, caller_id: str, name: str, verb: str) -> tuple[Node, AgentHandle]:
         target = self._names.resolve(caller_id, name)
+        self._refuse_in_own_ui(target, verb)
         if target.status is NodeStatus.RETIRED:
             raise OpError("RETIRED", f"{verb} failed: {target.name} is retired")
         handle = self._roster.handle(target.id)
@@ -90,6 +91,14 @@ class Control:
         if result.outcome == "no-turn":
             return result.outcome, receipts.nothing_to_abort(target.name)
         return result.outcome, receipts.abort_timeout(target.name, ABORT_BOUND)
+
+    def _refuse_in_own_ui(self, target: Node, verb: str) -> None:
+        if target.id in self._roster.in_own_ui:
+            raise OpError(
+                "ATTACHED",
+                f"{verb} failed: {target.name}'s session is open in its own UI — legion takes "
+                "it back when that UI exits",
+            )
 
     def deliverable(self, node_id: str) -> Deliverable | None:
         """The postman's way to a node's agent: its handle, or — for a released agent —
@@ -149,6 +158,7 @@ class Control:
             and self._roster.handle(node.id) is None
             and node.id not in self._roster.resuming
             and node.id not in self._roster.stopping  # a stop of it is under way
+            and node.id not in self._roster.in_own_ui
             and has_file(node.session_file)
             and not self._ctx.closed
         )
@@ -158,6 +168,7 @@ class Control:
         `idle`: adopt it back after an attach — its agent starts on the session and is
         sent nothing, and the node settles on what the session says."""
         target = self._names.resolve(caller_id, name)
+        self._refuse_in_own_ui(target, "resume")
         roster = self._roster
         if target.id in roster.resuming:
             raise OpError("ALREADY_RUNNING", f"{target.name} is already resuming")

@@ -38,6 +38,9 @@ class Roster:
         # second resume (`r` pressed twice) cannot start a second agent on the same file.
         self.resuming: set[str] = set()
         self.verifying: set[str] = set()  # teams whose `legion-verify` commands run now
+        # Nodes whose session their own UI holds now (an attach): no resume, no steer,
+        # no wake by a letter until it is taken back — never two writers on one session.
+        self.in_own_ui: set[str] = set()
 
     def _slot(self, node_id: str) -> Slot:
         slot = self._slots.get(node_id)

@@ -129,8 +129,7 @@ class Attacher:
             if plan.turn_running:
                 self._say(f"{plan.name} is in a turn again — not attached.", True)
                 return
-            if plan.agent_live:
-                await host.hand_over(node_id)
+            await host.hand_over(node_id)
         except OpError as err:
             self._say(err.message, True)
             return
@@ -139,12 +138,12 @@ class Attacher:
         said = []
         if code is not None:
             said.append(back_line(plan, session_entries(plan.session_file) - before, code))
-        if plan.give_back:  # stopped or interrupted before: it stays so (`r`)
-            try:
-                said.append(await host.take_back(node_id))
-            except OpError as err:
-                self._say(". ".join([*said, err.message]), True)
-                return
+        try:  # stopped or interrupted before: it stays so (`r`)
+            receipt = await host.take_back(node_id, resume=plan.give_back)
+        except OpError as err:
+            self._say(". ".join([*said, err.message]), True)
+            return
+        said += [receipt] if receipt else []
         if said:
             self._say(". ".join(said), bool(code))
 
