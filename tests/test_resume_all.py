@@ -71,3 +71,17 @@ async def test_resume_takes_a_name_or_all_never_both(tmp_path: Path) -> None:
         assert code == 1 and "--parallel goes with --all" in err
         code, _out, err = await run_cli("resume", "--all", "--parallel", "0", cwd=tmp_path)
         assert code == 1 and "--parallel must be at least 1, got 0" in err
+
+
+async def test_a_settled_agents_pid_is_not_trusted_after_its_host_ended(tmp_path: Path) -> None:
+    """The old host's idle processes ended with it: reopened, a settled node holds no
+    pid (the ledger's is stale): `x` does not offer to end a process that is gone."""
+    async with hosted(tmp_path, "s") as first:
+        node = await spawn_one(first, name="w", sim={"quick": True})
+        await until(lambda: first.names.node(node.id).status is NodeStatus.SETTLED)
+        await first.record.update_node(node.id, pid=2**22 + 7)  # as a held process leaves it
+    async with hosted(tmp_path, "s") as again:
+        view = again.model.nodes[node.id]
+        assert view.node.status is NodeStatus.SETTLED and view.node.pid is None
+        stored = {n.id: n for n in await again.record.ledger.get_nodes(again.run.run_id)}
+        assert stored[node.id].pid is None

@@ -16,7 +16,7 @@ from collections.abc import Awaitable
 from typing import TYPE_CHECKING
 
 from legion_tui.ledger.errors import LedgerError
-from legion_tui.model import EventType, NodeStatus
+from legion_tui.model import SESSION_AGENT_KINDS, EventType, NodeStatus
 from legion_tui.model_records import Node
 from legion_tui.supervisor.life.retire_reasons import (
     INTERRUPT_REASONS,
@@ -159,8 +159,11 @@ class Continuity:
                 ROOT_ID, NodeStatus.RUNNING, None, {}, refresh=True, pid=os.getpid()
             )
         orphans = [n.id for n in ordered if n.id != ROOT_ID and n.live]
+        # Settled agents whose idle process the old host held: it ended with that host
+        # (or is swept below); the ledger's pid is stale, and `x` must not offer to end it.
+        held = [n for n in ordered if n.status is NodeStatus.SETTLED and n.pid is not None]
         swept: list[int] = []
-        if orphans:
+        if orphans or held:
             # Their children die with the old host (parent-death signal); anything that
             # escaped it still carries the run marker: sweep those before saying so.
             from legion_tui.supervisor.processes.sweep import sweep
@@ -169,7 +172,7 @@ class Continuity:
                 root_pid=None,
                 pgid=None,
                 run_id=self._run.run_id,
-                node_ids=[*orphans, *map(verify_marker, orphans)],
+                node_ids=[*orphans, *map(verify_marker, orphans), *(n.id for n in held)],
                 force=True,
             )
             swept = report.signalled
@@ -200,3 +203,7 @@ class Continuity:
             if interrupted and node.session_file:
                 self._model.mark_interrupted(node.id)
                 self.interrupted_on_open.append(node.id)
+        for node in held:
+            await self._record.update_node(node.id, pid=None)
+            if node.kind in SESSION_AGENT_KINDS:  # a message starts it again (Control.wake)
+                self._model.mark_released(node.id)
