@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import stat
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -85,13 +87,19 @@ def _long_run(tmp_path: Path) -> runs.RunInfo:
     return info
 
 
+@pytest.fixture
+def shared() -> Iterator[Path]:
+    """A stand-in for the shared temp dir, short enough for a socket path in it."""
+    made = Path(tempfile.mkdtemp(prefix="lg-", dir="/tmp"))
+    yield made
+    shutil.rmtree(made)
+
+
 def test_a_socket_dir_someone_else_made_or_opened_is_refused(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, shared: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The short socket dir lives in the shared temp dir: a user who made
     `legion-<uid>` first would answer every verb. Only a 0700 dir of our own is used."""
-    shared = tmp_path / "tmp"
-    shared.mkdir()
     monkeypatch.setattr(tempfile, "tempdir", str(shared))
     info = _long_run(tmp_path)
     squat = shared / f"legion-{os.getuid()}"
@@ -114,10 +122,8 @@ def test_a_socket_dir_someone_else_made_or_opened_is_refused(
 
 
 async def test_a_squatted_socket_dir_is_a_clear_refusal_of_the_host(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, shared: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    shared = tmp_path / "tmp"
-    shared.mkdir()
     squat = shared / f"legion-{os.getuid()}"
     squat.mkdir(mode=0o777)
     squat.chmod(0o777)
@@ -130,3 +136,17 @@ async def test_a_squatted_socket_dir_is_a_clear_refusal_of_the_host(
     assert code == 1, (out, err)
     assert "is open to others (mode 777)" in err and "Traceback" not in err, err
     assert list(squat.iterdir()) == []  # nothing bound in it
+
+
+def test_a_temp_dir_too_long_for_a_socket_falls_back_to_tmp(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A TMPDIR deep enough that even the short socket path would not fit AF_UNIX (a
+    tool's scratch dir: Claude Code's tests set one) must not make the host fail to
+    start: /tmp serves instead."""
+    deep = tmp_path / ("t" * 90)
+    deep.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(deep))
+    path = socket_path_for(_long_run(tmp_path))
+    assert path.parent == Path("/tmp") / f"legion-{os.getuid()}"
+    assert len(os.fsencode(path)) <= MAX_SOCKET_PATH

@@ -40,11 +40,18 @@ def socket_path_for(info: RunInfo) -> Path:
         return link
     import tempfile
 
-    short_dir = Path(tempfile.gettempdir()) / f"legion-{os.getuid()}"
-    with contextlib.suppress(FileExistsError):
-        short_dir.mkdir(mode=0o700)
-    _check_private_dir(short_dir)
-    return short_dir / f"{info.run_id}.sock"
+    # The temp dir a user's TMPDIR names may itself be long (a tool's scratch dir under
+    # a deep project): then /tmp, which every Linux has and is short.
+    for temp in (tempfile.gettempdir(), "/tmp"):
+        short_dir = Path(temp) / f"legion-{os.getuid()}"
+        path = short_dir / f"{info.run_id}.sock"
+        if len(os.fsencode(path)) <= MAX_SOCKET_PATH:
+            with contextlib.suppress(FileExistsError):
+                short_dir.mkdir(mode=0o700)
+            _check_private_dir(short_dir)
+            return path
+    raise UnsafeSocketDir(f"no socket path short enough for run {info.run_id} (AF_UNIX "
+                          f"allows {MAX_SOCKET_PATH} bytes here)")
 
 
 def _check_private_dir(path: Path) -> None:
