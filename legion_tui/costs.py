@@ -51,10 +51,10 @@ class SessionFigures(Protocol):
     def tokens(self) -> "Usage": ...
 
     @property
-    def estimated_calls(self) -> int: ...
+    def cost(self) -> float: ...
 
     @property
-    def unpriced_calls(self) -> int: ...
+    def cost_basis(self) -> CostBasis: ...
 
 
 class Spend(NamedTuple):
@@ -80,9 +80,9 @@ class Spend(NamedTuple):
 
 
 def spend_of(progress: SessionFigures) -> Spend:
-    usage = progress.tokens
-    return Spend(usage.cost, usage.input + usage.output,
-                 int(progress.estimated_calls > 0), int(progress.unpriced_calls > 0))  # fmt: skip
+    usage, basis = progress.tokens, progress.cost_basis
+    return Spend(progress.cost, usage.input + usage.output,
+                 int(basis == "estimated"), int(basis == "unknown"))  # fmt: skip
 
 
 def total_spend(progresses: Iterable[SessionFigures]) -> Spend:
@@ -92,11 +92,12 @@ def total_spend(progresses: Iterable[SessionFigures]) -> Spend:
     usd, tokens, estimated, unpriced = 0.0, 0, 0, 0
     for progress in progresses:
         usage = progress.tokens
-        usd += usage.cost
+        usd += progress.cost
         tokens += usage.input + usage.output
-        if progress.estimated_calls:
+        basis = progress.cost_basis
+        if basis == "estimated":
             estimated += 1
-        if progress.unpriced_calls:
+        elif basis == "unknown":
             unpriced += 1
     return Spend(usd, tokens, estimated, unpriced)
 

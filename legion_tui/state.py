@@ -78,6 +78,7 @@ class LegionModel:
         self.started_at = clock() if started_at is None else started_at
         self.nodes: dict[str, NodeView] = {}
         self._children: dict[str | None, list[str]] = {}
+        self._reported_costs: dict[str, float] = {}  # node id → its agent's own total
         self._listeners: list[Listener] = []
         self._dirty: set[str] = set()
         self._flush_scheduled = False
@@ -140,8 +141,18 @@ class LegionModel:
     def set_progress(self, node_id: str, progress: SessionProgress) -> None:
         view = self.nodes.get(node_id)
         if view is not None:
+            reported = self._reported_costs.get(node_id)
+            if reported is not None and reported > (progress.reported_cost or 0.0):
+                progress.reported_cost = reported  # said on its stream, not yet in its file
             view.progress = progress
             self._touch(view)
+
+    def report_cost(self, node_id: str, total: float) -> None:
+        """The agent's own running total for its session, as its stream says it (Claude
+        Code's `result`): kept over every later read of its file, which says it only
+        when the process ends."""
+        if total > self._reported_costs.get(node_id, 0.0):
+            self._reported_costs[node_id] = total
 
     def set_streaming(self, node_id: str, segment: RateSegment | None) -> None:
         view = self.nodes.get(node_id)

@@ -102,9 +102,12 @@ def test_roundtrip_calls_tokens_generation_rate_and_verdict() -> None:
     # Claude writes no cost per call: priced from the table at claude-opus-5-5's list
     # rates ($4 in, $20 out, $0.20 cache read per million tokens):
     # 25019 × 4 + 59 × 20 + 200 × 0.2 = 101 296 µ$ — exactly the `total_cost_usd`
-    # Claude itself printed for this turn (notes/agent-clis.md §1.3).
-    assert p.cost == pytest.approx(0.101296)
-    assert (p.cost_basis, p.estimated_calls, p.unpriced_calls) == ("estimated", 2, 0)
+    # Claude itself printed for this turn (notes/agent-clis.md §1.3), and the total its
+    # `cost-state` line says at the end: the cost is then Claude's own.
+    assert p.tokens.cost == pytest.approx(0.101296)
+    assert (p.estimated_calls, p.unpriced_calls) == (2, 0)
+    assert p.reported_cost == pytest.approx(0.101296)
+    assert (p.cost, p.cost_basis) == (pytest.approx(0.101296), "reported")
     assert p.last_entry_at == pytest.approx(at(43.266))
 
 
@@ -530,3 +533,32 @@ def test_the_assistant_entries_of_one_call_share_it_and_carry_usage_once() -> No
         "command": "echo hi > hi.txt",
         "description": "Run the scripted command",
     }
+
+
+def test_claudes_own_cost_state_is_the_sessions_cost_and_a_guess_is_not_taken(
+    tmp_path: Path,
+) -> None:
+    """The fixture's `cost-state` (Claude's own total, written at exit) is the session's
+    cost, marked its own; one with `hasUnknownModelCost` is Claude's guess at a model it
+    does not know and leaves the calls' own pricing in place."""
+    own = read_session(ROUNDTRIP)
+    assert own.cost == pytest.approx(0.101296) and own.cost_basis == "reported"
+    guessed = tmp_path / "guess.jsonl"
+    guessed.write_text("".join(
+        line.replace('"hasUnknownModelCost": false', '"hasUnknownModelCost": true')
+        for line in ROUNDTRIP.read_text().splitlines(keepends=True)
+    ))  # fmt: skip
+    assert '"hasUnknownModelCost": true' in guessed.read_text()
+    guess = read_session(guessed)
+    assert guess.reported_cost is None and guess.cost_basis != "reported"
+
+
+def test_a_results_total_is_claudes_own_figure_unless_it_guessed() -> None:
+    from legion_tui.supervisor.backends.claude.stream import reported_cost
+
+    priced = {"total_cost_usd": 0.017757, "modelUsage": {"claude-sonnet-4-5": {"costUSD": 1}}}
+    assert reported_cost(priced) == pytest.approx(0.017757)
+    guessed = {"total_cost_usd": 0.01, "modelUsage": {"m": {"costBasis": "unknown"}}}
+    assert reported_cost(guessed) is None
+    for bad in (float("nan"), -1.0, 1e9, "0.5", None, 0):
+        assert reported_cost({"total_cost_usd": bad}) is None

@@ -565,3 +565,49 @@ async def test_an_idle_agent_is_released_and_a_follow_up_starts_it_again(
         node = await spawn_claude(sup, "idler", "Say first.")
         await settle(sup, node.id)
         await released_then_woken(sup, node.id, world.server)
+
+
+# ----- Claude Code's own cost (issue 32 item 1) ---------------------------------------------
+PRICED_MODEL = "claude-sonnet-4-5"  # a model Claude Code prices: its total_cost_usd is real
+
+
+def cost_states(path: Path) -> list[float]:
+    """The running totals Claude Code wrote in its own file (one per process exit)."""
+    return [json.loads(line)["totalCostUSD"] for line in path.read_text().splitlines()
+            if '"cost-state"' in line]  # fmt: skip
+
+
+async def test_the_cost_is_claudes_own_figure_live_and_after_it_exits(
+    world: ClaudeLegion,
+) -> None:
+    """Each turn's `result.total_cost_usd` is the node's cost at once (reported, not
+    est.), a resumed process goes on from it, and it is the very total Claude writes in
+    its file when it exits — which a reopened host reads back the same."""
+    write_card(world.project, tools=("bash",), kind="claude",
+               command=("claude", "--model", PRICED_MODEL))  # fmt: skip
+    world.server.script(
+        Text(f"First.\n{verdict_line('first')}", tokens=4),
+        Text(f"Again.\n{verdict_line('followed up')}", tokens=4),
+    )
+    async with agent_host(world.project) as sup:
+        node = await spawn_claude(sup, "payer", "Say first.")
+        await settle(sup, node.id)
+        view = sup.model.nodes[node.id]
+        first = view.progress.cost
+        assert first > 0 and view.progress.cost_basis == "reported", view.progress
+        path = claude_file(world, sup.names.node(node.id))
+        assert cost_states(path) == []  # not in its file yet: the figure came live
+        await sup.control.steer(ROOT_ID, "payer", "And again.")
+        await until(lambda: len(world.server.requests()) >= 2, TURN_LIMIT, "the second turn")
+        await settle(sup, node.id)
+        await until(lambda: view.progress.cost > first, TURN_LIMIT, "the second turn's cost")
+        live = view.progress.cost
+        assert "payer" in await sup.stops.stop(ROOT_ID, "payer")  # its process exits
+        assert cost_states(path) == [pytest.approx(live)]  # Claude's own, as shown live
+        assert sup.ctx.ledger is not None
+        await sup.ctx.ledger.flush()
+        stored = await sup.ctx.ledger.get_usage(node.id)
+        assert stored is not None and stored.cost == pytest.approx(live)
+    async with agent_host(world.project) as again:
+        progress = again.progress_watch.progress(node.id)
+        assert progress.cost == pytest.approx(live) and progress.cost_basis == "reported"

@@ -41,11 +41,14 @@ lines and attachments are id-less `OtherEntry`s (a `UserEntry` would close the m
 chain's open Task call). The node's own figures come from its main file only: a
 subagent's usage, in its own file, is not in them.
 
-Cost: Claude writes `cost-state` with a cumulative `totalCostUSD` once, when the process
-ends (one line after four turns in the fixture): too late for a live figure or a budget.
-So each call is priced from its usage and `message.model` by the price table
+Cost: each call is priced from its usage and `message.model` by the price table
 (legion_tui.costs), marked estimated; a model the table does not know leaves the call
-unpriced (`$?`), never $0.
+unpriced (`$?`), never $0. Claude's own figure replaces the estimates where it has one:
+`cost-state`, a cumulative `totalCostUSD` for the whole session (a resumed process goes
+on from it), written when a process ends — one line after four turns in the fixture, so
+the live figure comes from each turn's `result` on the stream (the backend's). A
+`cost-state` with `hasUnknownModelCost` is Claude's guess at a model it does not know:
+not taken.
 
 A translator is stateful across the lines of one file (request times, tool names, the
 calls whose usage was given), all kept in small bounded maps; it never raises on any
@@ -71,6 +74,7 @@ from legion_tui.session.entries import (
     text_of,
 )
 from legion_tui.session.figures import BadFigure, count
+from legion_tui.session.figures import cost as dollars
 
 __all__ = ["INTERRUPTED_PREFIX", "STOP_REASONS", "ClaudeLines"]
 
@@ -146,9 +150,11 @@ class ClaudeLines:
             content = text_of(obj.get("content"))
             text = f"{operation}: {content}" if content else operation
             return (OtherEntry(None, None, at_ms, "queue-operation", None, text),)
+        if kind == "cost-state":
+            return self._cost_state(obj, at_ms)
         uuid = _str(obj.get("uuid"))
         if uuid is None:
-            return ()  # bookkeeping (last-prompt, cost-state, tools-used, …): no entry
+            return ()  # bookkeeping (last-prompt, tools-used, …): no entry
         parent = _str(obj.get("parentUuid"))
         if parent is None:
             # A compaction boundary starts a new chain but names the old one: follow it,
@@ -168,6 +174,13 @@ class ClaudeLines:
         if sidechain:
             return (OtherEntry(None, None, at_ms, f"sidechain:{kind}", None, text),)
         return (OtherEntry(uuid, parent, at_ms, str(kind), None, text),)
+
+    def _cost_state(self, obj: dict[str, Any], at_ms: float | None) -> Sequence[Entry]:
+        total = dollars(obj.get("totalCostUSD"), "totalCostUSD")
+        if obj.get("hasUnknownModelCost") is not False or not total:
+            return ()  # Claude's guess at a model it does not know, or nothing spent
+        text = f"${total:.4f} so far (Claude Code's own figure)"
+        return (OtherEntry(None, None, at_ms, "cost-state", None, text, reported_cost=total),)
 
     def _assistant(
         self,

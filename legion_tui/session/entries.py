@@ -123,6 +123,8 @@ class OtherEntry:
     type: str
     model: str | None  # model_change's modelId
     text: str  # a human summary when the type has one (compaction summary, custom text)
+    # The agent's own cost of the whole session so far (Claude Code's `cost-state`).
+    reported_cost: float | None = None
 
 
 Entry = HeaderEntry | AssistantEntry | UserEntry | ToolResultEntry | OtherEntry

@@ -149,8 +149,11 @@ class SessionFold:
         self._stamp(entry.at_ms)
         if isinstance(entry, AssistantEntry):
             self._sum_assistant(entry)
-        elif isinstance(entry, OtherEntry) and entry.model is not None:
-            p.model = entry.model
+        elif isinstance(entry, OtherEntry):
+            if entry.model is not None:
+                p.model = entry.model
+            if entry.reported_cost is not None:  # cumulative: the newest is the largest
+                p.reported_cost = max(p.reported_cost or 0.0, entry.reported_cost)
         self._follow_path(entry)
 
     def skip(self, reason: str) -> None:

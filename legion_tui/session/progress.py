@@ -41,6 +41,12 @@ class SessionProgress:
     # it could not (a model no table knows: not in `tokens.cost`).
     estimated_calls: int = 0
     unpriced_calls: int = 0
+    # The agent's own running total for the whole session, when it gives one for models
+    # it prices (Claude Code: each turn's `result.total_cost_usd`, its file's
+    # `cost-state` at each exit — both cumulative, a resumed process goes on from the
+    # last). The cost is then the larger of it and the calls' sum: neither counts a
+    # call twice, and the calls after its last report are still counted.
+    reported_cost: float | None = None
     turns: int = 0
     generation_ms: float = 0.0
     rate_series: list[RateSegment] = field(default_factory=list)
@@ -67,12 +73,16 @@ class SessionProgress:
 
     @property
     def cost(self) -> float:
-        return self.tokens.cost
+        reported = self.reported_cost
+        return self.tokens.cost if reported is None else max(reported, self.tokens.cost)
 
     @property
     def cost_basis(self) -> CostBasis:
-        """Whose figure `cost` is: any unpriced call makes it unknown (a floor, not a sum),
-        any estimated one an estimate; otherwise the agent's own."""
+        """Whose figure `cost` is: the agent's own total when it covers the calls' sum;
+        else any unpriced call makes it unknown (a floor, not a sum), any estimated one
+        an estimate; otherwise the agent's own."""
+        if self.reported_cost is not None and self.reported_cost >= self.tokens.cost:
+            return "reported"
         if self.unpriced_calls:
             return "unknown"
         return "estimated" if self.estimated_calls else "reported"

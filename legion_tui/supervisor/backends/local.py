@@ -23,6 +23,7 @@ def build(
     on_stream: StreamSink | None = None,
     on_line: Callable[[str], None] | None = None,
     on_input: InputSink | None = None,
+    on_cost: Callable[[float], None] | None = None,
 ) -> AgentHandle:
     if backend == "inprocess":
         from legion_tui.supervisor.backends.inprocess import InProcessHandle
@@ -31,7 +32,7 @@ def build(
     if backend == "claude-stream":
         from legion_tui.supervisor.backends.claude.handle import ClaudeHandle
 
-        return ClaudeHandle(spec, on_stream=on_stream, on_input=on_input)
+        return ClaudeHandle(spec, on_stream=on_stream, on_input=on_input, on_cost=on_cost)
     if backend == "codex-app-server":
         from legion_tui.supervisor.backends.codex.handle import CodexHandle
 

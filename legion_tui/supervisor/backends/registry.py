@@ -28,6 +28,7 @@ def make_handle(
     on_input: Callable[[str | None], None] | None = None,
     cluster: ClusterSettings | None = None,
     on_lost: Callable[[str], None] | None = None,
+    on_cost: Callable[[float], None] | None = None,
 ) -> AgentHandle:
     """Build (not start) the handle for `spec`; call `await handle.start()` next.
 
@@ -38,6 +39,8 @@ def make_handle(
     `cluster` with engine "ray": the agent runs in a Ray actor on some node
     (`ray.handle.py`) and the three hooks hear what its handle on the node
     heard, by the mirror's pulls; `on_lost` hears, once, that its node died.
+    `on_cost` hears the agent's own running total for its session as it reports one
+    (Claude Code, each turn; not from a Ray node, whose calls stay priced by the table).
     """
     if cluster is not None and cluster.engine == "ray":
         # Imported only for a Ray run, like the local handles: not at the core's import.
@@ -47,4 +50,4 @@ def make_handle(
         live = LiveHooks(on_stream, on_line, on_input)
         return RayHandle(spec, cluster, on_lost=on_lost, live=live)
 
-    return build(spec, backend_for(spec), on_stream, on_line, on_input)
+    return build(spec, backend_for(spec), on_stream, on_line, on_input, on_cost)

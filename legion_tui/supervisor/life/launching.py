@@ -279,6 +279,7 @@ class Launcher:
             on_input=lambda question: self._needs_input(node_id, question),
             cluster=self._options.cluster,
             on_lost=lambda why: self._node_loss.lost(node_id, why),
+            on_cost=lambda total: self._lifecycle.report_cost(node_id, total),
         )
 
     async def _failed(self, node: Node, err: Exception, *, relaunch: bool) -> None:

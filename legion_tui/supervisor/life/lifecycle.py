@@ -77,6 +77,7 @@ class Lifecycle:
         self._notices = notices
         # The node's freshest progress (its file polled once more).
         self._progress = progress.progress
+        self.report_cost = progress.report_cost  # an agent's own total, from its stream
         self._empty_retried: set[str] = set()  # nodes whose empty generation was retried
         # Releases under way (node id → done): a wake waits for the old process to end.
         self.releasing: dict[str, asyncio.Future[None]] = {}

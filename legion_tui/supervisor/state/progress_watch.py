@@ -39,7 +39,7 @@ def usage_of(progress: SessionProgress) -> Usage:
         output=t.output,
         cache_read=t.cache_read,
         cache_write=t.cache_write,
-        cost=t.cost,
+        cost=progress.cost,  # the agent's own total when it gives one
         generation_ms=progress.generation_ms,
         turns=progress.turns,
     )
@@ -86,6 +86,14 @@ class ProgressWatch:
             # loudly, once: the figures are still shown, they have nowhere to be kept.
             with contextlib.suppress(LedgerError):
                 ledger.queue_usage(node_id, usage_of(progress))
+
+    def report_cost(self, node_id: str, total: float) -> None:
+        """The agent's own running total (Claude Code's, after each turn): shown, and
+        kept in the ledger for the budget and `status`, at once."""
+        view = self._model.nodes.get(node_id)
+        if view is not None:
+            self._model.report_cost(node_id, total)
+            self.on_progress(node_id, view.progress)
 
     def progress(self, node_id: str) -> SessionProgress:
         """The freshest progress: the node's file is polled once more before answering

@@ -46,6 +46,7 @@ import asyncio
 import itertools
 import os
 import uuid
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -90,6 +91,7 @@ class ClaudeHandle(ProcessChildHandle):
         *,
         on_stream: StreamSink | None = None,
         on_input: InputSink | None = None,
+        on_cost: Callable[[float], None] | None = None,
     ) -> None:
         self.spec = spec
         self.node_id = spec.node_id
@@ -102,6 +104,7 @@ class ClaudeHandle(ProcessChildHandle):
         self._env: dict[str, str] = {}
         self._on_stream = on_stream
         self._on_input = on_input
+        self._on_cost = on_cost
 
     @property
     def skipped_lines(self) -> int:
@@ -133,6 +136,7 @@ class ClaudeHandle(ProcessChildHandle):
                 on_session=self._learn_session,
                 on_stream=self._on_stream,
                 on_input=self._on_input,
+                on_cost=self._on_cost,
             )
             self._learn_session(session_id)
             if spec.idle_start and resumed is not None:

@@ -17,6 +17,8 @@ from collections import OrderedDict, deque
 from collections.abc import Callable
 from typing import Any
 
+from legion_tui.session.figures import BadFigure
+from legion_tui.session.figures import cost as dollars
 from legion_tui.session.streaming import StreamingMessage, StreamSink
 from legion_tui.supervisor.backends.asking import (
     PERMISSION_HINT,
@@ -58,6 +60,21 @@ def turn_error(result: dict[str, Any]) -> str | None:
     return str(result.get("terminal_reason") or result.get("subtype") or "error")
 
 
+def reported_cost(result: dict[str, Any]) -> float | None:
+    """Claude's own total for the session so far (`total_cost_usd`: cumulative, a resumed
+    process goes on from its last), or None: absent, not a bounded amount, nothing spent,
+    or priced for a model Claude does not know (`costBasis: unknown`, its guess)."""
+    try:
+        total = dollars(result.get("total_cost_usd"), "total_cost_usd")
+    except BadFigure:
+        return None
+    usage = result.get("modelUsage")
+    models = usage.values() if isinstance(usage, dict) else ()
+    if not total or any(isinstance(m, dict) and m.get("costBasis") == "unknown" for m in models):
+        return None
+    return total
+
+
 class ClaudeChannel(JsonLinesChannel):
     """One Claude Code process's stdin/stdout, and the turn state its output tells."""
 
@@ -70,8 +87,10 @@ class ClaudeChannel(JsonLinesChannel):
         on_session: Callable[[str], None],
         on_stream: StreamSink | None = None,
         on_input: InputSink | None = None,
+        on_cost: Callable[[float], None] | None = None,
     ) -> None:
         super().__init__(stdin, stdout)
+        self._on_cost = on_cost  # Claude's own total for the session, after each turn
         self._writer = stdin
         self._node_id = node_id  # for the log
         self._on_session = on_session  # Claude named its session (every system/init)
@@ -263,6 +282,9 @@ class ClaudeChannel(JsonLinesChannel):
         self.results += 1
         self.questions.clear()  # a turn's end voids what it asked (an interrupt)
         self.turn_error = turn_error(obj)
+        total = reported_cost(obj)
+        if total is not None and self._on_cost is not None:
+            self._on_cost(total)
         self._moved()
 
     def _on_notification(self, obj: dict[str, Any]) -> None:
