@@ -611,3 +611,52 @@ async def test_the_cost_is_claudes_own_figure_live_and_after_it_exits(
     async with agent_host(world.project) as again:
         progress = again.progress_watch.progress(node.id)
         assert progress.cost == pytest.approx(live) and progress.cost_basis == "reported"
+
+
+async def test_the_runs_budget_stops_a_claude_worker_within_one_model_call(
+    world: ClaudeLegion,
+) -> None:
+    """Issue 32 item 2 with the real Claude Code: under a $0.001 run budget, the first
+    priced call passes it (its estimate is read from Claude's file as the call ends:
+    Claude's own total comes only with the turn's end); the worker is stopped inside
+    the command that call started, before a second call; the next spawn is refused
+    naming the figures, and the limit raised in the settings admits one again."""
+    from legion_tui.model import EventType
+    from legion_tui.wire.names import OpError
+
+    write_card(world.project, tools=("bash",), kind="claude",
+               command=("claude", "--model", PRICED_MODEL))  # fmt: skip
+    settings = world.project / ".legion" / "settings.toml"
+    settings.write_text("[budget]\nusd = 0.001\n")
+    world.server.script(
+        # A command that takes a while, as real ones do (the scripted calls take
+        # milliseconds): the first call's cost is read while it runs.
+        ToolCall("Bash", {"command": "sleep 5; printf 1", "description": "one"}, tokens=4),
+    )
+    async with agent_host(world.project) as sup:
+        assert sup.model.budget_usd == 0.001  # the header shows it from the start
+
+        def breaches() -> list[dict[str, object]]:
+            return [e.data for e in sup.model.nodes[sup.model.root_id].events
+                    if e.type is EventType.BUDGET_EXCEEDED]  # fmt: skip
+
+        node = await spawn_claude(sup, "spender", "Run two commands.")
+        await until(lambda: bool(breaches()), TURN_LIMIT, "the run's budget event")
+        done = await settle(sup, node.id)
+        assert done.status is NodeStatus.RETIRED, (done.status, done.error)
+        (breach,) = breaches()
+        stopped_at = sup.model.nodes[node.id].progress.cost
+        print(f"budget timeline (claude): limit $0.001 · spent at the breach "
+              f"${breach['spent_usd']} · when the worker had stopped ${stopped_at:.6f} · "
+              f"model calls {len(world.server.requests())}")
+        assert float(str(breach["spent_usd"])) > 0.001
+        assert len(world.server.requests()) == 1  # stopped within one model call
+        with pytest.raises(OpError) as refused:
+            await spawn_claude(sup, "second", "Say second.")
+        assert refused.value.code == "BUDGET" and "over budget: the run spent" in (
+            refused.value.message)
+        settings.write_text("[budget]\nusd = 10\n")
+        world.server.script(Text(f"Second.\n{verdict_line('after the raise')}", tokens=4))
+        second = await spawn_claude(sup, "second", "Say second.")
+        assert sup.model.budget_usd == 10
+        assert (await settle(sup, second.id)).status is NodeStatus.SETTLED
