@@ -35,6 +35,7 @@ COMMAND_HOMES: dict[str, str] = {
     **dict.fromkeys(("mail", "phase"), _TEAM),
     **dict.fromkeys(("diff", "commit", "land", "discard", "gc"), "legion_tui.commands.work"),
     "serve": "legion_tui.commands.serve",
+    "budget": "legion_tui.commands.budget",
 }
 # One module per command group; each adds its own subcommands.
 COMMAND_MODULES: tuple[str, ...] = tuple(dict.fromkeys(COMMAND_HOMES.values()))

@@ -301,9 +301,13 @@ def _offline_doc(session: str | None) -> dict[str, Any] | None:
     info = newest_run(project, session)
     if info is None:
         return None
+    from legion_tui.settings import load_settings
+
     gone = None if owner_alive(info) else info.owner_pid
+    limit = load_settings(project).settings.budget_usd
     return offline_status(
-        info.dir, info.run_id, info.session_name, time.time(), owner_gone_pid=gone
+        info.dir, info.run_id, info.session_name, time.time(), owner_gone_pid=gone,
+        budget_usd=limit,
     )
 
 

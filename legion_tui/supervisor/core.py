@@ -236,6 +236,7 @@ class Supervisor:
             await self.continuity.open(reopened=self.reopened)
             self.run = runs.touch_run(self.run)
             await self.services.start()
+            self.budget.start()
         except BaseException as err:
             # Whatever started must end, or the ledger's writer thread keeps the process
             # alive for ever after the error (a corrupt or read-only ledger, a bad task).

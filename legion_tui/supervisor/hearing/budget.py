@@ -9,7 +9,9 @@ budget is passed its subtree is stopped through the supervisor's own stop (child
 first, as any stop), a `budget_exceeded` event records which budget, the spent figure,
 the limit and the stop's receipt, and the user is told (root's announcement: a toast).
 Each budget trips once, and while one is spent past no spawn under it is admitted
-(`refusal`); a run limit raised in the settings meanwhile reopens admission. A node
+(`refusal`); a run limit changed in the settings meanwhile (`legion budget set`, an
+editor: the file is looked at on every model change and once a second) applies at once — raised, it
+reopens admission; lowered past the spend, it trips. A node
 under a budget whose calls have no price (a model no price table knows:
 legion_tui.costs) is said once: the budget cannot hold for it.
 """
@@ -18,12 +20,14 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from legion_tui.costs import fmt_usd, total_spend
 from legion_tui.model import EventType
+from legion_tui.settings import SETTINGS_FILE
 from legion_tui.wire.names import ROOT_ID, OpError
 
 if TYPE_CHECKING:
@@ -37,12 +41,21 @@ __all__ = ["RUN_BUDGET", "BudgetWatch", "Limit", "budget_exceeded", "run_limit"]
 log = logging.getLogger(__name__)
 
 RUN_BUDGET = "[budget] usd in .legion/settings.toml"
+SETTINGS_POLL_SECONDS = 1.0  # how often an idle run looks at the settings' budget
 
 
 @dataclass(frozen=True, slots=True)
 class Limit:
     usd: float
     source: str  # which budget, as the receipt names it
+
+
+def _stamp(path: Path) -> tuple[int, int] | None:
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return st.st_mtime_ns, st.st_size
 
 
 def run_limit(project_dir: Path) -> Limit | None:
@@ -76,6 +89,9 @@ class BudgetWatch:
         self._tripped: set[str] = set()  # node ids, and "" for the run's budget
         self._unpriced_said: set[str] = set()  # nodes told to be beyond any budget
         self._tasks: set[asyncio.Task[None]] = set()
+        self._settings = ctx.project_dir / SETTINGS_FILE
+        self._settings_seen = _stamp(self._settings)
+        self._poll: asyncio.Task[None] | None = None  # `start`
         self._unsubscribe = ctx.model.subscribe(self._changed)
 
     def track(self, node_id: str, req: ChildRequest | None, card: RoleCard | None) -> None:
@@ -87,15 +103,16 @@ class BudgetWatch:
 
     def close(self) -> None:
         self._unsubscribe()
+        if self._poll is not None:
+            self._poll.cancel()
 
     def refusal(self, caller_id: str) -> str | None:
         """Why a spawn under `caller_id` is not admitted: the run's budget, or one of the
         caller's or an ancestor's, is already spent past (before, a stopped worker's
         sibling was admitted and spent past it too). None: admitted."""
+        self._settings_moved()
         if self._run is not None:
             spent = total_spend(view.progress for view in self._model.nodes.values()).usd
-            if spent > self._run.usd:
-                self._reread_run_limit()
             if self._run is not None and spent > self._run.usd:
                 return _over("the run", spent, self._run)
         for node_id in self._ancestry(caller_id):
@@ -114,9 +131,33 @@ class BudgetWatch:
             self._model.budget_usd = None if fresh is None else fresh.usd
             self._tripped.discard("")
 
+    def start(self) -> None:
+        """Look at the settings file once a second too: a limit lowered while nothing
+        changes (agents inside long commands) must still stop them."""
+        self._poll = asyncio.get_running_loop().create_task(
+            self._watch_settings(), name="budget-settings"
+        )
+
+    async def _watch_settings(self) -> None:
+        while True:
+            await asyncio.sleep(SETTINGS_POLL_SECONDS)
+            if self._settings_moved():
+                self._changed(frozenset())
+
+    def _settings_moved(self) -> bool:
+        """The settings file changed since it was read (`legion budget set`, an editor):
+        its limit applies from now — one stat per model change, and once a second."""
+        seen = _stamp(self._settings)
+        if seen == self._settings_seen:
+            return False
+        self._settings_seen = seen
+        self._reread_run_limit()
+        return True
+
     def _changed(self, dirty: frozenset[str]) -> None:
         if self._ctx.closed:
             return
+        self._settings_moved()
         nodes = self._model.nodes
         if self._run is not None and "" not in self._tripped:
             spent = total_spend(view.progress for view in nodes.values()).usd

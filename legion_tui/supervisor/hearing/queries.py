@@ -229,6 +229,7 @@ class Queries:
             interrupted={v.node.id for v in views if v.interrupted},
             idle={v.node.id for v in views if v.node.live and roster.between_turns(v.node.id)},
             terminal={v.node.id: v.terminal_line for v in views if v.terminal_line},
+            budget_usd=self._model.budget_usd if caller.id == ROOT_ID and not name else None,
         )
 
     def tree_text(self, caller_id: str) -> str:

@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 from legion_tui import receipts
 from legion_tui.commands.invocation import legion_command
-from legion_tui.costs import Spend, cost_text, fmt_spend, spend_of, total_spend
+from legion_tui.costs import Spend, cost_text, fmt_spend, fmt_usd, spend_of, total_spend
 from legion_tui.model import NodeStatus, outcome_of
 from legion_tui.receipts import in_flight_suffix
 from legion_tui.wire.names import shortest_refs
@@ -117,7 +117,9 @@ def status_document(
     interrupted: frozenset[str] | set[str] = frozenset(),
     idle: frozenset[str] | set[str] = frozenset(),
     terminal: Mapping[str, str] | None = None,
+    budget_usd: float | None = None,
 ) -> dict[str, Any]:
+    """`budget_usd`: the run's budget (`[budget] usd`), said beside what was spent."""
     lines = terminal or {}
     spent = total_spend(progress for _node, progress in rows)
     refs = shortest_refs(node for node, _progress in rows)
@@ -152,7 +154,7 @@ def status_document(
             "unpriced": spent.unpriced,
         },
         "nodes": entries,
-    }
+    } | ({"budget_usd": budget_usd} if budget_usd is not None else {})
 
 
 def _doing(entry: dict[str, Any]) -> list[str]:
@@ -200,7 +202,9 @@ def render_status(doc: dict[str, Any]) -> str:
     if isinstance(spent, dict):
         known = Spend(spent["usd"], spent["tokens"], spent.get("estimated", 0),
                       spent.get("unpriced", 0))  # fmt: skip
-        head += f" · spent {fmt_spend(known)} · {spent['tokens']} tokens"
+        limit = doc.get("budget_usd")
+        of = f" of a {fmt_usd(limit)} budget" if isinstance(limit, int | float) else ""
+        head += f" · spent {fmt_spend(known)}{of} · {spent['tokens']} tokens"
     if not doc.get("live", True):
         head += " · no live supervisor (read from the ledger)"
     blocks = [head]
@@ -254,7 +258,8 @@ def render_tree(rows: Sequence[tuple[Node, SessionProgress, int]], now: float) -
 
 
 def offline_status(
-    run_dir: Path, run_id: str, session: str, now: float, *, owner_gone_pid: int | None = None
+    run_dir: Path, run_id: str, session: str, now: float, *, owner_gone_pid: int | None = None,
+    budget_usd: float | None = None,
 ) -> dict[str, Any]:
     """The status document straight from the ledger and the session files, for a run
     whose supervisor is gone (read-only: nothing is written). `owner_gone_pid`: the host
@@ -287,7 +292,8 @@ def offline_status(
             progress = read_session(node.session_file)
         rows.append((node, progress))
         stack.extend(reversed(by_parent.get(node.id, [])))
-    doc = status_document(run_id, session, rows, now, live=False, interrupted=interrupted)
+    doc = status_document(run_id, session, rows, now, live=False, interrupted=interrupted,
+                          budget_usd=budget_usd)  # fmt: skip
     if owner_gone_pid is not None:
         for entry in doc["nodes"]:
             if entry["status"] in ("starting", "running", "blocked") and entry["role"] != "root":
