@@ -75,6 +75,7 @@ def retired_settled(names: list[str], execution: str) -> str:
 
 # A live agent whose session file does not exist yet (pi writes it with its first answer).
 FIRST_ANSWER_PENDING = "no session yet · waiting for its first answer"
+COMMAND_NO_SESSION = "no session: a command — its output is in the Terminal tab"
 
 
 def aborted(name: str, dropped: int | None = 0) -> str:

@@ -16,11 +16,16 @@ from __future__ import annotations
 
 import json
 import re
+from pathlib import Path
 from typing import Any
 
 from legion_tui.model_records import Verdict
 
-__all__ = ["extract_verdict"]
+__all__ = ["extract_verdict", "terminal_verdict"]
+
+# A terminal's escape sequences (CSI, OSC, the two-byte ones): not words of the output.
+_ESCAPES = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[@-_]")
+_TERMINAL_TAIL = 64 * 1024  # bytes of a terminal log looked at: a verdict closes it
 
 _FENCE = re.compile(r"```json[ \t]*\r?\n(.*?)```", re.DOTALL | re.IGNORECASE)
 
@@ -123,3 +128,17 @@ def _matching_open(text: str, close: int) -> int | None:
                     return i
         i -= 1
     return None
+
+
+def terminal_verdict(path: Path) -> Verdict | None:
+    """The verdict an `exec` command printed as its last line (it writes no session: its
+    terminal is its report), read from the tail of its terminal log without its escape
+    sequences. None when there is none, or no log."""
+    try:
+        with path.open("rb") as fh:
+            fh.seek(max(0, fh.seek(0, 2) - _TERMINAL_TAIL))
+            tail = fh.read().decode("utf-8", "replace")
+    except OSError:
+        return None
+    line = _last_non_blank_line(_ESCAPES.sub("", tail).replace("\r", "\n"))
+    return None if line is None else _as_verdict(line)

@@ -23,7 +23,7 @@ from legion_tui.timeouts import within
 from legion_tui.wire.names import ROOT_ID
 
 if TYPE_CHECKING:
-    from legion_tui.model_records import Node
+    from legion_tui.model_records import Node, Verdict
     from legion_tui.runs.folder import RunInfo
     from legion_tui.supervisor.context import HostContext
     from legion_tui.supervisor.hearing.notices import Notices
@@ -59,9 +59,11 @@ def output_file(run: RunInfo, node: Node) -> Path:
 
 def verdict_of(progress: SessionProgress) -> dict[str, Any] | None:
     """The verdict the session ended with, as the object the agent wrote."""
-    verdict = progress.verdict
-    if verdict is None:
-        return None
+    return None if progress.verdict is None else verdict_object(progress.verdict)
+
+
+def verdict_object(verdict: Verdict) -> dict[str, Any]:
+    """A verdict as the object its agent wrote (what the ledger and `collect` give)."""
     return dict(verdict.raw) if verdict.raw else {"ok": verdict.ok, "reason": verdict.reason}
 
 

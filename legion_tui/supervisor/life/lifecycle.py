@@ -23,9 +23,11 @@ from legion_tui import receipts
 from legion_tui.ledger.errors import LedgerError
 from legion_tui.model import SESSION_AGENT_KINDS, EventType, NodeStatus
 from legion_tui.model_records import Node
+from legion_tui.runs.folder import terminal_log
 from legion_tui.session.progress import SessionProgress
+from legion_tui.session.verdict import terminal_verdict
 from legion_tui.supervisor.hearing.notices import live_children
-from legion_tui.supervisor.hearing.queries import verdict_of
+from legion_tui.supervisor.hearing.queries import verdict_object, verdict_of
 from legion_tui.supervisor.hearing.results import team_verdict
 
 if TYPE_CHECKING:
@@ -300,7 +302,7 @@ class Lifecycle:
         node = self._names.node(node_id)
         if node.status not in (NodeStatus.RUNNING, NodeStatus.STARTING, NodeStatus.BLOCKED):
             return  # (blocked: an exec child that ended at its prompt)
-        verdict = self._team_verdict(node, verdict_of(progress))
+        verdict = self._team_verdict(node, verdict_of(progress) or self._command_verdict(node))
         data: dict[str, Any] = {"verdict": verdict}
         delivered = await self._teams.delivery_of(node_id)
         if delivered is not None:
@@ -315,6 +317,14 @@ class Lifecycle:
             data,
             verdict=None if verdict is None else json.dumps(verdict, ensure_ascii=False),
         )
+
+    def _command_verdict(self, node: Node) -> dict[str, Any] | None:
+        """An exec command writes no session: a verdict it printed as its last line is
+        its verdict, as an agent's closing line is (issue 32 item 6)."""
+        if node.kind != "exec":
+            return None
+        found = terminal_verdict(terminal_log(self._ctx.run.dir, node.id))
+        return None if found is None else verdict_object(found)
 
     def _team_verdict(self, lead: Node, verdict: dict[str, Any] | None) -> dict[str, Any] | None:
         """The lead's own verdict, or, when members failed, one naming them (a failure no

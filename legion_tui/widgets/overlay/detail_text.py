@@ -78,8 +78,12 @@ def skipped_line(view: NodeView) -> str:
     text = f"session: {progress.entries} entries · {progress.skipped_lines} skipped lines"
     if progress.read_error:
         text += f" · session unreadable: {progress.read_error}"
+    elif progress.not_written_yet and view.node.kind == "exec":
+        # A command writes no session (issue 32 item 6: it said "waiting for its first
+        # answer" after it had ended): its terminal is its report.
+        return receipts.COMMAND_NO_SESSION
     elif progress.not_written_yet:
-        text += f" · {receipts.FIRST_ANSWER_PENDING}"
+        text += f" · {receipts.FIRST_ANSWER_PENDING if view.node.live else 'it wrote none'}"
     return text
 
 

@@ -238,7 +238,8 @@ def activity(view: NodeView, now: float) -> Activity:
         # An exec command that writes no session: its terminal says what it is doing.
         return Activity(view.terminal_line, "text")
     if node.live and progress.not_written_yet:
-        return Activity(receipts.FIRST_ANSWER_PENDING, "dim")
+        waiting = "no output yet" if node.kind == "exec" else receipts.FIRST_ANSWER_PENDING
+        return Activity(waiting, "dim")
     if node.status in (NodeStatus.SETTLED, NodeStatus.FAILED):
         verdict = _verdict_of(view)
         released = " · released" if view.released else ""  # its idle process ended
