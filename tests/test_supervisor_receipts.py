@@ -21,6 +21,7 @@ from supervisor_helpers import (
 
 from legion_tui.model import EventType, NodeStatus
 from legion_tui.supervisor.root_ops import RootOperations
+from legion_tui.widgets.tree.rows import activity
 from legion_tui.wire.names import ROOT_ID, OpError
 
 pytestmark = pytest.mark.host
@@ -100,11 +101,17 @@ async def test_abort_receipts(tmp_path: Path) -> None:
             " — dropped 1 queued message(s)"
         )
         assert sup.names.node(w.id).live  # abort is not stop: the agent keeps its context
+        # Its row keeps where the turn was cut (before: a blank line, then its task).
+        view = sup.model.nodes[w.id]
+        await until(lambda: view.progress.last_stop_reason == "aborted", 10, "the abort read")
+        cut = activity(view, time.time()).text
+        assert re.fullmatch(r"aborted in bash after 00:00:\d\d · s steers it on", cut), cut
         # Idle now: nothing to abort, and that is not an error.
         outcome, receipt = await sup.control.abort(ROOT_ID, "worker-2")
         assert outcome == "no-turn"
         assert receipt == "Nothing to abort: worker-2 is not running a turn."
         assert event_types(sup, w.id).count(EventType.NODE_ABORTED) == 2
+        assert activity(view, time.time()).text == cut  # the idle abort changed nothing
 
 
 async def test_abort_without_a_queue_has_no_dropped_suffix(tmp_path: Path) -> None:

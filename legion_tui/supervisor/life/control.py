@@ -78,12 +78,18 @@ class Control:
     ) -> tuple[str, str]:
         """(outcome, receipt) — exactly the three receipts of SPEC §6.3."""
         target, handle = self._controllable(caller_id, name, "abort")
+        # Where the turn was when it was cut (its row keeps saying so: `aborted in bash
+        # after 00:12`, not a blank line and a task).
+        in_flight = self._model.nodes[target.id].progress.in_flight
+        top = in_flight[-1] if in_flight else None
         result = await handle.abort(keep_queue=keep_queue, bound=ABORT_BOUND)
-        await self._record.event(
-            target.id,
-            EventType.NODE_ABORTED,
-            {"name": target.name, "outcome": result.outcome, "dropped": result.dropped},
-        )
+        data: dict[str, object] = {
+            "name": target.name, "outcome": result.outcome, "dropped": result.dropped
+        }
+        if top is not None:
+            ran = self._ctx.clock() - max(top.started_at, target.created_at)
+            data |= {"tool": top.name, "tool_seconds": round(max(0.0, ran), 1)}
+        await self._record.event(target.id, EventType.NODE_ABORTED, data)
         if result.outcome == "interrupted" and result.exited is not None:
             return result.outcome, receipts.aborted_command(target.name, result.exited)
         if result.outcome == "interrupted":

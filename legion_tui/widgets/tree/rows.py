@@ -209,6 +209,20 @@ class Activity(NamedTuple):
     tone: str  # "text" | "warning" | "ok" | "fail" | "dim"
 
 
+def aborted_line(view: NodeView) -> str | None:
+    """A live agent whose turn an abort cut, idle since: where it was cut and that a
+    steer goes on (its last `node_aborted` that interrupted something)."""
+    event = next((e for e in reversed(view.events) if e.type is EventType.NODE_ABORTED
+                  and e.data.get("outcome") == "interrupted"), None)  # fmt: skip
+    if event is None:
+        return None
+    tool, seconds = event.data.get("tool"), event.data.get("tool_seconds")
+    where = "between tool calls"
+    if isinstance(tool, str) and isinstance(seconds, int | float):
+        where = f"in {tool} after {receipts.fmt_duration(seconds)}"
+    return f"aborted {where} · s steers it on"
+
+
 def blocked_question(view: NodeView) -> str | None:
     """What a BLOCKED node's agent asks (its last `node_blocked` event's question)."""
     event = view.last(EventType.NODE_BLOCKED)
@@ -234,6 +248,10 @@ def activity(view: NodeView, now: float) -> Activity:
             stall = receipts.stall_marker(node.name, top.name, secs)
             return Activity(f"{text} · {stall}", "warning")
         return Activity(text, "text")
+    if node.live and progress.last_stop_reason == "aborted":
+        cut = aborted_line(view)
+        if cut is not None:
+            return Activity(cut, "warning")
     if node.live and view.terminal_line and not progress.entries:
         # An exec command that writes no session: its terminal says what it is doing.
         return Activity(view.terminal_line, "text")
