@@ -70,15 +70,20 @@ async def test_the_resume_hint_names_a_node_others_share_a_name_with_by_its_path
     code, out, err = await run_cli("status", "--json", cwd=tmp_path)
     assert code == 0, err
     hints = {n["path"]: n.get("resume") for n in json.loads(out)["nodes"]}
-    # Its lead first (a member's resume is refused while its lead has ended).
+    # Its lead first, in one command (a member's resume is refused while its lead has ended).
     assert hints["root/a/w"] == (
-        f"`{AS_RUN} tui --session main`, then `{AS_RUN} resume a`, then `{AS_RUN} resume a/w`"
+        f"`{AS_RUN} tui --session main`, then `{AS_RUN} resume a/w --with-parents`"
     )
     assert hints["root/b"] == f"`{AS_RUN} tui --session main`, then `{AS_RUN} resume b`"
     async with hosted(tmp_path):  # the host the hint says to start
         code, _out, err = await run_cli("resume", "w", cwd=tmp_path)
         assert code == 1 and "names several nodes" in err  # what the hint printed before
         code, _out, err = await run_cli("resume", "a/w", cwd=tmp_path)
-        assert code == 1 and "resume a first" in err  # the hint's order, said again
+        assert code == 1 and "resume a first" in err and "a/w --with-parents" in err, err
+        code, out, err = await run_cli("resume", "a/w", "--with-parents", cwd=tmp_path)
+        assert code == 0, err
+        assert [line.split(" on ")[0] for line in out.splitlines()] == ["Resumed a", "Resumed w"]
         code, out, err = await run_cli("resume", "b", cwd=tmp_path)
         assert code == 0 and "Resumed b" in out, err
+        code, _out, err = await run_cli("resume", "--all", "--with-parents", cwd=tmp_path)
+        assert code == 1 and "--with-parents goes with a NAME" in err, err

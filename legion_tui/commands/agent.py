@@ -197,6 +197,8 @@ def _resume_args(p: argparse.ArgumentParser) -> None:
                    help="every interrupted node you control, leads before their members")
     p.add_argument("--parallel", type=int, metavar="N",
                    help="with --all: how many start at once (default 2)")
+    p.add_argument("--with-parents", action="store_true",
+                   help="with NAME: resume its ended lead(s) first, then it")
     add_client_options(p)
 
 
@@ -207,9 +209,14 @@ def _resume(args: argparse.Namespace, client: BlockingClient) -> int:
         raise RequestError("BAD_REQUEST", "give a NAME or --all (one of them)")
     if args.parallel is not None and not args.all:
         raise RequestError("BAD_REQUEST", "--parallel goes with --all")
+    if args.with_parents and args.all:
+        raise RequestError("BAD_REQUEST", "--with-parents goes with a NAME (--all resumes "
+                           "leads first already)")  # fmt: skip
     fields: dict[str, object] = {"name": "all" if args.all else args.name}
     if args.parallel is not None:
         fields["parallel"] = args.parallel
+    if args.with_parents:
+        fields["with_parents"] = True
     result = client.request("resume", **fields)
     emit(args, result, result["receipt"])
     return 0

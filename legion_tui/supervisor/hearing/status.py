@@ -139,8 +139,8 @@ def status_document(
             chain = [entry["id"]]
             while (up := parents.get(chain[-1])) in interrupted:
                 chain.append(up)
-            steps = ", then ".join(f"`{legion} resume {refs[n]}`" for n in reversed(chain))
-            entry["resume"] = start + steps
+            with_parents = " --with-parents" if len(chain) > 1 else ""
+            entry["resume"] = start + f"`{legion} resume {refs[entry['id']]}{with_parents}`"
     return {
         "run_id": run_id,
         "session": session,

@@ -195,6 +195,24 @@ class Control:
         finally:
             roster.resuming.discard(target.id)
 
+    async def resume_with_parents(self, caller_id: str, name: str) -> str:
+        """Resume `name` and, first, each of its ancestors that has ended (outermost
+        first, none above the caller): a member whose lead ended, in one command. One
+        line per node; the first refusal ends it (its members would be refused too)."""
+        target = self._names.resolve(caller_id, name)
+        caller = self._names.caller(caller_id)
+        chain = [target]
+        nodes = self._model.nodes
+        parent_id = target.parent_id
+        while parent_id not in (None, ROOT_ID, caller.id) and parent_id in nodes:
+            parent = nodes[parent_id].node
+            if parent.live:
+                break  # an ancestor that runs: the ones above it run too, or need nothing
+            chain.append(parent)
+            parent_id = parent.parent_id
+        lines = [await self.resume(caller_id, node.id) for node in reversed(chain)]
+        return "\n".join(lines)
+
     async def resume_all(self, caller_id: str, parallel: int = RESUME_PARALLEL) -> str:
         """Every interrupted node the caller controls, leads before their members (a
         level starts once the one above it has), `parallel` starting at a time — never
@@ -234,8 +252,11 @@ class Control:
         parent = self._model.nodes.get(target.parent_id or "")
         # A take-back after an attach gives back what the node was, under any parent.
         if not idle and parent is not None and parent.node.id != ROOT_ID and not parent.node.live:
+            ref = self._names.ref(target)
             raise OpError(
-                "FORBIDDEN", f"resume {parent.node.name} first: {target.name}'s parent has ended"
+                "FORBIDDEN",
+                f"resume {parent.node.name} first: {target.name}'s parent has ended "
+                f"(`legion resume {ref} --with-parents` resumes both, its lead first)",
             )
         if previous is not None:  # it exited (failed): sweep what is left, then relaunch
             await self._sweep(target.id, previous)

@@ -121,6 +121,8 @@ async def _resume(sup: Front, caller: str, req: dict[str, Any]) -> dict[str, Any
         if not isinstance(parallel, int) or isinstance(parallel, bool):
             raise OpError("BAD_REQUEST", f"parallel must be a whole number, got {parallel!r}")
         return {"receipt": await sup.control.resume_all(caller, parallel)}
+    if _bool(req, "with_parents"):  # `legion resume NAME --with-parents`
+        return {"receipt": await sup.control.resume_with_parents(caller, name)}
     return {"receipt": await sup.control.resume(caller, name)}
 
 
