@@ -16,7 +16,7 @@ Ops and their fields (the server in `supervisor/socket/server.py` is the authori
   steer    name, text                                                   -> {outcome}
   status   name | null                                                  -> {run_id, session, nodes}
   tree                                                                  -> {text}
-  resume   name                                                         -> {receipt}
+  resume   name ("all": parallel: int), with_parents: bool            -> {receipt}
   mail     to, subject, body, kind, urgency      -> {message_id, to, to_path, state}
   phase    to, note?, evidence?, reason?, supersedes?: [str]
            -> {phase, from, receipt, verification?}

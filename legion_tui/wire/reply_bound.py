@@ -43,7 +43,7 @@ def reply_bound(op: str, fields: dict[str, Any]) -> float | None:
     timeout = fields.get("timeout")
     if op == "wait" and isinstance(timeout, int | float) and not isinstance(timeout, bool):
         return max(0.0, float(timeout)) + WAIT_MARGIN_S
-    if op == "resume" and fields.get("name") == "all":
+    if op == "resume" and (fields.get("name") == "all" or fields.get("with_parents")):
         return None  # a few at a time, however many: the host itself is still watched
     return BOUNDS.get(op, QUICK_S)
 
