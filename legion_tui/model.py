@@ -101,6 +101,7 @@ class EventType(enum.StrEnum):
     MAIL_DELIVERED = "mail_delivered"
     MAIL_BOUNCED = "mail_bounced"
     BUDGET_EXCEEDED = "budget_exceeded"
+    CHECKS = "checks"  # the project's checks on an agent's work: running, pass or fail
 
 
 class MailKind(enum.StrEnum):

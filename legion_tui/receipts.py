@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import functools
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from legion_tui.model import NodeStatus
@@ -367,3 +367,33 @@ def in_flight_suffix(stack: Sequence[InFlightTool]) -> str:
     if chain and len(chain) == len(stack) - 1:
         return f" (inside {chain[-1].name} ×{len(chain)})"
     return f" (+{len(stack) - 1} more)"
+
+
+# ----- the project's checks on an agent's work (issue 34) ----------------------------------
+def checks_words(data: Mapping[str, object]) -> str:
+    """A `checks` event as its row and `legion status` say it."""
+    state = data.get("state")
+    if state == "running":
+        return "checks running"
+    if state == "pass":
+        return "✓ checks"
+    summary = data.get("summary") or "failed"
+    if data.get("exhausted"):
+        retries = data.get("retries")
+        return f"✗ checks after {retries} retries" if retries else f"✗ checks: {summary}"
+    sent = int(str(data.get("round") or 0)) + 1
+    return f"✗ checks: {summary} · sent back ({sent} of {data.get('retries')})"
+
+
+def checks_failed_prompt(summary: str, tail: str, sent: int, retries: int) -> str:
+    """What a failing run of the project's checks says to the agent whose work it was."""
+    return (
+        f"The project's checks failed on your work: {summary} (round {sent} of {retries}). "
+        "Fix what they report, then end with your verdict line as before. The end of "
+        f"their output:\n```\n{tail}\n```"
+    )
+
+
+def checks_gave_up(name: str, summary: str, retries: int, output: object) -> str:
+    rounds = f"after {retries} retries" if retries else "(no retries set)"
+    return f"{name}: the project's checks still fail {rounds} — {summary}; output: {output}"

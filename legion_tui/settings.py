@@ -26,6 +26,11 @@
     [budget]
     usd = 5.0                    # a subtree that spends more is stopped (cost of its sessions)
 
+    [checks]                     # run in an agent's own worktree each time it settles
+    command = "make test"        # by /bin/sh (a list of strings: one argv)
+    timeout = 600                # seconds; then the command's process group is killed
+    retries = 2                  # a failure goes back to the agent this many times
+
     [agent]                      # what a `kind: auto` card (the bundled ones) runs
     default = "pi"               # auto | sim | pi | claude | codex | exec; absent/auto:
                                  # the first installed (pi, claude, codex)
@@ -62,6 +67,7 @@ than saying so.
 from __future__ import annotations
 
 import re
+import shlex
 import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -80,6 +86,7 @@ __all__ = [
     "LAND_MODES",
     "SETTINGS_FILE",
     "AgentSettings",
+    "ChecksSettings",
     "ClusterSettings",
     "KindSettings",
     "LandMode",
@@ -154,6 +161,16 @@ class ClusterSettings:
 
 
 @dataclass(frozen=True, slots=True)
+class ChecksSettings:
+    """`[checks]`: the project's own checks, run on an agent's work in its worktree when
+    it settles (issue 34 item 2); a failure goes back to the agent `retries` times."""
+
+    command: str | None = None  # run by /bin/sh in the worktree; a list is shell-joined
+    timeout_seconds: float = 600.0
+    retries: int = 2
+
+
+@dataclass(frozen=True, slots=True)
 class Settings:
     max_depth: int = 3
     max_children_per_node: int = 8
@@ -169,6 +186,7 @@ class Settings:
     notify_desktop: bool = True  # `[notify] desktop`
     budget_usd: float | None = None  # `[budget] usd`: None, no budget
     cluster: ClusterSettings = ClusterSettings()
+    checks: ChecksSettings = ChecksSettings()  # `[checks]`: the project's own checks
 
 
 DEFAULT_SETTINGS = Settings()
@@ -189,8 +207,9 @@ _BUDGETS: dict[str, tuple[str, int]] = {
 }
 _TOP_KEYS = (
     "theme", "stopGraceSeconds", "budgets", "phaseTimeouts", "agent", "worktrees",
-    "cluster", "notify", "budget", "land",
+    "cluster", "notify", "budget", "land", "checks",
 )
+CHECKS_KEYS = ("command", "timeout", "retries")
 CLUSTER_KEYS = ("engine", "address", "numCpus", "resources")
 CLUSTER_ENGINES = ("local", "ray")
 WORKTREE_KEYS = ("perAgent",)
@@ -305,7 +324,47 @@ def parse_settings(text: str, display: str) -> tuple[Settings, list[SettingsProb
             _budget(value, add, values)
         elif key == "cluster":
             _cluster(value, add, values)
+        elif key == "checks":
+            _checks(value, add, values)
     return Settings(**values), problems
+
+
+def _checks(value: object, add: _Add, values: dict[str, Any]) -> None:
+    if not isinstance(value, dict):
+        add("", "checks", "expected a table: [checks]")
+        return
+    fields: dict[str, Any] = {}
+    wrong = False
+
+    def bad(key: str, message: str, hint: str = "") -> None:
+        nonlocal wrong
+        wrong = True
+        add("checks", key, message, hint)
+
+    for key, item in value.items():
+        if key not in CHECKS_KEYS:
+            bad(key, "unknown key", f"[checks] keys are: {', '.join(CHECKS_KEYS)}")
+        elif key == "command":
+            argv = isinstance(item, list) and item and all(isinstance(a, str) for a in item)
+            if isinstance(item, str) and item.strip():
+                fields["command"] = item
+            elif argv:
+                fields["command"] = shlex.join(item)
+            else:
+                bad(key, f"expected a command (a string or a list of strings), got {item!r}",
+                    'e.g. command = "make test"')
+        elif key == "timeout":
+            number = isinstance(item, int | float) and not isinstance(item, bool)
+            if not number or not 0 < item < float("inf"):
+                bad(key, f"expected a number of seconds > 0, got {item!r}")
+            else:
+                fields["timeout_seconds"] = float(item)
+        elif not _is_int(item) or item < 0:
+            bad(key, f"expected a whole number ≥ 0, got {item!r}")
+        else:
+            fields["retries"] = item
+    if not wrong:  # nothing half-applied: a broken table runs no checks
+        values["checks"] = ChecksSettings(**fields)
 
 
 def _budgets(value: object, add: _Add, values: dict[str, Any]) -> None:

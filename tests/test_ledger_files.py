@@ -167,7 +167,7 @@ async def test_blank_files_need_create(tmp_path: Path, make: Callable[[Path], No
         await open_ledger(path)
     assert file_snapshot(path) == before
     async with await open_ledger(path, create=True) as ledger:
-        assert ledger.migrations_applied == [1, 2, 3]
+        assert ledger.migrations_applied == list(range(1, SCHEMA_VERSION + 1))
 
 
 async def test_a_live_ledger_is_recognised_though_its_main_header_is_stale(
@@ -217,7 +217,7 @@ async def test_migration_v1_to_v3_applies_once_and_keeps_rows(tmp_path: Path) ->
     nodes, usage = read_snapshot(path)  # a v1 ledger is readable before migrating
     assert [n.id for n in nodes] == ["old"] and usage == {}
     async with await open_ledger(path) as ledger:
-        assert ledger.migrations_applied == [2, 3]
+        assert ledger.migrations_applied == [2, 3, 4]
         assert (await ledger.get_node("old")) == make_node("old", status=NodeStatus.SETTLED)
         (letter,) = await ledger.get_messages("old")
         assert letter.delivered is MailState.ACCEPTED  # a v1 `1` reads as accepted
@@ -242,7 +242,7 @@ async def test_a_v2_ledger_takes_claude_and_codex_nodes_after_its_migration(
         conn.execute(NODE_INSERT_SQL, node_params(make_node("cc", kind="claude")))
     conn.close()
     async with await open_ledger(path) as ledger:
-        assert ledger.migrations_applied == [3]
+        assert ledger.migrations_applied == [3, 4]
         assert (await ledger.get_node("old")) == make_node("old", status=NodeStatus.SETTLED)
     conn = connect(path)
     with immediate(conn):
@@ -267,7 +267,7 @@ def test_concurrent_migrators_apply_exactly_once(tmp_path: Path) -> None:
     outcomes = run_workers(8, migrate_worker, lambda _w: (str(path),), timeout=60)
     assert all(status == "ok" for status, _ in outcomes), outcomes
     applied = sorted(tuple(v) for _, v in outcomes)
-    assert applied == [()] * 7 + [(2, 3)]
+    assert applied == [()] * 7 + [(2, 3, 4)]
     conn = sqlite3.connect(path)
     assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
     conn.close()
@@ -327,5 +327,39 @@ def test_check_constraints_accept_every_member_of_the_closed_sets(tmp_path: Path
                 " delivered, created_at) VALUES ('a', 'b', 'notice', 'normal', 's', 'b', ?, 0)",
                 (state.value,),
             )
-    assert conn.execute("SELECT count(*) FROM events").fetchone()[0] == 16
+    assert conn.execute("SELECT count(*) FROM events").fetchone()[0] == len(EventType) == 17
+    conn.close()
+
+
+async def test_a_v3_ledger_takes_checks_events_after_its_migration(tmp_path: Path) -> None:
+    """v3's events checked the types of its day: a run reopened after an upgrade must
+    record `checks` (issue 34) and keep its events and their index."""
+    from legion_tui.ledger.schema import check_in
+
+    path = tmp_path / "legion.db"
+    conn = connect(path)
+    assert migrate(conn, create=True, target=3) == [1, 2, 3]
+    old_types = [t for t in EventType if t is not EventType.CHECKS]
+    with immediate(conn):  # the events table as v3 made it (without `checks`)
+        conn.execute("DROP TABLE events")
+        conn.execute(f"""CREATE TABLE events (id INTEGER PRIMARY KEY, node_id TEXT,
+            type TEXT NOT NULL {check_in("type", old_types)},
+            data TEXT NOT NULL DEFAULT '{{}}' CHECK (json_valid(data)), at REAL NOT NULL)""")
+        conn.execute("CREATE INDEX events_node ON events (node_id, id)")
+        conn.execute("INSERT INTO events (node_id, type, data, at) "
+                     "VALUES ('old', 'node_settled', '{\"a\": 1}', 5.0)")  # fmt: skip
+    with pytest.raises(sqlite3.IntegrityError), immediate(conn):
+        conn.execute("INSERT INTO events (node_id, type, data, at) "
+                     "VALUES ('old', 'checks', '{}', 6.0)")  # fmt: skip
+    conn.close()
+    async with await open_ledger(path) as ledger:
+        assert ledger.migrations_applied == [4]
+        (kept,) = await ledger.get_events("old")
+        assert (kept.type, kept.data, kept.at) == (EventType.NODE_SETTLED, {"a": 1}, 5.0)
+    conn = connect(path)
+    with immediate(conn):
+        conn.execute("INSERT INTO events (node_id, type, data, at) "
+                     "VALUES ('old', 'checks', '{}', 6.0)")  # fmt: skip
+    indexes = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='index'")}
+    assert "events_node" in indexes
     conn.close()

@@ -6,6 +6,7 @@ Version history (each step is a tuple of single statements, applied in order ins
 - v2: the `usage` table (token counts written from the session tailer).
 - v3: nodes may run Claude Code and Codex (`kind` claude/codex, their backends): SQLite
   cannot change a CHECK, so the table is rebuilt with the new one and its rows copied.
+- v4: the `checks` event (the project's checks on an agent's work): events rebuilt alike.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from legion_tui.model import (
     Urgency,
 )
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 # `PRAGMA application_id`: header bytes 68..71 say "this file is a legion ledger", so a
 # file can be recognised from its first 100 bytes without SQLite touching it.
 APPLICATION_ID = int.from_bytes(b"LGN1", "big")
@@ -34,6 +35,7 @@ TABLES_BY_VERSION: dict[int, frozenset[str]] = {
     1: frozenset({"nodes", "events", "messages"}),
     2: LEDGER_TABLES,
     3: LEDGER_TABLES,
+    4: LEDGER_TABLES,
 }
 
 # The closed sets of v1 and v2, frozen: a migration must build what that version built,
@@ -89,17 +91,23 @@ _NODES_INDEXES = (
     "CREATE INDEX nodes_run ON nodes (run_id)",
 )
 
-_V1: tuple[str, ...] = (
-    _nodes_table("nodes", _V1_KINDS, _V1_BACKENDS),
-    *_NODES_INDEXES,
-    f"""CREATE TABLE events (
+def _events_table(name: str) -> str:
+    return f"""CREATE TABLE {name} (
         id INTEGER PRIMARY KEY,
         node_id TEXT,
         type TEXT NOT NULL {check_in("type", EventType)},
         data TEXT NOT NULL DEFAULT '{{}}' CHECK (json_valid(data)),
         at REAL NOT NULL
-    )""",
-    "CREATE INDEX events_node ON events (node_id, id)",
+    )"""
+
+
+_EVENTS_INDEX = "CREATE INDEX events_node ON events (node_id, id)"
+
+_V1: tuple[str, ...] = (
+    _nodes_table("nodes", _V1_KINDS, _V1_BACKENDS),
+    *_NODES_INDEXES,
+    _events_table("events"),
+    _EVENTS_INDEX,
     f"""CREATE TABLE messages (
         id INTEGER PRIMARY KEY,
         from_node TEXT NOT NULL,
@@ -138,6 +146,14 @@ _V3: tuple[str, ...] = (
     *_NODES_INDEXES,
 )
 
+_V4: tuple[str, ...] = (
+    _events_table("events_v4"),
+    "INSERT INTO events_v4 SELECT * FROM events",
+    "DROP TABLE events",  # its index goes with it
+    "ALTER TABLE events_v4 RENAME TO events",
+    _EVENTS_INDEX,
+)
+
 # MIGRATIONS[n] brings a version n-1 ledger to version n (v0 = a blank file).
-MIGRATIONS: dict[int, tuple[str, ...]] = {1: _V1, 2: _V2, 3: _V3}
+MIGRATIONS: dict[int, tuple[str, ...]] = {1: _V1, 2: _V2, 3: _V3, 4: _V4}
 assert sorted(MIGRATIONS) == list(range(1, SCHEMA_VERSION + 1))

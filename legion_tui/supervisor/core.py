@@ -43,8 +43,10 @@ from legion_tui.supervisor.life.stops import Stops
 from legion_tui.supervisor.processes.orphans import OrphanReaper
 from legion_tui.supervisor.services import Services, close_each
 from legion_tui.supervisor.state.progress_watch import ProgressWatch
+from legion_tui.supervisor.teams.checks import Checks
 from legion_tui.supervisor.teams.phase_watch import PhaseWatch
 from legion_tui.supervisor.teams.teams import Teams
+from legion_tui.wire.names import ROOT_ID
 from legion_tui.wire.spawn_request import Budgets
 
 if TYPE_CHECKING:
@@ -135,7 +137,12 @@ class Supervisor:
         self.stops = stops = Stops(ctx, notices)
         self.continuity = Continuity(ctx, stops)
         self.node_loss = NodeLoss(ctx, stops)
-        self.lifecycle = Lifecycle(ctx, teams, notices, progress)
+        # The project's checks on a settled agent's work; a failure is sent back to it
+        # as a steer from root (the control verbs are built below).
+        self.checks = Checks(
+            ctx, teams, lambda node_id, text: self.control.steer(ROOT_ID, node_id, text)
+        )
+        self.lifecycle = Lifecycle(ctx, teams, notices, progress, self.checks)
         self.blocking = Blocking(ctx.record, ctx.names)  # BLOCKED from the agents' questions
         # A subtree past its dollar budget is stopped.
         self.budget = BudgetWatch(ctx, stops, run=run_limit(ctx.project_dir))
@@ -264,6 +271,7 @@ class Supervisor:
             await close_each(
                 [
                     self.notices.close,  # the parents are being paused: nobody is told now
+                    self.checks.close,  # a run of the checks is no agent's to finish now
                     self.blocking.close,
                     # A stop under way finishes first (a `stop all` ends the run whose exit
                     # this is: its members must end stopped, not paused); then what the

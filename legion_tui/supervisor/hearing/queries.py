@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from legion_tui import receipts
-from legion_tui.model import LIVE_STATUSES
+from legion_tui.model import LIVE_STATUSES, EventType
 from legion_tui.session.progress import SessionProgress
 from legion_tui.supervisor.hearing.notices import Claim
 from legion_tui.supervisor.hearing.results import write_output
@@ -232,6 +232,9 @@ class Queries:
             idle={v.node.id for v in views if v.node.live and roster.between_turns(v.node.id)},
             terminal={v.node.id: v.terminal_line for v in views if v.terminal_line},
             budget_usd=self._model.budget_usd if caller.id == ROOT_ID and not name else None,
+            checks={
+                v.node.id: ev.data for v in views if (ev := v.last(EventType.CHECKS)) is not None
+            },
         )
 
     def tree_text(self, caller_id: str) -> str:

@@ -118,8 +118,10 @@ def status_document(
     idle: frozenset[str] | set[str] = frozenset(),
     terminal: Mapping[str, str] | None = None,
     budget_usd: float | None = None,
+    checks: Mapping[str, Mapping[str, Any]] | None = None,
 ) -> dict[str, Any]:
-    """`budget_usd`: the run's budget (`[budget] usd`), said beside what was spent."""
+    """`budget_usd`: the run's budget (`[budget] usd`), said beside what was spent;
+    `checks`: each node's last `checks` event (the project's checks on its work)."""
     lines = terminal or {}
     spent = total_spend(progress for _node, progress in rows)
     refs = shortest_refs(node for node, _progress in rows)
@@ -131,6 +133,9 @@ def status_document(
         _entry(node, progress, now, node.id in interrupted, node.id in idle, lines.get(node.id))
         for node, progress in rows
     ]
+    for entry in entries:
+        if checks is not None and entry["id"] in checks:
+            entry["checks"] = dict(checks[entry["id"]])
     parents = {node.id: node.parent_id for node, _progress in rows}
     for entry in entries:
         if entry["interrupted"]:
@@ -221,6 +226,8 @@ def render_status(doc: dict[str, Any]) -> str:
             facts.append(cost_text(e["cost_usd"], basis))
         if e["phase"]:
             facts.insert(0, f"phase {e['phase']}")
+        if isinstance(e.get("checks"), dict):
+            facts.append(receipts.checks_words(e["checks"]))
         if e.get("unreadable") == "ENOENT":  # never written: not an error
             if NodeStatus(e["status"]).live and not e.get("terminal"):
                 facts.append(receipts.FIRST_ANSWER_PENDING)

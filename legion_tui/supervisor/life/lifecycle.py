@@ -35,6 +35,7 @@ if TYPE_CHECKING:
     from legion_tui.supervisor.context import HostContext
     from legion_tui.supervisor.hearing.notices import Notices
     from legion_tui.supervisor.state.progress_watch import ProgressWatch
+    from legion_tui.supervisor.teams.checks import Checks
     from legion_tui.supervisor.teams.teams import Teams
 
 __all__ = ["Lifecycle", "TurnWatchingDelivery"]
@@ -68,7 +69,12 @@ class Lifecycle:
     """Monitor, settle, fail, retry, wake: the life of a node between launch and stop."""
 
     def __init__(
-        self, ctx: HostContext, teams: Teams, notices: Notices, progress: ProgressWatch
+        self,
+        ctx: HostContext,
+        teams: Teams,
+        notices: Notices,
+        progress: ProgressWatch,
+        checks: Checks | None = None,
     ) -> None:
         self._ctx = ctx  # the host is pausing (`closed`): nothing settles or fails now
         self._model = ctx.model
@@ -77,6 +83,7 @@ class Lifecycle:
         self._roster = ctx.roster
         self._teams = teams
         self._notices = notices
+        self._checks = checks  # the project's checks, on each settle of an agent's work
         # The node's freshest progress (its file polled once more).
         self._progress = progress.progress
         self.report_cost = progress.report_cost  # an agent's own total, from its stream
@@ -310,13 +317,15 @@ class Lifecycle:
         if node_id in self._empty_retried:
             data["notes"] = [receipts.EMPTY_RETRY_ANSWERED]
         self._empty_retried.discard(node_id)
-        await self._record.set_status(
+        settled = await self._record.set_status(
             node_id,
             NodeStatus.SETTLED,
             EventType.NODE_SETTLED,
             data,
             verdict=None if verdict is None else json.dumps(verdict, ensure_ascii=False),
         )
+        if settled is not None and self._checks is not None:
+            self._checks.settled(node_id)
 
     def _command_verdict(self, node: Node) -> dict[str, Any] | None:
         """An exec command writes no session: a verdict it printed as its last line is

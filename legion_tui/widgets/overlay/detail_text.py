@@ -215,6 +215,8 @@ _SENTENCES: dict[EventType, Callable[[dict[str, Any]], str]] = {
     EventType.PHASE_CHANGE: lambda d: f"phase {d.get('from')} → {d.get('to')}"
     + "".join(f" · {k} {d[k]}" for k in ("reason", "note") if d.get(k)),
     EventType.VERIFICATION_RESULT: lambda d: f"verification: {d.get('outcome')}",
+    EventType.CHECKS: lambda d: f"checks ({d.get('command')}): {receipts.checks_words(d)}"
+    + (f" · output {d['output_file']}" if d.get("output_file") else ""),
     EventType.BUDGET_EXCEEDED: lambda d: f"spawn refused: budget {d.get('budget')} "
     f"(limit {d.get('limit')}, asked {d.get('requested')})",
 }

@@ -261,6 +261,15 @@ def activity(view: NodeView, now: float) -> Activity:
     if node.status in (NodeStatus.SETTLED, NodeStatus.FAILED):
         verdict = _verdict_of(view)
         released = " · released" if view.released else ""  # its idle process ended
+        checks = view.last(EventType.CHECKS) if node.status is NodeStatus.SETTLED else None
+        if checks is not None:  # the project's checks on its work (issue 34)
+            words = receipts.checks_words(checks.data)
+            tone = "fail" if words.startswith("✗") else "warning" if "running" in words else None
+            ok, head = True, ""
+            if verdict is not None:
+                ok, reason = verdict
+                head = ("✓ " if ok else "✗ ") + reason + " · "
+            return Activity(head + words + released, tone or ("ok" if ok else "fail"))
         if verdict is not None:
             ok, reason = verdict
             return Activity(("✓ " if ok else "✗ ") + reason + released, "ok" if ok else "fail")
