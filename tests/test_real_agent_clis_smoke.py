@@ -416,10 +416,11 @@ def test_codex_exec_runs_a_tool_then_answers(server: ModelServer, proxy_log: Pro
 @pytest.mark.parametrize("model", ["claude-sonnet-4-5", MODEL])
 def test_claude_codes_own_cost_is_legions_estimate(model: str, server: ModelServer,
                                                     proxy_log: ProxyLog, tmp_path: Path) -> None:
-    """Issue 32 item 1. Claude's session file carries tokens, no cost: legion prices each
-    call from the price table. For a model Claude prices itself, its own `total_cost_usd`
-    and legion's estimate are the same figure; for a model no table knows, legion says
-    the cost is unknown (`$?`), never $0."""
+    """Issue 32 item 1. Claude's session file carries each call's tokens, no cost: legion
+    prices each call from the price table. For a model Claude prices itself, its own
+    `total_cost_usd` and legion's estimate are the same figure, and the total Claude
+    writes as it exits is taken as its own; for a model no table knows, legion says the
+    cost is unknown (`$?`), never $0 — nor Claude's guess at it."""
     world = claude_world(tmp_path)
     server.script(*tool_then_final(
         ToolCall("Bash", {"command": "printf hi > hi.txt", "description": "write hi.txt"},
@@ -444,5 +445,8 @@ def test_claude_codes_own_cost_is_legions_estimate(model: str, server: ModelServ
         assert cost_text(progress.cost, progress.cost_basis, long=True) == "$? tokens only"
     else:
         assert own["total_cost_usd"] > 0
-        assert progress.cost == pytest.approx(own["total_cost_usd"], rel=1e-9)
-        assert (progress.cost_basis, progress.estimated_calls) == ("estimated", 2)
+        # legion's estimate is Claude's figure; and Claude's own, from the `cost-state`
+        # it wrote as it exited, is the session's cost.
+        assert progress.tokens.cost == pytest.approx(own["total_cost_usd"], rel=1e-9)
+        assert progress.reported_cost == pytest.approx(own["total_cost_usd"], rel=1e-9)
+        assert (progress.cost_basis, progress.estimated_calls) == ("reported", 2)
