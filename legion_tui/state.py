@@ -83,6 +83,7 @@ class LegionModel:
         self._dirty: set[str] = set()
         self._flush_scheduled = False
         self.version = 0  # grows on every structural or data change
+        self.flushed_version = 0  # the version the last flush's dirty set covers
         self.announcements: deque[str] = deque(maxlen=ANNOUNCEMENTS_KEPT)
         self.announced = 0  # how many were ever made (the dashboard toasts the new ones)
         # The run's dollar limit (`[budget] usd`), shown beside its spend from the start.
@@ -241,5 +242,8 @@ class LegionModel:
             return
         dirty = frozenset(self._dirty)
         self._dirty.clear()
+        # What `dirty` covers: a listener may change the model while it is told (its
+        # change is in the next flush), so `version` may move on during the loop below.
+        self.flushed_version = self.version
         for listener in list(self._listeners):
             listener(dirty)

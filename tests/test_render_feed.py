@@ -151,3 +151,34 @@ def test_the_rate_memo_follows_the_view_its_revision_and_the_clock() -> None:
                                                                clock.now)
     later = clock.now + 4.0
     assert node_rate(a.nodes["root"], later) == live_tok_s(a.nodes["root"].progress, later)
+
+
+async def test_a_change_made_while_listeners_are_told_is_never_taken_as_seen() -> None:
+    """A listener told before the index changes the model in its turn (the change is in
+    the next flush); the index asked between the two flushes took the version as covered
+    and, the next flush bringing no new version, kept a settled agent counted live for
+    good — the header said ●2 ○0 under a tree row that said ○ settled."""
+    clock = Clock()
+    model = make_legion(clock, centurions=1, workers=1)
+    worker = next(nid for nid, v in model.nodes.items() if v.node.role == "worker")
+    other = next(nid for nid, v in model.nodes.items() if v.node.role == "centurion")
+    model.upsert(replace(model.nodes[worker].node, status=NodeStatus.RUNNING))
+    await asyncio.sleep(0)  # its flush: nothing pending from here on
+
+    def settle_worker_once(dirty: frozenset[str]) -> None:
+        if other in dirty and model.nodes[worker].node.status is NodeStatus.RUNNING:
+            model.upsert(replace(model.nodes[worker].node, status=NodeStatus.SETTLED))
+
+    model.subscribe(settle_worker_once)  # told before the index's feed
+    index = LiveIndex(model)
+    assert index.counts() == walk_counts(model)
+    model.set_progress(other, streaming(clock.now, 20.0))  # its flush is due
+    # Asked between that flush (which settles the worker) and the next (which tells it),
+    # as a frame or a timer due in between asks.
+    asked: list[dict[str, int]] = []
+    asyncio.get_running_loop().call_soon(lambda: asked.append(index.counts()))
+    for _ in range(3):
+        await asyncio.sleep(0)
+    assert model.nodes[worker].node.status is NodeStatus.SETTLED and asked
+    assert index.counts() == walk_counts(model)
+    assert worker not in [v.node.id for v in index.live()]

@@ -32,9 +32,11 @@ class ChangeFeed:
 
     def _heard(self, dirty: frozenset[str]) -> None:
         self._ids |= dirty
-        # A flush drains every pending touch, so at this moment the signalled ids
-        # cover every change up to this version.
-        self._heard_version = self.model.version
+        # A flush drains every pending touch: the signalled ids cover every change up to
+        # the version it was taken at — not `model.version` now, which a listener told
+        # before this one may have moved (its change comes in the next flush; a header
+        # that took it as covered kept a settled agent counted live for good).
+        self._heard_version = self.model.flushed_version
 
     def take(self) -> frozenset[str] | None:
         """Ids changed since the last take; None means "unknown: look at every node"."""
