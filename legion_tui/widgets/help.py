@@ -48,6 +48,8 @@ OVERLAY_KEYS: tuple[tuple[str, str], ...] = (
     ("1 … 6", "pick a tab (Transcript, Activity, Mail, Events, Terminal, Diff)"),
     ("[ / ]", "previous / next tab"),
     ("w", "wrap the transcript's long entries (the newest 2000), or cut them again"),
+    ("v", "the transcript's every line — the agent's own records (attachments, events, "
+          "usage) too — or the conversation only again"),
     ("i / Ctrl+]", "Terminal tab of a running command: type into it (-- INSERT --) / stop"),
     ("Esc / q", "close the overlay"),
 )

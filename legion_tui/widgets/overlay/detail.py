@@ -40,7 +40,7 @@ from legion_tui.widgets.overlay.letters import Letters
 from legion_tui.widgets.overlay.message_box import MessageBox
 from legion_tui.widgets.overlay.talk import MessageHistory
 from legion_tui.widgets.overlay.terminal_view import TerminalTab, TerminalView
-from legion_tui.widgets.overlay.transcript_view import TranscriptView
+from legion_tui.widgets.overlay.transcript_view import RAW_KEY, TranscriptView
 from legion_tui.widgets.paint import paint_for
 
 
@@ -69,6 +69,8 @@ class DetailScreen(ModalScreen[None]):
         Binding("left_square_bracket", "tab_step(-1)", show=False),
         Binding("right_square_bracket", "tab_step(1)", show=False),
         Binding("w", "wrap", "Wrap", show=False),
+        # The transcript's every line (internal records too), or the conversation only.
+        Binding(RAW_KEY, "raw", "All lines", show=False),
         Binding("i", "insert", "Type into the command", show=False),
         # The app's own `t`: a modal screen passes none of the app's bindings on.
         Binding("t", "app.cycle_theme", "Theme", show=False),
@@ -285,6 +287,12 @@ class DetailScreen(ModalScreen[None]):
         """w: the transcript's long entries on as many rows as they need, or cut."""
         if self.showing:
             self._transcript_view.toggle_wrap()
+
+    def action_raw(self) -> None:
+        """v: the transcript's every line (the agent's own records too), or again the
+        conversation only."""
+        if self.showing:
+            self._transcript_view.toggle_raw()
 
     def action_tab(self, index: int) -> None:
         if self.showing and 0 <= index < len(self._tab_ids):

@@ -251,12 +251,12 @@ def event_lines(view: NodeView, name_of: Callable[[str], str] | None = None) -> 
 def footer_text(width: int, tabs: int) -> str:
     """The overlay's own keys, as many as fit (least useful dropped first)."""
     keys = [
-        f"1-{tabs} [ ] tabs", "w wrap", "x stop", "a abort", "s steer", "r resume",
-        "X force stop", "L land", "A attach", "n new agent", "esc close",
+        f"1-{tabs} [ ] tabs", "w wrap", "x stop", "a abort", "s steer", "v all lines",
+        "r resume", "X force stop", "L land", "A attach", "n new agent", "esc close",
     ]
     order = [
-        "n new agent", "L land", "A attach", "X force stop", "r resume", "w wrap", "s steer",
-        "a abort",
+        "n new agent", "L land", "A attach", "X force stop", "r resume", "v all lines",
+        "w wrap", "s steer", "a abort",
     ]
     while len(" · ".join(keys)) + 1 > width and order:
         keys.remove(order.pop(0))

@@ -6,6 +6,12 @@ decodes only the pages on screen. It opens on the newest entries and follows the
 `refresh_tail()` (called on the node's model changes) indexes what was appended, drops
 the cached pages the new lines land in, and keeps the end in view — unless the user
 scrolled up to read, in which case the view stays where it is.
+
+It shows the conversation — the user, the replies, tool calls and results, errors — and
+hides the agents' internal records (Claude Code's attachments and api-requests, Codex's
+events and turn contexts, pi's session header): a note on the first row says how many,
+and `v` (`toggle_raw`) shows every line of the file again, or hides them again. The rows
+are the pager's conversation index, so hiding costs nothing per row drawn.
 """
 
 from __future__ import annotations
@@ -33,6 +39,7 @@ INDEX_STEP_BYTES = 4 * SCAN_CHUNK
 # its text, so laying out a 50 MB session would decode every page of it.
 WRAP_ITEMS = 2000
 LABEL_WIDTH = 12  # " assistant " and its padding
+RAW_KEY = "v"  # the overlay's key for every line (DetailScreen binds it; the note names it)
 
 
 class TranscriptView(ScrollView, FollowsTheme, can_focus=True):
@@ -53,16 +60,47 @@ class TranscriptView(ScrollView, FollowsTheme, can_focus=True):
         self._generation = 0
         self.walker: Worker[None] | None = None  # the running (or last) walk to the end
         self.wrap = False  # long entries on as many rows as they need (the overlay's w)
-        # Wrapped layout: (known entries, width, file generation) → (entry, chunk, first).
-        self._wrapped: tuple[tuple[int, int, int], list[tuple[TranscriptItem, str, bool]]]
-        self._wrapped = ((-1, -1, -1), [])
+        self.raw = False  # every line of the file, internal records too (the overlay's v)
+        # Wrapped layout: (known entries, width, file generation, raw) → (entry, chunk,
+        # first).
+        self._wrapped: tuple[
+            tuple[int, int, int, bool], list[tuple[TranscriptItem, str, bool]]
+        ] = ((-1, -1, -1, False), [])
 
     def toggle_wrap(self) -> None:
         self.wrap = not self.wrap
+        self._relaid()
+
+    def toggle_raw(self) -> None:
+        """Every line of the file, or the conversation only (the default)."""
+        self.raw = not self.raw
+        self._pages.clear()  # pages are of rows, and the rows are other lines now
+        self._relaid()
+
+    def _relaid(self) -> None:
         self._update_height()
         self.refresh()
         if self.follow:
             self.scroll_end(animate=False)
+
+    def _entries(self) -> int:
+        """The rows' entries known so far: every line indexed, or its conversation."""
+        if self.pager is None:
+            return 0
+        return self.pager.count_known() if self.raw else self.pager.count_said()
+
+    def note(self) -> str | None:
+        """The first row: how many internal records are hidden (or shown) and the key
+        that shows (or hides) them; None when the file has none (so far)."""
+        if self.pager is None or self.error is not None:
+            return None
+        hidden = self.pager.count_known() - self.pager.count_said()
+        if hidden <= 0:
+            return None
+        records = "internal record" if hidden == 1 else "internal records"
+        if self.raw:
+            return f"every line shown, {hidden} {records} among them · {RAW_KEY} hides them"
+        return f"{hidden} {records} hidden · {RAW_KEY} shows them"
 
     def _page(self, number: int) -> list[TranscriptItem]:
         items = self._pages.get(number)
@@ -70,7 +108,10 @@ class TranscriptView(ScrollView, FollowsTheme, can_focus=True):
             items = []
             if self.pager is not None and self.error is None:
                 try:
-                    items = self.pager.page(number, PAGE)
+                    if self.raw:
+                        items = self.pager.page(number, PAGE)
+                    else:
+                        items = self.pager.conversation_page(number, PAGE)
                 except OSError as error:  # deleted / EACCES: say so, retry on reopen
                     self.error = f"session unreadable: {error.strerror or error}"
             if len(self._pages) >= MAX_PAGES:
@@ -81,11 +122,11 @@ class TranscriptView(ScrollView, FollowsTheme, can_focus=True):
 
     def _wrapped_rows(self) -> list[tuple[TranscriptItem, str, bool]]:
         """The newest WRAP_ITEMS entries cut into rows of the text width (cached)."""
-        known = self.pager.count_known() if self.pager is not None else 0
+        known = self._entries()
         # The text's width is what the scrollbar leaves: wrapped to the whole width, each
         # row's last two characters sat under the scrollbar, lost at every break.
         width = max(8, self.scrollable_content_region.width - LABEL_WIDTH)
-        key = (known, width, self._generation)
+        key = (known, width, self._generation, self.raw)
         if self._wrapped[0] != key:
             # Claimed first: the pages read below update the height, which asks again.
             self._wrapped = (key, [])
@@ -100,11 +141,12 @@ class TranscriptView(ScrollView, FollowsTheme, can_focus=True):
         return self._wrapped[1]
 
     def _update_height(self) -> None:
-        known = self.pager.count_known() if self.pager is not None else 0
+        known = self._entries()
         more = 0 if self.pager is None or self.pager.at_end else 1
         if self.wrap and self.error is None:
             known = len(self._wrapped_rows())
-        height = known + more if self.error is None else 1
+        top = 1 if self.note() is not None else 0
+        height = top + known + more if self.error is None else 1
         if self.virtual_size.height != height or self.virtual_size.width != self.size.width:
             self.virtual_size = Size(self.size.width, height)
 
@@ -127,7 +169,8 @@ class TranscriptView(ScrollView, FollowsTheme, can_focus=True):
     async def _index_to_end(self) -> None:
         assert self.pager is not None
         pager = self.pager
-        known = pager.count_known()
+        known = self._entries()
+        raw = self.raw
         at_bottom = self.follow  # decided before the height grows under the scroll
         try:
             while True:
@@ -147,7 +190,9 @@ class TranscriptView(ScrollView, FollowsTheme, can_focus=True):
             self._generation = pager.generation  # another file now: nothing cached holds
             self._pages.clear()
             known = 0
-        # The page the old last line sat in, and any after it, gained lines.
+        if raw != self.raw:
+            known = 0  # toggled during the walk: the cached pages are of the new rows
+        # The page the old last row sat in, and any after it, gained rows.
         for number in [n for n in self._pages if n >= known // PAGE]:
             del self._pages[number]
         self._update_height()
@@ -176,10 +221,11 @@ class TranscriptView(ScrollView, FollowsTheme, can_focus=True):
             "assistant": paint.roles["centurion"],
             "invalid": paint.warning,
         }.get(item.role, paint.dim)
+        # An internal record (shown by v) reads dim: the conversation stands out.
+        body = paint.fail if item.is_error else paint.base if item.said else paint.dim
         segs = [
             Segment(f" {item.role:>10} " if label else " " * LABEL_WIDTH, style),
-            Segment(_row_text(item) if text is None else text,
-                    paint.fail if item.is_error else paint.base),
+            Segment(_row_text(item) if text is None else text, body),
         ]
         return Strip(segs).crop(0, width).adjust_cell_length(width, paint.blank)
 
@@ -192,6 +238,13 @@ class TranscriptView(ScrollView, FollowsTheme, can_focus=True):
             return Strip([Segment(text, paint.warning)]).crop(0, width).adjust_cell_length(
                 width, paint.blank
             )
+        note = self.note()
+        if note is not None:
+            if idx == 0:
+                return Strip([Segment(f" {note}", paint.dim)]).crop(0, width).adjust_cell_length(
+                    width, paint.blank
+                )
+            idx -= 1  # the rows below the note
         if self.wrap:
             rows = self._wrapped_rows()
             if idx >= len(rows):
