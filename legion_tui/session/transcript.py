@@ -203,28 +203,27 @@ class TranscriptPager:
     def page(self, index: int, size: int) -> list[TranscriptItem]:
         """Items [index·size, (index+1)·size) of every line. Reads only up to the end of
         that page."""
-        if index < 0 or size <= 0:
-            return []
-        fd = open_regular(self.path)
-        try:
-            self._check_identity(fd)
-            first = index * size
-            self._index_until(fd, lambda: len(self._ends) >= first + size)
-            return [self._item(fd, number) for number in range(first, min(first + size,
-                                                                         len(self._ends)))]
-        finally:
-            os.close(fd)
+        return self._page(index, size, conversation=False)
 
     def conversation_page(self, index: int, size: int) -> list[TranscriptItem]:
         """The same of the conversation lines only: row r is the r-th of them."""
+        return self._page(index, size, conversation=True)
+
+    def _page(self, index: int, size: int, *, conversation: bool) -> list[TranscriptItem]:
         if index < 0 or size <= 0:
             return []
+        first = index * size
+
+        def indexed() -> int:
+            return len(self._said) if conversation else len(self._ends)
+
         fd = open_regular(self.path)
         try:
             self._check_identity(fd)
-            first = index * size
-            self._index_until(fd, lambda: len(self._said) >= first + size)
-            return [self._item(fd, number) for number in self._said[first:first + size]]
+            self._index_until(fd, lambda: indexed() >= first + size)
+            numbers = (self._said[first:first + size] if conversation
+                       else range(first, min(first + size, len(self._ends))))  # fmt: skip
+            return [self._item(fd, number) for number in numbers]
         finally:
             os.close(fd)
 

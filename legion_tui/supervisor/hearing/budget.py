@@ -9,11 +9,11 @@ budget is passed its subtree is stopped through the supervisor's own stop (child
 first, as any stop), a `budget_exceeded` event records which budget, the spent figure,
 the limit and the stop's receipt, and the user is told (root's announcement: a toast).
 Each budget trips once, and while one is spent past no spawn under it is admitted
-(`refusal`); a run limit changed in the settings meanwhile (`legion budget set`, an
-editor: the file is looked at on every model change and once a second) applies at once — raised, it
-reopens admission; lowered past the spend, it trips. A node
-under a budget whose calls have no price (a model no price table knows:
-legion_tui.costs) is said once: the budget cannot hold for it.
+(`refusal`). A run limit changed in the settings meanwhile (`legion budget set`, an
+editor: the file is looked at on every model change and once a second) applies at
+once: raised, it reopens admission; lowered past the spend, it trips. A node under a
+budget whose calls have no price (a model no price table knows: legion_tui.costs) is
+said once: the budget cannot hold for it.
 """
 
 from __future__ import annotations

@@ -124,7 +124,11 @@ class Control:
         node = self._names.node(node_id)
         try:
             await self._launcher.wake(node)
-        except Exception as err:
+        except OpError as err:
+            if err.code not in ("ALREADY_RUNNING", "CLOSED"):  # (another start, or a stop)
+                self._mail_wake_failed.add(node_id)
+            raise
+        except Exception as err:  # its agent would not start: say so once
             self._mail_wake_failed.add(node_id)
             log.warning("a letter to %s did not start it again: %s", node.path, err)
             raise

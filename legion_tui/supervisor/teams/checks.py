@@ -12,7 +12,7 @@ A failure goes back to the agent that owns the change: the command and the end o
 output as a follow-up on its session (a steer: a released agent is started again
 first), up to `[checks] retries` rounds; the agent's next settle runs the checks again.
 After the last round the row says `✗ checks after N retries` and the user is told. A
-pass, or a settle after the user took over, starts the count again.
+pass, or the rounds running out, starts the count again.
 
 Only an agent working in a worktree of its own is checked (a team's members share their
 lead's: the lead's settle checks the team's work), and never a simulated one (its work
