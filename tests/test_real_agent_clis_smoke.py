@@ -39,6 +39,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import psutil
 import pytest
 from agent_bins import codex_install
 from claude_env import claude_vars, claude_world
@@ -174,13 +175,22 @@ def base_env(home: Path, bin_dir: Path, mark: str, extra: Mapping[str, str]) -> 
 
 
 def _group_alive(pgid: int) -> bool:
-    try:
-        os.killpg(pgid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
+    """A process of the group still runs. A zombie does not: an in-process host of an
+    earlier test made this worker a child subreaper (process-wide, for good), so the
+    CLI's orphaned helpers re-parent here once it exits and, ended, wait to be reaped —
+    `killpg(pgid, 0)` counted them alive (the Claude flake seen under load). Ours are
+    reaped on the way."""
+    alive = False
+    for proc in psutil.process_iter(["pid", "status", "ppid"]):
+        with contextlib.suppress(psutil.Error, OSError):
+            if os.getpgid(proc.pid) != pgid:
+                continue
+            if proc.info["status"] != psutil.STATUS_ZOMBIE:
+                alive = True
+            elif proc.info["ppid"] == os.getpid():
+                with contextlib.suppress(ChildProcessError):
+                    os.waitpid(proc.pid, os.WNOHANG)
+    return alive
 
 
 @dataclass
