@@ -56,6 +56,16 @@ class SessionFigures(Protocol):
     @property
     def cost_basis(self) -> CostBasis: ...
 
+    # What those two are made of (`total_spend` reads them directly).
+    @property
+    def reported_cost(self) -> float | None: ...
+
+    @property
+    def estimated_calls(self) -> int: ...
+
+    @property
+    def unpriced_calls(self) -> int: ...
+
 
 class Spend(NamedTuple):
     """A NamedTuple, not a dataclass: `dataclasses` (and `inspect` under it) was most of
@@ -88,17 +98,22 @@ def spend_of(progress: SessionFigures) -> Spend:
 def total_spend(progresses: Iterable[SessionFigures]) -> Spend:
     """The sum of `spend_of` over the sessions, in plain locals: the budget sums a whole
     run on every model change, and a `Spend` built and added per session made 1 000
-    sessions cost 3.1 ms instead of 0.17."""
+    sessions cost 3.1 ms instead of 0.17. So `SessionProgress.cost` and `.cost_basis`
+    are read from their fields here, not through the two properties (1 000 sessions:
+    0.45 ms through them, 0.18 so)."""
     usd, tokens, estimated, unpriced = 0.0, 0, 0, 0
     for progress in progresses:
         usage = progress.tokens
-        usd += progress.cost
         tokens += usage.input + usage.output
-        basis = progress.cost_basis
-        if basis == "estimated":
-            estimated += 1
-        elif basis == "unknown":
+        reported = progress.reported_cost
+        if reported is not None and reported >= usage.cost:
+            usd += reported  # the agent's own total: "reported"
+            continue
+        usd += usage.cost
+        if progress.unpriced_calls:
             unpriced += 1
+        elif progress.estimated_calls:
+            estimated += 1
     return Spend(usd, tokens, estimated, unpriced)
 
 

@@ -79,3 +79,25 @@ def test_a_cost_says_how_it_is_known() -> None:
     assert fmt_spend(Spend(0.5, 10, estimated=1, unpriced=2)) == "$0.500+?"
     assert fmt_spend(Spend(0.5, 10, pretend=3)) == "$0.500 pretend"  # the demo's dollars
     assert Spend(1, 2, 1, 0) + Spend(1, 2, 0, 1) - Spend(1, 2, 1, 1) == Spend(1, 2, 0, 0)
+
+
+@pytest.mark.parametrize("reported", [None, 0.0, 0.02, 0.5])
+@pytest.mark.parametrize(("estimated", "unpriced"), [(0, 0), (2, 0), (0, 1), (3, 2)])
+def test_the_runs_sum_reads_each_session_as_its_own_figures_do(
+    reported: float | None, estimated: int, unpriced: int
+) -> None:
+    """`total_spend` reads the fields behind `SessionProgress.cost` and `.cost_basis`
+    (the budget's hot path): for every mix it must say what `spend_of` says."""
+    from legion_tui.costs import spend_of, total_spend
+    from legion_tui.session.progress import SessionProgress
+
+    sessions = []
+    for cost in (0.0, 0.1, 0.3):
+        p = SessionProgress(estimated_calls=estimated, unpriced_calls=unpriced,
+                            reported_cost=reported)  # fmt: skip
+        p.tokens.cost, p.tokens.input, p.tokens.output = cost, 10, 5
+        sessions.append(p)
+    whole = Spend()
+    for p in sessions:
+        whole += spend_of(p)
+    assert total_spend(sessions) == whole
