@@ -3,8 +3,8 @@
 
 The settings file is the user's: one key is changed, every comment and every other line
 kept as written (tomlkit), written atomically; a file that does not parse is refused and
-left alone. A running host looks at the file on every model change: a raised limit
-admits spawns again at once, a lowered one past the spend stops what runs under it. An
+left alone. A running host looks at the file once a second and at each spawn: a raised
+limit admits spawns again at once, a lowered one past the spend stops what runs under it. An
 agent's shell (a verb run inside a legion) may not change its own budget.
 """
 

@@ -10,8 +10,8 @@ first, as any stop), a `budget_exceeded` event records which budget, the spent f
 the limit and the stop's receipt, and the user is told (root's announcement: a toast).
 Each budget trips once, and while one is spent past no spawn under it is admitted
 (`refusal`). A run limit changed in the settings meanwhile (`legion budget set`, an
-editor: the file is looked at on every model change and once a second) applies at
-once: raised, it reopens admission; lowered past the spend, it trips. A node under a
+editor: the file is looked at once a second, and at each spawn) applies at once:
+raised, it reopens admission; lowered past the spend, it trips. A node under a
 budget whose calls have no price (a model no price table knows: legion_tui.costs) is
 said once: the budget cannot hold for it.
 """
@@ -132,8 +132,9 @@ class BudgetWatch:
             self._tripped.discard("")
 
     def start(self) -> None:
-        """Look at the settings file once a second too: a limit lowered while nothing
-        changes (agents inside long commands) must still stop them."""
+        """Look at the settings file once a second (and at each spawn: `refusal`): a
+        limit lowered while nothing changes (agents inside long commands) must still
+        stop them."""
         self._poll = asyncio.get_running_loop().create_task(
             self._watch_settings(), name="budget-settings"
         )
@@ -146,7 +147,7 @@ class BudgetWatch:
 
     def _settings_moved(self) -> bool:
         """The settings file changed since it was read (`legion budget set`, an editor):
-        its limit applies from now — one stat per model change, and once a second."""
+        its limit applies from now — one stat, once a second and at each spawn."""
         seen = _stamp(self._settings)
         if seen == self._settings_seen:
             return False
@@ -157,7 +158,6 @@ class BudgetWatch:
     def _changed(self, dirty: frozenset[str]) -> None:
         if self._ctx.closed:
             return
-        self._settings_moved()
         nodes = self._model.nodes
         if self._run is not None and "" not in self._tripped:
             spent = total_spend(view.progress for view in nodes.values()).usd
