@@ -74,7 +74,7 @@ class Lifecycle:
         teams: Teams,
         notices: Notices,
         progress: ProgressWatch,
-        checks: Checks | None = None,
+        checks: Checks,
     ) -> None:
         self._ctx = ctx  # the host is pausing (`closed`): nothing settles or fails now
         self._model = ctx.model
@@ -324,7 +324,7 @@ class Lifecycle:
             data,
             verdict=None if verdict is None else json.dumps(verdict, ensure_ascii=False),
         )
-        if settled is not None and self._checks is not None:
+        if settled is not None:
             self._checks.settled(node_id)
 
     def _command_verdict(self, node: Node) -> dict[str, Any] | None:
