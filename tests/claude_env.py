@@ -36,7 +36,7 @@ MODEL = "scripted-model"  # passed with --model; Claude passes any name through
 OFFLINE = {"DISABLE_TELEMETRY": "1", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1"}
 
 # Kept from the parent environment; everything else is dropped.
-_INHERITED = ("LANG", "LC_ALL", "LC_CTYPE", "TZ")
+_INHERITED = ("LANG", "LC_ALL", "LC_CTYPE", "TZ", "LEGION_AGENTS_DIR")
 _SYSTEM_PATH = "/usr/local/bin:/usr/bin:/bin"
 # Settings of an outer Claude Code (or a user's shell) that would steer the one under test.
 _CLAUDE_SETTING = re.compile(r"(?i)^(anthropic_.*|claude.*)$")

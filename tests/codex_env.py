@@ -29,7 +29,7 @@ KEY_VAR = "SCRIPTED_API_KEY"  # the provider's env_key: Codex fails a turn when 
 DUMMY_KEY = "sk-scripted-dummy-000"
 
 # Kept from the parent environment; everything else is dropped (API keys, proxies, npm).
-_INHERITED = ("LANG", "LC_ALL", "LC_CTYPE", "TZ")
+_INHERITED = ("LANG", "LC_ALL", "LC_CTYPE", "TZ", "LEGION_AGENTS_DIR")
 _SYSTEM_PATH = "/usr/local/bin:/usr/bin:/bin"
 
 

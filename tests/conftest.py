@@ -23,6 +23,13 @@ pytest_plugins = ["timeout_tasks"]
 settings.register_profile("legion", deadline=None, suppress_health_check=[HealthCheck.too_slow])
 settings.load_profile("legion")
 
+# The agents `make agents` installed beside legion (.venv/agents) are found by `kind: auto`
+# when PATH has none (agents.installed). A test says which agent it runs — by PATH, a
+# card's command or `--kind` — and a test of "no agent installed" restricts PATH: legion
+# looks in no folder of installed agents here, in this process or any it starts, unless
+# a test names one (tests/test_installed_agents.py).
+os.environ["LEGION_AGENTS_DIR"] = ""
+
 # The tiers (pyproject's markers): one per test, by its module's `pytestmark`.
 TIERS = ("unit", "host", "real", "ray")
 

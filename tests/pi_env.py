@@ -24,7 +24,7 @@ MODEL = "scripted-model"
 DUMMY_KEY = "scripted-dummy-key"
 
 # Kept from the parent environment; everything else is dropped (API keys, proxies, npm).
-_INHERITED = ("LANG", "LC_ALL", "LC_CTYPE", "TZ", "TMPDIR")
+_INHERITED = ("LANG", "LC_ALL", "LC_CTYPE", "TZ", "TMPDIR", "LEGION_AGENTS_DIR")
 _SYSTEM_PATH = "/usr/local/bin:/usr/bin:/bin"
 
 

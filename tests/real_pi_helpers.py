@@ -64,7 +64,10 @@ START_LIMIT = 60.0  # one pi start on 2 loaded cores: 2–5 s; six together: far
 TURN_LIMIT = 60.0
 
 # Inherited variables that would send pi elsewhere (a proxy, a real key) or change Node.
-_DROP = re.compile(r"(?i)^(.*_proxy|.*_api_key|node_options|npm_.*|legion_.*|pi_.*)$")
+# LEGION_AGENTS_DIR stays: the suite's "look in no folder of installed agents" (conftest).
+_DROP = re.compile(
+    r"(?i)^(.*_proxy|.*_api_key|node_options|npm_.*|legion_(?!agents_dir$).*|pi_.*)$"
+)
 
 
 def verdict_line(reason: str, ok: bool = True) -> str:

@@ -137,7 +137,7 @@ async def test_a_configured_agent_that_is_not_installed_is_refused(
             await spawn_one(sup, "scout")
         assert refused.value.message.startswith(
             "no agent to run 'scout' (kind: auto): .legion/settings.toml:3 says [agent] "
-            "default = \"pi\", but 'pi' is not installed (not on PATH) — nothing spawned."
+            "default = \"pi\", but 'pi' is not installed (looked on PATH) — nothing spawned."
         )
         assert list(sup.model.nodes) == [ROOT_ID]
 

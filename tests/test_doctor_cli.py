@@ -39,7 +39,7 @@ def doctor(
         capture_output=True,
         text=True,
         timeout=60,
-        env={"PATH": path, "HOME": str(project)},
+        env={"PATH": path, "HOME": str(project), "LEGION_AGENTS_DIR": ""},
     )
 
 

@@ -62,7 +62,7 @@ PROVIDER = "scripted"
 MODEL = "scripted-model"
 
 # Kept from the parent environment; everything else is dropped (API keys, proxies, npm).
-_INHERITED = ("LANG", "LC_ALL", "LC_CTYPE", "TZ")
+_INHERITED = ("LANG", "LC_ALL", "LC_CTYPE", "TZ", "LEGION_AGENTS_DIR")
 _SYSTEM_PATH = "/usr/local/bin:/usr/bin:/bin"
 
 Event = dict[str, Any]

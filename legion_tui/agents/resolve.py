@@ -7,15 +7,18 @@ The bundled cards say `kind: auto`. At launch that becomes, in order:
    pretence, and a real agent must never be started on a simulated plan;
 3. `[agent] default` in `.legion/settings.toml` (with its `command`, `model`,
    `provider`);
-4. the first agent of `AGENTS` whose program is installed (on PATH).
+4. the first agent of `AGENTS` whose program is installed: on PATH, else among the
+   agents installed beside legion (`agents.installed`: `make agents` puts them in
+   `.venv/agents/`), run by that path.
 
 With none of these there is no agent, and the launch is refused with `NoAgent` — a
 message saying how to install one or how to ask for the simulation — before anything
 exists. The simulated agent is never the silent fallback: it runs only when a card,
 `--kind`, `[agent] default` or a simulated parent asks for it.
 
-Pure apart from the PATH look-up (`find_program`); the supervisor calls `resolve_launch`
-while it plans a spawn, `legion run` / `legion tui` call it to refuse before hosting.
+Pure apart from the look-ups (`find_program`, `find_installed`); the supervisor calls
+`resolve_launch` while it plans a spawn, `legion run` / `legion tui` call it to refuse
+before hosting.
 """
 
 from __future__ import annotations
@@ -53,7 +56,7 @@ INSTALL_HINTS: Mapping[Kind, str] = MappingProxyType(
     }
 )
 
-Via = Literal["card", "--kind", "parent", "settings", "PATH"]
+Via = Literal["card", "--kind", "parent", "settings", "PATH", "installed"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -129,7 +132,7 @@ def _where_default(agent: AgentSettings) -> str:
 def _missing_program(what: str, agent: AgentSettings, kind: Kind, program: str) -> NoAgent:
     lines = [
         f"no agent to run {what}: {_where_default(agent)} says [agent] default = "
-        f'"{kind}", but {program!r} is not installed (not on PATH) — nothing spawned.'
+        f'"{kind}", but {program!r} is not installed (looked {_looked_in()}) — nothing spawned.'
     ]
     hint = INSTALL_HINTS.get(kind)
     if hint:
@@ -139,11 +142,19 @@ def _missing_program(what: str, agent: AgentSettings, kind: Kind, program: str) 
     return NoAgent("\n".join(lines))
 
 
+def _looked_in() -> str:
+    """Where an auto launch looked for an agent, for a refusal."""
+    from legion_tui.agents.installed import agents_dir
+
+    found = agents_dir()
+    return "on PATH" if found is None else f"on PATH and in {found}"
+
+
 def _nothing_installed(what: str) -> NoAgent:
     looked = ", ".join(program for _kind, program in AGENTS)
     lines = [
         f"no agent to run {what}: none is configured ([agent] in {SETTINGS_FILE}) and "
-        f"none is installed (looked on PATH for: {looked}) — nothing spawned."
+        f"none is installed (looked {_looked_in()} for: {looked}) — nothing spawned."
     ]
     for kind, _program in AGENTS:
         hint = INSTALL_HINTS.get(kind)
@@ -210,14 +221,36 @@ def resolve_launch(
             # Refused here, not as a failed launch: the node would exist only to fail.
             program = command[0] if command else programs[chosen]
             if find_program(program, cwd=cwd, path=path) is None:
-                raise _missing_program(what, agent, chosen, program)
+                installed = _installed(program, command)
+                if installed is None:
+                    raise _missing_program(what, agent, chosen, program)
+                command = installed
         return Launch(chosen, command, "settings", configured_env(agent, chosen))
     for candidate, program in AGENTS:
         mine = agent.kinds.get(candidate, KindSettings()).command
         if find_program(mine[0] if mine else program, cwd=cwd, path=path) is not None:
             command = configured_command(agent, candidate, default=True)
             return Launch(candidate, command, "PATH", configured_env(agent, candidate))
+    for candidate, program in AGENTS:  # none on PATH: one `make agents` installed?
+        if agent.kinds.get(candidate, KindSettings()).command:
+            continue  # the settings name its program: that one, or none
+        command = configured_command(agent, candidate, default=True)
+        installed = _installed(program, command)
+        if installed is not None:
+            return Launch(candidate, installed, "installed", configured_env(agent, candidate))
     raise _nothing_installed(what)
+
+
+def _installed(program: str, command: tuple[str, ...]) -> tuple[str, ...] | None:
+    """`command` run by the installed copy of `program` (`agents.installed`), or None when
+    none is installed. The command's own program is replaced only when it is that bare
+    name: a path the settings give is theirs."""
+    from legion_tui.agents.installed import find_installed
+
+    if command and command[0] != program:
+        return None
+    found = find_installed(program)
+    return None if found is None else (str(found), *command[1:])
 
 
 def _as_kind(value: str) -> Kind:

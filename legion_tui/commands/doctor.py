@@ -173,7 +173,9 @@ def check_auto(report: Report, cards: CardSet) -> None:
         return
     program = launch.command[0] if launch.command else launch.kind
     found = find_program(program, cwd=report.project, path=None) or program
-    via = "[agent] in .legion/settings.toml" if launch.via == "settings" else "found on PATH"
+    via = {"settings": "[agent] in .legion/settings.toml",
+           "installed": "not on PATH: the one installed beside legion"}.get(
+        launch.via, "found on PATH")  # fmt: skip
     report.passed.append(f"{what} → {launch.kind} ({found}), {via}")
     report.probe(launch.kind, launch.command, names)
 
@@ -211,6 +213,7 @@ def check_agent_starts(report: Report) -> None:
     broken install fails here, in the agent's words, not at the first spawn."""
     import asyncio
 
+    from legion_tui.agents.installed import agent_environment
     from legion_tui.agents.placeholders import fill
     from legion_tui.agents.resolve import find_program
     from legion_tui.supervisor.backends.dry_starts import (
@@ -229,7 +232,7 @@ def check_agent_starts(report: Report) -> None:
                   "cwd": str(report.project), "name": "doctor"}  # fmt: skip
         argv = fill(command, values)
         program = find_program(argv[0], cwd=report.project, path=None) or argv[0]
-        env = dict(os.environ)
+        env = agent_environment(os.environ, program)
         start = starts[kind]
         version, started = await asyncio.gather(
             pi_version(program, env), start([program, *argv[1:]], env, str(report.project))

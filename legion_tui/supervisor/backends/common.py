@@ -11,6 +11,7 @@ import os
 from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 
+from legion_tui.agents.installed import agent_environment
 from legion_tui.agents.placeholders import fill
 from legion_tui.agents.resolve import find_program
 from legion_tui.regular_files import atomic_write
@@ -150,7 +151,7 @@ def child_env(spec: LaunchSpec, *, inbox: Path | None = None) -> dict[str, str]:
         run_dir=spec.run_dir,
         session_file=spec.session_file,
         inbox=inbox,
-        base={**os.environ, **spec.env},
+        base=agent_environment({**os.environ, **spec.env}, (spec.command or [""])[0]),
     )
     path = task_file(spec.run_dir, spec.node_id)
     path.parent.mkdir(parents=True, exist_ok=True)

@@ -23,6 +23,7 @@ from typing import Any, Protocol
 from textual.app import SuspendNotSupported
 
 from legion_tui.agents.attach import AttachPlan, AttachRefused, session_entries
+from legion_tui.agents.installed import agent_environment
 from legion_tui.ops import HostOperations, Operations
 from legion_tui.widgets.confirm import ConfirmKind, ConfirmRequest
 from legion_tui.wire.names import OpError
@@ -153,7 +154,7 @@ class Attacher:
         self.attached = plan
         try:
             with app.batch_update(), app.suspend():
-                env = {**os.environ, **plan.env}
+                env = agent_environment({**os.environ, **plan.env}, plan.argv[0])
                 child = await asyncio.create_subprocess_exec(*plan.argv, cwd=plan.cwd, env=env)
                 code = await child.wait()
                 if code:
