@@ -14,10 +14,11 @@ import json
 import threading
 import time
 from datetime import datetime
+from pathlib import Path
 
 import psutil
 import pytest
-from model_server import Hang, Text, ToolCall
+from model_server import Hang, ModelServer, Text, ToolCall
 from real_pi_helpers import (
     START_LIMIT,
     TURN_LIMIT,
@@ -27,6 +28,7 @@ from real_pi_helpers import (
     events_of,
     hand_over_and_take_back,
     live_rate,
+    make_world,
     pi_host,
     pi_session_files,
     released_then_woken,
@@ -141,6 +143,48 @@ async def test_inspect_gives_the_servers_tokens_and_its_stream_rate(world: PiWor
 
 
 # ----- 3. abort mid-turn ------------------------------------------------------------------
+async def test_one_tok_s_in_the_row_status_and_inspect_over_the_same_window(
+    server: ModelServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 32 item 4, on one streaming pi 1.6: with the last 10 s inside the stream,
+    the row's rate and `legion status`'s `now (10 s)` (through the socket) are one
+    figure; once the message is in the file, status's decode avg is `legion inspect`'s.
+    How near each is to the server's pacing is printed: arrival times on a loaded machine
+    are not legion's to bound."""
+    from legion_tui.render.rates import node_rate
+
+    world = make_world("1.6", server, tmp_path, monkeypatch)
+    tokens, rate = 650, 50.0  # 13 s of stream
+    body = "".join(f"w{i} " for i in range(tokens))
+    server.script(Text(f"{body}\n{verdict_line('streamed')}", tokens=tokens,
+                       tokens_per_second=rate))  # fmt: skip
+    async with pi_host(world) as sup:
+        node = await spawn_pi(sup, "talker", "Talk for a while, then give a verdict.")
+        view = sup.model.nodes[node.id]
+        await until(
+            lambda: view.streaming is not None and view.streaming.end - view.streaming.start >= 11,
+            START_LIMIT + 15, "11 s of the stream",
+        )  # fmt: skip
+        before = node_rate(view, sup.model.clock())
+        code, out, err = await legion(world, "status", "--json", "talker", limit=30)
+        after = node_rate(view, sup.model.clock())
+        assert code == 0, err
+        (entry,) = json.loads(out)["nodes"]
+        figures = f"row {before:.1f}…{after:.1f}, status now {entry['tok_s_now']}"
+        assert entry["tok_s_now"] == pytest.approx(before, rel=0.05), figures
+        assert entry["tok_s_now"] == pytest.approx(after, rel=0.05), figures
+        done = await settle(sup, node.id)
+        assert done.status is NodeStatus.SETTLED, (done.status, done.error)
+        (pi_file,) = pi_session_files(sup, node.id)
+        code, out, err = await legion(world, "inspect", "--json", str(pi_file), limit=30)
+        assert code == 0, err
+        inspected = json.loads(out)["tok_s"]
+        (entry,) = sup.queries.status(ROOT_ID, "talker")["nodes"]
+        assert entry["tok_s"] == round(inspected, 1) and entry["tok_s_now"] is None
+        print(f"pi 1.6 streaming at {rate:g} tok/s (server): {figures}; decode avg "
+              f"{entry['tok_s']} (status) = {inspected:.2f} (inspect)")
+
+
 async def test_abort_mid_turn_is_interrupted(world: PiWorld) -> None:
     world.server.script(Hang(before=Text("Thinking about it for a long while", tokens=6)))
     async with pi_host(world) as sup:

@@ -10,7 +10,7 @@ import pytest
 from legion_tui.model import NodeStatus
 from legion_tui.model_records import InFlightTool, Node
 from legion_tui.receipts import in_flight_suffix
-from legion_tui.session.progress import SessionProgress
+from legion_tui.session.progress import RateSegment, SessionProgress
 from legion_tui.supervisor.hearing.status import render_status, status_document, tool_label
 
 pytestmark = pytest.mark.unit
@@ -75,3 +75,44 @@ def test_a_tool_never_runs_longer_than_its_agent_has() -> None:
     doc = status_document("r", "main", [(node, replayed)], now=born + 4)
     assert doc["nodes"][0]["activity"] == {"tool": "bash", "seconds": 4.0, "stalled": False}
     assert "stuck" not in render_status(doc)
+
+
+def test_every_tok_s_agrees_over_the_same_window_and_names_it() -> None:
+    """Issue 32 item 4: one agent that decoded 600 tokens in 12 s. With the last 10 s
+    inside its generation, the row's rate (the header's and the chart's now), `legion
+    status`'s two rates and `legion inspect`'s are one figure; 5 s after it stopped, the
+    live window holds half as many tokens while the decode average stays — two windows,
+    each printed with its name."""
+    from legion_tui.render.rates import node_rate
+    from legion_tui.session.live_rate import live_tok_s
+    from legion_tui.session.report import progress_as_dict, progress_as_text
+    from legion_tui.state import NodeView
+
+    progress = SessionProgress(generation_ms=12_000.0)
+    progress.tokens.output = 600
+    progress.rate_series.append(RateSegment(100.0, 112.0, 600))
+    node = Node("n1", "r", "root", "w0", "root/w0", "worker", "pi", "pi-rpc",
+                status=NodeStatus.RUNNING, created_at=99.0)  # fmt: skip
+    view = NodeView(node, progress)
+
+    def status_at(now: float) -> tuple[dict[str, object], str]:
+        rates = {node.id: live_tok_s(progress, now)}
+        doc = status_document("r", "main", [(node, progress)], now=now, rates_now=rates)
+        return doc["nodes"][0], render_status(doc)
+
+    entry, text = status_at(112.0)
+    assert node_rate(view, 112.0) == pytest.approx(50.0)
+    assert (entry["tok_s_now"], entry["tok_s"], progress_as_dict(progress)["tok_s"]) == (
+        50.0, 50.0, pytest.approx(50.0)
+    )
+    assert "600 tokens out · 50 tok/s now (10 s) · 50 tok/s decode avg" in text
+    assert "rate    50.0 tok/s (out ÷ 12.000 s of generation)" in progress_as_text(progress, "w")
+
+    entry, text = status_at(117.0)
+    assert node_rate(view, 117.0) == pytest.approx(25.0) == entry["tok_s_now"]
+    assert "25 tok/s now (10 s) · 50 tok/s decode avg" in text
+    # Ended, it has no rate now; its decode average stays.
+    ended = replace(node, status=NodeStatus.SETTLED)
+    doc = status_document("r", "main", [(ended, progress)], now=117.0)
+    assert doc["nodes"][0]["tok_s_now"] is None
+    assert "now (10 s)" not in render_status(doc) and "50 tok/s decode avg" in render_status(doc)

@@ -124,7 +124,7 @@ async def test_an_interactive_exec_child_shows_its_question_and_takes_the_answer
         block = render_status({"run_id": "r", "session": "s", "nodes": [entry]}).splitlines()
         assert block[3:] == [
             "  running · terminal: proceed with q? [y/N]",
-            "  0 tokens out · 0 tok/s decode avg",
+            "  0 tokens out · 0 tok/s now (10 s) · 0 tok/s decode avg",
         ]
         assert view.progress.read_error is None  # no session file is not an error
         outcome, _receipt = await sup.control.steer(ROOT_ID, "q", "y")

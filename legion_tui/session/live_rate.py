@@ -4,13 +4,18 @@ from __future__ import annotations
 
 from legion_tui.session.progress import RateSegment, SessionProgress
 
-__all__ = ["live_tok_s", "open_message"]
+__all__ = ["LIVE_WINDOW", "LIVE_WINDOW_S", "live_tok_s", "open_message"]
+
+# The window of every "tok/s now" (the tree's rows, the header, the chart's now, the
+# galaxy, the detail, `legion status`), and how each names it beside the figure.
+LIVE_WINDOW_S = 10.0
+LIVE_WINDOW = "now (10 s)"
 
 
 def live_tok_s(
     progress: SessionProgress,
     now: float,
-    window: float = 10.0,
+    window: float = LIVE_WINDOW_S,
     streaming: RateSegment | None = None,
 ) -> float:
     """Output tokens decoded during [now − window, now] ÷ window.

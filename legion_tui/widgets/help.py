@@ -69,11 +69,23 @@ GLYPHS: tuple[tuple[str, str], ...] = (
     ("sim", "after a name: a simulated agent (its work and cost are pretend)"),
     ("galaxy", "one star per agent round its lead; brighter = more tok/s now"),
 )
+# Each figure with the window it is taken over (issue 32: a row's 5 tok/s beside a
+# status's 20 read as a contradiction; they were two windows, neither named).
+FIGURES: tuple[tuple[str, str], ...] = (
+    ("tok/s", "now: output tokens of the last 10 s ÷ 10 — the rows, the header, the "
+              "chart's now, the detail, legion status"),
+    ("decode avg", "output tokens ÷ the seconds the model spent generating them, over the "
+                   "whole session — the detail, legion status, legion inspect"),
+    ("avg · peak", "the chart's, over its window: the last 60 s or the whole run (w)"),
+    ("$", "the agent's own figure; est. from a price table; $? where no table knows the "
+          "model; pretend for a simulated agent"),
+)
 SECTIONS: tuple[tuple[str, tuple[tuple[str, str], ...]], ...] = (
     ("keys", KEYS),
     ("in the detail overlay", OVERLAY_KEYS),
     ("filter (/)", FILTERS),
     ("glyphs", GLYPHS),
+    ("figures", FIGURES),
 )
 
 

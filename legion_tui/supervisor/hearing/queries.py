@@ -209,6 +209,7 @@ class Queries:
         return output_file(self._run, node)
 
     def status(self, caller_id: str, name: str | None = None) -> dict[str, Any]:
+        from legion_tui.session.live_rate import live_tok_s
         from legion_tui.supervisor.hearing.status import status_document
 
         caller = self._names.caller(caller_id)
@@ -223,17 +224,22 @@ class Queries:
         else:
             views = [self._model.nodes[caller.id], *(v for v, _ in self._model.walk(caller.id))]
         roster = self._ctx.roster  # live, with no turn running now: idle
+        now = self._clock()
         return status_document(
             self._run.run_id,
             self._model.session_name,
             [(v.node, v.progress) for v in views],
-            self._clock(),
+            now,
             interrupted={v.node.id for v in views if v.interrupted},
             idle={v.node.id for v in views if v.node.live and roster.between_turns(v.node.id)},
             terminal={v.node.id: v.terminal_line for v in views if v.terminal_line},
             budget_usd=self._model.budget_usd if caller.id == ROOT_ID and not name else None,
             checks={
                 v.node.id: ev.data for v in views if (ev := v.last(EventType.CHECKS)) is not None
+            },
+            rates_now={
+                v.node.id: live_tok_s(v.progress, now, streaming=v.streaming)
+                for v in views if v.node.live
             },
         )
 

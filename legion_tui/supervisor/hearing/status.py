@@ -6,7 +6,13 @@ prints the same thing either way:
 
     {run_id, session, live, spent: {usd, tokens}, nodes: [{id, name, path, role, kind,
       simulated, backend, status, phase, pid, tokens_out, tokens, cost_usd, tok_s,
-      activity: {tool, seconds, stalled} | null, verdict}]}
+      tok_s_now, activity: {tool, seconds, stalled} | null, verdict}]}
+
+Two rates, each named where it is printed: `tok_s` is the session's decode average
+(output tokens ÷ the seconds of generation: `legion inspect`'s figure and the detail's
+`decode avg`); `tok_s_now` is a live node's rate over the last 10 s as the live host sees
+it (the tree's row, the header, the chart's now: `session.live_rate`), None without a
+live host or for an ended node.
 
 `spent` and each node's `cost_usd`/`tokens` are the sessions' own figures (`costs`), the
 same sums the dashboard's header and `$` column show.
@@ -29,6 +35,7 @@ from legion_tui.commands.invocation import legion_command
 from legion_tui.costs import Spend, cost_text, fmt_spend, fmt_usd, spend_of, total_spend
 from legion_tui.model import NodeStatus, outcome_of
 from legion_tui.receipts import in_flight_suffix
+from legion_tui.session.live_rate import LIVE_WINDOW
 from legion_tui.wire.names import shortest_refs
 
 if TYPE_CHECKING:  # names only: `legion status` formats a document (SPEC §8's verb budget)
@@ -80,6 +87,7 @@ def _entry(
     interrupted: bool = False,
     idle: bool = False,
     terminal: str | None = None,
+    rate_now: float | None = None,
 ) -> dict[str, Any]:
     return {
         "id": node.id,
@@ -97,6 +105,7 @@ def _entry(
         "cost_usd": progress.cost,
         "cost_basis": progress.cost_basis,  # reported (the agent's), estimated or unknown
         "tok_s": round(progress.tok_s, 1),
+        "tok_s_now": None if rate_now is None else round(rate_now, 1),
         "activity": activity_of(node, progress, now),
         "verdict": node.verdict_data,
         "error": node.error,
@@ -119,9 +128,12 @@ def status_document(
     terminal: Mapping[str, str] | None = None,
     budget_usd: float | None = None,
     checks: Mapping[str, Mapping[str, Any]] | None = None,
+    rates_now: Mapping[str, float] | None = None,
 ) -> dict[str, Any]:
     """`budget_usd`: the run's budget (`[budget] usd`), said beside what was spent;
-    `checks`: each node's last `checks` event (the project's checks on its work)."""
+    `checks`: each node's last `checks` event (the project's checks on its work);
+    `rates_now`: each live node's tok/s over the last 10 s (the live host's)."""
+    now_of = rates_now or {}
     lines = terminal or {}
     spent = total_spend(progress for _node, progress in rows)
     refs = shortest_refs(node for node, _progress in rows)
@@ -130,7 +142,10 @@ def status_document(
     legion = legion_command()
     start = "" if live else f"`{legion} tui --session {session}`, then "
     entries = [
-        _entry(node, progress, now, node.id in interrupted, node.id in idle, lines.get(node.id))
+        _entry(
+            node, progress, now, node.id in interrupted, node.id in idle,
+            lines.get(node.id), now_of.get(node.id),
+        )
         for node, progress in rows
     ]
     for entry in entries:
@@ -218,9 +233,12 @@ def render_status(doc: dict[str, Any]) -> str:
         sim = ", simulated" if e.get("simulated") else ""
         lines = [f"{e['path']} ({e['role']}{sim}, {e['status']}{pid})"]
         lines += [f"  {line}" for line in _doing(e)]
-        # The decode average over the node's generation time (the tree's column is the
-        # rate now): named, so the two are not read as disagreeing (issue 32 item 4).
-        facts = [f"{e['tokens_out']} tokens out", f"{e['tok_s']:g} tok/s decode avg"]
+        # Each rate with its window (issue 32 item 4): the live one the tree shows, and
+        # the decode average over the session's generation time, which `inspect` prints.
+        facts = [f"{e['tokens_out']} tokens out"]
+        if e.get("tok_s_now") is not None:
+            facts.append(f"{e['tok_s_now']:g} tok/s {LIVE_WINDOW}")
+        facts.append(f"{e['tok_s']:g} tok/s decode avg")
         basis = e.get("cost_basis", "reported")
         if e.get("cost_usd") or basis != "reported":
             facts.append(cost_text(e["cost_usd"], basis))
