@@ -40,15 +40,10 @@ agents: $(AGENT_STAMPS)
 demo: $(RUNTIME)
 	$(BIN)/legion demo
 
-# `legion` on your PATH, installed from this checkout the way Python CLIs are: as a tool
-# of its own with uv or pipx where one is installed, else into your user site with pip
-# (then said where the command went, and whether that folder is on PATH).
+# `legion` on your PATH, installed from this checkout as a tool of its own (uv, pipx, else
+# a venv of its own linked from ~/.local/bin): tools/install.sh says how and where.
 install:
-	@if command -v uv >/dev/null 2>&1; then uv tool install --force . ; \
-	elif command -v pipx >/dev/null 2>&1; then pipx install --force . ; \
-	else $(PY) -m pip install --user --quiet --no-warn-script-location . && bin="$$($(PY) -m site --user-base)/bin" && \
-	  case ":$$PATH:" in *":$$bin:"*) echo "legion installed: $$bin/legion";; \
-	  *) echo "legion installed in $$bin, which is not on your PATH: add it (export PATH=\"$$bin:\$$PATH\")";; esac; fi
+	@PY=$(PY) sh tools/install.sh
 
 lint: $(STAMP)
 	$(BIN)/ruff check legion_tui tests bench tools

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import shutil
 import subprocess
 import sys
 import time
@@ -24,6 +25,10 @@ FAST = 200.0  # sim time scale: a worker's whole run takes well under a second
 # A worker stuck in one bash call for the whole test (the sim divides by the speed).
 STUCK = {"stall_seconds": 10_000_000.0}
 LEGION = str(Path(sys.executable).with_name("legion"))
+# How a hint names legion, runnable as printed: `legion` where that is the one on PATH,
+# else the path of the script that printed it (the test venv's, not on PATH under make).
+_ON_PATH = shutil.which("legion")
+AS_PRINTED = "legion" if _ON_PATH and os.path.samefile(_ON_PATH, LEGION) else LEGION
 # A git identity through the environment, never the user's global config.
 GIT_ENV = {
     "GIT_AUTHOR_NAME": "Legion Test",

@@ -19,7 +19,16 @@ from typing import Any
 
 import pytest
 from land_helpers import agent_work, bare_remote, make_repo
-from supervisor_helpers import LEGION, cli_env, git, hosted, spawn_one, until, use_git_identity
+from supervisor_helpers import (
+    AS_PRINTED,
+    LEGION,
+    cli_env,
+    git,
+    hosted,
+    spawn_one,
+    until,
+    use_git_identity,
+)
 
 from legion_tui.git import land as git_land
 from legion_tui.git.process import run_tool
@@ -184,7 +193,7 @@ async def test_commit_then_land_with_yes_keeps_every_file_of_the_user(tmp_path: 
     assert code == 0, err
     sha = git(tree.path, "rev-parse", "--short", "HEAD")
     assert f"Committed 2 files on {tree.branch} at {sha}: Raise the page size" in out
-    assert "`legion land worker-1` lands it." in out
+    assert f"`{AS_PRINTED} land worker-1` lands it." in out
     message = git(tree.path, "log", "-1", "--format=%B")
     assert message == "Raise the page size\n\nAgent's verdict: ok — page size is 50"
     assert git(tree.path, "status", "--porcelain") == ""
@@ -199,7 +208,7 @@ async def test_commit_then_land_with_yes_keeps_every_file_of_the_user(tmp_path: 
         r"files\)\. Your changes were stashed and are back\."
     )
     assert re.search(landed, out), out
-    assert "`legion discard worker-1` removes its worktree and branch." in out
+    assert f"`{AS_PRINTED} discard worker-1` removes its worktree and branch." in out
     assert git(repo, "rev-parse", "HEAD^2") == tip  # the sha shown is the sha landed
     assert (repo / "app.py").read_text() == "PAGE_SIZE = 50\n\ndef items():\n    return [1]\n"
     assert (repo / "notes.txt").read_text() == "todo: paginate\n"
@@ -218,7 +227,7 @@ async def test_land_without_yes_and_without_a_terminal_only_says_what_it_would_d
     assert "    M app.py  +1 -1" in out
     assert "it makes one commit on main (squash of 1 commit)" in out
     assert ("worker-1's worktree holds uncommitted work: it stays behind, not landed "
-            "(`legion commit worker-1` first takes it)") in out  # fmt: skip
+            f"(`{AS_PRINTED} commit worker-1` first takes it)") in out  # fmt: skip
     assert out.rstrip().endswith(
         f"nothing done: pass --yes to land {tip} (or run this on a terminal to be asked)"
     )
@@ -304,7 +313,7 @@ async def test_land_with_pr_opens_it_through_gh_and_shows_the_url_gh_printed(
     assert code == 0, err
     assert out.splitlines()[-2:] == [
         "PR: https://github.example/team/project/pull/7",
-        "`legion discard worker-1` removes its worktree and branch.",
+        f"`{AS_PRINTED} discard worker-1` removes its worktree and branch.",
     ]
     assert (tools / "gh-args").read_text().splitlines() == [
         "pr", "create", "--head", tree.branch, "--base", "main",
@@ -500,15 +509,15 @@ async def test_legion_run_ends_saying_where_the_work_is_and_how_to_land_it(
     assert tail == [
         f"The work of w is in .legion/worktrees/{path.name}, not in your checkout:",
         f"  branch {branch} @ {head} · 1 commit · 1 uncommitted file (more.txt)",
-        "  review it:  legion diff w --session t1",
-        "  commit it:  legion commit w --session t1",
-        "  land it:    legion land w --session t1",
+        f"  review it:  {AS_PRINTED} diff w --session t1",
+        f"  commit it:  {AS_PRINTED} commit w --session t1",
+        f"  land it:    {AS_PRINTED} land w --session t1",
     ]
     assert state(repo) == before  # the work is in its worktree, and said so
     # Each command runs as printed (with --yes: this is a script).
     for line in tail[3:]:
         argv = shlex.split(line.split(":", 1)[1])
-        assert argv[0] == "legion"
+        assert argv[0] == AS_PRINTED
         code, out, err = legion(repo, *argv[1:], "--yes") if argv[1] != "diff" else legion(
             repo, *argv[1:]
         )

@@ -5,13 +5,12 @@ the agents the exit paused (issue 13): interrupted and resumable — `status` sa
 from __future__ import annotations
 
 import json
-import os
-import shutil
 from pathlib import Path
 
 import pytest
 from app_helpers import NOW
-from supervisor_helpers import LEGION, STUCK, hosted, run_cli, settled, spawn_one, stuck_worker
+from supervisor_helpers import AS_PRINTED as AS_RUN
+from supervisor_helpers import STUCK, hosted, run_cli, settled, spawn_one, stuck_worker
 
 from legion_tui.model import NodeStatus
 from legion_tui.widgets.tree.rows import activity
@@ -19,10 +18,6 @@ from legion_tui.wire.names import ROOT_ID
 
 pytestmark = pytest.mark.host
 
-# How a hint names legion, runnable as printed: `legion` where that is the one on PATH,
-# else the path of the script that printed it (the test venv's, not on PATH under make).
-_ON_PATH = shutil.which("legion")
-AS_RUN = "legion" if _ON_PATH and os.path.samefile(_ON_PATH, LEGION) else str(LEGION)
 
 
 async def test_status_read_from_the_ledger_says_interrupted_as_the_dashboard_does(
@@ -79,7 +74,9 @@ async def test_the_resume_hint_names_a_node_others_share_a_name_with_by_its_path
         code, _out, err = await run_cli("resume", "w", cwd=tmp_path)
         assert code == 1 and "names several nodes" in err  # what the hint printed before
         code, _out, err = await run_cli("resume", "a/w", cwd=tmp_path)
-        assert code == 1 and "resume a first" in err and "a/w --with-parents" in err, err
+        # The host's hint, as this shell runs legion (the host cannot know how it does).
+        assert code == 1 and "resume a first" in err, err
+        assert f"`{AS_RUN} resume a/w --with-parents` resumes both" in err, err
         code, out, err = await run_cli("resume", "a/w", "--with-parents", cwd=tmp_path)
         assert code == 0, err
         assert [line.split(" on ")[0] for line in out.splitlines()] == ["Resumed a", "Resumed w"]

@@ -60,7 +60,9 @@ def fail(verb: str, code: str, message: str, as_json: bool) -> int:
     if as_json:
         print(json.dumps({"ok": False, "error": {"code": code, "message": message}}))
     else:
-        print(f"legion {verb}: {message}", file=sys.stderr)
+        from legion_tui.commands.invocation import hints_as_typed
+
+        print(f"legion {verb}: {hints_as_typed(message)}", file=sys.stderr)
     return 1
 
 

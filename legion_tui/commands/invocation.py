@@ -13,7 +13,7 @@ import shutil
 import sys
 from pathlib import Path
 
-__all__ = ["legion_command"]
+__all__ = ["hints_as_typed", "legion_command"]
 
 
 def legion_command() -> str:
@@ -30,3 +30,10 @@ def legion_command() -> str:
     here = Path.cwd()
     shown = str(path.relative_to(here)) if path.is_relative_to(here) else str(path)
     return shlex.quote(shown if "/" in shown else f"./{shown}")
+
+
+def hints_as_typed(text: str) -> str:
+    """A host's words with each hint in them (`` `legion VERB …` ``, in backticks) naming
+    legion as this shell runs it: the host cannot know how the shell that asked calls it."""
+    command = legion_command()
+    return text if command == "legion" else text.replace("`legion ", f"`{command} ")

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple, cast
 
 from legion_tui.commands import Command
 from legion_tui.commands.arg_types import session_name
+from legion_tui.commands.invocation import legion_command
 from legion_tui.inert import inert
 from legion_tui.receipts import plural
 
@@ -81,10 +82,10 @@ def _shown(path: Path | None) -> str:
 
 def _command(verb: str, handle: str, session: str | None, *extra: str) -> str:
     """A command line the user can run as printed."""
-    words = ["legion", verb, handle, *extra]
+    words = [verb, handle, *extra]
     if session:
         words += ["--session", session]
-    return " ".join(shlex.quote(word) for word in words)
+    return " ".join([legion_command(), *(shlex.quote(word) for word in words)])
 
 
 def _counts(change: FileChange) -> str:
