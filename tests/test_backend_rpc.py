@@ -33,6 +33,9 @@ class Sink:
     def close(self) -> None:
         self.closed = True
 
+    async def wait_closed(self) -> None:
+        return None
+
 
 def test_framing_is_strict_lf_with_one_cr_stripped() -> None:
     lines, rest = split_lines(b'{"a":"x\xe2\x80\xa8y"}\r\n{"b":1}\n{"c"')

@@ -28,6 +28,9 @@ class Sink:
     def close(self) -> None:
         return None
 
+    async def wait_closed(self) -> None:
+        return None
+
 
 @given(
     data=st.lists(st.sampled_from([b"a", b"\n", b"\r", b"{}", b"\xe2\x80\xa8"]), max_size=60),

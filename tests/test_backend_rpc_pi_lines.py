@@ -31,6 +31,9 @@ class Recorder:
     def close(self) -> None:
         return None
 
+    async def wait_closed(self) -> None:
+        return None
+
     async def next_command(self) -> dict[str, Any]:
         await asyncio.wait_for(self.wrote.wait(), 5.0)
         self.wrote.clear()

@@ -34,6 +34,9 @@ class Sink:
     def close(self) -> None:
         self.closed = True
 
+    async def wait_closed(self) -> None:
+        return None
+
     def sent(self) -> list[dict[str, Any]]:
         return [json.loads(line) for line in bytes(self.data).splitlines()]
 

@@ -58,6 +58,8 @@ class CommandSink(Protocol):
 
     def close(self) -> None: ...
 
+    async def wait_closed(self) -> None: ...
+
 
 def json_line(message: dict[str, Any]) -> bytes:
     """One compact JSON object and its LF, the way every agent reads its stdin."""
@@ -130,6 +132,11 @@ class JsonLinesChannel:
         """Close stdin (every agent here exits on EOF) and stop reading."""
         with contextlib.suppress(Exception):
             self._stdin.close()
+        # Taken, whatever it says: a write to a child that had exited leaves its close
+        # waiter holding BrokenPipeError, which Python 3.11 logs as "never retrieved"
+        # when nobody awaits it (the traceback under the demo's exit hint).
+        with contextlib.suppress(BaseException):
+            await within(self._stdin.wait_closed(), CLOSE_BOUND)
         self._reader.cancel()
         for task in list(self._tasks):
             task.cancel()
