@@ -294,6 +294,22 @@ def test_a_real_pi_that_cannot_start_fails_doctor_in_its_own_words(
     assert f"pi for scout: {pi_path(line)} (pi {version}) starts; model scripted/{MODEL}" in out
 
 
+def test_a_pi_warning_is_passed_on_whole(tmp_path: Path) -> None:
+    """pi 1.6 with no model to use warns over three lines (`… See:` and two documents):
+    doctor passes the warning on with the lines that go on from it, not cut at `See:`."""
+    pi = pi_env("1.6", "http://127.0.0.1:9/v1", tmp_path / "pi")
+    (pi.agent_dir / "models.json").unlink()  # no provider at all
+    project = tmp_path / "project"
+    write(project, ".legion/agents/worker.md",
+          "---\nname: worker\ndescription: d\nkind: pi\nrole: worker\n---\nbody\n")  # fmt: skip
+    result = subprocess.run(
+        [LEGION, "doctor"], cwd=project, capture_output=True, text=True, timeout=120, env=pi.env
+    )
+    (warning,) = [ln for ln in result.stdout.splitlines() if "pi said: Warning:" in ln]
+    docs = pi.install.prefix / "node_modules" / pi.install.package / "docs"
+    assert warning.endswith(f"See: {docs / 'providers.md'} {docs / 'models.md'}"), warning
+
+
 def _agent_card(project: Path, name: str, kind: str, command: str) -> None:
     write(
         project,

@@ -52,6 +52,23 @@ def _said(stderr: bytes) -> list[str]:
     return [ln.strip() for ln in stderr.decode(errors="replace").splitlines() if ln.strip()]
 
 
+def _warnings(stderr: bytes) -> tuple[str, ...]:
+    """Its `Warning:` lines, each with the indented lines that go on from it (pi's `See:`
+    and the two documents it names: cut there, the warning ended mid-sentence)."""
+    found: list[str] = []
+    going_on = False
+    for raw in stderr.decode(errors="replace").splitlines():
+        line = raw.strip()
+        if line.lower().startswith("warning"):
+            found.append(line)
+            going_on = True
+        elif going_on and line and raw[0].isspace():
+            found[-1] += " " + line
+        else:
+            going_on = False
+    return tuple(found)
+
+
 def _words(stderr: bytes) -> str:
     return " ⏎ ".join(_said(stderr))[-600:]
 
@@ -112,7 +129,7 @@ async def pi_dry_start(
     finally:
         await _end(proc)
     stderr = await errors
-    warnings = tuple(ln for ln in _said(stderr) if ln.lower().startswith("warning"))
+    warnings = _warnings(stderr)
     if why is not None:
         return _failure(why, proc, stderr, warnings)
     model = state.get("model") if state is not None else None
