@@ -52,7 +52,7 @@ relaunch (resume, attach) uses its own record: another kind's settings never lea
     [cluster]                    # where agents run (issue 15); needs legion-tui[ray]
     engine = "ray"               # local (the default) | ray: each agent in a Ray actor
     address = "auto"             # ray.init's address: auto | ray://host:port | host:port
-    numCpus = 1                  # the CPUs one agent's actor asks for
+    numCpus = 0.25               # the CPUs one agent's actor asks for (it mostly waits)
     resources = { gpu_box = 1 }  # custom Ray resources one agent's actor asks for
 
 The file is read with `tomllib`; every problem (syntax, unknown key, wrong type) is
@@ -156,7 +156,9 @@ class ClusterSettings:
 
     engine: str = "local"  # one of CLUSTER_ENGINES
     address: str = "auto"  # ray.init(address=…)
-    num_cpus: float = 1.0
+    # A quarter of a CPU: an agent mostly waits on its model, and a whole CPU each left a
+    # 2-CPU node room for a lead and one member (the second waited, then failed).
+    num_cpus: float = 0.25
     resources: Mapping[str, float] = field(default_factory=lambda: MappingProxyType({}))
 
 

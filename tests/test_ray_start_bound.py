@@ -1,12 +1,14 @@
-"""The bound on an agent's Ray actor start (issue 15), on a real cluster: a batch that
-takes the nodes longer than one start each starts whole, and a launch no node can take
-fails saying what it asked for.
+"""Where an agent's Ray actor waits to start (issue 15; issue 35 item 4), on a real
+cluster: a batch that takes the nodes longer than one start each starts whole; a launch
+the cluster has no room for yet waits, saying so, and starts when a slot frees; one no
+live node could ever hold fails saying what it asks for; and with the default ask (a
+quarter of a CPU) a lead and its two members run on two CPUs — where a whole CPU each
+left the second member waiting, then failing, while its own lead held a slot.
 
-The rule itself — a launch fails only once no start of the host's has ended for the
-whole bound — is `test_ray_start_clock.py`'s, on a clock that test steps. Here nothing is
-timed (a loaded 2-core machine stretches a Ray start 2x from one minute to the next) and
-nothing depends on where Ray places an actor: the cluster is the test's own
-(`ray_helpers.local_cluster`), two worker nodes of one CPU that start one actor at a time.
+Nothing here is timed (a loaded 2-core machine stretches a Ray start 2x from one minute
+to the next) and nothing depends on where Ray places an actor: the cluster is the test's
+own (`ray_helpers.local_cluster`), two worker nodes of one CPU that start one actor at a
+time.
 """
 
 from __future__ import annotations
@@ -19,8 +21,9 @@ import pytest
 from process_helpers import launch_spec
 from ray.cluster_utils import Cluster
 from ray_helpers import local_cluster
-from supervisor_helpers import STUCK
+from supervisor_helpers import STUCK, hosted, spawn_one, until
 
+from legion_tui.model import NodeStatus
 from legion_tui.settings import ClusterSettings
 from legion_tui.supervisor.backend import LaunchSpec
 from legion_tui.supervisor.backends.ray.handle import RayHandle
@@ -64,17 +67,74 @@ async def test_a_batch_the_nodes_start_one_at_a_time_starts_whole(
         await asyncio.gather(*(h.stop(force=True, grace=0.0) for h in handles))
 
 
-async def test_a_launch_no_node_can_take_fails_saying_what_it_asked(
+async def test_a_launch_no_node_could_hold_fails_saying_what_it_asks_and_what_they_have(
     tmp_path: Path, one_at_a_time: Cluster
 ) -> None:
     settings = ClusterSettings(engine="ray", address=one_at_a_time.address,
                                num_cpus=SETTINGS_CPUS)  # fmt: skip
     spec = _spec(tmp_path, "huge", resources={"CPU": 0.5, "legion-no-such-box": 1.0})
-    handle = RayHandle(spec, settings, start_bound=2.0)
+    notes: list[str | None] = []
+    handle = RayHandle(spec, settings, start_bound=2.0, on_note=notes.append)
     with pytest.raises(RuntimeError) as caught:
         await handle.start()
     assert str(caught.value) == (
-        "on the Ray cluster: no node took it within 2 s (it asks for 0.5 CPUs and "
-        "{'legion-no-such-box': 1.0}; `ray status` shows what is free)"
+        "on the Ray cluster: no node of the cluster could hold it: it asks for 0.5 CPUs and "
+        "{'legion-no-such-box': 1.0}; 3 live nodes, the most CPUs on one 1 (for 2 s)"
     )
+    assert notes == []  # it never waited for room: there is none to wait for
     await handle.stop(force=True, grace=0.0)  # nothing started: nothing to sweep
+
+
+async def test_a_launch_with_no_room_yet_waits_saying_so_and_starts_when_a_slot_frees(
+    tmp_path: Path, one_at_a_time: Cluster
+) -> None:
+    settings = ClusterSettings(engine="ray", address=one_at_a_time.address, num_cpus=0.5)
+    heard: dict[str, list[str | None]] = {}
+
+    def handle(name: str) -> RayHandle:
+        return RayHandle(_spec(tmp_path, name), settings, start_bound=2.0,
+                         on_note=heard.setdefault(name, []).append)  # fmt: skip
+
+    running = [handle(f"r{n}") for n in range(4)]  # two CPUs, half a CPU each: full
+    waiting, stopped = handle("waits"), handle("stopped-waiting")
+    try:
+        await asyncio.gather(*(h.start() for h in running))
+        starts = asyncio.ensure_future(waiting.start())
+        gives_up = asyncio.ensure_future(stopped.start())
+        await until(lambda: heard.get("waits") and heard.get("stopped-waiting"), 30.0,
+                    "both to say they wait")  # fmt: skip
+        # Past the start bound, and still waiting: some node could hold it.
+        assert heard["waits"] == ["waiting for room on the cluster: needs 0.5 CPUs"]
+        assert not starts.done() and waiting.placement is None
+        # A waiting launch is stopped as any: it ends, and no node is called lost.
+        await stopped.stop(force=True, grace=0.0)
+        with pytest.raises(RuntimeError):
+            await gives_up
+        assert stopped.lost is None
+        await running[0].stop(force=True, grace=0.0)  # a slot frees
+        await asyncio.wait_for(starts, 60.0)
+        assert waiting.placement is not None
+        assert heard["waits"] == ["waiting for room on the cluster: needs 0.5 CPUs", None]
+    finally:
+        await asyncio.gather(*(h.stop(force=True, grace=0.0)
+                               for h in [*running, waiting, stopped]))  # fmt: skip
+
+
+async def test_a_lead_and_two_members_run_on_two_cpus_with_the_default_ask(
+    tmp_path: Path, one_at_a_time: Cluster
+) -> None:
+    """The issue's case (a 2-CPU cluster, `legion run centurion` with two members):
+    nothing in the settings but the cluster, and the team settles."""
+    settings = tmp_path / ".legion" / "settings.toml"
+    settings.parent.mkdir(parents=True)
+    settings.write_text(f'[cluster]\nengine = "ray"\naddress = "{one_at_a_time.address}"\n')
+    team = [{"role": "worker", "name": f"worker-{n}", "task": "Fix it.", "sim": {"quick": True}}
+            for n in range(2)]  # fmt: skip
+    async with hosted(tmp_path) as sup:
+        lead = await spawn_one(sup, "centurion", name="lead", sim={"children": team})
+        await until(lambda: sup.names.node(lead.id).status is NodeStatus.SETTLED, 120.0,
+                    "the team settled")  # fmt: skip
+        members = [sup.names.node(n) for n in sup.model.children(lead.id)]
+        assert [(m.name, m.status) for m in members] == [
+            ("worker-0", NodeStatus.SETTLED), ("worker-1", NodeStatus.SETTLED)
+        ]

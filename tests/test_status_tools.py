@@ -116,3 +116,21 @@ def test_every_tok_s_agrees_over_the_same_window_and_names_it() -> None:
     doc = status_document("r", "main", [(ended, progress)], now=117.0)
     assert doc["nodes"][0]["tok_s_now"] is None
     assert "now (10 s)" not in render_status(doc) and "50 tok/s decode avg" in render_status(doc)
+
+
+def test_a_start_waiting_for_room_says_so_in_the_row_and_in_status() -> None:
+    """A Ray launch the cluster has no room for yet (issue 35 item 4): the host's note
+    leads the node's row and its `legion status` block, over "waiting for its first
+    answer"; once it runs, the note is gone and the row says what it does."""
+    from legion_tui.state import NodeView
+    from legion_tui.widgets.tree.rows import activity
+
+    waiting = "waiting for room on the cluster: needs 0.25 CPU"
+    node = Node("n1", "r", "root", "w0", "root/w0", "worker", "sim", "ray",
+                status=NodeStatus.STARTING, created_at=1.0)  # fmt: skip
+    view = NodeView(node, SessionProgress(), note=waiting)
+    assert activity(view, 2.0).text == waiting and activity(view, 2.0).tone == "warning"
+    doc = status_document("r", "main", [(node, view.progress)], now=2.0, notes={"n1": waiting})
+    assert f"starting · {waiting}" in render_status(doc)
+    view.note = None
+    assert activity(view, 2.0).text != waiting

@@ -29,6 +29,7 @@ def make_handle(
     cluster: ClusterSettings | None = None,
     on_lost: Callable[[str], None] | None = None,
     on_cost: Callable[[float], None] | None = None,
+    on_note: Callable[[str | None], None] | None = None,
 ) -> AgentHandle:
     """Build (not start) the handle for `spec`; call `await handle.start()` next.
 
@@ -41,6 +42,8 @@ def make_handle(
     heard, by the mirror's pulls; `on_lost` hears, once, that its node died.
     `on_cost` hears the agent's own running total for its session as it reports one
     (Claude Code, each turn; not from a Ray node, whose calls stay priced by the table).
+    `on_note` hears what the handle says of its node while it starts (a Ray launch
+    waiting for room on the cluster), and None once that is over.
     """
     if cluster is not None and cluster.engine == "ray":
         # Imported only for a Ray run, like the local handles: not at the core's import.
@@ -48,6 +51,6 @@ def make_handle(
         from legion_tui.supervisor.backends.ray.mirror import LiveHooks
 
         live = LiveHooks(on_stream, on_line, on_input)
-        return RayHandle(spec, cluster, on_lost=on_lost, live=live)
+        return RayHandle(spec, cluster, on_lost=on_lost, live=live, on_note=on_note)
 
     return build(spec, backend_for(spec), on_stream, on_line, on_input, on_cost)

@@ -241,6 +241,7 @@ class Queries:
                 v.node.id: live_tok_s(v.progress, now, streaming=v.streaming)
                 for v in views if v.node.live
             },
+            notes={v.node.id: v.note for v in views if v.node.live and v.note},
         )
 
     def tree_text(self, caller_id: str) -> str:

@@ -6,7 +6,7 @@ prints the same thing either way:
 
     {run_id, session, live, spent: {usd, tokens}, nodes: [{id, name, path, role, kind,
       simulated, backend, status, phase, pid, tokens_out, tokens, cost_usd, tok_s,
-      tok_s_now, activity: {tool, seconds, stalled} | null, verdict}]}
+      tok_s_now, activity: {tool, seconds, stalled} | null, note, verdict}]}
 
 Two rates, each named where it is printed: `tok_s` is the session's decode average
 (output tokens ÷ the seconds of generation: `legion inspect`'s figure and the detail's
@@ -88,6 +88,7 @@ def _entry(
     idle: bool = False,
     terminal: str | None = None,
     rate_now: float | None = None,
+    note: str | None = None,
 ) -> dict[str, Any]:
     return {
         "id": node.id,
@@ -113,6 +114,9 @@ def _entry(
         "interrupted": interrupted,
         "idle": idle,
         "terminal": terminal,  # an exec command's current terminal line
+        # The host's word on a live node: a lead waiting for its members, a start
+        # waiting for room on a Ray cluster.
+        "note": note,
     }
 
 
@@ -129,11 +133,13 @@ def status_document(
     budget_usd: float | None = None,
     checks: Mapping[str, Mapping[str, Any]] | None = None,
     rates_now: Mapping[str, float] | None = None,
+    notes: Mapping[str, str] | None = None,
 ) -> dict[str, Any]:
     """`budget_usd`: the run's budget (`[budget] usd`), said beside what was spent;
     `checks`: each node's last `checks` event (the project's checks on its work);
-    `rates_now`: each live node's tok/s over the last 10 s (the live host's)."""
-    now_of = rates_now or {}
+    `rates_now`: each live node's tok/s over the last 10 s (the live host's); `notes`:
+    what the host says of a live node (`NodeView.note`)."""
+    now_of, note_of = rates_now or {}, notes or {}
     lines = terminal or {}
     spent = total_spend(progress for _node, progress in rows)
     refs = shortest_refs(node for node, _progress in rows)
@@ -144,7 +150,7 @@ def status_document(
     entries = [
         _entry(
             node, progress, now, node.id in interrupted, node.id in idle,
-            lines.get(node.id), now_of.get(node.id),
+            lines.get(node.id), now_of.get(node.id), note_of.get(node.id),
         )
         for node, progress in rows
     ]
@@ -197,6 +203,8 @@ def _doing(entry: dict[str, Any]) -> list[str]:
     if status in ("starting", "running", "blocked"):
         if entry.get("terminal"):  # an exec command: its terminal says what it does
             return [f"{status} · terminal: {entry['terminal']}"]
+        if entry.get("note"):  # the host's word: waiting for members, or for room
+            return [f"{status} · {entry['note']}"]
         if entry.get("idle"):  # e.g. after an abort: context kept, waiting for a steer
             return [f"{status} · idle, no turn running (steer {entry['name']} to continue)"]
         return [f"{status} · between tool calls"]

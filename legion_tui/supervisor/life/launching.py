@@ -280,6 +280,7 @@ class Launcher:
             cluster=self._options.cluster,
             on_lost=lambda why: self._node_loss.lost(node_id, why),
             on_cost=lambda total: self._lifecycle.report_cost(node_id, total),
+            on_note=lambda note: self._model.set_note(node_id, note),
         )
 
     async def _failed(self, node: Node, err: Exception, *, relaunch: bool) -> None:

@@ -235,6 +235,8 @@ def activity(view: NodeView, now: float) -> Activity:
     node = view.node
     if progress.read_error:
         return Activity(f"session unreadable: {progress.read_error}", "fail")
+    if node.status is NodeStatus.STARTING and view.note:
+        return Activity(view.note, "warning")  # the host's word on its start (Ray's queue)
     if node.status is NodeStatus.BLOCKED:
         # Before the tool clock: Claude's tool waits in flight while its permission is asked.
         question = blocked_question(view)

@@ -2,14 +2,17 @@
 actor class every agent's actor is made from, and what an actor asks of a node.
 
 An actor asks for the role card's `resources:` (`LaunchSpec.resources`, Ray's names as
-the card load checked them), else the settings' `numCpus` and `[cluster.resources]`,
-and is spread over the nodes.
+the card load checked them), else the settings' `numCpus` (a quarter of a CPU unless
+said: an agent mostly waits on its model) and `[cluster.resources]`, and is spread over
+the nodes. `unfit` says when no live node could ever hold it — what tells a launch that
+waits for room (queued) from one that waits for nothing.
 """
 
 from __future__ import annotations
 
 import asyncio
 import os
+import time
 from collections.abc import Mapping
 from typing import Any
 
@@ -18,7 +21,15 @@ from legion_tui.supervisor.backend import LaunchSpec
 from legion_tui.supervisor.backends.ray.actor import NodeAgent, Shipment
 from legion_tui.timeouts import within
 
-__all__ = ["REACH_S", "actor_options", "asked_for", "connect", "create_actor", "reach"]
+__all__ = [
+    "REACH_S",
+    "actor_options",
+    "asked_for",
+    "connect",
+    "create_actor",
+    "reach",
+    "unfit",
+]
 
 # How long the host waits for a cluster's address to answer at all. ray.init runs on the
 # main thread and, against an address where nothing answers, blocks it for 45 s with
@@ -29,6 +40,11 @@ _actor_class: Any = None
 
 # Ray takes these two as keywords; every other name is a custom resource.
 _RAY_KEYWORDS = {"CPU": "num_cpus", "GPU": "num_gpus"}
+
+# The live nodes' total resources, asked of the cluster at most once per this many s: a
+# hundred queued launches look at the same answer, not a hundred GCS calls.
+NODES_TTL_S = 2.0
+_nodes: tuple[float, list[dict[str, float]]] = (-1e18, [])
 
 
 async def reach(cluster: ClusterSettings, bound: float = REACH_S) -> None:
@@ -115,3 +131,30 @@ def asked_for(options: Mapping[str, Any]) -> str:
     if options.get("resources"):
         parts.append(str(options["resources"]))
     return ", ".join(parts[:-1]) + " and " + parts[-1] if len(parts) > 1 else parts[0]
+
+
+def _live_nodes(ray: Any) -> list[dict[str, float]]:
+    """Each live node's total resources ({"CPU": 2.0, …}), as of at most NODES_TTL_S ago."""
+    global _nodes
+    at, nodes = _nodes
+    now = time.monotonic()
+    if now - at >= NODES_TTL_S:
+        nodes = [dict(n.get("Resources") or {}) for n in ray.nodes() if n.get("Alive")]
+        _nodes = (now, nodes)
+    return nodes
+
+
+def unfit(ray: Any, options: Mapping[str, Any]) -> str | None:
+    """Why no live node of the cluster could hold an actor asking `options` even with
+    nothing else on it, or None when one could (then a launch waits only for room)."""
+    asked = {"CPU": float(options.get("num_cpus", 1)), "GPU": float(options.get("num_gpus", 0)),
+             **options.get("resources", {})}  # fmt: skip
+    asked = {name: amount for name, amount in asked.items() if amount > 0}
+    nodes = _live_nodes(ray)
+    if any(all(node.get(name, 0.0) >= amount for name, amount in asked.items())
+           for node in nodes):  # fmt: skip
+        return None
+    most = max((node.get("CPU", 0.0) for node in nodes), default=0.0)
+    return (f"no node of the cluster could hold it: it asks for {asked_for(options)}; "
+            f"{len(nodes)} live node{'' if len(nodes) == 1 else 's'}, the most CPUs on one "
+            f"{most:g}")  # fmt: skip

@@ -8,8 +8,10 @@ node. The session file's and the terminal log's new bytes come back by a long po
 the run folder (`ray.mirror`), with what the node's handle heard besides (the message pi
 is streaming, an exec's terminal line, a question for its user: `live`, told to the
 hooks a local handle calls); the team's branch travels as git bundles
-(`ray.shipping`). A start no node takes within its bound fails the launch, the bound
-counted as `ray.starts` says.
+(`ray.shipping`). A start waits for as long as the cluster has no room for it yet — the
+node says so (`on_note`: `waiting for room on the cluster: needs 0.25 CPU`), the user
+sees the queue and may stop it — and fails only when no live node could ever hold what
+it asks for (`cluster.unfit`) for the whole start bound (a node may still join).
 
 A node that dies takes its actor with it (and, by the parent-death signal, the agent):
 the handle reports it once through `on_lost` and its `idle` then never returns — the
@@ -25,7 +27,8 @@ import contextlib
 import dataclasses
 import logging
 import socket
-from collections.abc import Callable
+import time
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -48,10 +51,10 @@ from legion_tui.supervisor.backends.ray.cluster import (
     connect,
     create_actor,
     reach,
+    unfit,
 )
 from legion_tui.supervisor.backends.ray.mirror import LiveHooks, Mirror
 from legion_tui.supervisor.backends.ray.shipping import TeamBranch
-from legion_tui.supervisor.backends.ray.starts import NotStarted, host_starts
 from legion_tui.timeouts import within
 
 __all__ = ["RAY_KINDS", "RayHandle"]
@@ -61,6 +64,9 @@ log = logging.getLogger(__name__)
 # An actor call on a live node answers in well under this (a stop adds its grace); one
 # whose node died waits until Ray notices, which is not bounded by us otherwise.
 CALL_BOUND = 30.0
+# How often a start not yet placed is looked at: a node needs a few s to start an actor's
+# worker even with room, so a start is "waiting for room" once it has waited this long.
+QUEUE_CHECK_S = 3.0
 
 # What runs on a node: processes the actor can start and sweep there, whose session file
 # the host can mirror and ship back for a resume. (Claude Code's and Codex's files live
@@ -88,6 +94,7 @@ class RayHandle:
         on_lost: Callable[[str], None] | None = None,
         live: LiveHooks | None = None,
         start_bound: float = START_BOUND,
+        on_note: Callable[[str | None], None] | None = None,
     ) -> None:
         self.spec = spec
         self.node_id = spec.node_id
@@ -95,8 +102,9 @@ class RayHandle:
         self.placement: Placement | None = None
         self.lost: str | None = None  # why, once its node died
         self._cluster = cluster
-        self._start_bound = start_bound  # how long no node may take it (`ray.starts`)
+        self._start_bound = start_bound  # how long no live node may be able to hold it
         self._on_lost = on_lost
+        self._on_note = on_note  # what the node's row says while it waits for room
         self._ray: Any = None
         self._actor: Any = None
         self._mirror = Mirror(spec, live or LiveHooks())
@@ -123,15 +131,7 @@ class RayHandle:
         options = actor_options(self._cluster, self.spec.resources)
         self._actor = create_actor(ray, options, self.spec, shipment)
         try:
-            placement: Placement = await host_starts().bounded(
-                self._actor.start.remote(), self._start_bound
-            )
-        except NotStarted as err:
-            self._abandon_actor()
-            raise RuntimeError(
-                f"on the Ray cluster: no node took it within {self._start_bound:g} s (it "
-                f"asks for {asked_for(options)}; `ray status` shows what is free)"
-            ) from err
+            placement = await self._placed(options)
         except Exception as err:
             self._abandon_actor()
             raise RuntimeError(f"on the Ray cluster: {_first_line(err)}") from err
@@ -142,6 +142,35 @@ class RayHandle:
         if placement.host == socket.gethostname():
             self.pid = placement.pid
         self._pump = asyncio.create_task(self._stream(), name=f"ray-pump-{self.spec.name}")
+
+    async def _placed(self, options: Mapping[str, Any]) -> Placement:
+        """The actor's placement once a node has started it. Waiting, it is looked at
+        every QUEUE_CHECK_S: while some live node could hold it, it waits for room —
+        however long, and said (`on_note`) — and once none could for the whole start
+        bound, it fails (RuntimeError) saying what it asks for and what the nodes have."""
+        started = asyncio.ensure_future(self._actor.start.remote())
+        unfit_since: float | None = None
+        said = False
+        try:
+            while not (await asyncio.wait({started}, timeout=QUEUE_CHECK_S))[0]:
+                why = unfit(self._ray, options)
+                if why is None:
+                    unfit_since = None
+                    if not said and self._on_note is not None:
+                        self._on_note(f"waiting for room on the cluster: needs "
+                                      f"{asked_for(options)}")  # fmt: skip
+                        said = True
+                    continue
+                now = time.monotonic()
+                unfit_since = now if unfit_since is None else unfit_since
+                if now - unfit_since >= self._start_bound:
+                    raise RuntimeError(f"{why} (for {self._start_bound:g} s)")
+            placement: Placement = started.result()
+            return placement
+        finally:
+            started.cancel()  # a no-op once it is done
+            if said and self._on_note is not None:
+                self._on_note(None)
 
     def _abandon_actor(self) -> None:
         """A start that failed: its actor goes (out of Ray's queue, if no node took it),
@@ -226,6 +255,9 @@ class RayHandle:
         if actor is None:
             return SweepReport(signalled=[], survivors=[])
         report = SweepReport(signalled=[], survivors=[])
+        if self.placement is None:  # still waiting for a node: nothing runs there yet
+            self._abandon_actor()
+            return report
         if self.lost is None:
 
             async def sweep_there() -> SweepReport:
