@@ -178,7 +178,7 @@ def test_the_head_keeps_its_figures_over_the_branch_at_80x24() -> None:
     branch = " · branch legion/lead-api-7f3a @ 1a2b3c4"
     narrow = overlay_head(view, NOW, 58, branch)  # 80 columns: 75 % less the border
     assert len(narrow) <= 58 and "branch" not in narrow
-    assert narrow.endswith(" tok/s now") and "simulated" in narrow
+    assert narrow.endswith(" tok/s now (10 s)") and "simulated" in narrow
     wide = overlay_head(view, NOW, 118, branch)
     assert wide.endswith(branch) and " tok/s now" in wide and len(wide) <= 118
     long_name = replace(view.node, name="worker-" + "x" * 60)
