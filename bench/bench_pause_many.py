@@ -1,0 +1,91 @@
+"""The pause of N live agents (issue 35 item 3): the time from a host's close — what
+`q` `y`, SIGTERM and a hangup all run — to every agent stopped and recorded.
+
+Run: `.venv/bin/python bench/bench_pause_many.py [N ...]` (default 100 300 1000).
+
+One real host (`Supervisor`, in-process) spawns N exec agents in one batch; each is one
+bash process waiting on a pipe that never writes (fork-free: no `sleep` child), so the
+machine's process count is the host's, its watchdog and N. Once all N run, `close()` is
+timed: the retirements written (one ledger batch), then every agent's stop sweep — the
+process group's SIGTERM, the wait for it, and the look for anything of the agent's left
+(its run marker in /proc, its session, its cgroup) — all N at once. Then: the processes
+of the run still there (must be 0) and the ledger's `interrupted` count (must be N).
+
+The alternative is what the pause did before (issue 35 item 3: each sweep its own pass
+over /proc and psutil's `children(recursive=True)`, and an exec terminal's line from
+pyte's whole screen): run this script on the commit before the one that added it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sqlite3
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from calibration import calibrated
+
+from legion_tui.supervisor.core import Supervisor
+from legion_tui.supervisor.processes import sweep as sweep_module
+from legion_tui.wire.names import ROOT_ID
+from legion_tui.wire.spawn_request import Budgets, ChildRequest
+
+WAITER = 'exec 3<> <(:); read -r -u 3'  # blocks on a pipe nobody writes: no child process
+
+
+def _card(project: Path) -> None:
+    agents = project / ".legion" / "agents"
+    agents.mkdir(parents=True)
+    argv = json.dumps(["bash", "-c", WAITER])
+    (agents / "waiter.md").write_text(
+        f"---\nname: waiter\ndescription: Waits.\nkind: exec\nrole: worker\ncommand: {argv}\n"
+        "---\nWait.\n"
+    )
+
+
+def _left(run_id: str) -> int:
+    want = f"LEGION_RUN_ID={run_id}".encode()
+    marks = sweep_module.process_marks().values()
+    return sum(mark.env is not None and want in mark.env for mark in marks)
+
+
+async def pause(n: int) -> tuple[float, float, int, int]:
+    """(spawn s, close s, processes left, interrupted in the ledger)."""
+    with tempfile.TemporaryDirectory() as d:
+        project = Path(d)
+        _card(project)
+        budgets = Budgets(max_depth=2, max_children=n, max_active=n + 1)
+        sup = Supervisor(project, session="pause", stop_grace=5.0, budgets=budgets)
+        await sup.start()
+        began = time.monotonic()
+        batch = [ChildRequest("waiter", "wait", name=f"w{i}") for i in range(n)]
+        await sup.launcher.spawn(ROOT_ID, batch)
+        spawned = time.monotonic() - began
+        run_id, ledger = sup.run.run_id, sup.run.ledger_path
+        began = time.monotonic()
+        await sup.close()
+        closed = time.monotonic() - began
+        with sqlite3.connect(ledger) as db:
+            interrupted = db.execute(
+                "SELECT count(*) FROM events WHERE type = 'node_retired' "
+                "AND json_extract(data, '$.reason') = 'session-shutdown'"
+            ).fetchone()[0]
+        return spawned, closed, _left(run_id), int(interrupted)
+
+
+async def main(sizes: list[int]) -> None:
+    for n in sizes:
+        spawned, closed, left, interrupted = await pause(n)
+        print(f"N={n} spawn of the batch: {spawned:.2f} s")
+        print(f"N={n} pause: {closed:.2f} s")
+        print(f"N={n} processes left after the pause: {left}; interrupted in the ledger: "
+              f"{interrupted}")
+
+
+if __name__ == "__main__":
+    sizes = [int(a) for a in sys.argv[1:]] or [100, 300, 1000]
+    with calibrated():
+        asyncio.run(main(sizes))

@@ -1,0 +1,32 @@
+"""An exec agent's terminal line is read row by row (`pty_terminal.row_text`), not from
+pyte's whole-screen `display`: the same text, for any bytes a command may write."""
+
+from __future__ import annotations
+
+import pyte
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from legion_tui.supervisor.processes.pty_terminal import COLUMNS, ROWS, row_text
+
+pytestmark = pytest.mark.unit
+
+# Text with wide characters, combining marks and control sequences: line feeds, carriage
+# returns, cursor moves, erases, tabs — what a command's terminal output holds.
+PIECES = st.one_of(
+    st.text(alphabet=st.characters(codec="utf-8", exclude_categories=("Cs",)), max_size=40),
+    st.sampled_from(["日本語", "e\u0301", "\r\n", "\r", "\n", "\t", "\x1b[2J", "\x1b[H",
+                     "\x1b[5;10H", "\x1b[K", "\x1b[1A", "\x1b[3C", "\x1b[31mred\x1b[0m",
+                     "x" * 170]),  # fmt: skip
+)
+
+
+@given(st.lists(PIECES, max_size=30))
+def test_each_row_is_the_displays_row_less_its_trailing_blanks(pieces: list[str]) -> None:
+    screen = pyte.Screen(COLUMNS, ROWS)
+    stream = pyte.ByteStream(screen)
+    stream.feed("".join(pieces).encode("utf-8", "replace"))
+    display = screen.display
+    for y in range(ROWS):
+        assert row_text(screen, y).rstrip() == display[y].rstrip(), y
