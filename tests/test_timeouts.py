@@ -70,3 +70,27 @@ async def test_within_gives_the_result_or_a_timeout_and_cancels_what_it_waited_o
     with pytest.raises(TimeoutError):
         await within(slow, 0.01)
     assert slow.cancelled()
+
+
+async def test_a_storm_of_sigchld_fills_the_wakeup_socket_without_a_word_on_stderr(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A pause of hundreds of agents: their SIGCHLDs fill the loop's wakeup socket while
+    the loop is busy, and Python printed "Exception ignored when trying to write to the
+    signal wakeup fd" per signal over the user's terminal. The reaper does not need every
+    one (its periodic sweep takes a lost SIGCHLD)."""
+    import os
+    import signal
+    import sys
+
+    unraisable: list[str] = []
+    monkeypatch.setattr(sys, "unraisablehook", lambda u: unraisable.append(str(u.err_msg)))
+    reaper = OrphanReaper()
+    reaper.start()
+    try:
+        for _ in range(300_000):  # the loop reads nothing meanwhile: the socket fills
+            os.kill(os.getpid(), signal.SIGCHLD)
+        await asyncio.sleep(0.01)
+    finally:
+        await within(reaper.close(), 5.0)
+    assert unraisable == []

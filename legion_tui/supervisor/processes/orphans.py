@@ -75,6 +75,12 @@ class OrphanReaper:
         loop = self._loop = asyncio.get_running_loop()
         with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
             loop.add_signal_handler(signal.SIGCHLD, self.wake)
+            # A storm of SIGCHLD (hundreds of agents ending at a pause) fills the loop's
+            # wakeup socket, and Python printed "Exception ignored when trying to write
+            # to the signal wakeup fd … BlockingIOError" for each signal, over the user's
+            # terminal. A full socket means the loop is woken already, and a SIGCHLD lost
+            # to it is the periodic sweep's: the socket stays, the warning goes.
+            signal.set_wakeup_fd(signal.set_wakeup_fd(-1), warn_on_full_buffer=False)
         self._task = loop.create_task(self._run(), name="orphan-reaper")
 
     def wake(self) -> None:
