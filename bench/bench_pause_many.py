@@ -28,8 +28,8 @@ from pathlib import Path
 
 from calibration import calibrated
 
+from legion_tui.procfs import environ_of, pids
 from legion_tui.supervisor.core import Supervisor
-from legion_tui.supervisor.processes import sweep as sweep_module
 from legion_tui.wire.names import ROOT_ID
 from legion_tui.wire.spawn_request import Budgets, ChildRequest
 
@@ -47,9 +47,9 @@ def _card(project: Path) -> None:
 
 
 def _left(run_id: str) -> int:
+    """Processes carrying the run's marker (read as the sweep reads them)."""
     want = f"LEGION_RUN_ID={run_id}".encode()
-    marks = sweep_module.process_marks().values()
-    return sum(mark.env is not None and want in mark.env for mark in marks)
+    return sum(want in (environ_of(pid) or ()) for pid in pids())
 
 
 async def pause(n: int) -> tuple[float, float, int, int]:
