@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import random
 from dataclasses import replace
 
 import pytest
@@ -230,3 +231,27 @@ def test_at_30_frames_a_second_the_chart_and_the_galaxy_never_draw_in_one_frame(
         galaxy.render(model, now, 60, 20, dark_styles())
         both += chart.frames > before[0] and galaxy.frames > before[1]
     assert both == 0 and chart.frames == galaxy.frames == 13
+
+
+@pytest.mark.parametrize("seed", range(1, 6))
+def test_a_window_after_every_segment_ended_is_idle_not_a_block_of_rounding(seed: int) -> None:
+    """The demo's last minute: every agent's segments ended before the 60 s window. The
+    buckets' sums left ~1e-12 tok/s in them (settled agents' ramps against live ones'),
+    drawn as a full chart under a y axis of 1e-11 labelled 0, `now 0 · avg 0 · peak 0`
+    over it. Twenty agents, a third settled, uneven segments from a seeded generator."""
+    draw = random.Random(seed)
+    clock = Clock()
+    model = LegionModel("run-1", "s", started_at=clock.now - 300, clock=clock)
+    for i in range(20):
+        status = NodeStatus.SETTLED if i % 3 == 0 else NodeStatus.RUNNING
+        model.upsert(node(f"n{i}", None, "worker", status))
+        t, segments = clock.now - 300 + draw.random() * 50, []
+        while (span := draw.random() * 5 + 0.01) and t + span < clock.now - 61:
+            segments.append(RateSegment(t, t + span, draw.randint(1, 900)))
+            t += span + draw.random() * 3
+        model.set_progress(f"n{i}", SessionProgress(rate_series=segments))
+    chart = ChartRenderer()
+    rows = text_rows(chart.render(model, clock.now, 60, 14, dark_styles()))  # type: ignore[arg-type]
+    assert (chart.stats.peak, chart.stats.avg, chart.stats.y_max) == (0.0, 0.0, 10.0)
+    assert rows[0].startswith("no tokens in this window")
+    assert not any(set(r) & set("▁▂▃▄▅▆▇█") for r in rows[1:])

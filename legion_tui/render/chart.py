@@ -63,6 +63,7 @@ READOUT_IDLE = "no tokens in this window"
 WINDOW_LABELS: dict[bool, str] = {False: "last 60 s", True: "whole run"}
 CHART_PHASE = 0.5  # its draw steps start half a step after the galaxy's (render/steps.py)
 POINT_MASS_S = 1e-6  # shorter segments are instants (their rate would be meaningless)
+DUST_TOK_S = 1e-6  # a bucket's rate below this is the sums' rounding, not tokens
 # ' ' then ▁▂▃▄▅▆▇█: the glyph for 0..8 eighths of a cell filled from the bottom.
 EIGHTHS = np.array([0x20, *range(0x2581, 0x2589)], dtype=np.uint32)
 
@@ -256,10 +257,11 @@ class RateBuckets:
         self._V = np.zeros((N_BANDS, n + 1), dtype=np.float64)
         self._W = np.zeros((N_BANDS, n + 1), dtype=np.float64)
         self.values = np.zeros((N_BANDS, n), dtype=np.float64)  # the result, tok/s
+        self._dust = np.zeros((N_BANDS, n), dtype=np.bool_)
 
     def buffers(self) -> tuple[object, ...]:
         return (self._joined, self._band, self._u, self._f, self._v, self._m, self._flat,
-                self._before, self._V, self._W, self.values,
+                self._before, self._V, self._W, self.values, self._dust,
                 *self._ended_ramps.buffers())  # fmt: skip
 
     def begin(self, n_buckets: int) -> None:
@@ -482,7 +484,11 @@ class RateBuckets:
         out[:, 0] = V[:, 0]
         np.add(V[:, 1:n_buckets], W[:, : n_buckets - 1], out=out[:, 1:])
         self._ended_ramps.add_to(out, t0, per_s)
-        np.maximum(out, 0.0, out=out)  # float dust below zero
+        # Float dust either side of zero: the sums of a ramp that began and ended before
+        # the window leave ±1e-12 tok/s in its buckets, which drew a full chart of
+        # nothing under a y axis of 1e-11 labelled 0 (the demo's idle minute).
+        np.less(out, DUST_TOK_S, out=self._dust)
+        np.copyto(out, 0.0, where=self._dust)
         return out
 
 
