@@ -104,7 +104,7 @@ async def test_a_launch_with_no_room_yet_waits_saying_so_and_starts_when_a_slot_
         await until(lambda: heard.get("waits") and heard.get("stopped-waiting"), 30.0,
                     "both to say they wait")  # fmt: skip
         # Past the start bound, and still waiting: some node could hold it.
-        assert heard["waits"] == ["waiting for room on the cluster: needs 0.5 CPUs"]
+        assert heard["waits"] == ["waiting for a place on the cluster: needs 0.5 CPUs"]
         assert not starts.done() and waiting.placement is None
         # A waiting launch is stopped as any: it ends, and no node is called lost.
         await stopped.stop(force=True, grace=0.0)
@@ -114,7 +114,7 @@ async def test_a_launch_with_no_room_yet_waits_saying_so_and_starts_when_a_slot_
         await running[0].stop(force=True, grace=0.0)  # a slot frees
         await asyncio.wait_for(starts, 60.0)
         assert waiting.placement is not None
-        assert heard["waits"] == ["waiting for room on the cluster: needs 0.5 CPUs", None]
+        assert heard["waits"] == ["waiting for a place on the cluster: needs 0.5 CPUs", None]
     finally:
         await asyncio.gather(*(h.stop(force=True, grace=0.0)
                                for h in [*running, waiting, stopped]))  # fmt: skip

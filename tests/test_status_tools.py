@@ -125,7 +125,7 @@ def test_a_start_waiting_for_room_says_so_in_the_row_and_in_status() -> None:
     from legion_tui.state import NodeView
     from legion_tui.widgets.tree.rows import activity
 
-    waiting = "waiting for room on the cluster: needs 0.25 CPU"
+    waiting = "waiting for a place on the cluster: needs 0.25 CPU"
     node = Node("n1", "r", "root", "w0", "root/w0", "worker", "sim", "ray",
                 status=NodeStatus.STARTING, created_at=1.0)  # fmt: skip
     view = NodeView(node, SessionProgress(), note=waiting)

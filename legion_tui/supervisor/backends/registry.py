@@ -43,7 +43,7 @@ def make_handle(
     `on_cost` hears the agent's own running total for its session as it reports one
     (Claude Code, each turn; not from a Ray node, whose calls stay priced by the table).
     `on_note` hears what the handle says of its node while it starts (a Ray launch
-    waiting for room on the cluster), and None once that is over.
+    waiting for a place on the cluster), and None once that is over.
     """
     if cluster is not None and cluster.engine == "ray":
         # Imported only for a Ray run, like the local handles: not at the core's import.

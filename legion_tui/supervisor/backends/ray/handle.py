@@ -9,7 +9,7 @@ the run folder (`ray.mirror`), with what the node's handle heard besides (the me
 is streaming, an exec's terminal line, a question for its user: `live`, told to the
 hooks a local handle calls); the team's branch travels as git bundles
 (`ray.shipping`). A start waits for as long as the cluster has no room for it yet — the
-node says so (`on_note`: `waiting for room on the cluster: needs 0.25 CPU`), the user
+node says so (`on_note`: `waiting for a place on the cluster: needs 0.25 CPU`), the user
 sees the queue and may stop it — and fails only when no live node could ever hold what
 it asks for (`cluster.unfit`) for the whole start bound (a node may still join).
 
@@ -64,8 +64,9 @@ log = logging.getLogger(__name__)
 # An actor call on a live node answers in well under this (a stop adds its grace); one
 # whose node died waits until Ray notices, which is not bounded by us otherwise.
 CALL_BOUND = 30.0
-# How often a start not yet placed is looked at: a node needs a few s to start an actor's
-# worker even with room, so a start is "waiting for room" once it has waited this long.
+# How often a start not yet placed is looked at. A node needs a few s to start an actor's
+# worker even with room, so a start is said to wait for a place once it has waited this
+# long (for room on a busy cluster, or its turn on a node starting a batch).
 QUEUE_CHECK_S = 3.0
 
 # What runs on a node: processes the actor can start and sweep there, whose session file
@@ -157,7 +158,7 @@ class RayHandle:
                 if why is None:
                     unfit_since = None
                     if not said and self._on_note is not None:
-                        self._on_note(f"waiting for room on the cluster: needs "
+                        self._on_note(f"waiting for a place on the cluster: needs "
                                       f"{asked_for(options)}")  # fmt: skip
                         said = True
                     continue
