@@ -25,6 +25,11 @@ STOP_HINT_WIDE = "/legion stop [--force] [name|all]"
 STOP_HINT_NARROW = "/legion stop"
 
 STALL_SECONDS = 300.0
+# The window of every "tok/s now" (the tree's rows, the header, the chart's now, the
+# galaxy, the detail, `legion status`: `session.live_rate`), and how each names it beside
+# the figure. Here, not there: `legion status` prints it and imports no session parser.
+LIVE_WINDOW_S = 10.0
+LIVE_WINDOW = f"now ({LIVE_WINDOW_S:g} s)"
 ABORT_BOUND_SECONDS = 5.0
 
 

@@ -2,14 +2,10 @@
 
 from __future__ import annotations
 
+from legion_tui.receipts import LIVE_WINDOW_S
 from legion_tui.session.progress import RateSegment, SessionProgress
 
-__all__ = ["LIVE_WINDOW", "LIVE_WINDOW_S", "live_tok_s", "open_message"]
-
-# The window of every "tok/s now" (the tree's rows, the header, the chart's now, the
-# galaxy, the detail, `legion status`), and how each names it beside the figure.
-LIVE_WINDOW_S = 10.0
-LIVE_WINDOW = "now (10 s)"
+__all__ = ["live_tok_s", "open_message"]
 
 
 def live_tok_s(

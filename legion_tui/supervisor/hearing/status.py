@@ -34,8 +34,7 @@ from legion_tui import receipts
 from legion_tui.commands.invocation import legion_command
 from legion_tui.costs import Spend, cost_text, fmt_spend, fmt_usd, spend_of, total_spend
 from legion_tui.model import NodeStatus, outcome_of
-from legion_tui.receipts import in_flight_suffix
-from legion_tui.session.live_rate import LIVE_WINDOW
+from legion_tui.receipts import LIVE_WINDOW, in_flight_suffix
 from legion_tui.wire.names import shortest_refs
 
 if TYPE_CHECKING:  # names only: `legion status` formats a document (SPEC §8's verb budget)

@@ -11,7 +11,6 @@ from legion_tui.costs import cost_text
 from legion_tui.model import EventType, MailState
 from legion_tui.model_records import Message
 from legion_tui.render.rates import node_rate
-from legion_tui.session.live_rate import LIVE_WINDOW
 from legion_tui.state import NodeView
 from legion_tui.widgets.tree.rows import fmt_tokens, in_flight_context, tool_seconds
 
@@ -42,7 +41,7 @@ def header_line(view: NodeView, now: float | None = None, width: int | None = No
     if node.phase:
         parts.append(("phase", f"phase {node.phase}"))
     if node.live:
-        parts.append(("now", f"{node_rate(view, at):.0f} tok/s {LIVE_WINDOW}"))
+        parts.append(("now", f"{node_rate(view, at):.0f} tok/s {receipts.LIVE_WINDOW}"))
     if not node.simulated:  # a simulated agent's cost is pretend: no money was spent
         parts.append(("cost", cost_text(progress.cost, progress.cost_basis, long=True)))
     tokens = f"{fmt_tokens(progress.tokens.output)} out / {fmt_tokens(progress.tokens.input)} in"
