@@ -18,7 +18,7 @@ PIECES = st.one_of(
     st.text(alphabet=st.characters(codec="utf-8", exclude_categories=("Cs",)), max_size=40),
     st.sampled_from(["日本語", "e\u0301", "\r\n", "\r", "\n", "\t", "\x1b[2J", "\x1b[H",
                      "\x1b[5;10H", "\x1b[K", "\x1b[1A", "\x1b[3C", "\x1b[31mred\x1b[0m",
-                     "x" * 170]),  # fmt: skip
+                     "x" * 170]),
 )
 
 
