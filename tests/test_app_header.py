@@ -7,6 +7,7 @@ from dataclasses import replace
 import pytest
 from app_helpers import FakeOps, canned_model, fixed_clock
 from textual import events
+from textual.geometry import Region
 
 from legion_tui import receipts
 from legion_tui.costs import Spend
@@ -110,3 +111,26 @@ def test_long_run_and_session_names_never_push_the_stop_hint_off_a_wide_header()
         assert stop_hint(width, used, live=18) != "", width
         assert used + len(receipts.STOP_HINT_NARROW) + 2 <= width
     assert "18 live" in header_text(run, session, counts, 410.0, 200)  # words when they fit
+
+
+async def test_a_render_textual_does_not_show_still_leaves_the_header_to_repaint() -> None:
+    """Stop 41's CI: the header read ●2 ○0 for good over a settled worker's ○ row.
+    Textual renders every widget a partial update's crop box overlaps but sends only the
+    dirty lines; the header took such a render of the new counts for a repaint and asked
+    for none. A change must ask for a repaint whatever was rendered meanwhile."""
+    model = canned_model()
+    app = make_app(model, FakeOps(model), clock=fixed_clock, timers=False)
+    async with app.run_test(size=(120, 40)) as pilot:
+        header = app.header
+        assert header.render_line(0).text.startswith(" LEGION · r-7f3a · main · ●8 ○2")
+        app.paused = True  # the app's own apply would repaint it: only the header decides
+        live = next(view.node for view in model.nodes.values() if view.node.live)
+        model.upsert(replace(live, status=NodeStatus.SETTLED))
+        await pilot.pause()
+        header.render_lines(Region(0, 0, 120, 1))  # as a partial update overlapping it
+        asked: list[int] = []
+        header.refresh = lambda *a, **k: asked.append(1) or header  # type: ignore[method-assign]
+        header.model_changed()
+        assert asked == [1]  # the new counts are asked for: ●7 ○3 reaches the screen
+        header.model_changed()
+        assert asked == [1]  # and only once while they hold

@@ -67,8 +67,13 @@ class HeaderBar(PaintedLine):
         super().__init__(floor=floor, id=id)
         self.model = model
         self.paused = False
-        self._key: tuple[object, ...] | None = None
+        self._key: tuple[object, ...] | None = None  # the cached strip's
         self._strip: Strip | None = None
+        # The figures of the last repaint asked for. Not `_key`: Textual renders every
+        # widget a partial update's crop box overlaps and sends only the dirty lines, so
+        # a render is no proof the line reached the screen (a header that took it for
+        # one showed a settled agent live for good).
+        self._asked: tuple[object, ...] | None = None
         self._memo_at: tuple[int, float, int] = (-1, 0.0, 0)
         self._memo: tuple[dict[str, int], float] = ({}, 0.0)
         self._spent_at: tuple[int, int] = (-1, 0)
@@ -94,8 +99,10 @@ class HeaderBar(PaintedLine):
         self.refresh()
 
     def model_changed(self) -> None:
-        """Repaint only when the text would differ."""
-        if self._key is not None and self._key != self._make_key(self.size.width):
+        """Repaint only when the text would differ from the last repaint asked for."""
+        key = self._make_key(self.size.width)
+        if key != self._asked:
+            self._asked = key
             self.refresh()
 
     def summary(self) -> tuple[dict[str, int], float]:
