@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 import pytest
-from app_helpers import FakeOps, canned_model, fixed_clock
+from app_helpers import NOW, FakeOps, canned_model, fixed_clock
 from textual import events
 from textual.geometry import Region
 
@@ -13,6 +13,11 @@ from legion_tui import receipts
 from legion_tui.costs import Spend
 from legion_tui.dashboard.app import make_app
 from legion_tui.model import NodeStatus
+from legion_tui.render.chart import CHART_PHASE
+from legion_tui.render.rates import node_rate
+from legion_tui.render.steps import step_of
+from legion_tui.state import NodeView
+from legion_tui.widgets import header as header_module
 from legion_tui.widgets.header import header_text, stop_hint
 
 pytestmark = pytest.mark.unit
@@ -134,3 +139,41 @@ async def test_a_render_textual_does_not_show_still_leaves_the_header_to_repaint
         assert asked == [1]  # the new counts are asked for: ●7 ○3 reaches the screen
         header.model_changed()
         assert asked == [1]  # and only once while they hold
+
+
+async def test_the_rate_is_summed_once_a_step_and_the_counts_at_every_change(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Issue 35: Σ tok/s over every live node at each repaint (twice: key check, paint)
+    was a fifth of a 1 000-agent host's CPU. The sum is taken once per chart step, at
+    the step's start; a settle shows in the counts at once, and the sum follows it."""
+    model = canned_model()
+    clock = [NOW]
+    model.clock = lambda: clock[0]
+    app = make_app(model, FakeOps(model), clock=model.clock, timers=False)
+    summed: list[str] = []
+
+    def counted(view: NodeView, now: float) -> float:
+        summed.append(view.node.id)
+        assert now == step_of(clock[0], CHART_PHASE)  # the step's start, not the repaint's
+        return node_rate(view, now)
+
+    async with app.run_test(size=(120, 40)) as pilot:
+        monkeypatch.setattr(header_module, "node_rate", counted)
+        live = [view for view in model.nodes.values() if view.node.live]
+        clock[0] = step_of(NOW, CHART_PHASE) + 1.0  # a new step's start
+        for i in range(10):  # ten repaints within the step, the model changing at each
+            clock[0] += 0.02
+            model.set_note(live[0].node.id, f"note {i}")
+            await pilot.pause()
+            app.header.model_changed()
+            app.header.render_line(0)
+        assert len(summed) == len(live)  # one sum over the live nodes
+        model.upsert(replace(live[0].node, status=NodeStatus.SETTLED))
+        await pilot.pause()
+        counts, _rate = app.header.summary()
+        assert counts["live"] == len(live) - 1  # at once, within the step
+        assert len(summed) == 2 * len(live) - 1  # and the sum again, without it
+        clock[0] += 0.25  # the next step
+        app.header.summary()
+        assert len(summed) == 3 * len(live) - 2

@@ -624,9 +624,12 @@ class ChartRenderer:
             if nonzero.size:
                 first = int(nonzero[0])
             avg = float(totals[first:].mean())
+        # At the step's start, as the header sums it (widgets/header.py): one instant for
+        # both, so the second sum of a step finds the unchanged nodes' rates memoised.
+        at = self.steps.step(now)
         live = 0.0
         for view in self.buckets.live_views():  # the visible live nodes with a series
-            live += node_rate(view, now)
+            live += node_rate(view, at)
         return ChartStats(now=live, avg=avg, peak=peak, y_max=nice_ceiling(peak))
 
     def _readout_row(self, cols: int, styles: Sequence[Style], whole_run: bool) -> list[Segment]:
