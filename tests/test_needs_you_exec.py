@@ -14,6 +14,12 @@ import pytest
 from supervisor_helpers import hosted, until
 
 from legion_tui.model import EventType, NodeStatus
+from legion_tui.supervisor.backends.exec_handle import (
+    ASK_EVERY,
+    QUIET_AFTER,
+    QUIET_ASK_EVERY,
+    look_again_in,
+)
 from legion_tui.wire.names import ROOT_ID
 from legion_tui.wire.spawn_request import ChildRequest
 
@@ -69,3 +75,27 @@ async def test_a_command_reading_its_terminal_blocks_until_the_steer_answers(
         assert (tmp_path / "answer.txt").read_text() == "answered yes\n"
         kinds = [e.type for e in sup.model.nodes[node.id].events]
         assert kinds.count(EventType.NODE_BLOCKED) == 1
+
+
+async def test_a_command_that_reads_without_a_prompt_is_still_asked(tmp_path: Path) -> None:
+    """Issue 35: a quiet terminal is looked at once a second, not four times — a
+    command that waits without printing a prompt is still seen (the question is then
+    its terminal's last line, here empty: `input`)."""
+    _exec_card(tmp_path)
+    (tmp_path / "ask.sh").write_text('read answer\nprintf "%s\\n" "$answer" > "$1/a.txt"\n',
+                                     encoding="utf-8")  # fmt: skip
+    async with hosted(tmp_path) as sup:
+        (node,) = await sup.launcher.spawn(ROOT_ID, [ChildRequest("asker", "ask", name="ask")])
+        await until(lambda: bool(_questions(sup.model.nodes[node.id].events)), 15,
+                    "blocked, with no prompt printed")  # fmt: skip
+        assert _questions(sup.model.nodes[node.id].events) == ["input"]
+        assert (await sup.control.steer(ROOT_ID, "ask", "quiet"))[0] == "queued"
+        await until(lambda: not sup.names.node(node.id).live, 15, "the script to end")
+        assert (tmp_path / "a.txt").read_text() == "quiet\n"
+
+
+def test_a_terminal_is_looked_at_quickly_only_while_it_is_busy_or_read() -> None:
+    assert look_again_in(reading=False, quiet_for=0.5) == ASK_EVERY  # it just printed
+    assert look_again_in(reading=True, quiet_for=60.0) == ASK_EVERY  # a second sighting
+    assert look_again_in(reading=False, quiet_for=QUIET_AFTER) == QUIET_ASK_EVERY
+    assert QUIET_ASK_EVERY <= 1.0  # a silent reader is asked within ~2 s

@@ -45,6 +45,18 @@ __all__ = ["ExecHandle"]
 
 OUTPUT_BOUND = 1.0  # how long an exited command's last output may take to drain
 ASK_EVERY = 0.25  # how often a live command is looked at for a read of its terminal
+# ... while its terminal is quiet: a look is a walk of its process tree in /proc from a
+# worker thread, and a thousand quiet agents looked at four times a second cost a sixth
+# of the host's CPU (issue 35). A program that asks prints its prompt first: that
+# output, a key typed, or a read seen brings the quick looks back.
+QUIET_ASK_EVERY = 1.0
+QUIET_AFTER = 2.0  # seconds without output or typed input before a terminal is quiet
+
+
+def look_again_in(reading: bool, quiet_for: float) -> float:
+    """When to look again at a command's terminal for a read: soon while it reads (a
+    second sighting asks, and an answer must be seen taken) or was busy lately."""
+    return ASK_EVERY if reading or quiet_for < QUIET_AFTER else QUIET_ASK_EVERY
 
 
 class ExecHandle(ProcessChildHandle):
@@ -107,7 +119,7 @@ class ExecHandle(ProcessChildHandle):
             elif not reading:
                 self.questions.drop("terminal")
             seen = reading
-            await asyncio.sleep(ASK_EVERY)
+            await asyncio.sleep(look_again_in(reading, terminal.quiet_for()))
         self.questions.clear()
 
     def turn_running(self) -> bool:

@@ -83,6 +83,7 @@ class PtyTerminal:
         self._published_at = -LINE_EVERY
         self._pending_publish: asyncio.TimerHandle | None = None
         self._unwritten = b""  # typed input the master could not take yet
+        self._busy_at = clock()  # the last output read or input typed
         self._loop: asyncio.AbstractEventLoop | None = None
         self.closed = asyncio.Event()  # the child side hung up (every slave fd closed)
 
@@ -108,6 +109,10 @@ class PtyTerminal:
                 return text[:LINE_LIMIT]
         return ""
 
+    def quiet_for(self) -> float:
+        """Seconds since the terminal last printed or was typed into."""
+        return self._clock() - self._busy_at
+
     def foreground(self) -> int | None:
         """The terminal's foreground process group (the one its keys go to), or None."""
         if self._master < 0:
@@ -127,6 +132,7 @@ class PtyTerminal:
         if self._master < 0:
             return False
         self._unwritten += data
+        self._busy_at = self._clock()
         self._flush()
         return True
 
@@ -176,6 +182,7 @@ class PtyTerminal:
         if not data:
             self._hung_up()
             return False
+        self._busy_at = self._clock()
         with contextlib.suppress(OSError):
             os.write(self._log, data)
         self._stream.feed(data)
