@@ -2,7 +2,8 @@
 with a tool call never answered (263 MB), took 22.9 s and 500 MB RSS in `legion inspect`,
 and the host folds the same way: every entry was kept for path rebuilds and every open
 call in the in-flight stack, rebuilt whole at each batch (O(n²)). Now the newest 64 calls
-in flight and the newest 10 000 entries by id are kept: 9.9 s and 99 MB for that file."""
+in flight and the newest 10 000 entries by id were kept (2 000 slim ones since issue 35):
+9.9 s and 99 MB for that file."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from legion_tui.session.fold import MAX_OPEN_TOOLS
-from legion_tui.session.reader import read_session
+from legion_tui.session.reader import SessionReader, read_session
 
 pytestmark = pytest.mark.unit
 
@@ -63,3 +64,22 @@ def test_a_huge_session_is_folded_in_bounded_memory(tmp_path: Path) -> None:
     # per call); the peak (one batch of lines decoded on top) 31 MB before, 12.3 MB after.
     assert held < 6_000_000, f"held {held / 1e6:.1f} MB"
     assert peak < 20_000_000, f"peak {peak / 1e6:.1f} MB"
+
+
+def test_a_live_readers_records_stay_few_and_slim(tmp_path: Path) -> None:
+    """Issue 35: the host keeps a reader per live agent, and each kept a record per line
+    (up to 10 000, the whole entry: model, usage, timings) — ≈ 0.7 KB a one-line answer,
+    7 MB an agent after three hours at a line a second. Now 2 000 slim records."""
+    path = tmp_path / "live.jsonl"
+    _write_session(path, 6_000)
+    tracemalloc.start()
+    try:
+        reader = SessionReader(path, max_bytes_per_poll=1 << 30)
+        reader.poll()
+        held, _peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert reader.progress.entries == 6_000
+    # Held with the reader alive: 5.4 MB before (6 000 whole records), 2.2 MB after —
+    # most of it the 6 000 rate segments and the 2 000 records' ids and texts.
+    assert held < 3_000_000, f"held {held / 1e6:.1f} MB"

@@ -16,6 +16,7 @@ switch. Legacy v1 files have no ids: the file order is the path.
 
 from __future__ import annotations
 
+import sys
 from collections import deque
 from dataclasses import dataclass, field, replace
 
@@ -39,9 +40,10 @@ RECENT_USER_TEXTS = 20
 # Memory is bounded by what is shown, whatever the file's size (a 500 000-entry session
 # held every entry and every unanswered tool call: 500 MB, and an O(n²) in-flight list):
 # the newest tool calls in flight (the stack the row and overlay show), and the newest
-# entries by id (a branch switch further back starts its path where the records end).
+# entries by id (a branch switch further back starts its path where the records end; a
+# thousand agents a line a second each would hold 10 000 records each after 3 h).
 MAX_OPEN_TOOLS = 64
-MAX_PATH_RECORDS = 10_000
+MAX_PATH_RECORDS = 2_000
 MAX_SKIP_REASONS = 8  # distinct reasons kept (a figure in each could make every one new)
 ABORTED = "aborted"  # pi's stopReason of an interrupted turn (the supervisor keeps it live)
 
@@ -118,9 +120,15 @@ def _slim(entry: PathEntry) -> PathEntry:
     """
     if isinstance(entry, ToolResultEntry):
         return replace(entry, text="") if entry.text else entry
-    if isinstance(entry, AssistantEntry) and entry.tool_calls:
+    if isinstance(entry, AssistantEntry):
+        # Its model, usage and timings too: a record is kept per line of a long session
+        # (≈ 0.7 KB of a one-line answer's 1 KB, issue 35), and `_PathState.apply` reads
+        # only its time, calls, text and stop reason.
         calls = tuple(ToolCall(c.id, c.name) for c in entry.tool_calls)
-        return replace(entry, tool_calls=calls)
+        stop = None if entry.stop_reason is None else sys.intern(entry.stop_reason)
+        return replace(entry, model=None, tool_calls=calls, stop_reason=stop, input=0,
+                       output=0, cache_read=0, cache_write=0, cost=0.0, started_ms=None,
+                       duration_ms=None, call=None)  # fmt: skip
     if isinstance(entry, OtherEntry) and entry.text:
         return replace(entry, text="")
     return entry
