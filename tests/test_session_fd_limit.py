@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import resource
 import subprocess
 import sys
 from pathlib import Path
@@ -17,7 +18,7 @@ import pytest
 from session_helpers import conversation, line, user
 
 from legion_tui.session.reader import SessionReader, read_session
-from legion_tui.session.watcher import MAX_OPEN_FDS, SessionWatcher
+from legion_tui.session.watcher import MAX_OPEN_FDS, MOST_OPEN_FDS, SessionWatcher, fd_budget
 
 pytestmark = pytest.mark.host
 
@@ -141,3 +142,19 @@ def test_the_watcher_closes_idle_files_beyond_max_open(tmp_path: Path) -> None:
     assert watcher.open_fds == 2
     watcher.close()
     assert watcher.open_fds == 0
+
+
+BUDGETS = [(256, MAX_OPEN_FDS), (1024, 256), (524_288, MOST_OPEN_FDS),
+           (resource.RLIM_INFINITY, MOST_OPEN_FDS)]  # fmt: skip
+
+
+@pytest.mark.parametrize(("soft", "budget"), BUDGETS)
+def test_the_fd_budget_is_a_quarter_of_the_soft_limit_within_bounds(
+    soft: int, budget: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 35: 64 fds for a thousand agents each appending a line a second made every
+    append reopen its file and close another's; the host lifts the soft limit, and the
+    watcher now keeps a quarter of it (pipes and ptys need the rest)."""
+    monkeypatch.setattr(resource, "getrlimit", lambda _which: (soft, resource.RLIM_INFINITY))
+    assert fd_budget() == budget
+    assert SessionWatcher(Path("/nonexistent"), lambda _n, _p: None).max_open == budget

@@ -5,9 +5,10 @@ readers of the files that changed; a 1 s stat sweep over every known file is the
 net, because an inotify queue overflow is dropped silently by watchfiles. Each file has
 one `SessionReader`, so an unchanged file costs one `stat` per sweep and no open.
 
-Open fds are bounded: only the `max_open` (64) most recently changed files keep theirs
-(an LRU); older ones are closed and reopened on their next change. A 1000-node legion
-would otherwise hold 1000 fds for files that ended long ago and hit `ulimit -n` 1024.
+Open fds are bounded: only the `max_open` most recently changed files keep theirs (an
+LRU; `fd_budget`: a quarter of `ulimit -n`, 64 to 4 096); older ones are closed and
+reopened on their next change. A 1000-node legion would otherwise hold 1000 fds for
+files that ended long ago and hit `ulimit -n` 1024.
 
 Paths map to nodes as `sessions/<nodeId>.jsonl`, or `sessions/<nodeId>/<any>.jsonl` (a real
 `pi` child names its own file inside a per-node folder; when there are several, the most
@@ -24,6 +25,7 @@ import asyncio
 import contextlib
 import logging
 import os
+import resource
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Iterable
@@ -43,9 +45,20 @@ Clock = Callable[[], float]
 
 SWEEP_SECONDS = 1.0
 SUFFIX = ".jsonl"
-# Live files change every few hundred ms and keep their fd; 64 covers a busy legion's
-# writers while staying far below any sane RLIMIT_NOFILE.
+# Live files change every few hundred ms and keep their fd: a quarter of the soft
+# RLIMIT_NOFILE (the host lifts it to the hard limit; pipes and ptys need the rest), at
+# least 64 and at most 4 096. With 64 fixed, a thousand agents each appending a line a
+# second had every append reopen its file and close another's (issue 35).
 MAX_OPEN_FDS = 64
+MOST_OPEN_FDS = 4096
+
+
+def fd_budget() -> int:
+    """How many session files may keep an fd open, from the soft RLIMIT_NOFILE now."""
+    soft = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+    if soft == resource.RLIM_INFINITY:
+        return MOST_OPEN_FDS
+    return max(MAX_OPEN_FDS, min(MOST_OPEN_FDS, soft // 4))
 
 
 def node_id_for(sessions_dir: str, path: str) -> str | None:
@@ -78,7 +91,7 @@ class SessionWatcher:
         debounce_ms: int = 50,
         step_ms: int = 10,
         use_inotify: bool = True,
-        max_open: int = MAX_OPEN_FDS,
+        max_open: int | None = None,
     ) -> None:
         self.sessions_dir = os.path.abspath(os.fspath(sessions_dir))
         self.on_change = on_change
@@ -91,7 +104,7 @@ class SessionWatcher:
         self.step_ms = step_ms
         self.use_inotify = use_inotify
         self.readers: dict[str, SessionReader] = {}
-        self.max_open = max_open
+        self.max_open = fd_budget() if max_open is None else max_open
         self._open: OrderedDict[str, int] = OrderedDict()  # path → opens+reads; LRU first
         self._files_of: dict[str, list[str]] = {}  # node id → its session files
         self._node_of: dict[str, str] = {}  # session file → its node id (as _files_of, inverted)
