@@ -13,9 +13,7 @@ from legion_tui import receipts
 from legion_tui.costs import Spend
 from legion_tui.dashboard.app import make_app
 from legion_tui.model import NodeStatus
-from legion_tui.render.chart import CHART_PHASE
-from legion_tui.render.rates import node_rate
-from legion_tui.render.steps import step_of
+from legion_tui.render.rates import node_rate, rates_instant
 from legion_tui.state import NodeView
 from legion_tui.widgets import header as header_module
 from legion_tui.widgets.header import header_text, stop_hint
@@ -155,13 +153,13 @@ async def test_the_rate_is_summed_once_a_step_and_the_counts_at_every_change(
 
     def counted(view: NodeView, now: float) -> float:
         summed.append(view.node.id)
-        assert now == step_of(clock[0], CHART_PHASE)  # the step's start, not the repaint's
+        assert now == rates_instant(clock[0])  # the step's start, not the repaint's
         return node_rate(view, now)
 
     async with app.run_test(size=(120, 40)) as pilot:
         monkeypatch.setattr(header_module, "node_rate", counted)
         live = [view for view in model.nodes.values() if view.node.live]
-        clock[0] = step_of(NOW, CHART_PHASE) + 1.0  # a new step's start
+        clock[0] = rates_instant(NOW) + 1.0  # a new step's start
         for i in range(10):  # ten repaints within the step, the model changing at each
             clock[0] += 0.02
             model.set_note(live[0].node.id, f"note {i}")

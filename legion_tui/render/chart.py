@@ -46,7 +46,7 @@ from legion_tui.render.arrays import F64
 from legion_tui.render.braille import codes_to_rows
 from legion_tui.render.inks import BAND_INKS, BAND_ROLES, Ink
 from legion_tui.render.ramp_integral import RampIntegral
-from legion_tui.render.rates import node_rate
+from legion_tui.render.rates import RATES_PHASE, node_rate, rates_instant
 from legion_tui.render.reentry import not_reentrant
 from legion_tui.render.rows import RunFinder
 from legion_tui.render.steps import StepFrames
@@ -61,7 +61,7 @@ READOUT_UNIT = " tok/s"
 # An idle window says so, not "now 0 · avg 0 · peak 0" over an empty chart (issue 32).
 READOUT_IDLE = "no tokens in this window"
 WINDOW_LABELS: dict[bool, str] = {False: "last 60 s", True: "whole run"}
-CHART_PHASE = 0.5  # its draw steps start half a step after the galaxy's (render/steps.py)
+CHART_PHASE = RATES_PHASE  # its steps start half a step after the galaxy's (render/steps.py)
 POINT_MASS_S = 1e-6  # shorter segments are instants (their rate would be meaningless)
 DUST_TOK_S = 1e-6  # a bucket's rate below this is the sums' rounding, not tokens
 # ' ' then ▁▂▃▄▅▆▇█: the glyph for 0..8 eighths of a cell filled from the bottom.
@@ -624,9 +624,7 @@ class ChartRenderer:
             if nonzero.size:
                 first = int(nonzero[0])
             avg = float(totals[first:].mean())
-        # At the step's start, as the header sums it (widgets/header.py): one instant for
-        # both, so the second sum of a step finds the unchanged nodes' rates memoised.
-        at = self.steps.step(now)
+        at = rates_instant(now)  # the header's instant: unchanged nodes come memoised
         live = 0.0
         for view in self.buckets.live_views():  # the visible live nodes with a series
             live += node_rate(view, at)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from legion_tui.render.steps import step_of
 from legion_tui.session.live_rate import live_tok_s
 from legion_tui.state import NodeView
 
@@ -10,6 +11,16 @@ from legion_tui.state import NodeView
 # the walk over the rate series is done once. Any change to a node bumps its revision;
 # the view itself is compared too, so two models with the same ids never mix.
 _memo: dict[str, tuple[NodeView, int, float, float]] = {}
+
+# The panels that sum or shade every live node (the header, the chart's `now`, the
+# galaxy) take the rates at one instant per draw step, the chart's step start: a step
+# then walks each node's series once, not once per panel (issue 35: a 1 000-agent host).
+RATES_PHASE = 0.5  # = the chart's phase (render/chart.py), whose frame starts its step
+
+
+def rates_instant(now: float) -> float:
+    """The instant the whole-legion panels take their rates at, for a frame at `now`."""
+    return step_of(now, RATES_PHASE)
 
 
 def node_rate(view: NodeView, now: float) -> float:

@@ -12,10 +12,8 @@ from textual.strip import Strip
 
 from legion_tui import receipts
 from legion_tui.costs import Spend, fmt_spend, fmt_usd, total_spend
-from legion_tui.render.chart import CHART_PHASE
 from legion_tui.render.feed import COUNT_KEYS, LiveIndex, SpendIndex
-from legion_tui.render.rates import node_rate
-from legion_tui.render.steps import step_of
+from legion_tui.render.rates import node_rate, rates_instant
 from legion_tui.state import LegionModel
 from legion_tui.widgets.lines import PaintedLine, PanelStrip
 from legion_tui.widgets.tree.rows import fmt_tokens
@@ -112,13 +110,13 @@ class HeaderBar(PaintedLine):
     def summary(self) -> tuple[dict[str, int], float]:
         """(live/settled/failed/retired counts, Σ live tok/s). The counts follow every
         change; the rate, the tree rows' figure summed as the chart's `now` sums it, is
-        taken once per chart step (render/steps.py), at the step's start: summed over
+        taken once per chart step, at `rates_instant` (the step's start): summed over
         every live node at each of up to 30 repaints a second, twice each (key check,
         paint), it was a fifth of a 1 000-agent host's CPU (issue 35), and a 10 s
         window's sum moves nothing a reader sees within a quarter second. A change in
         the live count takes it again at once (no "●0 · 40 tok/s")."""
         counts = self._counts()
-        at = (step_of(self.model.clock(), CHART_PHASE), self._scope, counts["live"])
+        at = (rates_instant(self.model.clock()), self._scope, counts["live"])
         if self._rate_at != at:
             self._rate_at, self._rate = at, self._sum_rate(at[0])
         return counts, self._rate
