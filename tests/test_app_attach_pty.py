@@ -42,6 +42,11 @@ def toasts(screen: pyte.Screen) -> str:
     return " ".join(line.split("▌ ", 1)[1].strip() for line in screen.display if "▌ " in line)
 
 
+def editor_ready(screen: pyte.Screen) -> bool:
+    """pi's footer is on screen: `↑<input> ↓<output> …` and the model, under its editor."""
+    return any(row.lstrip().startswith("↑") and MODEL in row for row in screen.display)
+
+
 def start_host(world_project: Path, task: str) -> tuple[int, int]:
     env = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "LINES")}
     env.update(TERM="xterm-256color", PYTHONPATH=str(HOST.parent))
@@ -98,7 +103,8 @@ def test_attach_hands_the_real_pi_over_and_takes_it_back(
             # pi's own UI, on the worker's session: its earlier answer is there.
             assert read_until(fd, stream, lambda: "FIRST-ANSWER" in shown(screen)
                               and "LEGION" not in screen.display[0], 60), shown(screen)
-            read_until(fd, stream, lambda: False, 2.0)  # let pi's editor take the keys
+            # pi's editor takes keys once its footer is drawn (its usage and the model).
+            assert read_until(fd, stream, lambda: editor_ready(screen), 30), shown(screen)
             os.write(fd, b"use the v2 api")
             os.write(fd, b"\r")
             assert read_until(fd, stream, lambda: "SECOND-ANSWER" in shown(screen), 60), (

@@ -74,12 +74,22 @@ def test_gutters_beside_the_overlay_on_a_real_terminal(theme: str, floor: bool) 
         stream = pyte.ByteStream(screen)
         assert read_until(fd, stream, lambda: "LEGION" in screen.display[0]), screen.display
         os.write(fd, b"o")
-        assert read_until(fd, stream, lambda: "╭" in "".join(screen.display)), screen.display
-        read_until(fd, stream, lambda: False, timeout=0.5)  # let the frame finish
-        top = next(y for y, line in enumerate(screen.display) if "╭" in line)
-        left = screen.display[top].index("╭")
-        right = screen.display[top].index("╮")
-        bottom = next(y for y, line in enumerate(screen.display) if "╰" in line)
+
+        def box() -> tuple[int, int, int, int] | None:
+            """The overlay's box (top, bottom, left, right) once its last row is in:
+            Textual writes a frame's rows top to bottom, so its gutters are in too."""
+            rows = screen.display
+            tops = [y for y, line in enumerate(rows) if "╭" in line and "╮" in line]
+            bottoms = [y for y, line in enumerate(rows) if "╰" in line and "╯" in line]
+            if not tops or not bottoms:
+                return None
+            top = tops[0]
+            return top, bottoms[-1], rows[top].index("╭"), rows[top].index("╮")
+
+        assert read_until(fd, stream, lambda: box() is not None), screen.display
+        found = box()
+        assert found is not None
+        top, bottom, left, right = found
         assert right - left + 1 == W * 3 // 4
         page = palette(theme).page.lstrip("#").lower()
         gutters = {
