@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pyte
 import pytest
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 
 from legion_tui.supervisor.processes.pty_terminal import COLUMNS, ROWS, row_text
@@ -23,6 +23,9 @@ PIECES = st.one_of(
 
 
 @given(st.lists(PIECES, max_size=30))
+# A write into a wide character's stub cell: `display` skips the stub whatever it holds
+# (found by this test in a full run, after it had passed several).
+@example(["0000⺀", "\x1b[1;6H", "0"])
 def test_each_row_is_the_displays_row_less_its_trailing_blanks(pieces: list[str]) -> None:
     screen = pyte.Screen(COLUMNS, ROWS)
     stream = pyte.ByteStream(screen)

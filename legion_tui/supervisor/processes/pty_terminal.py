@@ -32,6 +32,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pyte
+from pyte.screens import wcwidth  # pyte's own width rule, as its `display` applies it
 
 from legion_tui.timeouts import within
 
@@ -233,11 +234,22 @@ class PtyTerminal:
 
 def row_text(screen: pyte.Screen, y: int) -> str:
     """Row `y` of `screen` as text, up to its last written cell (a wide character's stub
-    cell, "", adds nothing) — pyte's `display` row less its trailing blanks. Not `display`
+    cell adds nothing) — pyte's `display` row less its trailing blanks. Not `display`
     itself: it renders every row, 50 of 160 cells, 35 ms a call on a loaded machine, at
     each publish and each agent's hang-up (a pause of 300 exec agents spent 10 s of the
     host's loop in it)."""
     cells = screen.buffer.get(y)  # `get`: a row never written stays unmade
     if not cells:
         return ""
-    return "".join(cells[x].data for x in range(max(cells) + 1))
+    # As `display` reads a row: the cell after a wide character is its stub, skipped
+    # whatever a later write left in it.
+    out: list[str] = []
+    stub = False
+    for x in range(min(max(cells) + 1, screen.columns)):
+        if stub:
+            stub = False
+            continue
+        data = cells[x].data
+        out.append(data)
+        stub = bool(data) and wcwidth(data[0]) == 2
+    return "".join(out)
