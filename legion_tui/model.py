@@ -11,12 +11,13 @@ needs a status word or the kinds for its parser imports this module without
 from __future__ import annotations
 
 import enum
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Literal
 
 __all__ = [
     "BACKENDS",
     "CARD_KINDS",
+    "COUNT_KEYS",
     "KINDS",
     "LIVE_STATUSES",
     "MAIL_MOVES",
@@ -33,6 +34,7 @@ __all__ = [
     "Role",
     "Urgency",
     "check_mail_move",
+    "outcome_counts",
     "outcome_of",
 ]
 
@@ -190,6 +192,18 @@ BACKENDS: tuple[Backend, ...] = (
     "claude-stream",
     "codex-app-server",
 )
+
+
+# The header's counts, in its order: every live status counts as "live".
+COUNT_KEYS: tuple[str, ...] = ("live", "settled", "failed", "retired")
+
+
+def outcome_counts(outcomes: Iterable[NodeStatus]) -> dict[str, int]:
+    """How many of `outcomes` are live, settled, failed and retired."""
+    counts = dict.fromkeys(COUNT_KEYS, 0)
+    for status in outcomes:
+        counts["live" if status.live else status.value] += 1
+    return counts
 
 
 def outcome_of(status: NodeStatus, phase: str | None) -> NodeStatus:

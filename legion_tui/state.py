@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
 from legion_tui.inert import inert
-from legion_tui.model import EventType, NodeStatus, stopped_while_running
+from legion_tui.model import EventType, NodeStatus, outcome_counts, stopped_while_running
 from legion_tui.model_records import Event, MailboxStats, Message, Node
 from legion_tui.session.progress import RateSegment, SessionProgress
 
@@ -116,14 +116,7 @@ class LegionModel:
 
     def counts(self) -> dict[str, int]:
         """live / settled / failed / retired, as the header shows them."""
-        out = {"live": 0, "settled": 0, "failed": 0, "retired": 0}
-        for view in self.nodes.values():
-            status = view.node.outcome
-            if status.live:
-                out["live"] += 1
-            else:
-                out[status.value] += 1
-        return out
+        return outcome_counts(view.node.outcome for view in self.nodes.values())
 
     # ----- writing -------------------------------------------------------------------
     def upsert(self, node: Node) -> NodeView:

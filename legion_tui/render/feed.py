@@ -15,10 +15,8 @@ still scheduled). So a stale answer is impossible, only a slower one.
 from __future__ import annotations
 
 from legion_tui.costs import Spend, spend_of
-from legion_tui.model import NodeStatus
+from legion_tui.model import COUNT_KEYS, NodeStatus, outcome_counts
 from legion_tui.state import LegionModel, NodeView
-
-COUNT_KEYS: tuple[str, ...] = ("live", "settled", "failed", "retired")
 
 
 class ChangeFeed:
@@ -100,10 +98,7 @@ class LiveIndex:
     def _rescan(self) -> None:
         self._status = {nid: view.node.outcome for nid, view in self.model.nodes.items()}
         self._live = {nid: v for nid, v in self.model.nodes.items() if v.node.status.live}
-        counts = dict.fromkeys(COUNT_KEYS, 0)
-        for status in self._status.values():
-            counts["live" if status.live else status.value] += 1
-        self._counts = counts
+        self._counts = outcome_counts(self._status.values())
 
     def counts(self) -> dict[str, int]:
         """live / settled / failed / retired (a copy)."""

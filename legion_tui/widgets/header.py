@@ -12,7 +12,8 @@ from textual.strip import Strip
 
 from legion_tui import receipts
 from legion_tui.costs import Spend, fmt_spend, fmt_usd, total_spend
-from legion_tui.render.feed import COUNT_KEYS, LiveIndex, SpendIndex
+from legion_tui.model import outcome_counts
+from legion_tui.render.feed import LiveIndex, SpendIndex
 from legion_tui.render.rates import node_rate, rates_instant
 from legion_tui.state import LegionModel
 from legion_tui.widgets.lines import PaintedLine, PanelStrip
@@ -129,14 +130,11 @@ class HeaderBar(PaintedLine):
             self._counted_at = at
             if self._shown is None:
                 self._counted = self._index.counts()
-            else:
-                counts = dict.fromkeys(COUNT_KEYS, 0)
-                for nid in self._shown:  # a filter's rows: a short list
-                    view = self.model.nodes.get(nid)
-                    if view is not None:
-                        status = view.node.outcome
-                        counts["live" if status.live else status.value] += 1
-                self._counted = counts
+            else:  # a filter's rows: a short list
+                nodes = self.model.nodes
+                self._counted = outcome_counts(
+                    nodes[nid].node.outcome for nid in self._shown if nid in nodes
+                )
         return self._counted
 
     def _sum_rate(self, now: float) -> float:
