@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 from pathlib import Path
 
 from supervisor_helpers import git, until
+from textual.errors import NoWidget
 from textual.pilot import Pilot
 from textual.widgets import TabbedContent
 
@@ -56,4 +58,17 @@ async def open_diff_tab(pilot: Pilot[None], app: LegionApp, node_id: str) -> Dif
     await until(lambda: view.loads >= 1, what="the first read of the worktree")
     app.screen.query_one("#detail-tabs", TabbedContent).active = "tab-diff"
     await until(lambda: view.loads >= 2, what="the read the tab's activation starts")
+    # And placed on screen: a click sent before the compositor has the shown tab lands
+    # where the hidden one was (a full run's click left the cursor on row 0).
+    await until(lambda: _under(app, view), what="the Diff tab on screen")
     return view
+
+
+def _under(app: LegionApp, view: DiffView) -> bool:
+    """The screen routes a click on the view's top-left text cell to the view."""
+    region = view.content_region
+    if not region:
+        return False
+    with contextlib.suppress(NoWidget):
+        return app.screen.get_widget_at(region.x, region.y)[0] is view
+    return False
