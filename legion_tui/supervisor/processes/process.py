@@ -149,17 +149,25 @@ def wait_pid_exit(pid: int) -> asyncio.Future[None]:
         fut.set_result(None)
         return fut
 
+    held = [fd]  # emptied by the one close: a cancel after the fire must not close again
+
+    def release() -> None:
+        # Twice, the second close (and remove_reader) would hit whatever reused the
+        # number meanwhile: a new agent's stdin pipe, closed under it (it exits 0).
+        if held:
+            loop.remove_reader(held.pop())
+            os.close(fd)
+
     def fired() -> None:
-        loop.remove_reader(fd)
-        os.close(fd)
+        release()
         if not fut.done():
             fut.set_result(None)
 
     def cancelled(f: asyncio.Future[None]) -> None:
+        # Also after `fired` ran: a cancel in the same loop turn as the pidfd's readiness
+        # runs this callback one turn later, after `fired` closed the fd.
         if f.cancelled():
-            with contextlib.suppress(ValueError, OSError):
-                loop.remove_reader(fd)
-                os.close(fd)
+            release()
 
     loop.add_reader(fd, fired)
     fut.add_done_callback(cancelled)
