@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import asyncio
 import os
+import subprocess
 import time
 from collections.abc import Callable
 from pathlib import Path
+
+import pytest
 
 from legion_tui.sim.clock import FakeClock
 
@@ -101,6 +104,27 @@ def our_zombies() -> list[int]:
         if fields[0] == "Z" and int(fields[1]) == me:
             found.append(int(entry))
     return found
+
+
+def process_on_pid(pid: int, argv: list[str]) -> subprocess.Popen[bytes]:
+    """A new session leader on `pid`, a pid freed by a reaped process: what the kernel
+    does by itself once its pids wrap (32 768 of them here: minutes of a busy test run),
+    asked for at once by setting the last pid it handed out (root only). A process that
+    starts meanwhile elsewhere may take the pid first: placed again, a bounded number of
+    times."""
+    last_pid = Path("/proc/sys/kernel/ns_last_pid")
+    if not os.access(last_pid, os.W_OK):
+        if os.environ.get("CI") == "true":
+            raise AssertionError(f"{last_pid} is not writable: CI runs as root")
+        pytest.skip(f"placing a process on a pid needs root ({last_pid})")
+    for _ in range(100):
+        last_pid.write_text(str(pid - 1))
+        proc = subprocess.Popen(argv, start_new_session=True)
+        if proc.pid == pid:
+            return proc
+        proc.kill()
+        proc.wait()
+    raise AssertionError(f"no process could be placed on pid {pid}")
 
 
 def gone(pid: int) -> bool:

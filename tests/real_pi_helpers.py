@@ -237,7 +237,10 @@ async def hand_over_and_take_back(
     done = await settle(sup, node_id)
     assert done.status is NodeStatus.SETTLED, (done.status, done.error)
     assert len(server.requests()) == asked  # nothing was sent on the way back
-    assert sup.names.node(node_id).pid in by_env("LEGION_NODE_ID", node_id)
+    handle = sup.ctx.roster.handle(node_id)
+    assert sup.names.node(node_id).pid in by_env("LEGION_NODE_ID", node_id), (
+        f"its agent is gone: exit {handle.exited if handle is not None else 'unknown'}"
+    )
     outcome, _receipt = await sup.control.steer(ROOT_ID, name, "FOLLOW-UP-31a: and now?")
     assert outcome in ("accepted", "queued"), outcome
     await until(lambda: len(server.requests()) > asked, TURN_LIMIT, "the follow-up's request")

@@ -8,7 +8,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from process_helpers import holds_a_line, launch_spec, marked, until
+from process_helpers import holds_a_line, launch_spec, marked, process_on_pid, until
 
 from legion_tui.supervisor.backend import LaunchSpec
 from legion_tui.supervisor.backends.common import normalize_bound, resolve_argv
@@ -84,6 +84,29 @@ async def test_exec_logs_reads_its_inbox_and_aborts_with_sigint(tmp_path: Path) 
     finally:
         report = await handle.stop(force=False, grace=1.0)
     assert report.survivors == []
+
+
+async def test_a_stop_after_the_command_ended_never_signals_whoever_has_its_pid_now(
+    tmp_path: Path,
+) -> None:
+    """Once reaped, an agent's pid is the kernel's to hand out again: a stop of an agent
+    that ended minutes before must not signal the process on its pid now, a session
+    leader like every agent here (a full test run's stop SIGTERMed another test's Claude
+    Code, which exits 0 on it: its node settled with its process gone)."""
+    handle = make_handle(_spec(tmp_path, ""))
+    assert isinstance(handle, ExecHandle)
+    await handle.start()
+    await handle.idle()
+    child = handle.child
+    assert child is not None and await until(lambda: child.reaped)
+    stranger = process_on_pid(child.pid, ["sleep", "60"])
+    try:
+        report = await handle.stop(force=False, grace=1.0)
+        assert stranger.poll() is None, f"the stop ended pid {child.pid}'s new process"
+        assert stranger.pid not in report.signalled, report
+    finally:
+        stranger.kill()
+        stranger.wait()
 
 
 @pytest.fixture

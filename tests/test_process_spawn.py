@@ -93,7 +93,7 @@ async def test_exit_is_learned_although_a_grandchild_holds_the_pipe(tmp_path: Pa
     assert await child.wait(10.0) == 0
     from legion_tui.supervisor.processes.sweep import sweep
 
-    report = await sweep(root_pid=None, pgid=child.pgid, run_id=RUN_ID, node_ids={"n1"}, force=True)
+    report = await sweep(root=child.process, run_id=RUN_ID, node_ids={"n1"}, force=True)
     assert report.survivors == []
     await child.aclose()
 

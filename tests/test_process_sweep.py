@@ -2,15 +2,19 @@
 
 from __future__ import annotations
 
+import asyncio
+import os
+import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from process_helpers import TREE_AGENT, marked, our_zombies, unique_run_id, until
 
 from legion_tui.supervisor.processes.child_process import ChildProcess
-from legion_tui.supervisor.processes.process import marker_env, spawn_child
+from legion_tui.supervisor.processes.process import marker_env, spawn_child, wait_pid_exit
 from legion_tui.supervisor.processes.sweep import marked_pids, sweep
 
 pytestmark = pytest.mark.host
@@ -47,8 +51,7 @@ async def test_sweep_leaves_no_marked_process_and_no_zombie(tmp_path: Path, forc
     assert set(marked_pids(run_id, {"n1"})) >= set(before)
 
     report = await sweep(
-        root_pid=child.pid,
-        pgid=child.pgid,
+        root=child.process,
         run_id=run_id,
         node_ids={"n1"},
         force=force,
@@ -75,8 +78,7 @@ async def test_sweep_of_one_node_spares_its_siblings(tmp_path: Path) -> None:
     sibling = await _spawn_tree(tmp_path, run_id, "sibling")
     try:
         report = await sweep(
-            root_pid=doomed.pid,
-            pgid=doomed.pgid,
+            root=doomed.process,
             run_id=run_id,
             node_ids={"doomed"},
             force=True,
@@ -87,8 +89,7 @@ async def test_sweep_of_one_node_spares_its_siblings(tmp_path: Path) -> None:
         assert sibling.returncode is None
     finally:
         await sweep(
-            root_pid=sibling.pid,
-            pgid=sibling.pgid,
+            root=sibling.process,
             run_id=run_id,
             node_ids={"sibling"},
             force=True,
@@ -116,8 +117,7 @@ async def test_sweep_of_an_already_dead_child_is_quiet(tmp_path: Path) -> None:
     )
     assert await child.wait(10.0) == 0
     report = await sweep(
-        root_pid=child.pid,
-        pgid=child.pgid,
+        root=child.process,
         run_id=dead_run,
         node_ids={"n1"},
         force=False,
@@ -127,3 +127,40 @@ async def test_sweep_of_an_already_dead_child_is_quiet(tmp_path: Path) -> None:
     assert report.survivors == []
     assert (tmp_path / "terminal" / "n1.log").read_text() == "bye\n"
     await child.aclose()
+
+
+@pytest.fixture
+def ended() -> Iterator[subprocess.Popen[bytes]]:
+    """A child that has exited and is not reaped yet: its pidfd polls ready at once."""
+    proc = subprocess.Popen(["true"])
+    os.waitid(os.P_PID, proc.pid, os.WEXITED | os.WNOWAIT)
+    yield proc
+    proc.wait()
+
+
+async def test_a_wait_cancelled_in_the_turn_its_pid_ends_closes_its_pidfd_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, ended: subprocess.Popen[bytes]
+) -> None:
+    """The sweep cancels its waits on the processes it stopped; a cancel that lands in
+    the loop turn whose poll found the pidfd ready runs its callback a turn after the
+    fire closed the fd. Closed there again, the number — reused meanwhile by any file or
+    pipe the host opened (a new agent's stdin) — would be closed under its new owner."""
+    opened: list[int] = []
+    pidfd_open = os.pidfd_open
+    monkeypatch.setattr(os, "pidfd_open", lambda pid: opened.append(pidfd_open(pid)) or opened[-1])
+    loop = asyncio.get_running_loop()
+    waiter = wait_pid_exit(ended.pid)
+    (fd,) = opened
+    newcomer = os.open(tmp_path / "newcomer", os.O_WRONLY | os.O_CREAT)
+    # This turn: the cancel, then the poll finds the pidfd ready (its fire closes it),
+    # then a timer due by then opens a file on the freed number.
+    loop.call_soon(waiter.cancel)
+    loop.call_later(0, os.dup2, newcomer, fd)
+    for _ in range(3):
+        await asyncio.sleep(0)
+    assert waiter.cancelled()
+    try:
+        os.fstat(fd)  # the newcomer's copy is still open
+    finally:
+        os.close(fd)
+        os.close(newcomer)

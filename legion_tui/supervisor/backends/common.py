@@ -243,8 +243,7 @@ class ProcessChildHandle:
         if child is None:
             return SweepReport(signalled=[], survivors=[])  # never spawned: nothing to signal
         report = await sweep(
-            root_pid=child.pid,
-            pgid=child.pgid,
+            root=child.process,
             run_id=self.spec.run_id,
             node_ids={self.spec.node_id},
             force=force,

@@ -169,8 +169,7 @@ class Continuity:
             from legion_tui.supervisor.processes.sweep import sweep
 
             report = await sweep(
-                root_pid=None,
-                pgid=None,
+                root=None,
                 run_id=self._run.run_id,
                 node_ids=[*orphans, *map(verify_marker, orphans), *(n.id for n in held)],
                 force=True,

@@ -111,8 +111,7 @@ class Retires:
         from legion_tui.supervisor.processes.sweep import sweep
 
         report = await sweep(
-            root_pid=None,
-            pgid=None,
+            root=None,
             run_id=self._run_id,
             node_ids=[verify_marker(node_id)],
             force=force,

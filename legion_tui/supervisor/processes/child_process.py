@@ -16,6 +16,8 @@ import os
 import signal
 from pathlib import Path
 
+import psutil
+
 from legion_tui import own_children
 from legion_tui.supervisor.processes import containment
 from legion_tui.supervisor.processes.pipe_reader import PipeReader
@@ -95,6 +97,11 @@ class ChildProcess:
         self.proc = proc
         self.pid: int = proc.pid
         self.log_path = log_path
+        # Who the child is, fixed now (psutil keeps its start time): a stop long after its
+        # end must never signal whoever the kernel has given its pid to since (sweep).
+        self.process: psutil.Process | None = None
+        with contextlib.suppress(psutil.Error):
+            self.process = psutil.Process(self.pid)
         self._protocol = protocol
         loop = asyncio.get_running_loop()
         self._exit: asyncio.Future[int] = loop.create_future()

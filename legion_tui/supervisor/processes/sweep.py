@@ -226,22 +226,31 @@ def _processes(found: Iterable[int], known: dict[int, psutil.Process]) -> list[p
     return new
 
 
-async def _snapshot(root_pid: int | None, scope: _Scope) -> dict[int, psutil.Process]:
+async def _snapshot(root: psutil.Process | None, scope: _Scope) -> dict[int, psutil.Process]:
     """The agent's processes before any signal: its tree and what `scope` finds, from a
     pass over /proc shared with the other sweeps under way."""
     taken = await _PASS.taken()
     procs: dict[int, psutil.Process] = {}
-    if root_pid is not None:
-        _processes([root_pid, *taken.descendants(root_pid)], procs)
+    # Looked at after the pass: running now, the root held its pid when the pass was
+    # taken. Reaped, its pid may be anyone's now, and so may the children of that pid.
+    if root is not None and root.is_running():
+        procs[root.pid] = root
+        _processes(taken.descendants(root.pid), procs)
     _processes(scope.found_in(taken), procs)
     return procs
 
 
-def _signal_group(pgid: int | None, sig: signal.Signals) -> bool:
-    if pgid is None:
+def _signal_group(
+    root: psutil.Process | None, group: Iterable[psutil.Process], sig: signal.Signals
+) -> bool:
+    """Signal the root's process group while it still holds its id: the root runs (or
+    waits to be reaped) or a known member lives. An empty group's id is free for the
+    kernel to hand out again; a new session leader given it would take the signal (a
+    stop of an agent that ended minutes ago once ended another test's Claude Code)."""
+    if root is None or not (root.is_running() or any(_alive(p) for p in group)):
         return False
     try:
-        os.killpg(pgid, sig)
+        os.killpg(root.pid, sig)
     except (ProcessLookupError, PermissionError):
         return False
     return True
@@ -276,15 +285,15 @@ async def _wait_gone(procs: Collection[psutil.Process], bound: float) -> None:
 
 async def sweep(
     *,
-    root_pid: int | None,
-    pgid: int | None,
+    root: psutil.Process | None,
     run_id: str,
     node_ids: Collection[str],
     force: bool,
     grace: float = 5.0,
     root_exit: asyncio.Future[int] | None = None,
 ) -> SweepReport:
-    """Stop the process tree of `root_pid` and everything of `node_ids`.
+    """Stop the process tree of `root` (the agent's process, taken when it was spawned:
+    a psutil handle never signals a reused pid) and everything of `node_ids`.
 
     Resolves only after the sweep; `survivors` lists what is still alive (should be [])
     and, where no cgroup proves the agents left nothing, what the host inherited and
@@ -293,17 +302,18 @@ async def sweep(
     """
     loop = asyncio.get_running_loop()
     scope = _Scope(run_id, node_ids)
-    known = await _snapshot(root_pid, scope)
+    known = await _snapshot(root, scope)
     snapshot = list(known.values())
     signalled: set[int] = set()
     # Membership before any signal: a member that dies at once can no longer be asked.
-    group = [p for p in snapshot if _in_group(p, pgid)]
+    # (spawned in a session of its own, the root leads its group: pgid == its pid)
+    group = [p for p in snapshot if root is not None and _in_group(p, root.pid)]
     if not force:
-        if _signal_group(pgid, signal.SIGTERM):
+        if _signal_group(root, group, signal.SIGTERM):
             signalled.update(p.pid for p in group)
         await _wait_gone(group, grace)
     # SIGKILL everything, even if the group looks gone: a member may have left it.
-    if _signal_group(pgid, signal.SIGKILL):
+    if _signal_group(root, group, signal.SIGKILL):
         signalled.update(p.pid for p in group)
     scope.kill_groups()
     signalled.update(_kill(snapshot, signal.SIGKILL))
@@ -326,7 +336,7 @@ async def sweep(
     targets = list(known.values())
     # Orphans re-parented to us (we are a subreaper) are ours to reap; the root is not:
     # asyncio's watcher reaps it.
-    reap([p.pid for p in targets if p.pid != root_pid and _is_our_zombie(p.pid)])
+    reap([p.pid for p in targets if p is not root and _is_our_zombie(p.pid)])
     survivors = {p.pid for p in targets if _alive(p)}
     for cgroup in scope.groups:
         survivors.update(cgroups.members(cgroup))
@@ -339,9 +349,7 @@ def _exists(pid: int) -> bool:
     return psutil.pid_exists(pid)
 
 
-def _in_group(proc: psutil.Process, pgid: int | None) -> bool:
-    if pgid is None:
-        return False
+def _in_group(proc: psutil.Process, pgid: int) -> bool:
     try:
         return os.getpgid(proc.pid) == pgid
     except (ProcessLookupError, PermissionError):

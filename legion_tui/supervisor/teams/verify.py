@@ -178,8 +178,7 @@ async def _run_one(
             _note(output_file, f"[exit {code} after {seconds:.1f}s]\n\n")
             return CommandResult(command, code, seconds)
         report = await sweep(
-            root_pid=child.pid,
-            pgid=child.pgid,
+            root=child.process,
             run_id=run_id,
             node_ids=[marker],
             force=True,
