@@ -194,6 +194,27 @@ def test_an_appended_series_converts_only_its_tail_and_stays_exact() -> None:
     np.testing.assert_allclose(got, naive_buckets(model, T0, T0 + 20, 20), atol=1e-6)
 
 
+def test_a_thousand_appends_grow_the_points_in_place_and_stay_exact() -> None:
+    """A message a frame for a thousand frames: each converts only its tail, and the
+    history is copied only when the node's buffers double (O(1) an append) — not once
+    per append, which at a thousand agents a few hours in was O(history) each."""
+    model = build([("worker", [(0.0, 0.5, 10)])])
+    rb = RateBuckets()
+    rb.compute(model, T0, T0 + 10, 10)
+    series = model.nodes["n0"].progress.rate_series
+    for k in range(1, 1000):
+        series = [*series, RateSegment(T0 + k, T0 + k + 0.5, 10 + k % 7)]
+        model.set_progress("n0", SessionProgress(rate_series=series))
+        rb.compute(model, T0 + k - 50, T0 + k + 10, 60)
+    assert (rb.converted, rb.extended) == (1, 999)
+    # Doubling: fewer points copied in all than twice the history's (2 points a
+    # segment), where copying the history at each append would be 2 × Σk ≈ a million.
+    assert 0 < rb.regrown < 2 * (2 * len(series)), rb.regrown
+    for t0, t1, n in ((T0, T0 + 1000, 100), (T0 + 900, T0 + 1000, 50)):
+        got = rb.compute(model, t0, t1, n).copy()
+        np.testing.assert_allclose(got, naive_buckets(model, t0, t1, n), atol=1e-6)
+
+
 def test_series_ended_before_the_window_add_nothing() -> None:
     model = build([("centurion", [(0.0, 10.0, 1000)])])
     got = RateBuckets().compute(model, T0 + 60, T0 + 120, 60)

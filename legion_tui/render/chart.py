@@ -100,6 +100,40 @@ def nice_ceiling(value: float) -> float:
 T, RAMP, MASS, BAND = range(4)  # the rows of a `_Points.data` array
 
 
+class _Store:
+    """One node's converted points, grown in place: an appended message's tail is
+    written after the others, the buffers doubling when full, so a series of n messages
+    costs O(n) copies in all, not O(n) per append (a thousand agents a few hours in
+    copied their whole histories a thousand times a second). Each `_Points` made from it
+    reads its own prefix, which a later append never changes."""
+
+    __slots__ = ("data", "reach", "reach_list", "segments")
+
+    def __init__(self) -> None:
+        self.data: F64 = np.empty((4, 0), dtype=np.float64)  # 2 columns a segment
+        self.reach: F64 = np.empty(0, dtype=np.float64)
+        self.reach_list: list[float] = []  # `reach` for `bisect`, as far as written
+        self.segments = 0
+
+    def append(self, data: F64, reach: F64) -> int:
+        """Write a tail's points after the others; the points copied to make room."""
+        n, k = self.segments, len(reach)
+        copied = 0
+        if n + k > len(self.reach):
+            cap = max(16, 2 * (n + k))
+            data_buf = np.empty((4, 2 * cap), dtype=np.float64)
+            reach_buf = np.empty(cap, dtype=np.float64)
+            data_buf[:, : 2 * n] = self.data[:, : 2 * n]
+            reach_buf[:n] = self.reach[:n]
+            self.data, self.reach = data_buf, reach_buf
+            copied = 2 * n
+        self.data[:, 2 * n : 2 * (n + k)] = data
+        self.reach[n : n + k] = reach
+        self.reach_list.extend(reach.tolist())
+        self.segments = n + k
+        return copied
+
+
 @dataclass(slots=True, eq=False)  # identity equality: join keys compare objects, not arrays
 class _Points:
     """One node's segments as bucketing points (see the module docstring).
@@ -113,27 +147,35 @@ class _Points:
     revision: int
     n_segments: int
     last_segment: RateSegment | None  # series[n_segments − 1], to recognise a pure append
-    # Rows T, RAMP, MASS, BAND of one (4, points) array, so a frame joins every node
-    # with one concatenate instead of four:
-    #   T point times (epoch s); RAMP +r at a segment's start, −r at its end, 0 for a
-    #   point mass; MASS tokens of a point mass, else 0; BAND the node's band index.
-    data: F64
-    # reach[k] = the latest point time of segments 0..k (a running max, so sorted even
-    # when segments overlap or a clock stepped back): segments before the first k with
-    # reach[k] ≥ t0 lie wholly before a window starting at t0.
-    reach: F64
+    store: _Store  # its points are the store's first `n_segments` (see `data`, `reach`)
     first: float  # earliest start
     last: float  # latest end
-    # `reach` as a list, for `bisect`: each live node's cut is searched every frame, and
-    # one numpy call costs more than the search in a few hundred segments.
-    reach_list: list[float]
+
+    @property
+    def data(self) -> F64:
+        """Rows T, RAMP, MASS, BAND of one (4, points) array, so a frame joins every node
+        with one concatenate instead of four: T point times (epoch s); RAMP +r at a
+        segment's start, −r at its end, 0 for a point mass; MASS tokens of a point mass,
+        else 0; BAND the node's band index."""
+        values: F64 = self.store.data[:, : 2 * self.n_segments]
+        return values
+
+    @property
+    def reach(self) -> F64:
+        """reach[k] = the latest point time of segments 0..k (a running max, so sorted
+        even when segments overlap or a clock stepped back): segments before the first k
+        with reach[k] ≥ t0 lie wholly before a window starting at t0."""
+        values: F64 = self.store.reach[: self.n_segments]
+        return values
 
     def from_segment(self, t0: float) -> int:
         """The first segment that can add anything to a window starting at `t0` (what
-        `np.searchsorted(reach, t0, side="left")` finds)."""
+        `np.searchsorted(reach, t0, side="left")` finds). On the store's list: each live
+        node's cut is searched every frame, and one numpy call costs more than the
+        search in a few hundred segments."""
         if self.first >= t0:
             return 0
-        return bisect_left(self.reach_list, t0)
+        return bisect_left(self.store.reach_list, t0, 0, self.n_segments)
 
     @property
     def t(self) -> F64:
@@ -176,33 +218,36 @@ def _convert(series: Sequence[RateSegment], band: int) -> tuple[F64, F64, float,
     return data, reach, first, last
 
 
-def _points(view: NodeView, previous: _Points | None = None) -> tuple[_Points, bool]:
-    """Convert a node's series; with `previous`, only its appended tail if it is one.
-    The flag says whether the conversion was such an append."""
+def _points(view: NodeView, previous: _Points | None = None) -> tuple[_Points, int | None]:
+    """Convert a node's series; with `previous`, only its appended tail if it is one (and
+    its store is not ahead of it). The second item: for such an append, the points the
+    store copied to grow, else None."""
     series = view.progress.rate_series
     band = BAND_OF_ROLE[view.node.role]
     done = previous.n_segments if previous is not None else 0
     if previous is not None and (
-        done == 0 or len(series) < done or series[done - 1] != previous.last_segment
+        done == 0
+        or len(series) < done
+        or series[done - 1] != previous.last_segment
+        or previous.store.segments != done
     ):
         previous, done = None, 0  # not an append: the series was replaced or rewritten
     data, reach, first, last = _convert(series[done:] if done else series, band)
+    store = previous.store if previous is not None else _Store()
     if previous is not None:
-        data = np.concatenate([previous.data, data], axis=1)
-        reach = np.concatenate([previous.reach, np.maximum(reach, previous.last)])
+        reach = np.maximum(reach, previous.last)
         first, last = min(first, previous.first), max(last, previous.last)
+    copied = store.append(data, reach)
     points = _Points(
         view=view,
         revision=view.revision,
         n_segments=len(series),
         last_segment=series[-1] if series else None,
-        data=data,
-        reach=reach,
+        store=store,
         first=first,
         last=last,
-        reach_list=reach.tolist(),
     )
-    return points, previous is not None
+    return points, copied if previous is not None else None
 
 
 class RateBuckets:
@@ -217,6 +262,7 @@ class RateBuckets:
         self._alloc_buckets(0)
         self.converted = 0  # whole-series conversions so far (tests: no needless redo)
         self.extended = 0  # conversions of only an appended tail
+        self.regrown = 0  # points copied by those appends (amortised: O(1) an append)
         # Contributing nodes (visible, with a series) in the model's order, and the live
         # ones among them; kept from the changed ids a frame is given (see `_sync`).
         self._members: dict[str, _Points] = {}
@@ -290,11 +336,12 @@ class RateBuckets:
             # same points object, so the frame's joined buffers stay valid.
             cached.revision = view.revision
             return cached
-        fresh, appended = _points(view, cached if same else None)
-        if appended:
-            self.extended += 1
-        else:
+        fresh, copied = _points(view, cached if same else None)
+        if copied is None:
             self.converted += 1
+        else:
+            self.extended += 1
+            self.regrown += copied
         self._cache[view.node.id] = fresh
         return fresh
 
