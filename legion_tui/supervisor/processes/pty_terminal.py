@@ -242,7 +242,8 @@ def row_text(screen: pyte.Screen, y: int) -> str:
     if not cells:
         return ""
     # As `display` reads a row: the cell after a wide character is its stub, skipped
-    # whatever a later write left in it.
+    # whatever a later write left in it. A stub whose character was written over reads
+    # as the blank a terminal shows there (`display` itself fails on it: pyte 0.8.2).
     out: list[str] = []
     stub = False
     for x in range(min(max(cells) + 1, screen.columns)):
@@ -250,6 +251,6 @@ def row_text(screen: pyte.Screen, y: int) -> str:
             stub = False
             continue
         data = cells[x].data
-        out.append(data)
+        out.append(data or " ")
         stub = bool(data) and wcwidth(data[0]) == 2
     return "".join(out)
