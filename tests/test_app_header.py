@@ -13,7 +13,7 @@ from legion_tui import receipts
 from legion_tui.costs import Spend
 from legion_tui.dashboard.app import make_app
 from legion_tui.model import NodeStatus
-from legion_tui.render.rates import node_rate, rates_instant
+from legion_tui.render.rates import RATES_EVERY_S, node_rate, rates_instant
 from legion_tui.state import NodeView
 from legion_tui.widgets import header as header_module
 from legion_tui.widgets.header import header_text, stop_hint
@@ -143,8 +143,8 @@ async def test_the_rate_is_summed_once_a_step_and_the_counts_at_every_change(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """Issue 35: Σ tok/s over every live node at each repaint (twice: key check, paint)
-    was a fifth of a 1 000-agent host's CPU. The sum is taken once per chart step, at
-    the step's start; a settle shows in the counts at once, and the sum follows it."""
+    was a fifth of a 1 000-agent host's CPU. The sum is taken once a second, at a chart
+    step's start; a settle shows in the counts at once, and the sum follows it."""
     model = canned_model()
     clock = [NOW]
     model.clock = lambda: clock[0]
@@ -159,8 +159,8 @@ async def test_the_rate_is_summed_once_a_step_and_the_counts_at_every_change(
     async with app.run_test(size=(120, 40)) as pilot:
         monkeypatch.setattr(header_module, "node_rate", counted)
         live = [view for view in model.nodes.values() if view.node.live]
-        clock[0] = rates_instant(NOW) + 1.0  # a new step's start
-        for i in range(10):  # ten repaints within the step, the model changing at each
+        clock[0] = rates_instant(NOW) + RATES_EVERY_S  # a new instant
+        for i in range(10):  # ten repaints within the second, the model changing at each
             clock[0] += 0.02
             model.set_note(live[0].node.id, f"note {i}")
             await pilot.pause()
@@ -172,6 +172,9 @@ async def test_the_rate_is_summed_once_a_step_and_the_counts_at_every_change(
         counts, _rate = app.header.summary()
         assert counts["live"] == len(live) - 1  # at once, within the step
         assert len(summed) == 2 * len(live) - 1  # and the sum again, without it
-        clock[0] += 0.25  # the next step
+        clock[0] += 0.25  # a step later, within the second: the sum holds
+        app.header.summary()
+        assert len(summed) == 2 * len(live) - 1
+        clock[0] += RATES_EVERY_S  # the next second
         app.header.summary()
         assert len(summed) == 3 * len(live) - 2

@@ -203,7 +203,8 @@ def test_a_thousand_appends_grow_the_points_in_place_and_stay_exact() -> None:
     rb.compute(model, T0, T0 + 10, 10)
     series = model.nodes["n0"].progress.rate_series
     for k in range(1, 1000):
-        series = [*series, RateSegment(T0 + k, T0 + k + 0.5, 10 + k % 7)]
+        # (every 10th an instant: a point mass, which keeps only its start point)
+        series = [*series, RateSegment(T0 + k, T0 + k + (k % 10 > 0) * 0.5, 10 + k % 7)]
         model.set_progress("n0", SessionProgress(rate_series=series))
         rb.compute(model, T0 + k - 50, T0 + k + 10, 60)
     assert (rb.converted, rb.extended) == (1, 999)
@@ -213,6 +214,8 @@ def test_a_thousand_appends_grow_the_points_in_place_and_stay_exact() -> None:
     for t0, t1, n in ((T0, T0 + 1000, 100), (T0 + 900, T0 + 1000, 50)):
         got = rb.compute(model, t0, t1, n).copy()
         np.testing.assert_allclose(got, naive_buckets(model, t0, t1, n), atol=1e-6)
+        # The same points, to the bit, as the series converted whole at once.
+        np.testing.assert_array_equal(got, RateBuckets().compute(model, t0, t1, n))
 
 
 def test_series_ended_before_the_window_add_nothing() -> None:

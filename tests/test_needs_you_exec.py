@@ -18,6 +18,7 @@ from legion_tui.supervisor.backends.exec_handle import (
     ASK_EVERY,
     QUIET_AFTER,
     QUIET_ASK_EVERY,
+    QUIET_ASK_MOST,
     look_again_in,
 )
 from legion_tui.wire.names import ROOT_ID
@@ -98,4 +99,9 @@ def test_a_terminal_is_looked_at_quickly_only_while_it_is_busy_or_read() -> None
     assert look_again_in(reading=False, quiet_for=0.5) == ASK_EVERY  # it just printed
     assert look_again_in(reading=True, quiet_for=60.0) == ASK_EVERY  # a second sighting
     assert look_again_in(reading=False, quiet_for=QUIET_AFTER) == QUIET_ASK_EVERY
-    assert QUIET_ASK_EVERY <= 1.0  # a silent reader is asked within ~2 s
+    assert QUIET_ASK_EVERY <= 1.0  # a silent reader after a short quiet: asked within ~2 s
+    # Quiet for long, looked at less often, never less than every QUIET_ASK_MOST s: a
+    # silent reader is then asked within ~QUIET_ASK_MOST s (the sighting brings the
+    # quick looks back, and the second one asks).
+    assert look_again_in(reading=False, quiet_for=16.0) == 2.0
+    assert look_again_in(reading=False, quiet_for=3600.0) == QUIET_ASK_MOST <= 4.0

@@ -98,6 +98,7 @@ def nice_ceiling(value: float) -> float:
 
 
 T, RAMP, MASS, BAND = range(4)  # the rows of a `_Points.data` array
+FEW_SEGMENTS = 8  # an appended tail this short is converted in Python (`_Store.append_few`)
 
 
 class _Store:
@@ -118,20 +119,46 @@ class _Store:
     def append(self, data: F64, reach: F64) -> int:
         """Write a tail's points after the others; the points copied to make room."""
         n, k = self.segments, len(reach)
-        copied = 0
-        if n + k > len(self.reach):
-            cap = max(16, 2 * (n + k))
-            data_buf = np.empty((4, 2 * cap), dtype=np.float64)
-            reach_buf = np.empty(cap, dtype=np.float64)
-            data_buf[:, : 2 * n] = self.data[:, : 2 * n]
-            reach_buf[:n] = self.reach[:n]
-            self.data, self.reach = data_buf, reach_buf
-            copied = 2 * n
+        copied = self._room(n + k)
         self.data[:, 2 * n : 2 * (n + k)] = data
         self.reach[n : n + k] = reach
         self.reach_list.extend(reach.tolist())
         self.segments = n + k
         return copied
+
+    def append_few(self, tail: Sequence[RateSegment], band: int, reached: float) -> int:
+        """`append` of `_convert(tail)`'s values, computed in Python: a streaming node's
+        append is one segment, for which numpy's per-call cost was most of the work.
+        `reached`: the running max so far. Returns the points copied to make room."""
+        n = self.segments
+        copied = self._room(n + len(tail))
+        data, reach, reach_list = self.data, self.reach, self.reach_list
+        for i, seg in enumerate(tail, start=n):
+            start, end, tokens = seg.start, seg.end, float(seg.tokens)
+            if end - start > POINT_MASS_S:
+                data[:, 2 * i] = (start, tokens / (end - start), 0.0, band)
+                data[:, 2 * i + 1] = (end, -tokens / (end - start), 0.0, band)
+            else:  # a point mass keeps only its start point; its end carries nothing
+                data[:, 2 * i] = (start, 0.0, tokens, band)
+                data[:, 2 * i + 1] = (start, -0.0, 0.0, band)
+            reached = max(reached, start, end)
+            reach[i] = reached
+            reach_list.append(reached)
+        self.segments = n + len(tail)
+        return copied
+
+    def _room(self, segments: int) -> int:
+        """Buffers for `segments` (doubling); the points copied to grow them."""
+        n = self.segments
+        if segments <= len(self.reach):
+            return 0
+        cap = max(16, 2 * segments)
+        data = np.empty((4, 2 * cap), dtype=np.float64)
+        reach = np.empty(cap, dtype=np.float64)
+        data[:, : 2 * n] = self.data[:, : 2 * n]
+        reach[:n] = self.reach[:n]
+        self.data, self.reach = data, reach
+        return 2 * n
 
 
 @dataclass(slots=True, eq=False)  # identity equality: join keys compare objects, not arrays
@@ -232,12 +259,18 @@ def _points(view: NodeView, previous: _Points | None = None) -> tuple[_Points, i
         or previous.store.segments != done
     ):
         previous, done = None, 0  # not an append: the series was replaced or rewritten
-    data, reach, first, last = _convert(series[done:] if done else series, band)
-    store = previous.store if previous is not None else _Store()
-    if previous is not None:
-        reach = np.maximum(reach, previous.last)
-        first, last = min(first, previous.first), max(last, previous.last)
-    copied = store.append(data, reach)
+    if previous is not None and len(series) - done <= FEW_SEGMENTS:
+        store, tail = previous.store, series[done:]
+        copied = store.append_few(tail, band, previous.last)
+        first = min(previous.first, *(seg.start for seg in tail))
+        last = store.reach_list[-1] if tail else previous.last
+    else:
+        data, reach, first, last = _convert(series[done:] if done else series, band)
+        store = previous.store if previous is not None else _Store()
+        if previous is not None:
+            reach = np.maximum(reach, previous.last)
+            first, last = min(first, previous.first), max(last, previous.last)
+        copied = store.append(data, reach)
     points = _Points(
         view=view,
         revision=view.revision,

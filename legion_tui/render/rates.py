@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 from legion_tui.render.steps import step_of
 from legion_tui.session.live_rate import live_tok_s
 from legion_tui.state import NodeView
@@ -13,14 +15,20 @@ from legion_tui.state import NodeView
 _memo: dict[str, tuple[NodeView, int, float, float]] = {}
 
 # The panels that sum or shade every live node (the header, the chart's `now`, the
-# galaxy) take the rates at one instant per draw step, the chart's step start: a step
-# then walks each node's series once, not once per panel (issue 35: a 1 000-agent host).
+# galaxy) take the rates at one instant, a chart step's start: each node's series is
+# then walked once, not once per panel (issue 35: a 1 000-agent host). One instant a
+# second, not one a step: the figure is a 10 s window's, which a quarter second moves
+# by nothing a reader sees, and four walks a second over a thousand live agents were a
+# seventh of such a host's time.
 RATES_PHASE = 0.5  # = the chart's phase (render/chart.py), whose frame starts its step
+RATES_EVERY_S = 1.0
 
 
 def rates_instant(now: float) -> float:
-    """The instant the whole-legion panels take their rates at, for a frame at `now`."""
-    return step_of(now, RATES_PHASE)
+    """The instant the whole-legion panels take their rates at, for a frame at `now`:
+    the start of the chart step that began the second `now` falls in."""
+    offset = step_of(0.0, RATES_PHASE)  # a chart step's start (one is a second's)
+    return math.floor((now - offset) / RATES_EVERY_S) * RATES_EVERY_S + offset
 
 
 def node_rate(view: NodeView, now: float) -> float:

@@ -111,7 +111,7 @@ class HeaderBar(PaintedLine):
     def summary(self) -> tuple[dict[str, int], float]:
         """(live/settled/failed/retired counts, Σ live tok/s). The counts follow every
         change; the rate, the tree rows' figure summed as the chart's `now` sums it, is
-        taken once per chart step, at `rates_instant` (the step's start): summed over
+        taken once a second, at `rates_instant` (a chart step's start): summed over
         every live node at each of up to 30 repaints a second, twice each (key check,
         paint), it was a fifth of a 1 000-agent host's CPU (issue 35), and a 10 s
         window's sum moves nothing a reader sees within a quarter second. A change in

@@ -51,12 +51,19 @@ ASK_EVERY = 0.25  # how often a live command is looked at for a read of its term
 # output, a key typed, or a read seen brings the quick looks back.
 QUIET_ASK_EVERY = 1.0
 QUIET_AFTER = 2.0  # seconds without output or typed input before a terminal is quiet
+# The longer it has been quiet, the less often (an eighth of its quiet time, at most
+# this): a thousand agents quiet for minutes still took a tenth of the host's CPU at one
+# look a second. A silent read after a long quiet is then seen within a few seconds.
+QUIET_ASK_MOST = 4.0
 
 
 def look_again_in(reading: bool, quiet_for: float) -> float:
     """When to look again at a command's terminal for a read: soon while it reads (a
-    second sighting asks, and an answer must be seen taken) or was busy lately."""
-    return ASK_EVERY if reading or quiet_for < QUIET_AFTER else QUIET_ASK_EVERY
+    second sighting asks, and an answer must be seen taken) or was busy lately; less
+    often the longer it has been quiet."""
+    if reading or quiet_for < QUIET_AFTER:
+        return ASK_EVERY
+    return min(QUIET_ASK_MOST, max(QUIET_ASK_EVERY, quiet_for / 8))
 
 
 class ExecHandle(ProcessChildHandle):
