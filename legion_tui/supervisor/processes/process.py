@@ -153,7 +153,7 @@ def wait_pid_exit(pid: int) -> asyncio.Future[None]:
 
     def release() -> None:
         # Twice, the second close (and remove_reader) would hit whatever reused the
-        # number meanwhile: a new agent's stdin pipe, closed under it (it exits 0).
+        # number meanwhile: a file, a new agent's stdin pipe closed under it.
         if held:
             loop.remove_reader(held.pop())
             os.close(fd)

@@ -245,8 +245,9 @@ def _signal_group(
 ) -> bool:
     """Signal the root's process group while it still holds its id: the root runs (or
     waits to be reaped) or a known member lives. An empty group's id is free for the
-    kernel to hand out again; a new session leader given it would take the signal (a
-    stop of an agent that ended minutes ago once ended another test's Claude Code)."""
+    kernel to hand out again, and a new session leader given it (every agent here is
+    one) would take the signal: a Claude Code exits 0 on a SIGTERM, and its node then
+    reads settled with its process gone (a full test run wraps the 32 768 pids)."""
     if root is None or not (root.is_running() or any(_alive(p) for p in group)):
         return False
     try:
