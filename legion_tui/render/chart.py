@@ -262,7 +262,7 @@ def _points(view: NodeView, previous: _Points | None = None) -> tuple[_Points, i
     if previous is not None and len(series) - done <= FEW_SEGMENTS:
         store, tail = previous.store, series[done:]
         copied = store.append_few(tail, band, previous.last)
-        first = min(previous.first, *(seg.start for seg in tail))
+        first = min([previous.first, *(seg.start for seg in tail)])
         last = store.reach_list[-1] if tail else previous.last
     else:
         data, reach, first, last = _convert(series[done:] if done else series, band)

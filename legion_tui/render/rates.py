@@ -19,7 +19,7 @@ _memo: dict[str, tuple[NodeView, int, float, float]] = {}
 # then walked once, not once per panel (issue 35: a 1 000-agent host). One instant a
 # second, not one a step: the figure is a 10 s window's, which a quarter second moves
 # by nothing a reader sees, and four walks a second over a thousand live agents were a
-# seventh of such a host's time.
+# seventh of such a host's Python time.
 RATES_PHASE = 0.5  # = the chart's phase (render/chart.py), whose frame starts its step
 RATES_EVERY_S = 1.0
 
@@ -27,7 +27,7 @@ RATES_EVERY_S = 1.0
 def rates_instant(now: float) -> float:
     """The instant the whole-legion panels take their rates at, for a frame at `now`:
     the start of the chart step that began the second `now` falls in."""
-    offset = step_of(0.0, RATES_PHASE)  # a chart step's start (one is a second's)
+    offset = step_of(0.0, RATES_PHASE)  # the instants: chart step starts, 1 s apart
     return math.floor((now - offset) / RATES_EVERY_S) * RATES_EVERY_S + offset
 
 

@@ -52,8 +52,9 @@ ASK_EVERY = 0.25  # how often a live command is looked at for a read of its term
 QUIET_ASK_EVERY = 1.0
 QUIET_AFTER = 2.0  # seconds without output or typed input before a terminal is quiet
 # The longer it has been quiet, the less often (an eighth of its quiet time, at most
-# this): a thousand agents quiet for minutes still took a tenth of the host's CPU at one
-# look a second. A silent read after a long quiet is then seen within a few seconds.
+# this): at one look a second, a thousand agents quiet for minutes still took a quarter
+# of the host's CPU time, on its worker threads. A silent read after a long quiet is
+# then seen within a few seconds.
 QUIET_ASK_MOST = 4.0
 
 
