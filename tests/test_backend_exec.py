@@ -91,8 +91,8 @@ async def test_a_stop_after_the_command_ended_never_signals_whoever_has_its_pid_
 ) -> None:
     """Once reaped, an agent's pid is the kernel's to hand out again: a stop of an agent
     that ended minutes before must not signal the process on its pid now, a session
-    leader like every agent here (a full test run's stop SIGTERMed another test's Claude
-    Code, which exits 0 on it: its node settled with its process gone)."""
+    leader like every agent here (the likeliest story of a CI run's failure: a Claude
+    Code, which exits 0 on SIGTERM, read settled with its process gone)."""
     handle = make_handle(_spec(tmp_path, ""))
     assert isinstance(handle, ExecHandle)
     await handle.start()
