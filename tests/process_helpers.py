@@ -117,14 +117,20 @@ def process_on_pid(pid: int, argv: list[str]) -> subprocess.Popen[bytes]:
         if os.environ.get("CI") == "true":
             raise AssertionError(f"{last_pid} is not writable: CI runs as root")
         pytest.skip(f"placing a process on a pid needs root ({last_pid})")
-    for _ in range(100):
-        last_pid.write_text(str(pid - 1))
-        proc = subprocess.Popen(argv, start_new_session=True)
-        if proc.pid == pid:
-            return proc
-        proc.kill()
-        proc.wait()
-    raise AssertionError(f"no process could be placed on pid {pid}")
+    reached = int(last_pid.read_text())
+    try:
+        for _ in range(100):
+            last_pid.write_text(str(pid - 1))
+            proc = subprocess.Popen(argv, start_new_session=True)
+            if proc.pid == pid:
+                return proc
+            proc.kill()
+            proc.wait()
+        raise AssertionError(f"no process could be placed on pid {pid}")
+    finally:
+        # The pids go on from where they were: the other tests running meanwhile are not
+        # handed the pids freed just before this one (a reuse they did not ask for).
+        last_pid.write_text(str(max(reached, int(last_pid.read_text()))))
 
 
 def gone(pid: int) -> bool:
