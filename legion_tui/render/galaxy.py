@@ -370,7 +370,7 @@ class GalaxyRenderer:
                 live.pop(k, None)
                 level[k] = 1 if k == 0 else 0
                 key[k] = dim_key
-        at = rates_instant(now)  # the header's and the chart's: memoised for the step
+        at = rates_instant(now)  # the header's and the chart's: memoised for the second
         for k, view in live.items():
             rate = node_rate(view, at)
             role = view.node.role

@@ -22,13 +22,13 @@ _memo: dict[str, tuple[NodeView, int, float, float]] = {}
 # seventh of such a host's Python time.
 RATES_PHASE = 0.5  # = the chart's phase (render/chart.py), whose frame starts its step
 RATES_EVERY_S = 1.0
+_OFFSET = step_of(0.0, RATES_PHASE)  # the instants: chart step starts, 1 s apart
 
 
 def rates_instant(now: float) -> float:
     """The instant the whole-legion panels take their rates at, for a frame at `now`:
     the start of the chart step that began the second `now` falls in."""
-    offset = step_of(0.0, RATES_PHASE)  # the instants: chart step starts, 1 s apart
-    return math.floor((now - offset) / RATES_EVERY_S) * RATES_EVERY_S + offset
+    return math.floor((now - _OFFSET) / RATES_EVERY_S) * RATES_EVERY_S + _OFFSET
 
 
 def node_rate(view: NodeView, now: float) -> float:
