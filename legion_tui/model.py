@@ -23,6 +23,7 @@ __all__ = [
     "MAIL_MOVES",
     "NODE_MOVES",
     "ROLES",
+    "ROOT_REOPEN",
     "Backend",
     "CardKind",
     "EventType",
@@ -68,9 +69,11 @@ NODE_MOVES: dict[NodeStatus, frozenset[NodeStatus]] = {
     # settled → running: a steer or a letter woke it; → starting: resumed.
     _S.SETTLED: frozenset({_S.RUNNING, _S.STARTING, _S.FAILED, _S.RETIRED}),
     _S.FAILED: frozenset({_S.STARTING, _S.RETIRED}),
-    # retired → running only for the host's root, reopened with its run.
-    _S.RETIRED: frozenset({_S.STARTING, _S.RUNNING}),
+    # retired → starting: resumed. (The host's root, reopened with its run, goes back to
+    # running: `ROOT_REOPEN`, the one move outside this table.)
+    _S.RETIRED: frozenset({_S.STARTING}),
 }
+ROOT_REOPEN = (_S.RETIRED, _S.RUNNING)
 
 
 # Why a stop retired a node (`node_retired`'s reason): the user's stop of it, or of its

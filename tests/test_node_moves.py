@@ -31,8 +31,26 @@ def test_every_status_has_its_moves_and_none_is_a_self_move() -> None:
     # wake-up from settled, or the root's reopen), never back to settled by itself.
     for live in LIVE_STATUSES:
         assert {NodeStatus.SETTLED, NodeStatus.FAILED, NodeStatus.RETIRED} <= NODE_MOVES[live]
-    assert NodeStatus.SETTLED not in NODE_MOVES[NodeStatus.RETIRED]
     assert NodeStatus.SETTLED not in NODE_MOVES[NodeStatus.FAILED]
+    # A retired node comes back only through a resume (the root, the host itself, through
+    # its run's reopen: `ROOT_REOPEN`).
+    assert NODE_MOVES[NodeStatus.RETIRED] == {NodeStatus.STARTING}
+
+
+async def test_a_late_wake_after_a_retire_writes_nothing(tmp_path: Path) -> None:
+    """A wake (a letter's or a steer's turn) reads `settled` in the model while a stop's or
+    the pause's `retired` is on its way to the ledger, and writes `running` after it.
+    Before: retired → running was allowed for every node, and a stopped node read
+    `running` for ever."""
+    async with hosted(tmp_path) as sup:
+        node = await spawn_one(sup, name="w", sim={"quick": True})
+        await until(lambda: not sup.names.node(node.id).live, what="w's end")
+        record = sup.ctx.record
+        assert await record.set_status(node.id, NodeStatus.RETIRED, None, {}) is not None
+        assert await record.set_status(node.id, NodeStatus.RUNNING, None, {}) is None
+        row = await sup.ledger.get_node(node.id)
+        assert row is not None and row.status is NodeStatus.RETIRED
+        assert sup.names.node(node.id).status is NodeStatus.RETIRED
 
 
 async def test_a_steer_racing_the_settle_revives_the_stint_once(

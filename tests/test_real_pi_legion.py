@@ -15,6 +15,7 @@ import threading
 import time
 from datetime import datetime
 from pathlib import Path
+from typing import Any
 
 import psutil
 import pytest
@@ -39,9 +40,10 @@ from real_pi_helpers import (
 )
 from supervisor_helpers import LEGION
 
+from legion_tui.ledger import read_snapshot
 from legion_tui.model import EventType, NodeStatus
 from legion_tui.supervisor.backends.common import RESUME_PROMPT
-from legion_tui.wire.names import ROOT_ID
+from legion_tui.wire.names import ROOT_ID, OpError
 
 pytestmark = pytest.mark.real
 
@@ -355,3 +357,55 @@ async def test_an_idle_agent_is_released_and_a_follow_up_starts_it_again(world: 
         node = await spawn_pi(sup, "idler", "Say first.")
         await settle(sup, node.id)
         await released_then_woken(sup, node.id, world.server)
+
+
+# ----- the pause (SPEC §6.6) ----------------------------------------------------------------
+async def test_a_letter_or_a_steer_while_the_host_pauses_wakes_no_settled_agent(
+    world: PiWorld, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The socket serves the agents until the pause has stopped them, so a lead may write
+    to or steer a settled member, idle on its session, while the pause writes its
+    retirements. Before: the letter was handed to pi, the steer taken; each started a
+    turn and woke its node to `running` after the pause had looked, and the ledger kept
+    it live for ever (a CI run of the demo's fast-keys test ended with one `running`).
+    Now the letter waits, pending, for the resume; the steer is refused (CLOSED)."""
+    release = threading.Event()
+    world.server.script(
+        Text(f"Written to.\n{verdict_line('first')}", tokens=4),
+        Text(f"Steered.\n{verdict_line('second')}", tokens=4),
+        Hang(before=Text("Working", tokens=2), release=release, then=Text(" on.")),
+    )
+    asked: dict[str, object] = {}
+    try:
+        async with pi_host(world) as sup:
+            for name in ("written-to", "steered"):
+                await settle(sup, (await spawn_pi(sup, name, "Answer.")).id)
+            busy = await spawn_pi(sup, "busy", "Work.")
+            await asyncio.to_thread(world.server.wait_for_hang, timeout=START_LIMIT)
+            record, mail = sup.ctx.record, sup.mail
+            assert mail is not None
+            set_status = record.set_status
+
+            async def asked_while_retiring(node_id: str, *args: Any, **kw: Any) -> Any:
+                if node_id == busy.id and not asked:  # the pause's retirement of `busy`
+                    asked["mail"] = await mail.send(ROOT_ID, "written-to", "late", "A letter.")
+                    try:
+                        asked["steer"] = await sup.control.steer(ROOT_ID, "steered", "More.")
+                    except OpError as err:
+                        asked["steer"] = err.code
+                return await set_status(node_id, *args, **kw)
+
+            monkeypatch.setattr(record, "set_status", asked_while_retiring)
+            requests = len(world.server.requests())
+    finally:
+        release.set()
+    nodes, _usage = read_snapshot(sup.run.dir / "legion.db")
+    status = {n.name: n.status for n in nodes if n.name != ROOT_ID}
+    assert status == {
+        "written-to": NodeStatus.SETTLED,
+        "steered": NodeStatus.SETTLED,
+        "busy": NodeStatus.RETIRED,
+    }, (status, asked)
+    assert asked["steer"] == "CLOSED", asked
+    assert isinstance(asked["mail"], dict) and asked["mail"]["state"] == "pending", asked
+    assert len(world.server.requests()) == requests  # no turn was started

@@ -241,3 +241,39 @@ async def test_a_batch_written_while_the_host_pauses_is_paused_too(
     nodes, _usage = read_snapshot(sup.run.dir / "legion.db")
     (late,) = (n for n in nodes if n.name == "late")
     assert late.status is NodeStatus.RETIRED  # paused, resumable; never left `starting`
+
+
+async def test_a_resume_asked_while_the_host_pauses_is_refused_not_left_starting(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The socket serves the agents until the pause has stopped them all, so a lead may
+    still resume a member while the host pauses. Before: the resume wrote `starting`, its
+    launch saw the host closing and started nothing, and the ledger kept the node
+    `starting` for ever. Now it is refused (CLOSED) and the node stays as it was."""
+    async with hosted(tmp_path, "s") as sup:  # (its close is the test's, done by then)
+        stuck = await stuck_worker(sup, "stuck")
+        await stuck_worker(sup, "stopped")
+        await sup.stops.stop(ROOT_ID, "stopped")
+        handle = sup.ctx.roster.handle(stuck.id)
+        assert handle is not None
+        asked: list[str] = []
+
+        async def stop_after_the_ask(*, force: bool, grace: float) -> Any:
+            # The pause has written its retirements and is stopping the agents.
+            try:
+                asked.append(await sup.control.resume(ROOT_ID, "stopped"))
+            except OpError as err:
+                asked.append(err.code)
+            return await stop(force=force, grace=grace)
+
+        stop = handle.stop
+        monkeypatch.setattr(handle, "stop", stop_after_the_ask)
+        await asyncio.wait_for(sup.close(), 30)
+    nodes, _usage = read_snapshot(sup.run.dir / "legion.db")
+    status = {n.name: n.status for n in nodes}
+    assert status == {
+        ROOT_ID: NodeStatus.RETIRED,
+        "stuck": NodeStatus.RETIRED,
+        "stopped": NodeStatus.RETIRED,
+    }, status
+    assert asked == ["CLOSED"]

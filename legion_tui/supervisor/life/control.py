@@ -98,6 +98,13 @@ class Control:
             return result.outcome, receipts.nothing_to_abort(target.name)
         return result.outcome, receipts.abort_timeout(target.name, ABORT_BOUND)
 
+    def _refuse_while_pausing(self, verb: str) -> None:
+        """The socket serves the agents until the pause has stopped them all: a lead's
+        steer or resume then would wake a node after the pause looked (left `running`,
+        or `starting` with no launch to follow, in the ledger for ever)."""
+        if self._ctx.closed:
+            raise OpError("CLOSED", f"{verb} refused: the host is pausing its agents")
+
     def _refuse_in_own_ui(self, target: Node, verb: str) -> None:
         if target.id in self._roster.in_own_ui:
             raise OpError(
@@ -111,7 +118,11 @@ class Control:
         one that starts it again on its session first: a letter or a notice wakes it as
         a steer does (issue 31 item 4). A node whose wake for a letter failed is left
         alone (its letters wait) until a steer or a resume starts it: one failed wake per
-        stint, never one per postman tick."""
+        stint, never one per postman tick. None while the host pauses: a letter handed
+        over then could start a turn after the pause looked; it waits, pending, for the
+        node's resume."""
+        if self._ctx.closed:
+            return None
         direct = self._lifecycle.deliverable(node_id)
         if direct is not None:
             return direct
@@ -141,6 +152,7 @@ class Control:
         """(outcome, receipt): queued for the next turn boundary, accepted (a turn
         started), or intercepted. A released agent is started again on its session
         first, and the receipt says so."""
+        self._refuse_while_pausing("steer")
         target = self._names.resolve(caller_id, name)
         woke = ""
         if self._woken_by_message(target):
@@ -177,6 +189,7 @@ class Control:
         """Resume an ended node on its old session file (SPEC §6.6); never automatic.
         `idle`: adopt it back after an attach — its agent starts on the session and is
         sent nothing, and the node settles on what the session says."""
+        self._refuse_while_pausing("resume")
         target = self._names.resolve(caller_id, name)
         self._refuse_in_own_ui(target, "resume")
         roster = self._roster

@@ -295,7 +295,9 @@ class Lifecycle:
         # start; the second waits for the first's revive, so neither returns before the
         # node runs in its new stint (a steer's caller read the old stint under load).
         async with self._waking.setdefault(node_id, asyncio.Lock()):
-            if self._names.node(node_id).status is NodeStatus.SETTLED:
+            # Not while the host pauses: the pause looked for live nodes already, and a
+            # node woken now would stay `running` in the ledger.
+            if self._names.node(node_id).status is NodeStatus.SETTLED and not self._ctx.closed:
                 node = await self._record.set_status(
                     node_id, NodeStatus.RUNNING, None, {}, verdict=None
                 )

@@ -15,8 +15,9 @@ import logging
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from legion_tui.model import NODE_MOVES, EventType, NodeStatus
+from legion_tui.model import NODE_MOVES, ROOT_REOPEN, EventType, NodeStatus
 from legion_tui.model_records import Event, Node
+from legion_tui.wire.names import ROOT_ID
 
 if TYPE_CHECKING:
     from legion_tui.ledger import Ledger
@@ -121,7 +122,8 @@ class Record:
         (set after, the tree and `legion status` read a lost node as plainly retired in
         between)."""
         ahead = self._status_ahead.get(node_id) or self._names.node(node_id).status
-        if not (refresh and status is ahead) and status not in NODE_MOVES[ahead]:
+        reopen = node_id == ROOT_ID and (ahead, status) == ROOT_REOPEN  # the host's root
+        if not (refresh and status is ahead) and not reopen and status not in NODE_MOVES[ahead]:
             log.debug("%s: %s → %s lost a race; not written", node_id, ahead, status)
             return None
         self._status_ahead[node_id] = status
