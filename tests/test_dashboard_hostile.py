@@ -378,11 +378,26 @@ def ledger_rows(project: Path, sql: str) -> list[tuple[object, ...]]:
         con.close()
 
 
+def live_histories(project: Path) -> dict[object, list[tuple[object, ...]]]:
+    """Each node the ledger still has live, with its events in order (what the failure
+    needs to tell which path left it so)."""
+    live = ledger_rows(
+        project,
+        "SELECT id, name FROM nodes WHERE status IN (" + ", ".join(f"'{s}'" for s in LIVE) + ")",
+    )
+    return {
+        name: ledger_rows(
+            project, f"SELECT at, type, data FROM events WHERE node_id = '{node_id}' ORDER BY id"
+        )
+        for (node_id, name) in live
+    }
+
+
 def assert_paused(project: Path) -> None:
     """Every agent that was live when the host went is paused: retired as
     session-shutdown (resumable), none left `running` in the ledger."""
     statuses = Counter(status for (status,) in ledger_rows(project, "SELECT status FROM nodes"))
-    assert not LIVE & set(statuses), statuses
+    assert not LIVE & set(statuses), (statuses, live_histories(project))
     paused = ledger_rows(
         project,
         "SELECT count(*) FROM events WHERE type = 'node_retired'"
