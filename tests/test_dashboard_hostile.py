@@ -383,13 +383,13 @@ def live_histories(project: Path) -> dict[object, list[tuple[object, ...]]]:
     needs to tell which path left it so)."""
     live = ledger_rows(
         project,
-        "SELECT id, name FROM nodes WHERE status IN (" + ", ".join(f"'{s}'" for s in LIVE) + ")",
+        "SELECT id, path FROM nodes WHERE status IN (" + ", ".join(f"'{s}'" for s in LIVE) + ")",
     )
     return {
-        name: ledger_rows(
+        path: ledger_rows(
             project, f"SELECT at, type, data FROM events WHERE node_id = '{node_id}' ORDER BY id"
         )
-        for (node_id, name) in live
+        for (node_id, path) in live
     }
 
 
