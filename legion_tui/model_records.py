@@ -83,6 +83,9 @@ class Node:
     error: str | None = None
     created_at: float = 0.0
     updated_at: float = 0.0
+    # One attempt of a fan-out (issue 34): the group's name, shared by the attempts at one
+    # task, siblings under one parent. Last: a column v5 added to the ledger.
+    attempt_group: str | None = None
 
     @property
     def live(self) -> bool:

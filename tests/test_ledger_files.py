@@ -20,9 +20,9 @@ from legion_tui.ledger import (
     open_ledger,
     read_snapshot,
 )
-from legion_tui.ledger.rows import NODE_INSERT_SQL, node_params
+from legion_tui.ledger.rows import NODE_COLUMNS, NODE_INSERT_SQL, node_params
 from legion_tui.model import EventType, MailState, NodeStatus
-from legion_tui.model_records import Usage
+from legion_tui.model_records import Node, Usage
 
 pytestmark = pytest.mark.unit
 
@@ -199,11 +199,21 @@ async def test_every_connection_gets_the_pragmas(tmp_path: Path) -> None:
         assert next(iter(rows))[0] == 5000
 
 
+# The node columns of v1–v4 (v5 added `attempt_group`, the last): what an old host wrote.
+_OLD_COLUMNS = NODE_COLUMNS[: NODE_COLUMNS.index("attempt_group")]
+
+
+def _insert_old(conn: sqlite3.Connection, node: Node) -> None:
+    marks = ", ".join("?" for _ in _OLD_COLUMNS)
+    conn.execute(f"INSERT INTO nodes ({', '.join(_OLD_COLUMNS)}) VALUES ({marks})",
+                 node_params(node)[: len(_OLD_COLUMNS)])  # fmt: skip
+
+
 def _v1_ledger(path: Path) -> None:
     conn = connect(path)
     assert migrate(conn, create=True, target=1) == [1]
     with immediate(conn):
-        conn.execute(NODE_INSERT_SQL, node_params(make_node("old", status=NodeStatus.SETTLED)))
+        _insert_old(conn, make_node("old", status=NodeStatus.SETTLED))
         conn.execute(
             "INSERT INTO messages (from_node, to_node, kind, urgency, subject, body, delivered,"
             " created_at) VALUES ('a', 'old', 'notice', 'normal', 's', 'b', 1, 5.0)"
@@ -217,7 +227,7 @@ async def test_migration_v1_to_v3_applies_once_and_keeps_rows(tmp_path: Path) ->
     nodes, usage = read_snapshot(path)  # a v1 ledger is readable before migrating
     assert [n.id for n in nodes] == ["old"] and usage == {}
     async with await open_ledger(path) as ledger:
-        assert ledger.migrations_applied == [2, 3, 4]
+        assert ledger.migrations_applied == [2, 3, 4, 5]
         assert (await ledger.get_node("old")) == make_node("old", status=NodeStatus.SETTLED)
         (letter,) = await ledger.get_messages("old")
         assert letter.delivered is MailState.ACCEPTED  # a v1 `1` reads as accepted
@@ -237,12 +247,12 @@ async def test_a_v2_ledger_takes_claude_and_codex_nodes_after_its_migration(
     conn = connect(path)
     assert migrate(conn, create=True, target=2) == [1, 2]
     with immediate(conn):
-        conn.execute(NODE_INSERT_SQL, node_params(make_node("old", status=NodeStatus.SETTLED)))
+        _insert_old(conn, make_node("old", status=NodeStatus.SETTLED))
     with pytest.raises(sqlite3.IntegrityError), immediate(conn):
-        conn.execute(NODE_INSERT_SQL, node_params(make_node("cc", kind="claude")))
+        _insert_old(conn, make_node("cc", kind="claude"))
     conn.close()
     async with await open_ledger(path) as ledger:
-        assert ledger.migrations_applied == [3, 4]
+        assert ledger.migrations_applied == [3, 4, 5]
         assert (await ledger.get_node("old")) == make_node("old", status=NodeStatus.SETTLED)
     conn = connect(path)
     with immediate(conn):
@@ -267,7 +277,7 @@ def test_concurrent_migrators_apply_exactly_once(tmp_path: Path) -> None:
     outcomes = run_workers(8, migrate_worker, lambda _w: (str(path),), timeout=60)
     assert all(status == "ok" for status, _ in outcomes), outcomes
     applied = sorted(tuple(v) for _, v in outcomes)
-    assert applied == [()] * 7 + [(2, 3, 4)]
+    assert applied == [()] * 7 + [(2, 3, 4, 5)]
     conn = sqlite3.connect(path)
     assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
     conn.close()
@@ -353,7 +363,7 @@ async def test_a_v3_ledger_takes_checks_events_after_its_migration(tmp_path: Pat
                      "VALUES ('old', 'checks', '{}', 6.0)")  # fmt: skip
     conn.close()
     async with await open_ledger(path) as ledger:
-        assert ledger.migrations_applied == [4]
+        assert ledger.migrations_applied == [4, 5]
         (kept,) = await ledger.get_events("old")
         assert (kept.type, kept.data, kept.at) == (EventType.NODE_SETTLED, {"a": 1}, 5.0)
     conn = connect(path)
@@ -363,3 +373,23 @@ async def test_a_v3_ledger_takes_checks_events_after_its_migration(tmp_path: Pat
     indexes = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='index'")}
     assert "events_node" in indexes
     conn.close()
+
+
+async def test_a_v4_ledger_is_read_as_it_is_then_takes_attempt_groups(tmp_path: Path) -> None:
+    """v4 had no `attempt_group`: a reader that does not migrate (`legion status` of a run
+    an older host wrote) reads its nodes with none; the next host adds the column and
+    keeps the rows, and a fan-out's attempts then record their group."""
+    path = tmp_path / "legion.db"
+    conn = connect(path)
+    assert migrate(conn, create=True, target=4) == [1, 2, 3, 4]
+    with immediate(conn):
+        _insert_old(conn, make_node("old", status=NodeStatus.SETTLED))
+    conn.close()
+    (read, *_), _usage = read_snapshot(path)
+    assert read == make_node("old", status=NodeStatus.SETTLED) and read.attempt_group is None
+    async with await open_ledger(path) as ledger:
+        assert ledger.migrations_applied == [5]
+        await ledger.insert_nodes([make_node("try", name="fix.pi-1", attempt_group="fix")])
+        assert (await ledger.get_node("try")).attempt_group == "fix"  # type: ignore[union-attr]
+    nodes, _usage = read_snapshot(path)
+    assert [(n.id, n.attempt_group) for n in nodes] == [("old", None), ("try", "fix")]

@@ -19,9 +19,11 @@ from typing import TYPE_CHECKING, Any
 
 from legion_tui.commands import Command
 from legion_tui.commands.arg_types import (
+    add_fanout_options,
     add_kind_option,
     add_task_options,
     child_name,
+    fanout_kinds,
     seconds,
     session_name,
     task_text,
@@ -111,11 +113,13 @@ def phases_payload(path: str) -> dict[str, Any]:
 def _spawn_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("role", help="role card name (worker, scout, centurion, …)")
     add_task_options(p, "what the agent should do")
-    p.add_argument("--name", type=child_name, help="the child's name (default: <role>-N)")
+    p.add_argument("--name", type=child_name,
+                   help="the child's name (default: <role>-N); with --fanout, the group's")
     p.add_argument("--phases", metavar="FILE", help="declared phase machine (root → centurion)")
     p.add_argument("--budget-usd", type=float, metavar="USD",
                    help="stop the child and its subtree once they spend more than this")
     add_kind_option(p)
+    add_fanout_options(p)
     add_client_options(p)
 
 
@@ -124,18 +128,24 @@ def _spawn(args: argparse.Namespace, client: BlockingClient) -> int:
 
     try:
         task = task_text(args)
+        attempts = fanout_kinds(args)
     except ValueError as err:
         raise RequestError("BAD_REQUEST", str(err)) from err
     child: dict[str, Any] = {"role": args.role, "task": task}
-    if args.name:
-        child["name"] = args.name
     if args.phases:
         child["phases"] = phases_payload(args.phases)
-    if args.kind:
-        child["kind"] = args.kind
     if args.budget_usd is not None:
         child["budgetUsd"] = args.budget_usd  # checked by the supervisor (> 0, finite)
-    result = client.request("spawn", children=[child])
+    if attempts is None:
+        if args.name:
+            child["name"] = args.name
+        if args.kind:
+            child["kind"] = args.kind
+        children = [child]
+    else:  # the attempts of one group: the host names it unless --name did
+        group = args.name or True
+        children = [{**child, "group": group} | ({"kind": k} if k else {}) for k in attempts]
+    result = client.request("spawn", children=children)
     # The kind each child resolved to is said when it is the simulated agent: a user who
     # spawned `worker` must not take a pretend run for a real one.
     lines = [_spawned_line(n) for n in result["nodes"]]
@@ -143,6 +153,15 @@ def _spawn(args: argparse.Namespace, client: BlockingClient) -> int:
     emit(args, result, "\n".join(lines))
     # A child whose agent did not start is a failed spawn, not a success to read past.
     return 1 if any(n.get("status") == "failed" for n in result["nodes"]) else 0
+
+
+def _spawn_verb(args: argparse.Namespace) -> int:
+    """A fan-out that cannot be is refused before anything connects."""
+    try:
+        fanout_kinds(args)
+    except ValueError as err:
+        return fail("spawn", "BAD_REQUEST", str(err), args.json)
+    return run_client("spawn", _spawn)(args)
 
 
 def _spawned_line(n: dict[str, Any]) -> str:
@@ -366,9 +385,7 @@ def _tree_args(p: argparse.ArgumentParser) -> None:
 
 
 COMMANDS: dict[str, Command] = {
-    "spawn": Command(
-        "Start a child agent from a role card.", _spawn_args, run_client("spawn", _spawn)
-    ),
+    "spawn": Command("Start a child agent from a role card.", _spawn_args, _spawn_verb),
     "wait": Command(
         "Wait for children to settle (a timeout never stops anything).",
         _wait_args,

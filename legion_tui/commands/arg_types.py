@@ -9,9 +9,11 @@ import math
 from collections.abc import Iterator
 
 __all__ = [
+    "add_fanout_options",
     "add_kind_option",
     "add_task_options",
     "child_name",
+    "fanout_kinds",
     "seconds",
     "session_name",
     "task_of",
@@ -79,6 +81,62 @@ def add_kind_option(p: argparse.ArgumentParser) -> None:
         "agent, which does no real work; auto: the agent [agent] in .legion/settings.toml "
         "names, else the first installed)",
     )
+
+
+MAX_ATTEMPTS = 16  # more is a fleet, not a comparison: the spawn budgets still apply
+
+
+def _attempt_count(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError as err:
+        raise argparse.ArgumentTypeError(f"not a number of attempts: {text!r}") from err
+    if not 2 <= value <= MAX_ATTEMPTS:
+        raise argparse.ArgumentTypeError(
+            f"a fan-out is 2 to {MAX_ATTEMPTS} attempts, got {value}"
+        )
+    return value
+
+
+def _kind_list(text: str) -> tuple[str, ...]:
+    kinds = tuple(k.strip() for k in text.split(",") if k.strip())
+    unknown = [k for k in kinds if k not in _CardKinds()]
+    if unknown or not kinds:
+        raise argparse.ArgumentTypeError(
+            f"unknown kind(s) {', '.join(unknown) or repr(text)}: use a comma list of "
+            f"{', '.join(_CardKinds())}"
+        )
+    return kinds
+
+
+def add_fanout_options(p: argparse.ArgumentParser) -> None:
+    """`--fanout N` and `--kinds K,K,…` for the launching verbs (issue 34)."""
+    p.add_argument(
+        "--fanout", type=_attempt_count, metavar="N",
+        help="start N attempts at the task: siblings in one attempt group (--name names "
+        "it), each in its own worktree cut from one commit",
+    )  # fmt: skip
+    p.add_argument(
+        "--kinds", type=_kind_list, metavar="K,K,…",
+        help="the attempts' kinds, in turn (e.g. pi,claude,codex); without --fanout, one "
+        "attempt per kind",
+    )  # fmt: skip
+
+
+def fanout_kinds(args: argparse.Namespace) -> list[str | None] | None:
+    """The kind each attempt runs (None: the card's), or None when no fan-out was asked;
+    a fan-out of one raises ValueError with the message to print."""
+    if args.fanout is None and args.kinds is None:
+        return None
+    if args.kinds is not None and args.kind is not None:
+        raise ValueError("give the attempts' kinds with --kinds, not --kind")
+    kinds: tuple[str | None, ...] = args.kinds or (args.kind,)
+    count = args.fanout or len(kinds)
+    if count < 2:
+        raise ValueError(
+            "a fan-out is 2 attempts or more: --fanout N, or two kinds or more in --kinds"
+        )
+    return [kinds[i % len(kinds)] for i in range(count)]
 
 
 def task_text(args: argparse.Namespace) -> str:

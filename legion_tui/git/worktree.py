@@ -176,8 +176,23 @@ def _prepare_dir(project: Path) -> Path:
     return folder
 
 
-async def create_worktree(project: Path, name: str, *, nonce: str | None = None) -> Worktree:
-    """`git worktree add -b legion/<name>-<nonce> .legion/worktrees/<name>-<nonce> HEAD`.
+async def head_commit(project: Path) -> str:
+    """The commit HEAD names; WorktreeError (saying so) where there is none to branch
+    from: not a git repository, or no commit yet."""
+    try:
+        return await _git(project, "rev-parse", "--verify", "--quiet", "HEAD^{commit}")
+    except WorktreeError as err:
+        raise WorktreeError(
+            f"cannot create a worktree in {project}: it is not a git repository with a "
+            f"commit to branch from ({err})"
+        ) from err
+
+
+async def create_worktree(
+    project: Path, name: str, *, nonce: str | None = None, base: str | None = None
+) -> Worktree:
+    """`git worktree add -b legion/<name>-<nonce> .legion/worktrees/<name>-<nonce> HEAD`
+    (or `base`: the one commit every attempt of a fan-out starts from).
 
     Raises WorktreeError when the project is not a git repository or has no commit yet
     (there is nothing to branch from) — call it only after `is_git_repo`.
@@ -188,12 +203,12 @@ async def create_worktree(project: Path, name: str, *, nonce: str | None = None)
         prefix = await _git(project, "rev-parse", "--show-prefix")
         # git's own (symlink-free) name of the project: the path is reported to agents
         project = Path(await _git(project, "rev-parse", "--show-toplevel")) / prefix
-        base_sha = await _git(project, "rev-parse", "--verify", "--quiet", "HEAD^{commit}")
     except WorktreeError as err:
         raise WorktreeError(
             f"cannot create a worktree in {project}: it is not a git repository with a "
             f"commit to branch from ({err})"
         ) from err
+    base_sha = base or await head_commit(project)
     path = _prepare_dir(project) / slug
     branch = f"{BRANCH_PREFIX}{slug}"
     await _git(project, "worktree", "add", "-b", branch, str(path), base_sha)
@@ -201,7 +216,8 @@ async def create_worktree(project: Path, name: str, *, nonce: str | None = None)
 
 
 async def prepare_worktree(
-    project: Path, role: str, name: str, requested: bool | None = None, *, own: bool = False
+    project: Path, role: str, name: str, requested: bool | None = None, *, own: bool = False,
+    base: str | None = None,
 ) -> tuple[Worktree | None, str | None]:
     """The launch-time decision in one call: (the worktree, the warning for the spawn's
     answer). A centurion (or an agent with `own`) in a git repository gets a new
@@ -214,11 +230,11 @@ async def prepare_worktree(
     decision = demote_worktree(role, name, requested, own=own)
     if not decision.use or not await is_git_repo(project):
         return None, decision.warning
-    if own and role != "centurion":
+    if own and role != "centurion" and base is None:
         code, _out, _err = await run_tool(["git", "rev-parse", "--verify", "-q", "HEAD"], project)
         if code != 0:
             return None, None  # nothing to branch from yet, and nobody asked for a branch
-    return await create_worktree(project, name), None
+    return await create_worktree(project, name, base=base), None
 
 
 async def _remote_link(worktree: Path, branch: str) -> str | None:

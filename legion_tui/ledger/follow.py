@@ -21,10 +21,10 @@ from legion_tui.ledger.recognise import FileState, inspect_file
 from legion_tui.ledger.rows import (
     EVENT_COLUMNS,
     MESSAGE_COLUMNS,
-    NODE_COLUMNS,
     event_from_row,
     message_from_row,
     node_from_row,
+    nodes_query,
 )
 from legion_tui.model import EventType, MailState
 from legion_tui.model_records import Event, MailboxStats, Message, Node
@@ -129,7 +129,7 @@ class LedgerFollower:
     def _read(self, conn: sqlite3.Connection, first: bool) -> LedgerChanges:
         nodes = [
             node_from_row(r)
-            for r in conn.execute(f"SELECT {', '.join(NODE_COLUMNS)} FROM nodes ORDER BY rowid")
+            for r in conn.execute(nodes_query(conn) + " ORDER BY rowid")
         ]
         changes = LedgerChanges(nodes)
         if first:

@@ -70,6 +70,15 @@ def node_params(node: Node) -> tuple[Any, ...]:
     return tuple(check_node_value(c, getattr(node, c)) for c in NODE_COLUMNS)
 
 
+def nodes_query(conn: sqlite3.Connection) -> str:
+    """`SELECT` every node column `FROM nodes`, as this file has them: a ledger no host has
+    migrated yet (a read-only reader of a v1–v4 file) lacks the columns later versions
+    added, which then read NULL."""
+    have = {str(r[1]) for r in conn.execute("PRAGMA table_info(nodes)")}
+    columns = ", ".join(c if c in have else f"NULL AS {c}" for c in NODE_COLUMNS)
+    return f"SELECT {columns} FROM nodes"
+
+
 def node_from_row(row: sqlite3.Row | tuple[Any, ...]) -> Node:
     values = dict(zip(NODE_COLUMNS, row, strict=True))
     values["status"] = NodeStatus(values["status"])

@@ -7,6 +7,7 @@ Version history (each step is a tuple of single statements, applied in order ins
 - v3: nodes may run Claude Code and Codex (`kind` claude/codex, their backends): SQLite
   cannot change a CHECK, so the table is rebuilt with the new one and its rows copied.
 - v4: the `checks` event (the project's checks on an agent's work): events rebuilt alike.
+- v5: `nodes.attempt_group`: the attempts of one fan-out (issue 34), a plain new column.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from legion_tui.model import (
     Urgency,
 )
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 # `PRAGMA application_id`: header bytes 68..71 say "this file is a legion ledger", so a
 # file can be recognised from its first 100 bytes without SQLite touching it.
 APPLICATION_ID = int.from_bytes(b"LGN1", "big")
@@ -36,6 +37,7 @@ TABLES_BY_VERSION: dict[int, frozenset[str]] = {
     2: LEDGER_TABLES,
     3: LEDGER_TABLES,
     4: LEDGER_TABLES,
+    5: LEDGER_TABLES,
 }
 
 # The closed sets of v1 and v2, frozen: a migration must build what that version built,
@@ -154,6 +156,10 @@ _V4: tuple[str, ...] = (
     _EVENTS_INDEX,
 )
 
+# A new nullable column needs no rebuild, and `_nodes_table` stays v3's table (v3's
+# migration copies `SELECT *` into it): v5 adds its column on top.
+_V5: tuple[str, ...] = ("ALTER TABLE nodes ADD COLUMN attempt_group TEXT",)
+
 # MIGRATIONS[n] brings a version n-1 ledger to version n (v0 = a blank file).
-MIGRATIONS: dict[int, tuple[str, ...]] = {1: _V1, 2: _V2, 3: _V3, 4: _V4}
+MIGRATIONS: dict[int, tuple[str, ...]] = {1: _V1, 2: _V2, 3: _V3, 4: _V4, 5: _V5}
 assert sorted(MIGRATIONS) == list(range(1, SCHEMA_VERSION + 1))

@@ -16,7 +16,7 @@ from typing import Any
 from legion_tui.ledger.connection import configure, readonly_uri
 from legion_tui.ledger.errors import LedgerError
 from legion_tui.ledger.recognise import FileState, inspect_file
-from legion_tui.ledger.rows import NODE_COLUMNS, USAGE_COLUMNS, node_from_row, usage_from_row
+from legion_tui.ledger.rows import USAGE_COLUMNS, node_from_row, nodes_query, usage_from_row
 from legion_tui.model import EventType
 from legion_tui.model_records import Node, Usage
 
@@ -52,7 +52,7 @@ def read_snapshot(path: Path) -> tuple[list[Node], dict[str, Usage]]:
     with _readonly(path) as conn:
         nodes = [
             node_from_row(r)
-            for r in conn.execute(f"SELECT {', '.join(NODE_COLUMNS)} FROM nodes ORDER BY rowid")
+            for r in conn.execute(nodes_query(conn) + " ORDER BY rowid")
         ]
         usage: dict[str, Usage] = {}
         has_usage = conn.execute(

@@ -10,7 +10,11 @@ from typing import Any
 from legion_tui.costs import is_usd
 from legion_tui.wire.names import OpError
 
-__all__ = ["MAX_TASK_BYTES", "Budgets", "ChildRequest", "check_task"]
+__all__ = ["MAX_TASK_BYTES", "NEW_GROUP", "Budgets", "ChildRequest", "check_task"]
+
+# `group: true` on the wire: an attempt of a fan-out whose group the host names
+# (`<role>-N`). Never a valid name, so it cannot be taken for one.
+NEW_GROUP = "*"
 
 
 @dataclass(frozen=True, slots=True)
@@ -36,6 +40,10 @@ class ChildRequest:
     sim: dict[str, Any] = field(default_factory=dict)  # sim knobs: stall_seconds, fail, ...
     seed: int | None = None
     budget_usd: float | None = None  # `budgetUsd`: its subtree is stopped past it (budget)
+    # One attempt of a fan-out (issue 34): the group's name, or NEW_GROUP. Each attempt
+    # works in its own worktree, every one cut from `base` (set by admission, never sent).
+    group: str | None = None
+    base: str | None = None
 
     @classmethod
     def from_wire(cls, raw: Any) -> ChildRequest:
@@ -58,6 +66,11 @@ class ChildRequest:
             raise OpError(
                 "BAD_REQUEST", f"child.budgetUsd must be an amount of dollars > 0, got {budget!r}"
             )
+        group = raw.get("group")
+        if group is True:
+            group = NEW_GROUP
+        elif group is not None and (not isinstance(group, str) or group == NEW_GROUP):
+            raise OpError("BAD_REQUEST", "child.group must be a name, or true for a new one")
         return cls(
             role=role,
             task=task,
@@ -69,6 +82,7 @@ class ChildRequest:
             sim=sim,
             seed=int(seed) if isinstance(seed, int) else None,
             budget_usd=None if budget is None else float(budget),
+            group=group,
         )
 
 

@@ -96,6 +96,7 @@ def _entry(
         "role": node.role,
         "kind": node.kind,
         "simulated": node.simulated,
+        "group": node.attempt_group,  # an attempt of this fan-out (issue 34)
         "backend": node.backend,
         "status": node.status.value,
         "phase": node.phase,
@@ -238,7 +239,8 @@ def render_status(doc: dict[str, Any]) -> str:
     for e in doc["nodes"]:
         pid = f", pid {e['pid']}" if e["pid"] else ""
         sim = ", simulated" if e.get("simulated") else ""
-        lines = [f"{e['path']} ({e['role']}{sim}, {e['status']}{pid})"]
+        group = f", attempt of {e['group']}" if e.get("group") else ""
+        lines = [f"{e['path']} ({e['role']}{sim}{group}, {e['status']}{pid})"]
         lines += [f"  {line}" for line in _doing(e)]
         # Each rate with its window (issue 32 item 4): the live one the tree shows, and
         # the decode average over the session's generation time, which `inspect` prints.

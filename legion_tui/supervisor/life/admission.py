@@ -108,8 +108,9 @@ class Admission:
         machines = [
             _declared_machine(req, card, caller) for req, card in zip(requests, cards, strict=True)
         ]
-        names = self._names.child_names(caller, requests)
+        names = self._names.child_names(caller, requests, [launch.kind for launch in launches])
         await self.check_budgets(caller, len(requests))
+        await self._fanout_base(requests, launches)
         plans: list[Plan] = []
         now = self._ctx.clock()
         from legion_tui.git.worktree import own_worktree
@@ -126,7 +127,8 @@ class Admission:
             # own (`own_worktree`), only in a git repository; a process is what gives it
             # its own cwd (SPEC §6.1).
             repo = self._teams.worktree_repo(kind)
-            own = own_worktree(is_root, card.role, req.worktree, per_agent)
+            own = req.group is not None or own_worktree(is_root, card.role, req.worktree,
+                                                        per_agent)  # fmt: skip
             if ((card.role == "centurion" and wants_tree) or own) and repo is not None:
                 isolate = isolate or (repo / ".git").exists()
             node_id = f"{name}-{secrets.token_hex(3)}"
@@ -160,10 +162,37 @@ class Admission:
                 task=req.task,
                 created_at=now,
                 updated_at=now,
+                attempt_group=req.group,
             )
             command = list(launch.command) or None
             plans.append(Plan(node, req, card.name, command, isolate, launch.env))
         return plans
+
+    async def _fanout_base(
+        self, requests: Sequence[ChildRequest], launches: Sequence[Launch]
+    ) -> None:
+        """The commit every attempt of a fan-out is cut from, read once (a commit made
+        while they start must not split them); refused, before any row, where there is
+        no repository to cut worktrees from: attempts in one folder would overwrite each
+        other's work."""
+        attempts = [(req, launch) for req, launch in zip(requests, launches, strict=True)
+                    if req.group is not None]  # fmt: skip
+        if not attempts:
+            return
+        from legion_tui.git.worktree import WorktreeError, head_commit
+
+        repos = {self._teams.worktree_repo(launch.kind) for _req, launch in attempts}
+        if None in repos:
+            raise OpError("BAD_REQUEST", "a simulated attempt needs the demo's sandbox: in a "
+                          "project only real agents fan out; nothing was spawned")  # fmt: skip
+        repo = next(r for r in repos if r is not None)
+        try:
+            base = await head_commit(repo)
+        except WorktreeError as err:
+            raise OpError("BAD_REQUEST", f"a fan-out gives each attempt its own worktree, "
+                          f"cut from one commit: {err}; nothing was spawned") from err
+        for req, _launch in attempts:
+            req.base = base
 
     def _resolve(self, caller: Node, card: RoleCard, req: ChildRequest) -> Launch:
         """The kind and command one request runs (`agents.resolve`); NO_AGENT when an

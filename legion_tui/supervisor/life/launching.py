@@ -140,7 +140,13 @@ class Launcher:
         self._seq += 1
         card = self._cards.card_for(node)
         self._budget.track(node.id, req, card)
-        warning = await self._teams.worktree_for_launch(node, req, resume=resume)
+        from legion_tui.git.worktree import WorktreeError
+
+        try:
+            warning = await self._teams.worktree_for_launch(node, req, resume=resume)
+        except WorktreeError as err:  # an attempt of a fan-out with no worktree of its own
+            await self._failed(node, err, relaunch=relaunch)
+            return False
         if self._stopped_meanwhile(node.id):
             return False  # stopped during the worktree's await: start nothing
         spec = self._spec(node, req, command, isolate, env, resume=resume,

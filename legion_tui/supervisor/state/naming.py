@@ -105,10 +105,20 @@ class Names:
             raise OpError("AMBIGUOUS", f"{name!r} names several nodes ({paths}); use a path")
         return matches[0] if matches else None
 
-    def child_names(self, caller: Node, requests: Sequence[ChildRequest]) -> list[str]:
+    def child_names(
+        self, caller: Node, requests: Sequence[ChildRequest], kinds: Sequence[str] = ()
+    ) -> list[str]:
         """Given names must be valid and unique (among siblings and in the batch);
-        missing ones are numbered `<role>-N` with the lowest free N."""
-        taken = {self._model.nodes[c].node.name for c in self._model.children(caller.id)}
+        missing ones are numbered `<role>-N` with the lowest free N. The attempts of a
+        fan-out (`group`) are named `<group>.<kind>-<i>` (`kinds`: what each runs)."""
+        siblings = [self._model.nodes[c].node for c in self._model.children(caller.id)]
+        taken = {n.name for n in siblings}
+        self._name_groups(caller, requests, taken, {n.attempt_group for n in siblings})
+        numbers: dict[str, int] = {}
+        for req, kind in zip(requests, kinds or [""] * len(requests), strict=True):
+            if req.group is not None and req.name is None:
+                numbers[req.group] = numbers.get(req.group, 0) + 1
+                req.name = f"{req.group}.{kind or req.role}-{numbers[req.group]}"
         given = [r.name for r in requests if r.name is not None]
         for name in given:
             if not NAME_RE.fullmatch(name):
@@ -150,3 +160,30 @@ class Names:
             used.add(name)
             out.append(name)
         return out
+
+    def _name_groups(
+        self, caller: Node, requests: Sequence[ChildRequest], taken: set[str],
+        groups: set[str | None],
+    ) -> None:
+        """Each fan-out's group name: given (valid, new under the caller) or, for
+        `NEW_GROUP`, `<role>-N` with the lowest N free among names and groups. Set on the
+        requests, so the nodes record it."""
+        from legion_tui.wire.spawn_request import NEW_GROUP
+
+        for req in requests:
+            if req.group is None or req.group == NEW_GROUP:
+                continue
+            if not NAME_RE.fullmatch(req.group) or req.group in RESERVED_NAMES:
+                raise OpError("BAD_NAME", f"invalid group name {req.group!r}: use "
+                              "[a-z0-9][a-z0-9._-]{0,63}; nothing was spawned")  # fmt: skip
+            if req.group in taken or req.group in groups:
+                raise OpError("NAME_CONFLICT", f"{caller.path} already has an agent or an "
+                              f"attempt group named {req.group}; nothing was spawned")  # fmt: skip
+        fresh = [req for req in requests if req.group == NEW_GROUP]
+        if fresh:
+            used = taken | {g for g in groups if g} | {r.group for r in requests if r.group}
+            n = 0
+            while f"{fresh[0].role}-{n}" in used:
+                n += 1
+            for req in fresh:  # one batch is one fan-out: its unnamed attempts share one
+                req.group = f"{fresh[0].role}-{n}"

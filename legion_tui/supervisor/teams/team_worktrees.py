@@ -68,7 +68,8 @@ class TeamWorktrees:
         wants = req.worktree if req is not None and req.worktree is not None else card_tree
         per_agent = load_settings(self._project_dir).settings.worktree_per_agent
         asked = req.worktree if req is not None else None
-        own = own_worktree(node.parent_id == ROOT_ID, node.role, asked, per_agent)
+        attempt = node.attempt_group is not None  # of a fan-out: its own, or none at all
+        own = attempt or own_worktree(node.parent_id == ROOT_ID, node.role, asked, per_agent)
         repo = self.worktree_repo(node.kind)
         if repo is None or (node.role == "centurion" and wants is False):
             # No repository to branch from, or a lead dispatched without one on purpose.
@@ -77,8 +78,13 @@ class TeamWorktrees:
             # Launches of one batch run together; git's own locks are not made for two
             # `worktree add` at once in one repository.
             async with self._worktree_lock:
-                tree, warning = await prepare_worktree(repo, node.role, node.name, wants, own=own)
+                tree, warning = await prepare_worktree(
+                    repo, node.role, node.name, wants, own=own,
+                    base=req.base if req is not None else None,
+                )
         except WorktreeError as err:
+            if attempt:  # attempts sharing the project would overwrite each other's work
+                raise
             log.warning("no worktree for %s: %s", node.path, err)
             return f"no worktree for {node.name}: {err}"
         if tree is not None:

@@ -1,0 +1,124 @@
+"""Fan out (issue 34 item 1): one task to several attempts, siblings of one attempt group,
+each in its own worktree cut from one commit, each named by its kind and number; and the
+refusals that leave nothing behind (SPEC §10).
+
+Exec agents here (a card that runs a shell line): what is under test is the host's
+grouping, naming and worktrees, the same for every kind; the real agents fan out in
+`test_real_fanout.py`."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from supervisor_helpers import git, hosted, run_cli, settled, use_git_identity
+
+from legion_tui.model import NodeStatus
+from legion_tui.supervisor.hearing.status import render_status
+from legion_tui.wire.names import ROOT_ID, OpError
+from legion_tui.wire.spawn_request import NEW_GROUP, ChildRequest
+
+pytestmark = pytest.mark.host
+
+# Each attempt writes where it runs: its worktree, never the project.
+CARD = (
+    "---\nname: doer\ndescription: Writes its id.\nkind: exec\nrole: worker\n"
+    'command: ["sh", "-c", "echo $LEGION_NODE_ID > out.txt"]\n---\nDo.\n'
+)
+
+
+def _project(root: Path, *, repo: bool = True) -> Path:
+    agents = root / ".legion" / "agents"
+    agents.mkdir(parents=True)
+    (agents / "doer.md").write_text(CARD, encoding="utf-8")
+    if repo:
+        git(root, "init", "-q", "-b", "main")
+        (root / "README.md").write_text("a project\n")
+        git(root, "add", "README.md")
+        git(root, "commit", "-qm", "init")
+    return root
+
+
+def _attempts(count: int, group: str = NEW_GROUP, kind: str | None = None) -> list[ChildRequest]:
+    return [ChildRequest("doer", "write out.txt", group=group, kind=kind) for _ in range(count)]
+
+
+async def test_a_fanout_starts_attempts_in_worktrees_cut_from_one_commit(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    use_git_identity(monkeypatch)
+    project = _project(tmp_path)
+    head = git(project, "rev-parse", "HEAD")
+    async with hosted(project, default_kind=None) as sup:
+        nodes = await sup.launcher.spawn(ROOT_ID, _attempts(3))
+        assert [n.name for n in nodes] == ["doer-0.exec-1", "doer-0.exec-2", "doer-0.exec-3"]
+        assert {n.attempt_group for n in nodes} == {"doer-0"}
+        trees = [sup.teams.worktree_of(n.id) for n in nodes]
+        assert all(t is not None for t in trees)
+        paths = {t.path for t in trees if t is not None}
+        assert len(paths) == 3 and {t.base_sha for t in trees if t is not None} == {head}
+        for node, tree in zip(nodes, trees, strict=True):
+            assert (await settled(sup, node.id)).status is NodeStatus.SETTLED
+            assert tree is not None and (tree.path / "out.txt").read_text().strip() == node.id
+        assert not (project / "out.txt").exists()
+        # The next fan-out is a new group; the ledger and `legion status` say whose.
+        again = await sup.launcher.spawn(ROOT_ID, _attempts(2))
+        assert {n.attempt_group for n in again} == {"doer-1"}
+        text = render_status(sup.queries.status(ROOT_ID))
+        assert "root/doer-0.exec-2 (worker, attempt of doer-0, " in text, text
+        rows = await sup.ledger.get_nodes()
+        assert sorted(n.attempt_group or "" for n in rows) == [""] + ["doer-0"] * 3 + ["doer-1"] * 2
+
+
+async def test_a_group_name_taken_or_bad_is_refused_before_anything_starts(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    use_git_identity(monkeypatch)
+    project = _project(tmp_path)
+    async with hosted(project, default_kind=None) as sup:
+        await sup.launcher.spawn(ROOT_ID, _attempts(2, group="fix"))
+        for group, code in (("fix", "NAME_CONFLICT"), ("doer-9", None), ("Bad Name", "BAD_NAME")):
+            before = len(sup.model.nodes)
+            if code is None:  # a sibling's own name is taken for a group too
+                await sup.launcher.spawn(ROOT_ID, [ChildRequest("doer", "x", name=group)])
+                group, code = "doer-9", "NAME_CONFLICT"
+                before += 1
+            with pytest.raises(OpError) as refused:
+                await sup.launcher.spawn(ROOT_ID, _attempts(2, group=group))
+            assert refused.value.code == code, refused.value
+            assert "nothing was spawned" in refused.value.message
+            assert len(sup.model.nodes) == before
+
+
+async def test_a_fanout_outside_a_git_repository_is_refused_and_leaves_nothing(
+    tmp_path: Path,
+) -> None:
+    """Attempts sharing one folder would overwrite each other's work: no repository to
+    cut worktrees from, no fan-out — said before any row, worktree or process exists."""
+    project = _project(tmp_path, repo=False)
+    async with hosted(project, default_kind=None) as sup:
+        with pytest.raises(OpError) as refused:
+            await sup.launcher.spawn(ROOT_ID, _attempts(2))
+        assert refused.value.code == "BAD_REQUEST"
+        assert "its own worktree" in refused.value.message
+        assert "not a git repository" in refused.value.message
+        assert list(sup.model.nodes) == [ROOT_ID] and sup.launcher.launches == 0
+        assert not (project / ".legion" / "worktrees").exists()
+
+
+@pytest.mark.parametrize(
+    ("args", "said"),
+    [
+        (["--fanout", "1"], "a fan-out is 2 to 16 attempts, got 1"),
+        (["--fanout", "x"], "not a number of attempts: 'x'"),
+        (["--kinds", "pi,gpt"], "unknown kind(s) gpt"),
+        (["--kinds", "pi"], "a fan-out is 2 attempts or more"),
+        (["--kinds", "pi,codex", "--kind", "pi"], "with --kinds, not --kind"),
+    ],
+)
+async def test_a_bad_fanout_is_refused_by_the_cli_naming_it(
+    tmp_path: Path, args: list[str], said: str
+) -> None:
+    code, out, err = await run_cli("spawn", "doer", "--task", "t", *args, cwd=tmp_path)
+    assert code != 0 and out == "", (code, out, err)
+    assert said in err, err
