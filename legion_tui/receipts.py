@@ -383,6 +383,8 @@ def checks_words(data: Mapping[str, object]) -> str:
     if state == "pass":
         return "✓ checks"
     summary = data.get("summary") or "failed"
+    if data.get("unsent"):
+        return f"✗ checks: {summary} · not sent back ({data['unsent']})"
     if data.get("exhausted"):
         retries = data.get("retries")
         return f"✗ checks after {retries} retries" if retries else f"✗ checks: {summary}"

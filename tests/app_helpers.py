@@ -355,6 +355,40 @@ def canned_model(*, interrupted: bool = False) -> LegionModel:
     return model
 
 
+FANOUT = "fix-login"  # the fan-out `fanout_model` adds under the root
+
+
+def fanout_model() -> LegionModel:
+    """The canned legion, and under its root one fan-out of three kinds at one task:
+    pi still working, Claude Code settled with its checks passing, Codex settled with
+    them failing after its retries."""
+    model = canned_model()
+    task = "Fix the login redirect; keep the tests green."
+    attempts = [
+        ("a1", "pi", "pi-rpc", S_RUN, None, None),
+        ("a2", "claude", "claude-stream", NodeStatus.SETTLED, {"ok": True, "reason": "fixed"},
+         {"state": "pass"}),
+        ("a3", "codex", "codex-app-server", NodeStatus.SETTLED,
+         {"ok": True, "reason": "done"},
+         {"state": "fail", "summary": "`make test` exit 2", "exhausted": True, "retries": 2}),
+    ]  # fmt: skip
+    for i, (nid, kind, backend, status, verdict, checks) in enumerate(attempts, start=1):
+        name = f"{FANOUT}.{kind}-{i}"
+        node = replace(
+            _node(nid, "n0", name, f"root/{name}", "worker", status, age=400 - i * 10,
+                  ended_ago=0 if status is S_RUN else 100 - i * 10, verdict=verdict,
+                  kind=kind, backend=backend),
+            task=task, attempt_group=FANOUT,
+        )  # fmt: skip
+        model.upsert(node)
+        model.set_progress(nid, _progress(1000 * i, 20 + i, tools=[("bash", 30)]
+                                          if status is S_RUN else None))  # fmt: skip
+        if checks is not None:
+            model.add_event(Event(100 + i, nid, EventType.NODE_SETTLED, {}, NOW - 120 + i))
+            model.add_event(Event(110 + i, nid, EventType.CHECKS, checks, NOW - 60 + i))
+    return model
+
+
 def big_model(total: int, live: int = 50) -> LegionModel:
     """`total` nodes: a root, a few centurions, workers spread under them. The first
     `live` nodes (root and centurions included) run with a tool in flight and a rate

@@ -28,6 +28,7 @@ from app_helpers import (
     FakeOps,
     canned_model,
     capture,
+    fanout_model,
     fixed_clock,
     terminal_screen,
     write_run_files,
@@ -37,6 +38,7 @@ from textual.widgets import TabbedContent
 
 from legion_tui.dashboard.app import LegionApp, make_app
 from legion_tui.model import NodeStatus
+from legion_tui.state import LegionModel
 
 pytestmark = pytest.mark.unit
 
@@ -124,8 +126,9 @@ async def shoot(
     theme: str = "legion-dark",
     steps: Steps | None = None,
     interrupted: bool = False,
+    model: LegionModel | None = None,
 ) -> tuple[pyte.Screen, Mask]:
-    model = canned_model(interrupted=interrupted)
+    model = model or canned_model(interrupted=interrupted)
     app = make_app(
         model,
         FakeOps(model),
@@ -335,3 +338,11 @@ async def test_golden(
 ) -> None:
     screen, mask = await shoot(size, tmp_path, theme=theme, steps=steps, interrupted=interrupted)
     check(name, title, screen, mask)
+
+
+async def test_golden_fanout(tmp_path: Path) -> None:
+    """A fan-out of three kinds under the root (issue 34): the group's row with its own
+    status and summed figures, its attempts below it by kind and number."""
+    screen, mask = await shoot((120, 40), tmp_path, model=fanout_model())
+    check("fanout_120x40", "a fan-out's attempt group: pi working, claude ✓ checks, codex ✗",
+          screen, mask)  # fmt: skip

@@ -5,9 +5,17 @@ from __future__ import annotations
 from dataclasses import replace
 
 import pytest
-from app_helpers import NOW, canned_model
+from app_helpers import FANOUT, NOW, canned_model, fanout_model
 
 from legion_tui import receipts
+from legion_tui.fanout.group import (
+    AttemptResult,
+    GroupState,
+    attempt_result,
+    group_of_row,
+    group_state,
+    short_name,
+)
 from legion_tui.model import NodeStatus
 from legion_tui.model_records import InFlightTool
 from legion_tui.session.progress import RateSegment, SessionProgress
@@ -245,3 +253,50 @@ def test_a_row_without_activity_shows_its_task_and_the_filter_finds_it_by_its_ta
     assert activity(model.nodes["n9"], NOW).text == "retired · Map the routes"
     model.mark_interrupted("n9")  # interrupted: that word wins
     assert activity(model.nodes["n9"], NOW).text == "interrupted · r resumes"
+
+
+# ----- a fan-out's attempt group (issue 34) ---------------------------------------------
+def group_rails(model, folded=frozenset(), needle=""):  # type: ignore[no-untyped-def]
+    return [(r.rail, r.group.name if r.group else short_name(model.nodes[r.node_id]), r.hidden)
+            for r in flatten(model, set(folded), needle)]  # fmt: skip
+
+
+def test_a_fanouts_attempts_hang_under_one_group_row_where_the_first_was_launched() -> None:
+    model = fanout_model()
+    assert group_rails(model)[-5:] == [
+        ("├──", "scout-1", 0),
+        ("└─┬", FANOUT, 0),
+        ("  ├──", "pi-1", 0),
+        ("  ├──", "claude-2", 0),
+        ("  └──", "codex-3", 0),
+    ]
+    (row,) = [r for r in flatten(model, set()) if r.group is not None]
+    assert row.node_id == f"group:n0/{FANOUT}" and row.group is not None
+    assert row.group.attempt_ids == ("a1", "a2", "a3")
+    assert group_of_row(model, row.node_id) == row.group
+    assert group_of_row(model, "n0") is None
+
+
+def test_a_folded_group_counts_its_attempts_and_a_filter_keeps_it_whole() -> None:
+    model = fanout_model()
+    row_id = f"group:n0/{FANOUT}"
+    assert group_rails(model, {row_id})[-1] == ("└─▸", FANOUT, 3)
+    # A filter on one attempt keeps its group's row above it; on the group, all three.
+    assert group_rails(model, needle="claude")[-2:] == [
+        ("└─┬", FANOUT, 0), ("  └──", "claude-2", 0)]
+    assert [name for _r, name, _h in group_rails(model, needle=FANOUT)] == [
+        "root", FANOUT, "pi-1", "claude-2", "codex-3"]
+
+
+def test_a_groups_own_status_follows_its_attempts() -> None:
+    model = fanout_model()
+    views = [model.nodes[a] for a in ("a1", "a2", "a3")]
+    assert group_state(views) == GroupState(True, "3 attempts · 1 working · 2 done", "text")
+    assert [attempt_result(v) for v in views[1:]] == [
+        AttemptResult(True, True, True), AttemptResult(True, False, False)]
+    model.upsert(replace(views[0].node, status=NodeStatus.SETTLED))
+    assert group_state(views) == GroupState(
+        False, "3 attempts · ✓ 1 of 3 pass the checks · Enter compares", "ok")
+    # Checks owed for a settle that has none yet (the host knows they will run): not done.
+    assert attempt_result(model.nodes["a1"], checks_expected=True).done is False
+    assert attempt_result(model.nodes["a1"]).done is True

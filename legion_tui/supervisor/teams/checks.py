@@ -142,5 +142,10 @@ class Checks:
             await self._follow_up(node_id, prompt)
         except Exception as err:  # stopped meanwhile, or its agent would not start
             self._rounds.pop(node_id, None)
+            # Said on the node too: its checks are final now (a fan-out's wait ends).
+            await ctx.record.event(node_id, EventType.CHECKS, base | {
+                "state": "fail", "summary": summary, "output_file": str(output),
+                "exhausted": True, "unsent": str(getattr(err, "message", err)),
+            })  # fmt: skip
             ctx.announce(f"{name}: the checks failed ({summary}) and could not be sent back "
                          f"to it: {getattr(err, 'message', err)}")  # fmt: skip

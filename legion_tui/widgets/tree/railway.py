@@ -25,7 +25,8 @@ from textual.scroll_view import ScrollView
 from textual.scrollbar import ScrollBarRender
 from textual.strip import Strip
 
-from legion_tui.costs import cost_text
+from legion_tui.costs import cost_text, fmt_spend, total_spend
+from legion_tui.fanout.group import GROUP_GLYPH, AttemptGroup, group_state, short_name
 from legion_tui.model import NodeStatus
 from legion_tui.receipts import fmt_duration
 from legion_tui.render.rates import node_rate
@@ -35,6 +36,7 @@ from legion_tui.widgets.lines import PanelStrip, direct_lines
 from legion_tui.widgets.paint import FollowsTheme, Paint, paint_for
 from legion_tui.widgets.tree.rows import (
     GLYPHS,
+    Activity,
     TreeRow,
     activity,
     elapsed_seconds,
@@ -85,6 +87,13 @@ def plan_columns(width: int, label_need: int, phase_need: int) -> Columns:
         widths[drop] = 0
     return Columns(label, widths["role"], widths["phase"], widths["elapsed"],
                    widths["rate"], widths["tokens"], cost)
+
+
+def _tokens_out(view: NodeView) -> int:
+    """Output tokens so far, the message still streaming included (the file holds a
+    message only once it ends)."""
+    pending = open_message(view.progress, view.streaming)
+    return view.progress.tokens.output + (pending.tokens if pending else 0)
 
 
 class WholeCellScrollBar(ScrollBarRender):
@@ -187,6 +196,7 @@ class RailwayTree(ScrollView, FollowsTheme, can_focus=True):
         self.filter_text = ""
         self.rows: list[TreeRow] = []
         self._index: dict[str, int] = {}
+        self._group_rows: dict[str, str] = {}  # an attempt's id → its group's row id
         self.selected_id: str | None = None
         self._label_need = 8
         self._phase_need = 0
@@ -226,12 +236,18 @@ class RailwayTree(ScrollView, FollowsTheme, can_focus=True):
         old_visible = frozenset(self._index)
         self.rows = flatten(self.model, self.folded, self.filter_text, self.clock())
         self._index = {row.node_id: i for i, row in enumerate(self.rows)}
+        self._group_rows = {a: row.node_id for row in self.rows if row.group is not None
+                            for a in row.group.attempt_ids}  # fmt: skip
         label_need, phase_need = 8, 0
         for row in self.rows:
+            if row.group is not None:
+                name = row.group.name + (f" +{row.hidden}" if row.hidden else "")
+                label_need = max(label_need, len(row.rail) + 3 + len(name) + 2)
+                continue
             view = self.model.nodes[row.node_id]
             extra = len(f" +{row.hidden}") if row.hidden else 0
             extra += len(SIM_MARK) if view.node.simulated else 0
-            label_need = max(label_need, len(row.rail) + 3 + len(view.node.name) + extra + 2)
+            label_need = max(label_need, len(row.rail) + 3 + len(short_name(view)) + extra + 2)
             if view.node.phase:
                 phase_need = max(phase_need, min(len(view.node.phase), 14) + 2)
         self._label_need, self._phase_need = label_need, phase_need
@@ -253,12 +269,18 @@ class RailwayTree(ScrollView, FollowsTheme, can_focus=True):
         if structural and any(nid in self.model.nodes for nid in dirty):
             self.rebuild()
             return
-        self._refresh_rows(dirty)
+        groups = self._group_rows
+        self._refresh_rows([*dirty, *(groups[n] for n in dirty if n in groups)] if groups
+                           else dirty)  # fmt: skip
 
     def tick(self) -> None:
         """Once a second: live rows show elapsed time, so repaint just those."""
         nodes = self.model.nodes
-        self._refresh_rows(r.node_id for r in self._visible_rows() if nodes[r.node_id].node.live)
+        self._refresh_rows(
+            r.node_id for r in self._visible_rows()
+            if (nodes[r.node_id].node.live if r.group is None
+                else any(nodes[a].node.live for a in r.group.attempt_ids))
+        )  # fmt: skip
 
     def select(self, node_id: str) -> None:
         if node_id not in self._index or node_id == self.selected_id:
@@ -294,11 +316,17 @@ class RailwayTree(ScrollView, FollowsTheme, can_focus=True):
         nid = self.selected_id
         if nid is None:
             return
-        if self.model.children(nid) and nid not in self.folded and not self.filter_text:
+        group = self.rows[self._index[nid]].group if nid in self._index else None
+        below = group.attempt_ids if group is not None else self.model.children(nid)
+        if below and nid not in self.folded and not self.filter_text:
             self.folded.add(nid)
             self.rebuild()
             return
-        parent = self.model.nodes[nid].node.parent_id
+        # Up to the row above it: an attempt's group, a group's or a node's parent.
+        if group is not None:
+            parent: str | None = group.parent_id
+        else:
+            parent = self._group_rows.get(nid) or self.model.nodes[nid].node.parent_id
         if parent is not None and parent in self._index:
             self.select(parent)
 
@@ -356,15 +384,24 @@ class RailwayTree(ScrollView, FollowsTheme, can_focus=True):
         if idx >= len(self.rows) or width <= 0:
             return Strip.blank(width, self.paint.blank)
         row = self.rows[idx]
-        view = self.model.nodes[row.node_id]
+        if row.group is not None:  # a fan-out's row: what it shows moves with its attempts
+            views = [self.model.nodes[a] for a in row.group.attempt_ids]
+            live = any(v.node.live for v in views)
+            revision: object = tuple(v.revision for v in views)
+        else:
+            view = self.model.nodes[row.node_id]
+            live, revision = view.node.live, view.revision
         # Live rows show seconds (elapsed, working · tool 00:07:31); ended rows do not move.
-        second = int(now) if view.node.live else 0
-        key = (row, view.revision, row.node_id == self.selected_id, width, cols,
+        second = int(now) if live else 0
+        key = (row, revision, row.node_id == self.selected_id, width, cols,
                self.theme_name, self.floor, second)
         cached = self._cache.get(row.node_id)
         if cached is not None and cached[0] == key:
             return cached[1]
-        strip = self._paint_row(row, view, cols, width, now)
+        if row.group is not None:
+            strip = self._paint_group_row(row, row.group, cols, width, now)
+        else:
+            strip = self._paint_row(row, view, cols, width, now)
         self._cache[row.node_id] = (key, strip)
         return strip
 
@@ -382,7 +419,7 @@ class RailwayTree(ScrollView, FollowsTheme, can_focus=True):
         role_style = paint.dim if ended else paint.roles[node.role]
         glyph_style = paint.fail if node.outcome is NodeStatus.FAILED else role_style
         label = f"{row.rail} {GLYPHS[node.outcome]} "
-        name = node.name + (f" +{row.hidden}" if row.hidden else "")
+        name = short_name(view) + (f" +{row.hidden}" if row.hidden else "")
         mark = SIM_MARK if node.simulated else ""
         room = cols.label - len(label)
         if len(mark) > room - 2:  # not even two cells of name beside it: no marker
@@ -415,39 +452,79 @@ class RailwayTree(ScrollView, FollowsTheme, can_focus=True):
     ) -> Strip:
         """One row as exactly `width` cells: every piece is padded or cut to its column,
         so no line is ever wider than the widget and columns stay aligned."""
-        paint = self.paint
         node = view.node
-        ended = not node.live
-        text_style = paint.dim if ended else paint.base
-        left = self._left_part(row, view, cols, paint)
-        used = left.width
-        # The figures share one style: one piece (joined as `_runs` would join them).
-        figures: list[str] = []
+        left = self._left_part(row, view, cols, self.paint)
+        elapsed = rate = tokens = spent = ""
         if cols.elapsed:
             parent = self.model.nodes.get(node.parent_id or "")
             launched = parent.node.created_at if parent is not None else None
             elapsed = fmt_duration(elapsed_seconds(view, now, launched))
-            figures.append(elapsed.rjust(cols.elapsed - 1) + " ")
         if cols.rate:
             rate = fmt_rate(node_rate(view, now)) if node.live else ""
-            figures.append(rate.rjust(cols.rate - 1) + " ")
         if cols.tokens:
-            # Output tokens so far, the message still streaming included (the file
-            # holds a message only once it ends).
-            pending = open_message(view.progress, view.streaming)
-            out = view.progress.tokens.output + (pending.tokens if pending else 0)
-            figures.append(fmt_tokens(out).rjust(cols.tokens - 1) + " ")
+            tokens = fmt_tokens(_tokens_out(view))
         if cols.cost:
             usd, basis = view.progress.cost, view.progress.cost_basis
             # The node's own session (root: none); blank while nothing is spent or owed.
             spent = cost_text(usd, basis) if usd or basis != "reported" else ""
-            figures.append(spent.rjust(cols.cost - 1) + " ")
+        return self._finish_row(row, left, cols, width, (elapsed, rate, tokens, spent),
+                                activity(view, now), ended=not node.live)  # fmt: skip
+
+    def _paint_group_row(
+        self, row: TreeRow, group: AttemptGroup, cols: Columns, width: int, now: float
+    ) -> Strip:
+        """A fan-out's row: its name, then its attempts' figures summed (the longest
+        time) and its own status (`fanout.group.group_state`)."""
+        views = [self.model.nodes[a] for a in group.attempt_ids]
+        state = group_state(views)
+        paint = self.paint
+        style = paint.base if state.live else paint.dim
+        label = f"{row.rail} {GROUP_GLYPH} "
+        name = group.name + (f" +{row.hidden}" if row.hidden else "")
+        room = max(0, cols.label - len(label))
+        if len(name) > room:
+            name = name[: max(0, room - 1)] + "…" if room > 0 else ""
+        pieces = [(row.rail, paint.track), (label[len(row.rail):], style),
+                  (name.ljust(room), style)]  # fmt: skip
+        if cols.role:
+            pieces.append(("fan-out"[: cols.role - 1].ljust(cols.role), paint.dim))
+        if cols.phase:
+            pieces.append((" " * cols.phase, paint.dim))
+        runs = _runs(pieces)
+        left = LeftPart([_segment(t, st) for t, st in runs[:-1]], runs[-1],
+                        sum(len(t) for t, _ in pieces))  # fmt: skip
+        elapsed = rate = tokens = spent = ""
+        if cols.elapsed:
+            parent = self.model.nodes.get(group.parent_id)
+            launched = parent.node.created_at if parent is not None else None
+            elapsed = fmt_duration(max(elapsed_seconds(v, now, launched) for v in views))
+        if cols.rate and state.live:
+            rate = fmt_rate(sum(node_rate(v, now) for v in views))
+        if cols.tokens:
+            tokens = fmt_tokens(sum(_tokens_out(v) for v in views))
+        if cols.cost:
+            total = total_spend(v.progress for v in views)
+            spent = fmt_spend(total) if total.usd or total.unpriced else ""
+        return self._finish_row(row, left, cols, width, (elapsed, rate, tokens, spent),
+                                Activity(state.text, state.tone), ended=not state.live)  # fmt: skip
+
+    def _finish_row(
+        self, row: TreeRow, left: LeftPart, cols: Columns, width: int,
+        figures: tuple[str, str, str, str], act: Activity, *, ended: bool,
+    ) -> Strip:
+        """The left part, then the figures (elapsed, tok/s, tokens, $: each right-aligned
+        in its column, when it has one) and the activity in the room left."""
+        paint = self.paint
+        text_style = paint.dim if ended else paint.base
+        used = left.width
+        # The figures share one style: one piece (joined as `_runs` would join them).
+        cells = [text.rjust(size - 1) + " " for text, size in zip(
+            figures, (cols.elapsed, cols.rate, cols.tokens, cols.cost), strict=True) if size]
         tail: list[tuple[str, Style]] = []
-        if figures:
-            text = "".join(figures)
+        if cells:
+            text = "".join(cells)
             used += len(text)
             tail.append((text, text_style))
-        act = activity(view, now)
         act_style = paint.dim if act.tone == "text" and ended else paint.tone(act.tone)
         # The activity is free text (an agent's verdict reason): measure it in cells; a
         # cut one ends in "…", so a reason cut at `veri` never reads as the whole reason.

@@ -13,6 +13,7 @@ from functools import lru_cache
 from typing import NamedTuple
 
 from legion_tui import receipts
+from legion_tui.fanout.group import AttemptGroup
 from legion_tui.model import ATTACHED_REASON, EventType, NodeStatus
 from legion_tui.receipts import in_flight_suffix
 from legion_tui.state import LegionModel, NodeView
@@ -32,10 +33,11 @@ BRANCH_LEAF = "─"
 
 @dataclass(frozen=True, slots=True)
 class TreeRow:
-    node_id: str
+    node_id: str  # a node's id, or an attempt group's `row_id`
     depth: int
     rail: str  # tracks + connector + branch, e.g. "│ ├─┬"
     hidden: int  # descendants hidden by a fold (0 when unfolded or a leaf)
+    group: AttemptGroup | None = None  # the row of a fan-out's attempt group
 
 
 def _stuck(view: NodeView, now: float) -> bool:
@@ -101,14 +103,31 @@ def flatten(
     kept = _kept_by_filter(model, needle, at) if needle else None
     rows: list[TreeRow] = []
 
-    def visible_children(node_id: str | None) -> list[str]:
+    def visible_children(node_id: str | None) -> list[str | AttemptGroup]:
+        """Children in launch order; a fan-out's attempts as one group, where its first
+        attempt was."""
         children = model.children(node_id)
-        if kept is None:
-            return children
-        return [c for c in children if c in kept]
+        if kept is not None:
+            children = [c for c in children if c in kept]
+        out: list[str | AttemptGroup] = []
+        place: dict[str, int] = {}  # a group's index in `out`
+        for child in children:
+            group = model.nodes[child].node.attempt_group
+            if group is None or node_id is None:
+                out.append(child)
+            elif group in place:
+                known = out[place[group]]
+                assert isinstance(known, AttemptGroup)
+                out[place[group]] = AttemptGroup(node_id, group, (*known.attempt_ids, child))
+            else:
+                place[group] = len(out)
+                out.append(AttemptGroup(node_id, group, (child,)))
+        return out
 
-    def visit(node_id: str, depth: int, prefix: str, last: bool) -> None:
-        children = visible_children(node_id)
+    def visit(item: str | AttemptGroup, depth: int, prefix: str, last: bool) -> None:
+        node_id = item.row_id if isinstance(item, AttemptGroup) else item
+        children = (list(item.attempt_ids) if isinstance(item, AttemptGroup)
+                    else visible_children(item))  # fmt: skip
         is_folded = kept is None and node_id in folded and bool(children)
         if not children:
             branch = BRANCH_LEAF
@@ -117,8 +136,14 @@ def flatten(
         else:
             branch = BRANCH_OPEN
         connector = "" if depth == 0 else (RAIL_LAST if last else RAIL_MID)
-        hidden = _count_descendants(model, node_id) if is_folded else 0
-        rows.append(TreeRow(node_id, depth, prefix + connector + branch, hidden))
+        hidden = 0
+        if is_folded:  # the agents below it (a group's row is none)
+            if isinstance(item, AttemptGroup):
+                hidden = sum(1 + _count_descendants(model, a) for a in item.attempt_ids)
+            else:
+                hidden = _count_descendants(model, node_id)
+        group = item if isinstance(item, AttemptGroup) else None
+        rows.append(TreeRow(node_id, depth, prefix + connector + branch, hidden, group))
         if is_folded:
             return
         child_prefix = prefix if depth == 0 else prefix + (RAIL_BLANK if last else RAIL_CONTINUE)
