@@ -122,3 +122,74 @@ async def test_a_bad_fanout_is_refused_by_the_cli_naming_it(
     code, out, err = await run_cli("spawn", "doer", "--task", "t", *args, cwd=tmp_path)
     assert code != 0 and out == "", (code, out, err)
     assert said in err, err
+
+
+# Three attempts at one task that differ by their number: the first breaks the check,
+# the second passes with a bigger change than the third.
+ATTEMPT_SH = """case $LEGION_NODE_ID in
+  *-1-*) echo bad > out.txt ;;
+  *-2-*) printf 'good\\nand more\\nand more\\n' > out.txt ;;
+  *) echo good > out.txt ;;
+esac
+echo '{"ok": true, "reason": "wrote out.txt"}'
+"""
+
+
+def _fixer(project: Path, checks: str) -> None:
+    script = project / ".legion" / "attempt.sh"
+    script.write_text(ATTEMPT_SH)
+    (project / ".legion" / "agents" / "fixer.md").write_text(
+        "---\nname: fixer\ndescription: Writes out.txt.\nkind: exec\nrole: worker\n"
+        f'command: ["sh", "{script}"]\n---\nDo.\n', encoding="utf-8",
+    )  # fmt: skip
+    (project / ".legion" / "settings.toml").write_text(checks)
+
+
+async def test_run_fanout_pick_best_lands_the_smallest_passing_change_and_nothing_else(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`legion run … --fanout 3 --pick best`: the group is waited for (the checks of all
+    three final), the table printed, and the passing attempt with the smallest change
+    landed in the user's checkout — whose own files, tracked, ignored or untracked,
+    stay as they were."""
+    use_git_identity(monkeypatch)
+    project = _project(tmp_path)
+    _fixer(project, '[checks]\ncommand = "grep -qx good out.txt"\nretries = 0\n')
+    (project / ".gitignore").write_text(".env\n.legion/\n")
+    git(project, "add", ".gitignore")
+    git(project, "commit", "-qm", "ignore")
+    (project / ".env").write_text("SECRET=1\n")  # the user's ignored file
+    (project / "notes.txt").write_text("mine\n")  # the user's untracked file
+    code, out, err = await run_cli(
+        "run", "fixer", "--task", "Write out.txt.", "--fanout", "3", "--pick", "best",
+        "--name", "fix", cwd=project, limit=120,
+    )  # fmt: skip
+    assert code == 0, (out, err)
+    table = out[out.index("attempt group fix"):]
+    assert "exec-1" in table and "exec-3 ★" in table, table
+    assert "✗ checks: `grep -qx good out.txt` exit 1" in table, table
+    assert table.count("✓ checks") == 2, table
+    assert "+1 -0 · 1 file" in table and "+3 -0 · 1 file" in table, table
+    assert "Committed 1 file on legion/fix.exec-3-" in out, out
+    assert (project / "out.txt").read_text() == "good\n"
+    assert (project / ".env").read_text() == "SECRET=1\n"
+    assert (project / "notes.txt").read_text() == "mine\n"
+    log = git(project, "log", "--format=%s", "-3")
+    assert log.splitlines()[:2] == [log.splitlines()[0], "Write out.txt."], log
+    assert log.startswith("Land legion/fix.exec-3-"), log
+
+
+async def test_run_fanout_pick_best_with_no_passing_attempt_lands_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    use_git_identity(monkeypatch)
+    project = _project(tmp_path)
+    _fixer(project, '[checks]\ncommand = "exit 4"\nretries = 0\n')
+    head = git(project, "rev-parse", "HEAD")
+    code, out, err = await run_cli("run", "fixer", "--task", "Write out.txt.", "--fanout", "2",
+                                   "--pick", "best", cwd=project, limit=120)  # fmt: skip
+    assert code == 1, (out, err)
+    assert "no attempt of fixer-0 passed its checks with a change to land; nothing was " \
+        "landed" in err, err
+    assert out.count("✗ checks: `exit 4` exit 4") == 2 and "★" not in out, out
+    assert git(project, "rev-parse", "HEAD") == head and not (project / "out.txt").exists()

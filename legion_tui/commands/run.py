@@ -23,7 +23,15 @@ from types import FrameType
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from legion_tui.commands import Command
-from legion_tui.commands.arg_types import add_task_options, child_name, session_name, task_of
+from legion_tui.commands.arg_types import (
+    add_fanout_options,
+    add_task_options,
+    child_name,
+    fanout_kinds,
+    session_name,
+    task_of,
+)
+from legion_tui.commands.fanout import PICKS
 from legion_tui.commands.invocation import legion_command
 from legion_tui.host_exit import ExitDeadline, end_lingering_threads
 from legion_tui.runs.presence import FolderPresence
@@ -117,6 +125,12 @@ def _run_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--seed", type=int, default=0, help="seed for simulated agents")
     p.add_argument("--speed", type=float, default=1.0, help="time scale for simulated agents")
     p.add_argument("--json", action="store_true", help="print the final status as JSON")
+    add_fanout_options(p)
+    p.add_argument(
+        "--pick", choices=PICKS,
+        help="with --fanout: land the attempt whose checks pass with the smallest change "
+        "(ties: the lowest cost) in this checkout; exit 1 when none passed",
+    )  # fmt: skip
     add_cluster_option(p)
 
 
@@ -231,6 +245,12 @@ async def _run_headless(args: argparse.Namespace, deadline: ExitDeadline) -> int
     try:
         task = task_of(args)
         load_cards(Path.cwd()).get(args.role)
+        attempts = fanout_kinds(args)
+        if args.pick is not None and attempts is None:
+            raise ValueError("--pick chooses among the attempts of a fan-out: add --fanout N "
+                             "or --kinds K,K")  # fmt: skip
+        if attempts is not None and args.phases:
+            raise ValueError("a fan-out's attempts are single agents: --phases is for a lead")
     except (ValueError, CardError) as err:
         print(f"legion run: {err}", file=sys.stderr)
         return 1
@@ -240,9 +260,10 @@ async def _run_headless(args: argparse.Namespace, deadline: ExitDeadline) -> int
         print(f"legion run: --budget-usd must be an amount of dollars > 0, got "
               f"{args.budget_usd}", file=sys.stderr)  # fmt: skip
         return 1
-    refusal = no_agent_refusal(Path.cwd(), [args.role], args.kind) or program_missing(
-        Path.cwd(), args.role, args.kind
-    )
+    refusal = None
+    for kind in dict.fromkeys(attempts or [args.kind]):  # each kind once, in order
+        refusal = refusal or no_agent_refusal(Path.cwd(), [args.role], kind) or (
+            program_missing(Path.cwd(), args.role, kind))
     if refusal is not None:
         print(f"legion run: {refusal}", file=sys.stderr)
         return 1
@@ -270,6 +291,15 @@ async def _run_headless(args: argparse.Namespace, deadline: ExitDeadline) -> int
     gone = watch_run_folder(presence, deadline, interrupted.set)
 
     async def run() -> int:
+        if attempts is not None:
+            from legion_tui.commands.fanout import run_fanout
+            from legion_tui.wire.spawn_request import NEW_GROUP
+
+            group = args.name or NEW_GROUP
+            return await run_fanout(sup, args, [
+                ChildRequest(args.role, task, kind=kind, group=group, budget_usd=args.budget_usd)
+                for kind in attempts
+            ], interrupted)  # fmt: skip
         try:
             nodes = await sup.launcher.spawn(
                 ROOT_ID,

@@ -48,7 +48,7 @@ class Record:
         self._status_ahead: dict[str, NodeStatus] = {}  # see set_status
         self._last_of: dict[tuple[str, EventType], Event] = {}  # of DECISION_EVENTS
         self._handled: dict[str, list[str]] = {}  # lead id → ids of its handled children
-        # Set, then replaced, on every status write: waiters take the current one.
+        # Set, then replaced, on every status or event write: waiters take the current one.
         self.changed = asyncio.Event()
         self.events_written = 0
         # Told of every status move once it is written (node, the status before, the
@@ -90,6 +90,7 @@ class Record:
         self.events_written += 1
         self.remember(event)
         self._model.add_event(event)
+        self.notify()  # a wait may hang on an event (a fan-out's on its checks)
         return event
 
     def remember(self, event: Event) -> None:
