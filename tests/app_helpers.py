@@ -20,6 +20,8 @@ from textual.drivers.headless_driver import HeadlessDriver
 
 from legion_tui import receipts
 from legion_tui.agents.cards import CardSet, load_cards
+from legion_tui.fanout.compare import Attempt
+from legion_tui.git.review import FileChange, Review
 from legion_tui.model import EventType, MailKind, MailState, NodeStatus, Role, Urgency
 from legion_tui.model_records import (
     Event,
@@ -387,6 +389,63 @@ def fanout_model() -> LegionModel:
             model.add_event(Event(100 + i, nid, EventType.NODE_SETTLED, {}, NOW - 120 + i))
             model.add_event(Event(110 + i, nid, EventType.CHECKS, checks, NOW - 60 + i))
     return model
+
+
+def _review(branch: str, files: list[tuple[str, int, int]], diff: str,
+            commits: int = 0) -> Review:  # fmt: skip
+    return Review(
+        branch=branch, head_sha="abc1234def", base_sha="0000000aaa",
+        commits=tuple((f"c{i}abcd", "Fix the login redirect") for i in range(commits)),
+        files=tuple(FileChange("M", path, added, removed) for path, added, removed in files),
+        diff=diff, truncated=False, uncommitted=commits == 0,
+    )  # fmt: skip
+
+
+_REDIRECT = """diff --git a/app/login.py b/app/login.py
+index 1111111..2222222 100644
+--- a/app/login.py
++++ b/app/login.py
+@@ -10,4 +10,{n} @@ def login(request):
+     user = authenticate(request)
+-    return redirect("/")
++    target = request.args.get("next") or "/"
+{extra}+    return redirect(target)
+"""
+_TEST = """diff --git a/tests/test_login.py b/tests/test_login.py
+index 3333333..4444444 100644
+--- a/tests/test_login.py
++++ b/tests/test_login.py
+@@ -1,2 +1,5 @@
+ def test_login():
+     assert login_ok()
++
++def test_next():
++    assert redirects_to("/next")
+"""
+
+
+def canned_attempts() -> list[Attempt]:
+    """What `fanout.compare` reads of `fanout_model`'s three attempts, without git: pi's
+    change still uncommitted, Claude's small and passing, Codex's larger and failing."""
+    safe = '+    if not target.startswith("/"):\n+        target = "/"\n'
+    return [
+        Attempt("a1", "pi-1", f"root/{FANOUT}.pi-1", "pi", "gpt-5", "running", "no verdict",
+                "no checks", False, False,
+                _review(f"legion/{FANOUT}.pi-1-aa11bb", [("app/login.py", 2, 1)],
+                        _REDIRECT.format(n=5, extra="")),
+                None, 4200, 0.021, "$0.021", 390.0),
+        Attempt("a2", "claude-2", f"root/{FANOUT}.claude-2", "claude", "claude-sonnet-4-5",
+                "settled", "✓ fixed", "✓ checks", True, True,
+                _review(f"legion/{FANOUT}.claude-2-cc22dd", [("app/login.py", 4, 1)],
+                        _REDIRECT.format(n=7, extra=safe), commits=1),
+                None, 6800, 0.054, "$0.054", 300.0),
+        Attempt("a3", "codex-3", f"root/{FANOUT}.codex-3", "codex", "gpt-5-codex", "settled",
+                "✓ done", "✗ checks after 2 retries", False, True,
+                _review(f"legion/{FANOUT}.codex-3-ee33ff",
+                        [("app/login.py", 2, 1), ("tests/test_login.py", 3, 0)],
+                        _REDIRECT.format(n=5, extra="") + _TEST),
+                None, 9100, 0.048, "~$0.048", 280.0),
+    ]  # fmt: skip
 
 
 def big_model(total: int, live: int = 50) -> LegionModel:

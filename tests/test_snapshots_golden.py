@@ -25,7 +25,9 @@ from pathlib import Path
 import pyte
 import pytest
 from app_helpers import (
+    FANOUT,
     FakeOps,
+    canned_attempts,
     canned_model,
     capture,
     fanout_model,
@@ -37,8 +39,11 @@ from textual.pilot import Pilot
 from textual.widgets import TabbedContent
 
 from legion_tui.dashboard.app import LegionApp, make_app
+from legion_tui.fanout.compare import Attempt
+from legion_tui.fanout.group import group_of_row
 from legion_tui.model import NodeStatus
 from legion_tui.state import LegionModel
+from legion_tui.widgets.overlay.compare_view import CompareScreen
 
 pytestmark = pytest.mark.unit
 
@@ -106,8 +111,9 @@ def panel_mask(app: LegionApp) -> Mask:
     """Cells of the galaxy and the chart on the main screen, minus an open overlay."""
     mask: Mask = {}
     overlay = None
-    if app.screen is not app.main_screen and app.screen.query("#detail-frame"):
-        overlay = app.screen.query_one("#detail-frame").region
+    frames = app.screen.query("#detail-frame, #compare-frame")
+    if app.screen is not app.main_screen and frames:
+        overlay = frames.first().region
     for widget, char in ((app.galaxy, "."), (app.chart, ":")):
         if not widget.display:
             continue
@@ -346,3 +352,28 @@ async def test_golden_fanout(tmp_path: Path) -> None:
     screen, mask = await shoot((120, 40), tmp_path, model=fanout_model())
     check("fanout_120x40", "a fan-out's attempt group: pi working, claude ✓ checks, codex ✗",
           screen, mask)  # fmt: skip
+
+
+async def open_compare(pilot: Pilot[None], app: LegionApp) -> None:
+    """The compare view of `fanout_model`'s group, its attempts read as `canned_attempts`
+    (no git), the second attempt lit: the first file's diff by each."""
+    group = group_of_row(app.model, f"group:n0/{FANOUT}")
+    assert group is not None
+
+    async def load() -> list[Attempt]:
+        return canned_attempts()
+
+    await app.push_screen(CompareScreen(app.model, group, load, floor=True))
+    await pilot.pause()
+    await pilot.press("right")
+    await pilot.pause()
+
+
+@pytest.mark.parametrize("size", [(120, 40), (200, 60)], ids=["120x40", "200x60"])
+async def test_golden_compare(tmp_path: Path, size: tuple[int, int]) -> None:
+    """Enter on a fan-out's row (issue 34 item 4): one column per attempt, claude-2 lit,
+    the second file's diff as each attempt changed it — side by side, or one after the
+    other where three columns do not fit."""
+    screen, mask = await shoot(size, tmp_path, model=fanout_model(), steps=open_compare)
+    name = f"compare_{size[0]}x{size[1]}"
+    check(name, "the compare view of a fan-out of three kinds", screen, mask)

@@ -49,6 +49,7 @@ from legion_tui.widgets.galaxy import GalaxyView
 from legion_tui.widgets.header import HeaderBar
 from legion_tui.widgets.help import HelpScreen
 from legion_tui.widgets.keys import KeyHints, agent_bindings
+from legion_tui.widgets.overlay.compare_view import CompareScreen
 from legion_tui.widgets.overlay.detail import DetailScreen
 from legion_tui.widgets.overlay.message_box import MessageBox
 from legion_tui.widgets.overlay.talk import MessageHistory
@@ -69,6 +70,10 @@ def tune_gc() -> None:
     `running.run_dashboard_async` asks for it, never tests."""
     gc.freeze()
     gc.set_threshold(*GC_THRESHOLDS)
+
+
+# The overlays whose keys act on one agent (`node_id`) and ask on their own prompts.
+AGENT_OVERLAYS = (DetailScreen, CompareScreen)
 
 
 class ModelChanged(Message):
@@ -243,7 +248,7 @@ class LegionApp(App[None]):
         self._last_apply = time.monotonic()
         with self.batch_update():
             self.main_screen.model_changed(self.model.nodes, dirty)
-            if isinstance(self.screen, DetailScreen):
+            if isinstance(self.screen, AGENT_OVERLAYS):
                 self.screen.model_changed(dirty)
             for text in self.announcements.fresh():  # each once; root's row keeps the last
                 self.notify(text, title="legion", timeout=8, markup=False)
@@ -278,8 +283,9 @@ class LegionApp(App[None]):
 
     # ----- the operator's Surface: where keys act, ask, say and run -------------------
     def _target(self) -> NodeView | None:
-        """The node a key acts on: the overlay's node, else the tree selection."""
-        if isinstance(self.screen, DetailScreen):
+        """The node a key acts on: the overlay's node (the compare view's highlighted
+        attempt), else the tree selection."""
+        if isinstance(self.screen, AGENT_OVERLAYS):
             return self.model.nodes.get(self.screen.node_id)
         return self.railway.selected_view
 
@@ -288,7 +294,7 @@ class LegionApp(App[None]):
         ask: an overlay pushed this instant and not composed yet, one closing, help. A
         key meant for such a screen is dropped, never answered somewhere out of sight."""
         screen = self.screen
-        if isinstance(screen, DetailScreen):
+        if isinstance(screen, AGENT_OVERLAYS):
             return screen.prompts()
         if screen is self.main_screen and screen.is_mounted:
             return screen.confirm_bar, screen.steer_line

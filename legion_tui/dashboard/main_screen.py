@@ -21,6 +21,9 @@ from textual.widgets import Static
 from textual.widgets._toast import ToastRack  # the screen's own rack: kept above the prompts
 
 from legion_tui import receipts
+from legion_tui.fanout.compare import Attempt, compare
+from legion_tui.fanout.group import AttemptGroup, group_of_row
+from legion_tui.git.worktree import Worktree
 from legion_tui.ops import HostOperations, Operations
 from legion_tui.state import Clock, LegionModel, NodeView
 from legion_tui.widgets.confirm import ConfirmBar
@@ -30,6 +33,7 @@ from legion_tui.widgets.header import HeaderBar
 from legion_tui.widgets.keys import KeyHints
 from legion_tui.widgets.layout import layout_classes
 from legion_tui.widgets.new_agent import EMPTY_HINT
+from legion_tui.widgets.overlay.compare_view import CompareScreen
 from legion_tui.widgets.overlay.detail import DetailScreen
 from legion_tui.widgets.overlay.message_box import MessageBox
 from legion_tui.widgets.overlay.talk import MessageHistory
@@ -241,15 +245,38 @@ class MainScreen(Screen[None]):
         # is not the one the key was pressed on: the request is stale.
         if self.app.screen is not self:
             return
+        group = group_of_row(self.legion.model, event.node_id)
+        if group is not None:
+            self._open_compare(group)
+            return
+        self._push_detail(event.node_id)
+
+    def _open_compare(self, group: AttemptGroup) -> None:
+        """Enter on a fan-out's row: its attempts side by side (issue 34)."""
+        legion, ops = self.legion, self.legion.ops
+
+        def worktree_of(node_id: str) -> Worktree | None:
+            space = ops.workspace(node_id)
+            return space.tree if space is not None and space.owner_id == node_id else None
+
+        async def load() -> list[Attempt]:
+            return await compare(legion.model, group, worktree_of, legion.clock())
+
+        self.app.push_screen(CompareScreen(
+            legion.model, group, load, floor=legion.floor, history=legion.history,
+            open_detail=self._push_detail,
+        ))  # fmt: skip
+
+    def _push_detail(self, node_id: str) -> None:
         legion, ops = self.legion, self.legion.ops
         self.app.push_screen(
             DetailScreen(
                 legion.model,
-                event.node_id,
+                node_id,
                 clock=legion.clock,
                 floor=legion.floor,
                 run_dir=legion.run_dir,
-                workspace=ops.workspace(event.node_id),
+                workspace=ops.workspace(node_id),
                 history=legion.history,
                 # Keys typed in a Terminal tab's insert mode, to the node's pty (host only).
                 terminal_input=ops.terminal_input if isinstance(ops, HostOperations) else None,
