@@ -12,6 +12,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal, Protocol, runtime_checkable
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
     from legion_tui.agents.attach import AttachPlan
     from legion_tui.agents.cards import CardSet
     from legion_tui.git.worktree import Worktree
@@ -42,9 +44,10 @@ class Operations(Protocol):
         receipt, or OpError in the supervisor's words."""
         ...
 
-    async def spawn(self, parent_id: str, request: ChildRequest) -> str:
-        """Start one child under `parent_id` (root or a lead) as `legion spawn` does; the
-        receipt names it, or OpError with the same refusal the CLI prints."""
+    async def spawn(self, parent_id: str, requests: Sequence[ChildRequest]) -> str:
+        """Start children under `parent_id` (root or a lead) as `legion spawn` does — one,
+        or a fan-out's attempts; the receipt names each, or OpError with the same refusal
+        the CLI prints."""
         ...
 
     async def role_cards(self) -> CardSet:

@@ -9,6 +9,7 @@ an unreadable session, an interrupted node.
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -546,11 +547,12 @@ class FakeOps:
         self.model.upsert(replace(view.node, status=NodeStatus.RUNNING))
         return receipts.resumed(view.node.name, view.node.session_file)
 
-    async def spawn(self, parent_id: str, request: ChildRequest) -> str:
-        self.calls.append(("spawn", parent_id, {"request": request}))
+    async def spawn(self, parent_id: str, requests: Sequence[ChildRequest]) -> str:
+        for request in requests:
+            self.calls.append(("spawn", parent_id, {"request": request}))
         if self.fail_with is not None:
             raise self.fail_with
-        return f"Spawned {request.name or request.role}"
+        return "\n".join(f"Spawned {r.name or r.role}" for r in requests)
 
     async def role_cards(self) -> CardSet:
         return load_cards(Path("/nonexistent"))  # the bundled cards only

@@ -17,7 +17,7 @@ from textual.widgets import Input, Select, Static, TextArea
 from legion_tui.dashboard.app import LegionApp, make_app
 from legion_tui.supervisor.core import Supervisor
 from legion_tui.supervisor.root_ops import RootOperations
-from legion_tui.widgets.new_agent import EMPTY_HINT, NewAgentScreen
+from legion_tui.widgets.new_agent import EMPTY_HINT, NewAgentScreen, attempts_of
 
 pytestmark = pytest.mark.host
 
@@ -210,3 +210,38 @@ async def test_no_empty_hint_while_the_start_is_starting_agents(tmp_path: Path) 
             assert str(banner.render()) != EMPTY_HINT
             release.set()
             await wait_app(pilot, lambda: str(banner.render()) == EMPTY_HINT, "the hint")
+
+
+async def test_the_form_fans_out_and_a_fanout_it_cannot_start_is_refused_in_it(
+    tmp_path: Path,
+) -> None:
+    """`×2` in Attempts is a fan-out (issue 34): outside the demo's sandbox simulated
+    attempts have no worktree to work in, so the host refuses it — in the form, with
+    everything kept — and a bad Attempts field is named before anything is asked."""
+    async with hosted(tmp_path) as sup:
+        app = _app(sup)
+        async with app.run_test(size=(120, 40)) as pilot:
+            await pilot.pause()
+            form = await _open_form(pilot, app)
+            _fill(form, card="worker", kind="sim", task="Fix the pager.")
+            form.query_one("#attempts", Input).value = "pi, gpt"
+            await pilot.press("ctrl+s")
+            assert "gpt is no agent kind" in _error(form)
+            form.query_one("#attempts", Input).value = "×2"
+            await pilot.press("ctrl+s")
+            await wait_app(pilot, lambda: "BAD_REQUEST" in _error(form), "the refusal")
+            assert "a simulated attempt needs the demo's sandbox" in _error(form)
+            assert app.screen is form and _names(sup) == {"root"}
+
+
+@pytest.mark.parametrize(
+    ("text", "kind", "kinds"),
+    [("", "pi", ["pi"]), ("×3", None, [None] * 3), ("x2", "codex", ["codex"] * 2),
+     ("pi, claude, codex", None, ["pi", "claude", "codex"]), ("pi claude", "sim", ["pi", "claude"]),
+     ("1", None, "attempts: a fan-out is 2 to 16 attempts, not 1"),
+     ("codex", None, "attempts: a fan-out is 2 attempts or more (×2, or two kinds)")],
+)  # fmt: skip
+def test_the_attempts_field_reads_a_count_or_kinds(
+    text: str, kind: str | None, kinds: list[str | None] | str
+) -> None:
+    assert attempts_of(text, kind) == kinds

@@ -13,7 +13,7 @@ the user's repository from it, an act the read-only view must not reach.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -22,10 +22,10 @@ from legion_tui.runs.folder import RunInfo
 from legion_tui.runs.socket_link import resolve_socket
 from legion_tui.wire.client import LegionClient
 from legion_tui.wire.names import ROOT_ID, OpError, RequestError
+from legion_tui.wire.spawn_request import NEW_GROUP, ChildRequest
 
 if TYPE_CHECKING:
     from legion_tui.agents.cards import CardSet
-    from legion_tui.wire.spawn_request import ChildRequest
 
 READ_ONLY_CODE = "FORBIDDEN"
 READ_ONLY_REFUSAL = "403 Forbidden — read-only view: this operation needs the control token"
@@ -85,27 +85,32 @@ class SocketOperations(_Looking):
     async def act(self, verb: ControlVerb, node_id: str, **fields: bool | str) -> str:
         return str((await self._request(verb, {**fields, "name": node_id})).get("receipt") or "")
 
-    async def spawn(self, parent_id: str, request: ChildRequest) -> str:
-        """The socket's `spawn` for one child, as `legion spawn` sends it; a phases file
-        is read here, from the project, with its own lines in a refusal."""
-        if isinstance(request.phases, str):
-            from legion_tui.phases import MachineError, load_machine_file
+    async def spawn(self, parent_id: str, requests: Sequence[ChildRequest]) -> str:
+        """The socket's `spawn`, as `legion spawn` sends it; a phases file is read here,
+        from the project, with its own lines in a refusal."""
+        children = []
+        for request in requests:
+            if isinstance(request.phases, str):
+                from legion_tui.phases import MachineError, load_machine_file
 
-            try:
-                machine = load_machine_file(str(self.project_dir / request.phases)).to_dict()
-            except MachineError as err:
-                raise OpError("PHASES", str(err)) from err
-            request = dataclasses.replace(request, phases=machine)
-        child = {k: v for k, v in dataclasses.asdict(request).items() if v not in (None, {})}
-        result = await self._request("spawn", {"children": [child]}, parent_id)
-        (node,) = result.get("nodes") or [{}]
-        if node.get("status") == "failed":
-            raise OpError(
-                "START_FAILED", f"Failed to start {node.get('path')}: {node.get('error')}"
-            )
-        said = f"Spawned {node.get('path')} ({node.get('id')})"
-        said += " — simulated" if node.get("simulated") else ""
-        return "\n".join([said, *(f"warning: {w}" for w in result.get("warnings") or [])])
+                try:
+                    machine = load_machine_file(str(self.project_dir / request.phases)).to_dict()
+                except MachineError as err:
+                    raise OpError("PHASES", str(err)) from err
+                request = dataclasses.replace(request, phases=machine)
+            child = {k: v for k, v in dataclasses.asdict(request).items() if v not in (None, {})}
+            if child.get("group") == NEW_GROUP:
+                child["group"] = True  # the wire's "name one for me"
+            children.append(child)
+        result = await self._request("spawn", {"children": children}, parent_id)
+        nodes = result.get("nodes") or []
+        failed = [f"Failed to start {n.get('path')}: {n.get('error')}" for n in nodes
+                  if n.get("status") == "failed"]  # fmt: skip
+        if failed:
+            raise OpError("START_FAILED", "; ".join(failed))
+        said = [f"Spawned {n.get('path')} ({n.get('id')})"
+                + (" — simulated" if n.get("simulated") else "") for n in nodes]  # fmt: skip
+        return "\n".join([*said, *(f"warning: {w}" for w in result.get("warnings") or [])])
 
     def workspace(self, node_id: str) -> Workspace | None:
         return self._workspaces(node_id)
@@ -123,7 +128,7 @@ class ReadOnlyOperations(_Looking):
     async def act(self, verb: ControlVerb, node_id: str, **fields: bool | str) -> str:
         raise self._refuse()
 
-    async def spawn(self, parent_id: str, request: ChildRequest) -> str:
+    async def spawn(self, parent_id: str, requests: Sequence[ChildRequest]) -> str:
         raise self._refuse()
 
     def workspace(self, node_id: str) -> Workspace | None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -36,25 +37,35 @@ class RootOperations:
         result = await OPS[verb](self.supervisor, ROOT_ID, {**fields, "name": node_id})
         return str(result["receipt"])
 
-    async def spawn(self, parent_id: str, request: ChildRequest) -> str:
-        """The dashboard's new agent: the socket's `spawn` op for one child, the caller
-        being its parent (root, or the lead it joins). A phases file is read here, from
-        the project, with its own lines in a refusal — as `legion spawn --phases` does."""
-        if isinstance(request.phases, str):
-            from legion_tui.phases import MachineError, load_machine_file
+    async def spawn(self, parent_id: str, requests: Sequence[ChildRequest]) -> str:
+        """The dashboard's new agent (or a fan-out's attempts): the socket's `spawn` op,
+        the caller being their parent (root, or the lead they join). A phases file is
+        read here, from the project, with its own lines in a refusal — as `legion spawn
+        --phases` does."""
+        batch = []
+        for request in requests:
+            if isinstance(request.phases, str):
+                from legion_tui.phases import MachineError, load_machine_file
 
-            path = self.supervisor.ctx.project_dir / request.phases
-            try:
-                machine = load_machine_file(str(path)).to_dict()
-            except MachineError as err:
-                raise OpError("PHASES", str(err)) from err
-            request = dataclasses.replace(request, phases=machine)
-        (node,) = await self.supervisor.launcher.spawn(parent_id, [request])
-        if node.status is NodeStatus.FAILED:
-            raise OpError("START_FAILED", f"Failed to start {node.path}: {node.error}")
-        said = f"Spawned {node.path} ({node.id})" + (" — simulated" if node.simulated else "")
-        warning = self.supervisor.teams.launch_warning(node.id)
-        return said + (f"\nwarning: {warning}" if warning else "")
+                path = self.supervisor.ctx.project_dir / request.phases
+                try:
+                    machine = load_machine_file(str(path)).to_dict()
+                except MachineError as err:
+                    raise OpError("PHASES", str(err)) from err
+                request = dataclasses.replace(request, phases=machine)
+            batch.append(request)
+        nodes = await self.supervisor.launcher.spawn(parent_id, batch)
+        failed = [f"Failed to start {n.path}: {n.error}" for n in nodes
+                  if n.status is NodeStatus.FAILED]  # fmt: skip
+        if failed:
+            raise OpError("START_FAILED", "; ".join(failed))
+        said = []
+        for node in nodes:
+            said.append(f"Spawned {node.path} ({node.id})"
+                        + (" — simulated" if node.simulated else ""))  # fmt: skip
+            warning = self.supervisor.teams.launch_warning(node.id)
+            said += [f"warning: {warning}"] if warning else []
+        return "\n".join(said)
 
     async def role_cards(self) -> CardSet:
         return self.supervisor.ctx.cards.reload()

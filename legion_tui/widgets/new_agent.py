@@ -1,6 +1,7 @@
 """The new-agent form (issue 12): `n` or `New agent…` in the palette.
 
-Role card, agent kind, a multi-line task, an optional name and phases file; the parent
+Role card, agent kind, a multi-line task, how many attempts (a fan-out: `×3`, or `pi,
+claude, codex`, each in its own worktree), an optional name and phases file; the parent
 is the lead selected when `n` was pressed, else root. Ctrl+S (or Enter on the last
 field) spawns through the same operation `legion spawn` uses; a refusal (an unknown or
 broken card, a bad name, a budget, a phases file) is shown in the form, which stays
@@ -9,7 +10,7 @@ open with everything typed. The cards are the ones on disk when the form opened.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from typing import ClassVar
 
 from textual.app import ComposeResult
@@ -22,7 +23,7 @@ from textual.worker import Worker
 
 from legion_tui.agents.cards import CardSet
 from legion_tui.wire.names import OpError
-from legion_tui.wire.spawn_request import ChildRequest
+from legion_tui.wire.spawn_request import NEW_GROUP, ChildRequest
 
 # What the form offers for the agent: `auto` lets the card and the settings decide.
 AGENT_KINDS: tuple[str, ...] = ("auto", "pi", "claude", "codex", "sim")
@@ -31,7 +32,32 @@ PHASES_HINT = "optional · a lead's phases file, from the project"
 EMPTY_HINT = "Nothing started yet — n starts an agent (or Ctrl+P → New agent…)"
 HINT = "Ctrl+S starts it · Enter on the last field starts it · Tab moves · Esc cancels"
 
-Spawn = Callable[[str, ChildRequest], Awaitable[str]]
+ATTEMPTS_HINT = "optional · ×3, or pi, claude, codex: a fan-out, one worktree each"
+MAX_ATTEMPTS = 16
+
+Spawn = Callable[[str, Sequence[ChildRequest]], Awaitable[str]]
+
+
+def attempts_of(text: str, kind: str | None) -> list[str | None] | str:
+    """The Attempts field: empty → one agent; `×3` (or `x3`, `3`) → three of the chosen
+    kind; `pi, claude, codex` → one of each. A string: what is wrong with it."""
+    text = text.strip().lower()
+    if not text:
+        return [kind]
+    count = text.lstrip("×x").strip()
+    if count.isdigit():
+        n = int(count)
+        if not 2 <= n <= MAX_ATTEMPTS:
+            return f"attempts: a fan-out is 2 to {MAX_ATTEMPTS} attempts, not {n}"
+        return [kind] * n
+    kinds = [k.strip() for k in text.replace(" ", ",").split(",") if k.strip()]
+    unknown = [k for k in kinds if k not in AGENT_KINDS]
+    if unknown:
+        return (f"attempts: {', '.join(unknown)} is no agent kind — write ×N, or kinds "
+                f"from {', '.join(AGENT_KINDS)}")  # fmt: skip
+    if len(kinds) < 2:
+        return "attempts: a fan-out is 2 attempts or more (×2, or two kinds)"
+    return [None if k == "auto" else k for k in kinds]
 
 
 def card_options(cards: CardSet) -> list[tuple[str, str]]:
@@ -101,7 +127,9 @@ class NewAgentScreen(ModalScreen[str | None]):
                 Select([(k, k) for k in AGENT_KINDS], id="kind", compact=True, allow_blank=False),
             ),
             ("Task", TextArea(id="task", soft_wrap=True, compact=True, tab_behavior="focus")),
-            ("Name", Input(id="name", placeholder="optional · <role>-N", compact=True)),
+            ("Attempts", Input(id="attempts", placeholder=ATTEMPTS_HINT, compact=True)),
+            ("Name", Input(id="name", placeholder="optional · <role>-N (a fan-out's group)",
+                           compact=True)),
             ("Phases", Input(id="phases", placeholder=PHASES_HINT, compact=True)),
         ]
         with Vertical(id="new-agent-frame"):
@@ -129,24 +157,29 @@ class NewAgentScreen(ModalScreen[str | None]):
     def on_mount(self) -> None:
         self.query_one("#task", TextArea).focus()
 
-    def request(self) -> ChildRequest | str:
-        """The form as a spawn request, or what is missing (checked before asking)."""
+    def request(self) -> list[ChildRequest] | str:
+        """The form as a spawn batch — one agent, or a fan-out's attempts — or what is
+        missing (checked before asking)."""
         card = self.query_one("#card", Select).value
         kind = self.query_one("#kind", Select).value
         task = self.query_one("#task", TextArea).text.strip()
         name = self.query_one("#name", Input).value.strip()
         phases = self.query_one("#phases", Input).value.strip()
+        chosen = None if kind == "auto" or not isinstance(kind, str) else kind
+        kinds = attempts_of(self.query_one("#attempts", Input).value, chosen)
         if not isinstance(card, str):
             return "choose a role card"
         if not task:
             return "the task is empty: say what the agent should do"
-        return ChildRequest(
-            role=card,
-            task=task,
-            name=name or None,
-            phases=phases or None,
-            kind=None if kind == "auto" or not isinstance(kind, str) else kind,
-        )
+        if isinstance(kinds, str):
+            return kinds
+        if len(kinds) == 1:
+            return [ChildRequest(role=card, task=task, name=name or None,
+                                 phases=phases or None, kind=chosen)]  # fmt: skip
+        if phases:
+            return "a fan-out's attempts are single agents: leave Phases empty"
+        group = name or NEW_GROUP  # the group's name: the host picks <role>-N without one
+        return [ChildRequest(role=card, task=task, kind=k, group=group) for k in kinds]
 
     def show_error(self, text: str) -> None:
         self.query_one("#new-agent-error", Static).update(text)
@@ -165,7 +198,7 @@ class NewAgentScreen(ModalScreen[str | None]):
 
         self.submitting = self.run_worker(start, group="new-agent", exit_on_error=False)
 
-    async def _start(self, request: ChildRequest) -> None:
+    async def _start(self, request: list[ChildRequest]) -> None:
         try:
             receipt = await self._spawn(self.parent_id, request)
         except OpError as error:
