@@ -80,17 +80,21 @@ def read_launches(path: Path) -> dict[str, dict[str, Any]]:
     """Node id → the data of its last `node_launched` (the worktree it was given:
     `worktree`, `worktree_cwd`, `branch`, `base_sha`), for the verbs that act on an
     agent's work without a live host (`legion diff | commit | land | discard`)."""
+    return read_last_events(path, EventType.NODE_LAUNCHED)
+
+
+def read_last_events(path: Path, etype: EventType) -> dict[str, dict[str, Any]]:
+    """Node id → the data of its last event of `etype` (a launch, the checks' last run)."""
     with _readonly(path) as conn:
         rows = conn.execute(
-            "SELECT node_id, data FROM events WHERE type = ? ORDER BY id",
-            (EventType.NODE_LAUNCHED.value,),
+            "SELECT node_id, data FROM events WHERE type = ? ORDER BY id", (etype.value,)
         )
-        launches: dict[str, dict[str, Any]] = {}
+        last: dict[str, dict[str, Any]] = {}
         for node_id, data in rows:
             try:
                 value = json.loads(data)
             except (TypeError, ValueError):
                 continue
             if node_id is not None and isinstance(value, dict):
-                launches[str(node_id)] = value
-        return launches
+                last[str(node_id)] = value
+        return last

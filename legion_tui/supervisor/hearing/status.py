@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Any
 from legion_tui import receipts
 from legion_tui.commands.invocation import legion_command
 from legion_tui.costs import Spend, cost_text, fmt_spend, fmt_usd, spend_of, total_spend
-from legion_tui.model import NodeStatus, outcome_of
+from legion_tui.model import EventType, NodeStatus, outcome_of
 from legion_tui.receipts import LIVE_WINDOW, in_flight_suffix
 from legion_tui.wire.names import shortest_refs
 
@@ -299,7 +299,7 @@ def offline_status(
     whose supervisor is gone (read-only: nothing is written). `owner_gone_pid`: the host
     died without pausing its nodes (SIGKILL), so the ledger's `running` is stale — said
     so per node; the next start of that session marks them `node_orphaned`."""
-    from legion_tui.ledger.snapshot import read_retired_reasons, read_snapshot
+    from legion_tui.ledger.snapshot import read_last_events, read_retired_reasons, read_snapshot
     from legion_tui.session.progress import SessionProgress
     from legion_tui.session.reader import read_session
     from legion_tui.supervisor.life.retire_reasons import INTERRUPT_REASONS
@@ -326,8 +326,9 @@ def offline_status(
             progress = read_session(node.session_file)
         rows.append((node, progress))
         stack.extend(reversed(by_parent.get(node.id, [])))
+    checks = read_last_events(run_dir / "legion.db", EventType.CHECKS)
     doc = status_document(run_id, session, rows, now, live=False, interrupted=interrupted,
-                          budget_usd=budget_usd)  # fmt: skip
+                          budget_usd=budget_usd, checks=checks)  # fmt: skip
     if owner_gone_pid is not None:
         for entry in doc["nodes"]:
             if entry["status"] in ("starting", "running", "blocked") and entry["role"] != "root":
