@@ -5,6 +5,7 @@ landing after `y` only; Esc closes it."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -16,6 +17,8 @@ from textual.widgets import Static
 from legion_tui.dashboard.app import make_app
 from legion_tui.fanout.compare import Attempt
 from legion_tui.fanout.group import group_of_row
+from legion_tui.git.worktree import create_worktree
+from legion_tui.model import NodeStatus
 from legion_tui.ops import Workspace
 from legion_tui.widgets.confirm import ConfirmBar
 from legion_tui.widgets.overlay.compare_view import CompareScreen
@@ -86,3 +89,47 @@ async def test_too_narrow_for_a_column_each_the_diffs_come_one_after_the_other()
             assert len(shown) == panes, (width, shown)
             text = "".join(str(p.query_one(Static).render()) for p in shown)
             assert all(name in text for name in ("pi-1", "claude-2", "codex-3")), text
+
+
+async def test_D_discards_the_other_attempts_in_one_confirm_naming_each_loss(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """D keeps the lit attempt and asks once for the others, each named with what it
+    would lose; a still-working attempt refuses it (its work is not done); `y` removes
+    their worktrees and branches, and the kept one's stays."""
+    use_git_identity(monkeypatch)
+    repo = make_repo(tmp_path / "project")
+    trees = {}
+    for node_id, name in (("a1", "pi-1"), ("a2", "claude-2"), ("a3", "codex-3")):
+        trees[node_id] = await create_worktree(repo, f"{FANOUT}.{name}", nonce="ab12cd")
+        (trees[node_id].path / "new.txt").write_text(f"{name}'s\n")
+    model = fanout_model()
+    ops = FakeOps(model)
+    ops.workspaces = {nid: Workspace(nid, tree) for nid, tree in trees.items()}
+    app = make_app(model, ops, clock=fixed_clock, timers=False)
+    async with app.run_test(size=(160, 50), notifications=True) as pilot:
+        app.railway.select(ROW)
+        await pilot.press("enter")
+        await until(lambda: isinstance(app.screen, CompareScreen), what="the compare view")
+        screen = app.screen
+        assert isinstance(screen, CompareScreen)
+        await pilot.press("right", "D")  # keep claude-2; pi-1 still works
+        await until(lambda: any("still running" in n.message for n in app.notifications),
+                    what="the refusal")  # fmt: skip
+        bar = screen.query_one(ConfirmBar)
+        assert not bar.asking
+        model.upsert(replace(model.nodes["a1"].node, status=NodeStatus.SETTLED))
+        await pilot.press("D")
+        await until(lambda: bar.asking, what="the discard confirm")
+        prompt = bar.request.prompt if bar.request is not None else ""
+        assert prompt.startswith("Discard the 2 other attempts, keeping fix-login.claude-2, "
+                                 "2 of them LOSING work? y removes"), prompt  # fmt: skip
+        for name in ("pi-1", "codex-3"):
+            assert f"legion/{FANOUT}.{name}-ab12cd (" in prompt, prompt
+        assert "LOSING 1 uncommitted file (new.txt)" in prompt, prompt
+        await pilot.press("y")
+        await until(lambda: not trees["a1"].path.exists() and not trees["a3"].path.exists(),
+                    what="the two worktrees removed")  # fmt: skip
+        assert trees["a2"].path.exists()
+        branches = git(repo, "branch", "--list", "--format=%(refname:short)", "legion/*").split()
+        assert branches == [f"legion/{FANOUT}.claude-2-ab12cd"], branches

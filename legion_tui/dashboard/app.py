@@ -373,6 +373,14 @@ class LegionApp(App[None]):
         if (view := self._target()) is not None:
             self.operator.landing.start_discard(view.node.id)
 
+    def action_discard_others(self) -> None:
+        """D in the compare view: every attempt but the lit one, in one confirm."""
+        screen = self.screen
+        if isinstance(screen, CompareScreen):
+            keep, group = screen.node_id, screen.group
+            others = [a for a in group.attempt_ids if a != keep]
+            self.operator.landing.start_discard_others(group.row_id, keep, others)
+
     def action_attach_node(self) -> None:
         """A: the agent's own UI on its session, the dashboard suspended meanwhile."""
         if (view := self._target()) is not None and view.node.role != "root":

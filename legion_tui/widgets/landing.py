@@ -17,7 +17,7 @@ discard`), so the keys and the verbs refuse alike.
 from __future__ import annotations
 
 import shutil
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable, Coroutine, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -84,6 +84,8 @@ class _Pending:
     message: str = ""  # commit: the message `y` commits with
     loss: Loss | None = None  # discard: what `y` accepts to lose
     then_land: LandMode | None = None  # commit asked from the land prompt: land after it
+    # discard of several (a fan-out's other attempts): each worktree with its own loss
+    many: tuple[tuple[Worktree, Loss | None], ...] = ()
 
 
 Say = Callable[[str, bool], None]  # (text, is_error)
@@ -167,6 +169,38 @@ class Landing:
         tree = self._tree_of(node_id, "discard")
         if tree is not None:
             self._run(self._ask_discard(node_id, tree, landed=False))
+
+    def start_discard_others(self, key: str, keep: str, others: Sequence[str]) -> None:
+        """The compare view's `D`: the attempts of a fan-out other than `keep`, in one
+        confirm that names each one's loss (`key`: the group's row, whose confirm it is)."""
+        trees = [(node_id, self._tree_of(node_id, "discard")) for node_id in others]
+        if any(tree is None for _id, tree in trees) or not trees:
+            return  # `_tree_of` said why (still working, no worktree of its own)
+        keep_view = self._model.nodes.get(keep)
+        kept = keep_view.node.name if keep_view is not None else keep
+        self._run(self._ask_discard_many(key, kept, [t for _i, t in trees if t is not None]))
+
+    async def _ask_discard_many(self, key: str, kept: str, trees: list[Worktree]) -> None:
+        many: list[tuple[Worktree, Loss | None]] = []
+        said: list[str] = []
+        try:
+            for tree in trees:
+                checkout = await checkout_of(tree)
+                loss = await loss_of(checkout, tree.branch, on_disk(tree))
+                many.append((tree, loss))
+                size = human_size(size_on_disk(on_disk(tree)))
+                said.append(f"{tree.branch} ({size}" + (
+                    f", LOSING {loss.says()})" if loss else ", nothing only there)"))
+        except GitRefused as err:
+            self._say(err.message, True)
+            return
+        losing = sum(1 for _tree, loss in many if loss)
+        head = f"Discard the {plural(len(many), 'other attempt')}, keeping {kept}"
+        head += f", {losing} of them LOSING work" if losing else ""
+        prompt = (f"{head}? y removes their worktrees and branches · any other key keeps "
+                  f"them · {' · '.join(said)}")  # fmt: skip
+        self._pending[key] = _Pending(trees[0], many=tuple(many))
+        self._ask(ConfirmRequest("discard", key, prompt))
 
     # ----- the questions --------------------------------------------------------------
     async def _plan(self, node_id: str, tree: Worktree, mode: LandMode) -> None:
@@ -267,6 +301,9 @@ class Landing:
             self._run(self._commit(node_id, pending))
         elif request.kind == "push":
             self._run(self._push(node_id, pending.tree))
+        elif request.kind == "discard" and pending.many:
+            for tree, loss in pending.many:
+                self._run(self._discard(tree, loss))
         elif request.kind == "discard":
             self._run(self._discard(pending.tree, pending.loss))
 

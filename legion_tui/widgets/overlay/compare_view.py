@@ -3,9 +3,10 @@
 One column per attempt — kind and model, status, verdict, checks, its change, commits,
 tokens, cost, time — then the diff of one file as each attempt changed it, side by side
 (one after the other when the screen is too narrow for a column each). ←/→ pick the
-attempt the keys act on (its column is lit), ↑/↓ the file; Enter opens its detail, and
-L, c, D land, commit or discard it through the same confirms as everywhere (the app's
-`landing`). What it shows is read by a loader (git, in a worker) when it opens and
+attempt the keys act on (its column is lit), ↑/↓ the file; Enter opens its detail; L and
+c land or commit it through the same confirms as everywhere (the app's `landing`), and D
+discards the other attempts in one confirm that names what each would lose (R reads the
+worktrees again after it). What it shows is read by a loader (git, in a worker) when it opens and
 again when an attempt's status or checks move — never per streamed token.
 """
 
@@ -36,7 +37,7 @@ __all__ = ["CompareScreen", "file_diffs", "files_of"]
 
 PANE_MIN = 32  # cells a side-by-side diff column needs; narrower, they are stacked
 FOOTER = ("←/→ attempt · ↑/↓ file · PgUp/PgDn scroll · ⏎ detail · L land · c commit · "
-          "D discard · Esc close")  # fmt: skip
+          "D discard the others · R read again · Esc close")  # fmt: skip
 
 Loader = Callable[[], Awaitable[list[Attempt]]]
 
@@ -102,7 +103,8 @@ class CompareScreen(ModalScreen[None]):
         Binding("enter,o", "open", "Detail"),
         Binding("L", "app.land_node", "Land"),
         Binding("c", "app.commit_node", "Commit"),
-        Binding("D", "app.discard_node", "Discard"),
+        Binding("D", "app.discard_others", "Discard the others"),
+        Binding("R", "reload", "Read again", show=False),
         Binding("t", "app.cycle_theme", "Theme", show=False),
     ]
 
@@ -132,7 +134,7 @@ class CompareScreen(ModalScreen[None]):
 
     @property
     def node_id(self) -> str:
-        """The highlighted attempt: the node L, c, D and Enter act on."""
+        """The highlighted attempt: the node L, c and Enter act on (D keeps it)."""
         return self.group.attempt_ids[self.column]
 
     def compose(self) -> ComposeResult:
@@ -284,6 +286,9 @@ class CompareScreen(ModalScreen[None]):
     def action_open(self) -> None:
         if self._open_detail is not None:
             self._open_detail(self.node_id)
+
+    def action_reload(self) -> None:
+        self._reload()
 
     def action_close(self) -> None:
         self.showing = False
