@@ -36,8 +36,8 @@ from legion_tui.widgets.paint import paint_for
 __all__ = ["CompareScreen", "file_diffs", "files_of"]
 
 PANE_MIN = 32  # cells a side-by-side diff column needs; narrower, they are stacked
-FOOTER = ("←/→ attempt · ↑/↓ file · PgUp/PgDn scroll · ⏎ detail · L land · c commit · "
-          "D discard the others · R read again · Esc close")  # fmt: skip
+FOOTER = ("Esc close · ←/→ attempt · ↑/↓ file · PgUp/PgDn · ⏎ detail · L land · c commit · "
+          "D discard the others · R read again")  # fmt: skip
 
 Loader = Callable[[], Awaitable[list[Attempt]]]
 
