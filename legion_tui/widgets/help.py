@@ -16,7 +16,7 @@ KEYS: tuple[tuple[str, str], ...] = (
     ("PgUp PgDn / Home End", "a page up or down / the first or last row"),
     ("← / h / -", "fold a subtree; on a folded or leaf row: go to its parent"),
     ("→ / l / +", "unfold"),
-    ("Enter / o / double-click", "detail overlay (Esc or q closes)"),
+    ("Enter / o / double-click", "detail overlay (Esc or q closes); on a fan-out's row: compare"),
     ("x then y", "stop the selected agent and its subtree (any other key cancels)"),
     ("X then y", "force stop (no grace period)"),
     ("a then y", "abort the current turn (context kept; queued steering is dropped)"),
