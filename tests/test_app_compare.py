@@ -133,3 +133,17 @@ async def test_D_discards_the_other_attempts_in_one_confirm_naming_each_loss(
         assert trees["a2"].path.exists()
         branches = git(repo, "branch", "--list", "--format=%(refname:short)", "legion/*").split()
         assert branches == [f"legion/{FANOUT}.claude-2-ab12cd"], branches
+
+
+async def test_an_agents_key_on_a_group_row_says_what_the_row_is_and_asks_nothing() -> None:
+    model = fanout_model()
+    ops = FakeOps(model)
+    app = make_app(model, ops, clock=fixed_clock, timers=False)
+    async with app.run_test(size=(120, 40), notifications=True) as pilot:
+        app.railway.select(ROW)
+        await pilot.press("x")
+        await pilot.pause()
+        said = [n.message for n in app.notifications]
+        assert said == [f"{FANOUT} is a fan-out, not an agent: Enter compares its attempts; "
+                        "select one of them to act on it."], said  # fmt: skip
+        assert not app.main_screen.confirm_bar.asking and ops.calls == []

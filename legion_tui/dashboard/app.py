@@ -39,6 +39,7 @@ from legion_tui.dashboard.theming import (
     skip_ansi_filter,
     theme_kept,
 )
+from legion_tui.fanout.group import group_of_row
 from legion_tui.inert import inert
 from legion_tui.ops import Operations
 from legion_tui.render.steps import DRAW_HZ
@@ -282,12 +283,18 @@ class LegionApp(App[None]):
             self._driver.write(text)
 
     # ----- the operator's Surface: where keys act, ask, say and run -------------------
-    def _target(self) -> NodeView | None:
+    def _target(self, *, quiet: bool = False) -> NodeView | None:
         """The node a key acts on: the overlay's node (the compare view's highlighted
-        attempt), else the tree selection."""
+        attempt), else the tree selection (on a fan-out's row, none: said unless
+        `quiet`)."""
         if isinstance(self.screen, AGENT_OVERLAYS):
             return self.model.nodes.get(self.screen.node_id)
-        return self.railway.selected_view
+        view = self.railway.selected_view
+        group = group_of_row(self.model, self.railway.selected_id or "")
+        if view is None and group is not None and not quiet:  # an agent's key on a group
+            self.say(f"{group.name} is a fan-out, not an agent: Enter compares its "
+                     "attempts; select one of them to act on it.")  # fmt: skip
+        return view
 
     def prompts(self) -> tuple[ConfirmBar, MessageBox] | None:
         """The confirm bar and message box of the screen on top, or None while it cannot
@@ -389,7 +396,7 @@ class LegionApp(App[None]):
     def action_new_agent(self) -> None:
         start = self.screen
         if start is self.main_screen or isinstance(start, DetailScreen):  # not over a form
-            self.operator.new_agent(self._target(), lambda: self.screen is start)
+            self.operator.new_agent(self._target(quiet=True), lambda: self.screen is start)
 
     palette_new_agent = action_new_agent  # the palette's "New agent…"
 
