@@ -20,7 +20,7 @@ from app_helpers import canned_app, canned_model
 from process_helpers import put_fake_pi_on_path
 from supervisor_helpers import LEGION, cli_env, hosted, run_cli, settled, spawn_one, until
 
-from legion_tui.agents.resolve import NoAgent, configured_command, resolve_launch
+from legion_tui.agents.resolve import NoAgent, configured_command, resolve_launch, with_model
 from legion_tui.ledger import read_snapshot
 from legion_tui.model import NodeStatus
 from legion_tui.model_records import Node
@@ -29,6 +29,7 @@ from legion_tui.settings import AgentSettings, parse_settings
 from legion_tui.supervisor.hearing.status import render_status
 from legion_tui.widgets.overlay.detail_text import header_line
 from legion_tui.wire.names import ROOT_ID, OpError
+from legion_tui.wire.spawn_request import ChildRequest
 
 pytestmark = pytest.mark.host
 
@@ -483,3 +484,31 @@ def test_idle_release_is_a_number_of_seconds() -> None:
         "s.toml:2: setting 'agent.idle_release_seconds': expected a number of seconds ≥ 0 "
         "(0: never), got '2m'"
     ]
+
+
+@pytest.mark.parametrize(
+    ("kind", "command", "argv"),
+    [
+        ("pi", (), ("pi", "--model", "m2")),
+        ("pi", ("pi", "--provider", "p", "--model", "m1", "--thinking", "low"),
+         ("pi", "--provider", "p", "--thinking", "low", "--model", "m2")),
+        ("claude", ("claude", "--model=m1"), ("claude", "--model", "m2")),
+        ("codex", ("codex", "-c", 'model="m1"', "-c", 'model_provider="p"'),
+         ("codex", "-c", 'model_provider="p"', "-c", 'model="m2"')),
+    ],
+)  # fmt: skip
+def test_a_fanout_attempt_runs_its_own_model_in_place_of_the_configured_one(
+    kind: str, command: tuple[str, ...], argv: tuple[str, ...]
+) -> None:
+    assert with_model(kind, command, "m2") == argv  # type: ignore[arg-type]
+
+
+async def test_a_model_for_an_agent_that_has_none_is_refused_before_anything_starts(
+    tmp_path: Path,
+) -> None:
+    async with hosted(tmp_path) as sup:
+        with pytest.raises(OpError) as refused:
+            await sup.launcher.spawn(ROOT_ID, [ChildRequest("worker", "t", model="m")])
+        assert refused.value.code == "BAD_REQUEST"
+        assert "'worker' runs as sim; nothing was spawned" in refused.value.message
+        assert list(sup.model.nodes) == [ROOT_ID]

@@ -112,6 +112,7 @@ async def test_a_fanout_outside_a_git_repository_is_refused_and_leaves_nothing(
         (["--fanout", "1"], "a fan-out is 2 to 16 attempts, got 1"),
         (["--fanout", "x"], "not a number of attempts: 'x'"),
         (["--kinds", "pi,gpt"], "unknown kind(s) gpt"),
+        (["--kinds", "pi:m1,gpt:m2"], "unknown kind(s) gpt:m2"),
         (["--kinds", "pi"], "a fan-out is 2 attempts or more"),
         (["--kinds", "pi,codex", "--kind", "pi"], "with --kinds, not --kind"),
     ],

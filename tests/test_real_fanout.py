@@ -28,8 +28,12 @@ from claude_env import claude_vars, claude_world, drop_claude_settings
 from codex_env import KEY_VAR, codex_env
 from model_server import ModelServer, Text, ToolCall
 from pi_env import MODEL, PROVIDER, pi_env
-from real_pi_helpers import use_env, verdict_line, write_card
+from real_pi_helpers import agent_host, settle, use_env, verdict_line, write_card
 from supervisor_helpers import git, run_cli
+
+from legion_tui.model import NodeStatus
+from legion_tui.wire.names import ROOT_ID
+from legion_tui.wire.spawn_request import NEW_GROUP, ChildRequest
 
 pytestmark = pytest.mark.real
 
@@ -181,3 +185,35 @@ def _user_texts(body: object) -> list[str]:
             if isinstance(part, dict) and isinstance(part.get("text"), str):
                 out.append(part["text"])
     return out
+
+
+async def test_one_kind_with_two_models_fans_out_each_attempt_on_its_model(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`--kinds pi:model-a,pi:model-b`: one kind, several models — each attempt's pi is
+    started on its own model (the card's `--model` replaced), as its requests show."""
+    models = ("model-a", "model-b")
+    with ModelServer(model_ids=models) as server:
+        pi = pi_env("1.6", server.base_url, tmp_path / "pi", models=models)
+        use_env(pi.env, monkeypatch)
+        project = tmp_path / "project"
+        project.mkdir()
+        git(project, "init", "-q", "-b", "main")
+        (project / "README.md").write_text("a project\n")
+        git(project, "add", ".")
+        git(project, "commit", "-qm", "init")
+        write_card(project)  # pi, `--provider scripted --model scripted-model`
+        server.script(*[Text(f"Hello.\n{verdict_line('said hello')}", tokens=3)] * 2)
+        async with agent_host(project) as sup:
+            nodes = await sup.launcher.spawn(ROOT_ID, [
+                ChildRequest("worker", "Say hello.", kind="pi", model=m, group=NEW_GROUP)
+                for m in models
+            ])  # fmt: skip
+            assert [n.name for n in nodes] == ["worker-0.pi-1", "worker-0.pi-2"]
+            for node in nodes:
+                assert (await settle(sup, node.id)).status is NodeStatus.SETTLED
+            launched = {sup.ctx.cards.launched_with[n.id][-1] for n in nodes}
+            assert launched == set(models), launched
+        asked = sorted(r.body.get("model") for r in server.requests())
+        assert asked == list(models), asked
+        assert server.errors() == []

@@ -70,6 +70,35 @@ class Launch:
     env: Mapping[str, str] = field(default_factory=dict)  # `[agent.KIND] env`
 
 
+MODEL_KINDS = ("pi", "claude", "codex")  # the agents whose model a launch can choose
+
+
+def with_model(kind: Kind, command: Sequence[str], model: str) -> tuple[str, ...]:
+    """`command` (empty: the kind's own program) running `model`: the model flag it had
+    replaced — pi and Claude Code take `--model`, Codex `-c model=…` (as
+    `configured_command` writes them). One attempt of a fan-out per model."""
+    argv = list(command) or [kind]
+    out: list[str] = []
+    i = 0
+    while i < len(argv):
+        word = argv[i]
+        nxt = argv[i + 1] if i + 1 < len(argv) else ""
+        if kind == "codex" and word == "-c" and nxt.startswith("model="):
+            i += 2
+            continue
+        if kind != "codex" and word == "--model":
+            i += 2
+            continue
+        if kind != "codex" and word.startswith("--model="):
+            i += 1
+            continue
+        out.append(word)
+        i += 1
+    if kind == "codex":
+        return (*out, "-c", f"model={json.dumps(model)}")
+    return (*out, "--model", model)
+
+
 class NoAgent(LookupError):
     """No agent can run an `auto` launch; the message says how to get one. Nothing has
     been spawned when this is raised."""

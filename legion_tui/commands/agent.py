@@ -125,6 +125,7 @@ def _spawn_args(p: argparse.ArgumentParser) -> None:
 
 def _spawn(args: argparse.Namespace, client: BlockingClient) -> int:
     from legion_tui.wire.names import RequestError
+    from legion_tui.wire.spawn_request import split_attempt
 
     try:
         task = task_text(args)
@@ -144,7 +145,11 @@ def _spawn(args: argparse.Namespace, client: BlockingClient) -> int:
         children = [child]
     else:  # the attempts of one group: the host names it unless --name did
         group = args.name or True
-        children = [{**child, "group": group} | ({"kind": k} if k else {}) for k in attempts]
+        children = []
+        for spec in attempts:
+            kind, model = split_attempt(spec)
+            children.append({**child, "group": group} | ({"kind": kind} if kind else {})
+                            | ({"model": model} if model else {}))  # fmt: skip
     result = client.request("spawn", children=children)
     # The kind each child resolved to is said when it is the simulated agent: a user who
     # spawned `worker` must not take a pretend run for a real one.

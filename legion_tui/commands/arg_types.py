@@ -99,12 +99,13 @@ def _attempt_count(text: str) -> int:
 
 
 def _kind_list(text: str) -> tuple[str, ...]:
+    """`pi,claude,codex`, or one kind with several models: `pi:MODEL,pi:MODEL`."""
     kinds = tuple(k.strip() for k in text.split(",") if k.strip())
-    unknown = [k for k in kinds if k not in _CardKinds()]
+    unknown = [k for k in kinds if k.partition(":")[0] not in _CardKinds()]
     if unknown or not kinds:
         raise argparse.ArgumentTypeError(
             f"unknown kind(s) {', '.join(unknown) or repr(text)}: use a comma list of "
-            f"{', '.join(_CardKinds())}"
+            f"{', '.join(_CardKinds())} (each may name its model: pi:MODEL)"
         )
     return kinds
 
@@ -118,14 +119,14 @@ def add_fanout_options(p: argparse.ArgumentParser) -> None:
     )  # fmt: skip
     p.add_argument(
         "--kinds", type=_kind_list, metavar="K,K,…",
-        help="the attempts' kinds, in turn (e.g. pi,claude,codex); without --fanout, one "
-        "attempt per kind",
+        help="the attempts' kinds, in turn (e.g. pi,claude,codex; a kind with its model: "
+        "pi:MODEL); without --fanout, one attempt per kind",
     )  # fmt: skip
 
 
 def fanout_kinds(args: argparse.Namespace) -> list[str | None] | None:
-    """The kind each attempt runs (None: the card's), or None when no fan-out was asked;
-    a fan-out of one raises ValueError with the message to print."""
+    """What each attempt runs — a kind, `kind:model`, or None: the card's — or None when
+    no fan-out was asked; a fan-out of one raises ValueError with the message to print."""
     if args.fanout is None and args.kinds is None:
         return None
     if args.kinds is not None and args.kind is not None:

@@ -261,7 +261,8 @@ async def _run_headless(args: argparse.Namespace, deadline: ExitDeadline) -> int
               f"{args.budget_usd}", file=sys.stderr)  # fmt: skip
         return 1
     refusal = None
-    for kind in dict.fromkeys(attempts or [args.kind]):  # each kind once, in order
+    kinds = [spec.partition(":")[0] if spec else None for spec in attempts or [args.kind]]
+    for kind in dict.fromkeys(kinds):  # each kind once, in order
         refusal = refusal or no_agent_refusal(Path.cwd(), [args.role], kind) or (
             program_missing(Path.cwd(), args.role, kind))
     if refusal is not None:
@@ -293,13 +294,15 @@ async def _run_headless(args: argparse.Namespace, deadline: ExitDeadline) -> int
     async def run() -> int:
         if attempts is not None:
             from legion_tui.commands.fanout import run_fanout
-            from legion_tui.wire.spawn_request import NEW_GROUP
+            from legion_tui.wire.spawn_request import NEW_GROUP, split_attempt
 
             group = args.name or NEW_GROUP
-            return await run_fanout(sup, args, [
-                ChildRequest(args.role, task, kind=kind, group=group, budget_usd=args.budget_usd)
-                for kind in attempts
-            ], interrupted)  # fmt: skip
+            requests = []
+            for spec in attempts:
+                kind, model = split_attempt(spec)
+                requests.append(ChildRequest(args.role, task, kind=kind, model=model,
+                                             group=group, budget_usd=args.budget_usd))  # fmt: skip
+            return await run_fanout(sup, args, requests, interrupted)
         try:
             nodes = await sup.launcher.spawn(
                 ROOT_ID,

@@ -23,7 +23,7 @@ from textual.worker import Worker
 
 from legion_tui.agents.cards import CardSet
 from legion_tui.wire.names import OpError
-from legion_tui.wire.spawn_request import NEW_GROUP, ChildRequest
+from legion_tui.wire.spawn_request import NEW_GROUP, ChildRequest, split_attempt
 
 # What the form offers for the agent: `auto` lets the card and the settings decide.
 AGENT_KINDS: tuple[str, ...] = ("auto", "pi", "claude", "codex", "sim")
@@ -32,7 +32,7 @@ PHASES_HINT = "optional · a lead's phases file, from the project"
 EMPTY_HINT = "Nothing started yet — n starts an agent (or Ctrl+P → New agent…)"
 HINT = "Ctrl+S starts it · Enter on the last field starts it · Tab moves · Esc cancels"
 
-ATTEMPTS_HINT = "optional · ×3, or pi, claude, codex: a fan-out, one worktree each"
+ATTEMPTS_HINT = "optional · ×3, or pi, claude, codex (pi:MODEL): a fan-out, a worktree each"
 MAX_ATTEMPTS = 16
 
 Spawn = Callable[[str, Sequence[ChildRequest]], Awaitable[str]]
@@ -51,13 +51,13 @@ def attempts_of(text: str, kind: str | None) -> list[str | None] | str:
             return f"attempts: a fan-out is 2 to {MAX_ATTEMPTS} attempts, not {n}"
         return [kind] * n
     kinds = [k.strip() for k in text.replace(" ", ",").split(",") if k.strip()]
-    unknown = [k for k in kinds if k not in AGENT_KINDS]
+    unknown = [k for k in kinds if k.partition(":")[0] not in AGENT_KINDS]
     if unknown:
         return (f"attempts: {', '.join(unknown)} is no agent kind — write ×N, or kinds "
                 f"from {', '.join(AGENT_KINDS)}")  # fmt: skip
     if len(kinds) < 2:
         return "attempts: a fan-out is 2 attempts or more (×2, or two kinds)"
-    return [None if k == "auto" else k for k in kinds]
+    return [None if k == "auto" else k for k in kinds]  # `pi:MODEL`: a kind and its model
 
 
 def card_options(cards: CardSet) -> list[tuple[str, str]]:
@@ -179,7 +179,9 @@ class NewAgentScreen(ModalScreen[str | None]):
         if phases:
             return "a fan-out's attempts are single agents: leave Phases empty"
         group = name or NEW_GROUP  # the group's name: the host picks <role>-N without one
-        return [ChildRequest(role=card, task=task, kind=k, group=group) for k in kinds]
+        attempts = [split_attempt(spec) for spec in kinds]
+        return [ChildRequest(role=card, task=task, kind=k, model=m, group=group)
+                for k, m in attempts]  # fmt: skip
 
     def show_error(self, text: str) -> None:
         self.query_one("#new-agent-error", Static).update(text)

@@ -10,7 +10,14 @@ from typing import Any
 from legion_tui.costs import is_usd
 from legion_tui.wire.names import OpError
 
-__all__ = ["MAX_TASK_BYTES", "NEW_GROUP", "Budgets", "ChildRequest", "check_task"]
+__all__ = [
+    "MAX_TASK_BYTES",
+    "NEW_GROUP",
+    "Budgets",
+    "ChildRequest",
+    "check_task",
+    "split_attempt",
+]
 
 # `group: true` on the wire: an attempt of a fan-out whose group the host names
 # (`<role>-N`). Never a valid name, so it cannot be taken for one.
@@ -44,6 +51,7 @@ class ChildRequest:
     # works in its own worktree, every one cut from `base` (set by admission, never sent).
     group: str | None = None
     base: str | None = None
+    model: str | None = None  # the model this launch runs (pi, claude, codex): an attempt's
 
     @classmethod
     def from_wire(cls, raw: Any) -> ChildRequest:
@@ -66,6 +74,9 @@ class ChildRequest:
             raise OpError(
                 "BAD_REQUEST", f"child.budgetUsd must be an amount of dollars > 0, got {budget!r}"
             )
+        model = raw.get("model")
+        if model is not None and (not isinstance(model, str) or not model.strip()):
+            raise OpError("BAD_REQUEST", "child.model must be a model's name")
         group = raw.get("group")
         if group is True:
             group = NEW_GROUP
@@ -83,7 +94,17 @@ class ChildRequest:
             seed=int(seed) if isinstance(seed, int) else None,
             budget_usd=None if budget is None else float(budget),
             group=group,
+            model=model,
         )
+
+
+def split_attempt(spec: str | None) -> tuple[str | None, str | None]:
+    """An attempt as `--kinds` and the form's Attempts write it: `pi`, or `pi:MODEL`
+    (one kind with several models); (kind, model)."""
+    if spec is None:
+        return None, None
+    kind, _, model = spec.partition(":")
+    return kind.strip() or None, model.strip() or None
 
 
 MAX_TASK_BYTES = 128 * 1024  # an argv word has at most 128 KiB on Linux (MAX_ARG_STRLEN)

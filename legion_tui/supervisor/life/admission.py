@@ -11,7 +11,7 @@ from __future__ import annotations
 import logging
 import secrets
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -198,7 +198,7 @@ class Admission:
         """The kind and command one request runs (`agents.resolve`); NO_AGENT when an
         `auto` launch has no agent. Settings are read now, so a fixed `[agent]` counts at
         the next spawn without restarting the host."""
-        from legion_tui.agents.resolve import NoAgent, resolve_launch
+        from legion_tui.agents.resolve import MODEL_KINDS, NoAgent, resolve_launch, with_model
         from legion_tui.settings import AgentSettings, SettingsProblem, load_settings
 
         default_kind = self._ctx.options.default_kind
@@ -222,6 +222,13 @@ class Admission:
             )
         except NoAgent as err:
             raise OpError("NO_AGENT", str(err)) from err
+        if req.model is not None:
+            if launch.kind not in MODEL_KINDS:
+                raise OpError(
+                    "BAD_REQUEST", f"a model is chosen for pi, claude or codex; "
+                    f"'{card.name}' runs as {launch.kind}; nothing was spawned",
+                )
+            launch = replace(launch, command=with_model(launch.kind, launch.command, req.model))
         if launch.kind != "sim" and (refusal := program_refusal(card, launch, self._project_dir)):
             raise OpError("NOT_FOUND", refusal)
         if launch.kind == "exec" and not launch.command:
