@@ -1,3 +1,3 @@
 """Fan-outs (issue 34): one task given to several attempts, siblings in one attempt
 group; the group as the tree and `legion status` show it (`group`), the attempts side by
-side (`compare`) and the pick of the best (`pick`)."""
+side and the pick of the best (`compare`)."""

@@ -197,6 +197,7 @@ class RailwayTree(ScrollView, FollowsTheme, can_focus=True):
         self.rows: list[TreeRow] = []
         self._index: dict[str, int] = {}
         self._group_rows: dict[str, str] = {}  # an attempt's id → its group's row id
+        self._visible: frozenset[str] = frozenset()
         self.selected_id: str | None = None
         self._label_need = 8
         self._phase_need = 0
@@ -220,7 +221,8 @@ class RailwayTree(ScrollView, FollowsTheme, can_focus=True):
         self.refresh()
 
     def visible_ids(self) -> frozenset[str]:
-        return frozenset(self._index)
+        """The nodes on rows now (a fan-out's group row is no node: not among them)."""
+        return self._visible
 
     def row_of(self, node_id: str) -> int | None:
         """The row `node_id` is drawn on; None while it is not (filtered out, or its
@@ -233,11 +235,12 @@ class RailwayTree(ScrollView, FollowsTheme, can_focus=True):
 
     def rebuild(self) -> None:
         """Re-flatten after a structural change (new node, fold, filter)."""
-        old_visible = frozenset(self._index)
+        old_visible = self._visible
         self.rows = flatten(self.model, self.folded, self.filter_text, self.clock())
         self._index = {row.node_id: i for i, row in enumerate(self.rows)}
         self._group_rows = {a: row.node_id for row in self.rows if row.group is not None
                             for a in row.group.attempt_ids}  # fmt: skip
+        self._visible = frozenset(r.node_id for r in self.rows if r.group is None)
         label_need, phase_need = 8, 0
         for row in self.rows:
             if row.group is not None:
@@ -258,7 +261,7 @@ class RailwayTree(ScrollView, FollowsTheme, can_focus=True):
         self.virtual_size = Size(self.size.width, len(self.rows))
         if self.is_attached:
             self.post_message(self.ColumnsChanged())
-            if frozenset(self._index) != old_visible:
+            if self._visible != old_visible:
                 self.post_message(self.VisibleChanged())
             self._keep_selection_visible()
             self.refresh()
