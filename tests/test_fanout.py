@@ -8,10 +8,21 @@ grouping, naming and worktrees, the same for every kind; the real agents fan out
 
 from __future__ import annotations
 
+import asyncio
+import signal
 from pathlib import Path
 
 import pytest
-from supervisor_helpers import git, hosted, run_cli, settled, use_git_identity
+from supervisor_helpers import (
+    LEGION,
+    cli_env,
+    git,
+    hosted,
+    run_cli,
+    settled,
+    until,
+    use_git_identity,
+)
 
 from legion_tui.model import NodeStatus
 from legion_tui.supervisor.hearing.status import render_status
@@ -194,3 +205,30 @@ async def test_run_fanout_pick_best_with_no_passing_attempt_lands_nothing(
         "landed" in err, err
     assert out.count("✗ checks: `exit 4` exit 4") == 2 and "★" not in out, out
     assert git(project, "rev-parse", "HEAD") == head and not (project / "out.txt").exists()
+
+
+async def test_a_fanout_run_interrupted_pauses_its_attempts_and_lands_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """SIGTERM while the attempts work: they are paused (resumable), the run says so and
+    exits 1, and nothing is compared or landed."""
+    use_git_identity(monkeypatch)
+    project = _project(tmp_path)
+    (project / ".legion" / "agents" / "sleeper.md").write_text(
+        "---\nname: sleeper\ndescription: Works a long time.\nkind: exec\nrole: worker\n"
+        'command: ["sh", "-c", "touch started; exec sleep 300"]\n---\nDo.\n', encoding="utf-8",
+    )  # fmt: skip
+    head = git(project, "rev-parse", "HEAD")
+    proc = await asyncio.create_subprocess_exec(
+        LEGION, "run", "sleeper", "--task", "Work.", "--fanout", "2", "--pick", "best",
+        "--session", "s", cwd=project, env=cli_env(),
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+    )  # fmt: skip
+    trees = project / ".legion" / "worktrees"
+    await until(lambda: len(list(trees.glob("*/started"))) == 2, 60, "both attempts at work")
+    proc.send_signal(signal.SIGTERM)
+    out, err = await asyncio.wait_for(proc.communicate(), 30)
+    assert proc.returncode == 1, (out, err)
+    assert b"interrupted \xe2\x80\x94 live agents paused" in err, err
+    assert b"attempt group" not in out and b"Landing" not in out, out
+    assert git(project, "rev-parse", "HEAD") == head

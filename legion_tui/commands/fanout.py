@@ -9,8 +9,8 @@ land`: it refuses, naming what is in the way, before it writes a byte of the use
 from __future__ import annotations
 
 import argparse
-import asyncio
 import sys
+from collections.abc import Awaitable
 from typing import TYPE_CHECKING
 
 from legion_tui.commands.invocation import legion_command
@@ -18,54 +18,69 @@ from legion_tui.commands.invocation import legion_command
 if TYPE_CHECKING:
     from legion_tui.fanout.compare import Attempt
     from legion_tui.fanout.group import AttemptGroup
+    from legion_tui.model_records import Node
     from legion_tui.supervisor.core import Supervisor
     from legion_tui.wire.spawn_request import ChildRequest
 
-__all__ = ["PICKS", "run_fanout"]
+__all__ = ["PICKS", "fanout_requests", "group_done", "report_fanout"]
 
 PICKS = ("best",)
 
 
-async def run_fanout(
-    sup: Supervisor,
-    args: argparse.Namespace,
-    requests: list[ChildRequest],
-    interrupted: asyncio.Event,
-) -> int:
-    from legion_tui.fanout.compare import best, compare, table_lines
-    from legion_tui.fanout.group import groups_under
-    from legion_tui.wire.names import ROOT_ID, OpError
+def fanout_requests(
+    args: argparse.Namespace, task: str, attempts: list[str | None]
+) -> list[ChildRequest]:
+    """One request per attempt (`kind` or `kind:model`), all of one group: `--name`'s,
+    else one the host names `<role>-N`."""
+    from legion_tui.wire.spawn_request import NEW_GROUP, ChildRequest, split_attempt
 
-    try:
-        nodes = await sup.launcher.spawn(ROOT_ID, requests)
-    except OpError as err:
-        print(f"legion run: {err.message}", file=sys.stderr)
-        return 1
-    name = nodes[0].attempt_group
-    group = next(g for g in groups_under(sup.model, ROOT_ID) if g.name == name)
+    group = args.name or NEW_GROUP
+    requests = []
+    for spec in attempts:
+        kind, model = split_attempt(spec)
+        requests.append(ChildRequest(args.role, task, kind=kind, model=model, group=group,
+                                     budget_usd=args.budget_usd))  # fmt: skip
+    return requests
+
+
+def group_done(sup: Supervisor, attempt: Node) -> tuple[AttemptGroup, Awaitable[None]]:
+    """The group `attempt` is of, and the wait until each of its attempts ended with its
+    checks final (`attempt_result`) — a failure sent back and fixed included."""
+    from legion_tui.fanout.group import attempt_result, groups_under
+
+    parent = attempt.parent_id or ""
+    group = next(g for g in groups_under(sup.model, parent) if g.name == attempt.attempt_group)
+    checks = _checks_expected(sup)
+
+    async def done() -> None:
+        while True:
+            changed = sup.ctx.record.changed  # taken before the look: no change is missed
+            views = [sup.model.nodes[a] for a in group.attempt_ids]
+            if all(attempt_result(v, checks and not v.node.simulated).done for v in views):
+                return
+            await changed.wait()
+
+    return group, done()
+
+
+async def report_fanout(sup: Supervisor, pick: str | None, group: AttemptGroup) -> int:
+    """The tree, the comparison, and with `pick` the land of the best attempt."""
+    from legion_tui.fanout.compare import best, compare, table_lines
+    from legion_tui.wire.names import ROOT_ID
+
     expected = _checks_expected(sup)
-    waited = asyncio.create_task(_group_done(sup, group, expected))
-    stop = asyncio.create_task(interrupted.wait())
-    await asyncio.wait({waited, stop}, return_when=asyncio.FIRST_COMPLETED)
-    for waiter in (waited, stop):
-        waiter.cancel()
-    if interrupted.is_set():
-        print("legion run: interrupted — live agents paused (resume them with "
-              f"`{legion_command()} tui --session {sup.model.session_name}`)",
-              file=sys.stderr)  # fmt: skip
-        return 1
     attempts = await compare(
         sup.model, group, sup.teams.worktree_of, sup.model.clock(),
         lambda view: expected and not view.node.simulated,
     )  # fmt: skip
-    chosen = best(attempts) if args.pick == "best" else None
+    chosen = best(attempts) if pick == "best" else None
     print(sup.queries.tree_text(ROOT_ID))
     print()
     print(f"attempt group {group.name} · {len(attempts)} attempts at one task:")
     for line in table_lines(attempts, chosen.node_id if chosen else None):
         print(f"  {line}")
     print()
-    if args.pick is None:
+    if pick is None:
         return _hints(sup, attempts)
     if chosen is None:
         print(f"legion run: --pick best: no attempt of {group.name} passed "
@@ -80,18 +95,6 @@ def _checks_expected(sup: Supervisor) -> bool:
     from legion_tui.settings import load_settings
 
     return load_settings(sup.project_dir).settings.checks.command is not None
-
-
-async def _group_done(sup: Supervisor, group: AttemptGroup, checks: bool) -> None:
-    """Until every attempt ended with its checks final (`attempt_result`)."""
-    from legion_tui.fanout.group import attempt_result
-
-    while True:
-        changed = sup.ctx.record.changed  # taken before the look: no change is missed
-        views = [sup.model.nodes[a] for a in group.attempt_ids]
-        if all(attempt_result(v, checks and not v.node.simulated).done for v in views):
-            return
-        await changed.wait()
 
 
 def _hints(sup: Supervisor, attempts: list[Attempt]) -> int:

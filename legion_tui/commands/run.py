@@ -31,7 +31,7 @@ from legion_tui.commands.arg_types import (
     session_name,
     task_of,
 )
-from legion_tui.commands.fanout import PICKS
+from legion_tui.commands.fanout import PICKS, fanout_requests, group_done, report_fanout
 from legion_tui.commands.invocation import legion_command
 from legion_tui.host_exit import ExitDeadline, end_lingering_threads
 from legion_tui.runs.presence import FolderPresence
@@ -292,37 +292,26 @@ async def _run_headless(args: argparse.Namespace, deadline: ExitDeadline) -> int
     gone = watch_run_folder(presence, deadline, interrupted.set)
 
     async def run() -> int:
+        requests = [ChildRequest(args.role, task, name=args.name, phases=phases, kind=args.kind,
+                                 budget_usd=args.budget_usd)]  # fmt: skip
         if attempts is not None:
-            from legion_tui.commands.fanout import run_fanout
-            from legion_tui.wire.spawn_request import NEW_GROUP, split_attempt
-
-            group = args.name or NEW_GROUP
-            requests = []
-            for spec in attempts:
-                kind, model = split_attempt(spec)
-                requests.append(ChildRequest(args.role, task, kind=kind, model=model,
-                                             group=group, budget_usd=args.budget_usd))  # fmt: skip
-            return await run_fanout(sup, args, requests, interrupted)
+            requests = fanout_requests(args, task, attempts)
         try:
-            nodes = await sup.launcher.spawn(
-                ROOT_ID,
-                [
-                    ChildRequest(args.role, task, name=args.name, phases=phases, kind=args.kind,
-                                 budget_usd=args.budget_usd)
-                ],
-            )
+            nodes = await sup.launcher.spawn(ROOT_ID, requests)
         except OpError as err:
             print(f"legion run: {err.message}", file=sys.stderr)
             return 1
         top = nodes[0].id
-        settled = asyncio.create_task(sup.queries.wait_idle_tree([top]))
-        stop = asyncio.create_task(interrupted.wait())
-        await asyncio.wait({settled, stop}, return_when=asyncio.FIRST_COMPLETED)
-        for waiter in (settled, stop):
-            waiter.cancel()
+        if attempts is not None:  # the whole group: each attempt ended, its checks final
+            group, checks = group_done(sup, nodes[0])
+            await _first_of(checks, interrupted)
+        else:
+            await _first_of(sup.queries.wait_idle_tree([top]), interrupted)
         if presence.why_gone() is not None:  # no report: its ledger went with it
             return 1
         await sup.stops.idle()  # a `stop all` that ended the run has stopped everyone
+        if attempts is not None and not interrupted.is_set():
+            return await report_fanout(sup, args.pick, group)
         doc = sup.queries.status(ROOT_ID)
         where, work = await _where_the_work_is(sup, top)
         if args.json:
@@ -355,6 +344,15 @@ async def _run_headless(args: argparse.Namespace, deadline: ExitDeadline) -> int
 
     code = await hosted(deadline.verb, presence, run(), close)
     return 1 if code is None else code
+
+
+async def _first_of(work: Awaitable[object], interrupted: asyncio.Event) -> None:
+    """Until `work` is done or the host is interrupted (a signal, its folder gone)."""
+    done = asyncio.ensure_future(work)
+    stop = asyncio.create_task(interrupted.wait())
+    await asyncio.wait({done, stop}, return_when=asyncio.FIRST_COMPLETED)
+    for waiter in (done, stop):
+        waiter.cancel()
 
 
 def watch_run_folder(
