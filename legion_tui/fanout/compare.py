@@ -98,6 +98,15 @@ def _lines(path: Path) -> int | None:
     return data.count(b"\n") + (0 if not data or data.endswith(b"\n") else 1)
 
 
+def _ended_at(view: NodeView, now: float) -> float:
+    """When its work ended: its last settle (a released idle process moves the row's
+    `updated_at` later, not its work), else its last update; now while it works."""
+    if view.node.live:
+        return now
+    settled = view.last(EventType.NODE_SETTLED)
+    return settled.at if settled is not None else view.node.updated_at
+
+
 async def compare(
     model: LegionModel,
     group: AttemptGroup,
@@ -120,7 +129,7 @@ async def compare(
             checks=receipts.checks_words(checks.data) if checks is not None else "no checks",
             ok=result.ok, done=result.done, review=read, problem=problem,
             tokens=spend.tokens, usd=spend.usd, cost=fmt_spend(spend),
-            seconds=(now if view.node.live else view.node.updated_at) - view.node.created_at,
+            seconds=_ended_at(view, now) - view.node.created_at,
         ))  # fmt: skip
     return out
 
