@@ -186,9 +186,10 @@ async def test_run_fanout_pick_best_lands_the_smallest_passing_change_and_nothin
     assert (project / "out.txt").read_text() == "good\n"
     assert (project / ".env").read_text() == "SECRET=1\n"
     assert (project / "notes.txt").read_text() == "mine\n"
-    log = git(project, "log", "--format=%s", "-3")
-    assert log.splitlines()[:2] == [log.splitlines()[0], "Write out.txt."], log
-    assert log.startswith("Land legion/fix.exec-3-"), log
+    # The merge lands the attempt's commit (its second parent); HEAD before is the first.
+    assert git(project, "log", "-1", "--format=%s").startswith("Land legion/fix.exec-3-")
+    assert git(project, "log", "-1", "--format=%s", "HEAD^2") == "Write out.txt."
+    assert git(project, "log", "-1", "--format=%s", "HEAD^1") == "ignore"
 
 
 async def test_run_fanout_pick_best_with_no_passing_attempt_lands_nothing(

@@ -159,12 +159,11 @@ async def test_three_kinds_fan_out_the_failing_one_is_sent_back_and_the_best_is_
     assert (project / "calc.py").read_text() == CLAUDE
     assert (project / ".env").read_text() == "TOKEN=mine\n"
     assert (project / "notes.txt").read_text() == "my notes\n"
-    log = git(project, "log", "--format=%h %s", "-3")
-    print(f"$ git log --oneline -3\n{log}")
-    subjects = [line.split(" ", 1)[1] for line in log.splitlines()]
-    assert subjects[0].startswith("Land legion/worker-0.claude-2-"), subjects
-    assert subjects[1:] == ["Add sub(a, b) to calc.py so that the tests in test_calc.py pass.",
-                            "calc: add"]  # fmt: skip
+    print("$ git log --oneline --graph -4\n" + git(project, "log", "--oneline", "--graph", "-4"))
+    # The merge lands the attempt's commit (its second parent) on the user's HEAD.
+    assert git(project, "log", "-1", "--format=%s").startswith("Land legion/worker-0.claude-2-")
+    assert git(project, "log", "-1", "--format=%s", "HEAD^2") == TASK
+    assert git(project, "rev-parse", "HEAD^1") == head
     tests = await asyncio.create_subprocess_exec(*CHECK.split(), cwd=project,
                                                  stderr=asyncio.subprocess.PIPE)  # fmt: skip
     _out, said = await tests.communicate()

@@ -125,7 +125,6 @@ def _spawn_args(p: argparse.ArgumentParser) -> None:
 
 def _spawn(args: argparse.Namespace, client: BlockingClient) -> int:
     from legion_tui.wire.names import RequestError
-    from legion_tui.wire.spawn_request import split_attempt
 
     try:
         task = task_text(args)
@@ -147,7 +146,9 @@ def _spawn(args: argparse.Namespace, client: BlockingClient) -> int:
         group = args.name or True
         children = []
         for spec in attempts:
-            kind, model = split_attempt(spec)
+            # `kind` or `kind:model` (as `wire.spawn_request.split_attempt` reads it; not
+            # imported: a control verb does not load dataclasses for it)
+            kind, _, model = (spec or "").partition(":")
             children.append({**child, "group": group} | ({"kind": kind} if kind else {})
                             | ({"model": model} if model else {}))  # fmt: skip
     result = client.request("spawn", children=children)

@@ -32,7 +32,7 @@ PHASES_HINT = "optional · a lead's phases file, from the project"
 EMPTY_HINT = "Nothing started yet — n starts an agent (or Ctrl+P → New agent…)"
 HINT = "Ctrl+S starts it · Enter on the last field starts it · Tab moves · Esc cancels"
 
-ATTEMPTS_HINT = "optional · ×3, or pi, claude, codex (pi:MODEL): a fan-out, a worktree each"
+ATTEMPTS_HINT = "optional · ×3, or pi, claude, codex (pi:MODEL): a fan-out"
 MAX_ATTEMPTS = 16
 
 Spawn = Callable[[str, Sequence[ChildRequest]], Awaitable[str]]
