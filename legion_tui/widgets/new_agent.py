@@ -15,7 +15,7 @@ from typing import ClassVar
 
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
-from textual.containers import Horizontal, Vertical
+from textual.containers import Horizontal, VerticalScroll
 from textual.screen import ModalScreen
 from textual.widget import Widget
 from textual.widgets import Input, Select, Static, TextArea
@@ -132,7 +132,8 @@ class NewAgentScreen(ModalScreen[str | None]):
                            compact=True)),
             ("Phases", Input(id="phases", placeholder=PHASES_HINT, compact=True)),
         ]
-        with Vertical(id="new-agent-frame"):
+        # Scrolls when the terminal is too short for it: Tab brings each field into view.
+        with VerticalScroll(id="new-agent-frame"):
             yield Static(f"New agent under {self.parent_path}", id="new-agent-title", markup=False)
             for label, field in fields:
                 if not label:
