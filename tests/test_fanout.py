@@ -233,3 +233,19 @@ async def test_a_fanout_run_interrupted_pauses_its_attempts_and_lands_nothing(
     assert b"interrupted \xe2\x80\x94 live agents paused" in err, err
     assert b"attempt group" not in out and b"Landing" not in out, out
     assert git(project, "rev-parse", "HEAD") == head
+
+
+async def test_legion_spawn_fanout_starts_the_attempts_and_names_each(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    use_git_identity(monkeypatch)
+    project = _project(tmp_path)
+    async with hosted(project, default_kind=None) as sup:
+        code, out, err = await run_cli("spawn", "doer", "--task", "Write it.", "--fanout", "2",
+                                       "--name", "try", cwd=project)  # fmt: skip
+        assert code == 0, (out, err)
+        lines = out.splitlines()
+        assert [line.split(" (")[0] for line in lines] == [
+            "Spawned root/try.exec-1", "Spawned root/try.exec-2"], out
+        nodes = [v.node for v in sup.model.nodes.values() if v.node.attempt_group == "try"]
+        assert len(nodes) == 2 and all(sup.teams.worktree_of(n.id) for n in nodes)
