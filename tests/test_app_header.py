@@ -157,7 +157,7 @@ async def test_the_rate_is_summed_once_a_step_and_the_counts_at_every_change(
         return node_rate(view, now)
 
     async with app.run_test(size=(120, 40)) as pilot:
-        monkeypatch.setattr(header_module, "node_rate", counted)
+        monkeypatch.setattr(header_module, "instant_rate", counted)
         live = [view for view in model.nodes.values() if view.node.live]
         clock[0] = rates_instant(NOW) + RATES_EVERY_S  # a new instant
         for i in range(10):  # ten repaints within the second, the model changing at each

@@ -15,7 +15,7 @@ from render_helpers import T0, Clock, make_legion, node, streaming
 from legion_tui.model import NodeStatus
 from legion_tui.render.chart import ChartRenderer, RateBuckets
 from legion_tui.render.feed import ChangeFeed, LiveIndex
-from legion_tui.render.rates import node_rate
+from legion_tui.render.rates import RATES_EVERY_S, instant_rate, node_rate, rates_instant
 from legion_tui.session.live_rate import live_tok_s
 from legion_tui.session.progress import RateSegment, SessionProgress
 from legion_tui.state import LegionModel
@@ -151,6 +151,34 @@ def test_the_rate_memo_follows_the_view_its_revision_and_the_clock() -> None:
                                                                clock.now)
     later = clock.now + 4.0
     assert node_rate(a.nodes["root"], later) == live_tok_s(a.nodes["root"].progress, later)
+
+
+def test_the_panels_take_one_rate_per_node_and_instant() -> None:
+    """Issue 35: the header, the chart's `now` and the galaxy ask each live node's rate
+    at the same instant; a node that changed between their asks was walked again, three
+    times a second per agent. Within an instant they all get the first answer (their
+    figures agree); the tree's own figure follows every change; the next instant reads
+    the node as it is then."""
+    clock = Clock()
+    a = LegionModel("run-a", "s", started_at=T0, clock=clock)
+    b = LegionModel("run-b", "s", started_at=T0, clock=clock)
+    for model, tok_s in ((a, 20.0), (b, 90.0)):
+        model.upsert(node("root", None, "root", NodeStatus.RUNNING))
+        model.set_progress("root", streaming(clock.now, tok_s))
+    at = rates_instant(clock.now)
+    first = instant_rate(a.nodes["root"], at)
+    assert first == live_tok_s(a.nodes["root"].progress, at) > 0
+    # Same node id, same instant: another model's node is not this one.
+    assert instant_rate(b.nodes["root"], at) == live_tok_s(b.nodes["root"].progress, at)
+    a.set_progress("root", streaming(clock.now, 60.0))  # a new revision, the same instant
+    changed = live_tok_s(a.nodes["root"].progress, at)
+    assert changed != first
+    assert instant_rate(a.nodes["root"], at) == first  # every panel: the instant's figure
+    assert node_rate(a.nodes["root"], at) == changed  # the tree row's: the node as it is
+    nxt = at + RATES_EVERY_S
+    assert instant_rate(a.nodes["root"], nxt) == live_tok_s(a.nodes["root"].progress, nxt)
+    a.upsert(replace(a.nodes["root"].node, status=NodeStatus.SETTLED))
+    assert instant_rate(a.nodes["root"], nxt) == 0.0  # an ended node produces nothing
 
 
 async def test_a_change_made_while_listeners_are_told_is_never_taken_as_seen() -> None:

@@ -46,7 +46,7 @@ from legion_tui.render.arrays import F64
 from legion_tui.render.braille import codes_to_rows
 from legion_tui.render.inks import BAND_INKS, BAND_ROLES, Ink
 from legion_tui.render.ramp_integral import RampIntegral
-from legion_tui.render.rates import RATES_PHASE, node_rate, rates_instant
+from legion_tui.render.rates import RATES_PHASE, instant_rate, rates_instant
 from legion_tui.render.reentry import not_reentrant
 from legion_tui.render.rows import RunFinder
 from legion_tui.render.steps import StepFrames
@@ -704,10 +704,10 @@ class ChartRenderer:
             if nonzero.size:
                 first = int(nonzero[0])
             avg = float(totals[first:].mean())
-        at = rates_instant(now)  # the header's instant: unchanged nodes come memoised
+        at = rates_instant(now)  # the header's instant: its walks are shared
         live = 0.0
         for view in self.buckets.live_views():  # the visible live nodes with a series
-            live += node_rate(view, at)
+            live += instant_rate(view, at)
         return ChartStats(now=live, avg=avg, peak=peak, y_max=nice_ceiling(peak))
 
     def _readout_row(self, cols: int, styles: Sequence[Style], whole_run: bool) -> list[Segment]:

@@ -27,7 +27,7 @@ from rich.style import Style
 from legion_tui.render.arrays import F64, Bool, Idx
 from legion_tui.render.braille import PRIORITY_SHIFT, BrailleCanvas
 from legion_tui.render.inks import ROLE_BRIGHT_INK, ROLE_INK, Ink
-from legion_tui.render.rates import node_rate, rates_instant
+from legion_tui.render.rates import instant_rate, rates_instant
 from legion_tui.render.reentry import not_reentrant
 from legion_tui.render.rows import RunFinder
 from legion_tui.render.steps import StepFrames
@@ -370,9 +370,9 @@ class GalaxyRenderer:
                 live.pop(k, None)
                 level[k] = 1 if k == 0 else 0
                 key[k] = dim_key
-        at = rates_instant(now)  # the header's and the chart's: memoised for the second
+        at = rates_instant(now)  # the header's and the chart's: one walk a node a second
         for k, view in live.items():
-            rate = node_rate(view, at)
+            rate = instant_rate(view, at)
             role = view.node.role
             if rate >= FAST_TOK_S:
                 lv, ink = 3, ROLE_BRIGHT_INK[role]

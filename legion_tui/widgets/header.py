@@ -14,7 +14,7 @@ from legion_tui import receipts
 from legion_tui.costs import Spend, fmt_spend, fmt_usd, total_spend
 from legion_tui.model import outcome_counts
 from legion_tui.render.feed import LiveIndex, SpendIndex
-from legion_tui.render.rates import node_rate, rates_instant
+from legion_tui.render.rates import instant_rate, rates_instant
 from legion_tui.state import LegionModel
 from legion_tui.widgets.lines import PaintedLine, PanelStrip
 from legion_tui.widgets.tree.rows import fmt_tokens
@@ -145,7 +145,7 @@ class HeaderBar(PaintedLine):
             views = [nodes[nid] for nid in self._shown if nid in nodes]
         rate = 0.0
         for view in views:
-            rate += node_rate(view, now)
+            rate += instant_rate(view, now)
         return rate
 
     def spend(self) -> Spend:
