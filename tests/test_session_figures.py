@@ -15,7 +15,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from legion_tui.session.figures import MAX_COST_USD, MAX_TOKENS
+from legion_tui.session.figures import MAX_COST_USD, MAX_TOKENS, BadFigure, loads
 from legion_tui.session.reader import read_session
 from legion_tui.session.transcript import render_line
 
@@ -106,3 +106,65 @@ def test_claude_code_usage_too(tmp_path_factory: pytest.TempPathFactory, value: 
     progress = read_session(write(tmp_path_factory.mktemp("c") / "c.jsonl", line))
     assert 0 <= progress.tokens.input <= MAX_TOKENS and 0 <= progress.tokens.output <= MAX_TOKENS
     assert progress.entries + progress.skipped_lines == 1
+
+
+def checked_loads(text: str) -> Any:
+    """What `figures.loads` means: json with a hook on every constant and integer."""
+
+    def constant(name: str) -> Any:
+        raise BadFigure(f"a non-finite number ({name})")
+
+    def integer(digits: str) -> int:
+        if len(digits.lstrip("-")) > 20:
+            raise BadFigure(f"an integer of {len(digits.lstrip('-'))} digits")
+        return int(digits)
+
+    return json.loads(text, parse_constant=constant, parse_int=integer)
+
+
+JSON_VALUES = st.recursive(
+    st.one_of(
+        st.integers(min_value=-(10**25), max_value=10**25),
+        st.integers(min_value=10**19, max_value=10**22),  # either side of 20 digits
+        st.floats(allow_nan=True, allow_infinity=True),
+        st.text(alphabet="0123456789NaInfity -\"\\é", max_size=30),
+        st.booleans(),
+        st.none(),
+    ),
+    lambda inner: st.lists(inner, max_size=3)
+    | st.dictionaries(st.text(max_size=4), inner, max_size=3),
+    max_leaves=8,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(value=JSON_VALUES)
+def test_loads_reads_every_line_as_the_hooked_decoder_does(value: Any) -> None:
+    """Issue 35: a line that cannot hold a constant nor a long integer is decoded without
+    the per-integer hooks. Whatever the line (constants, long integers, strings holding
+    either), str or bytes, the value or the refusal is the hooked decoder's."""
+    text = json.dumps(value)
+    try:
+        want: Any = checked_loads(text)
+    except BadFigure as err:
+        for data in (text, text.encode()):
+            with pytest.raises(BadFigure) as got:
+                loads(data)
+            assert str(got.value) == str(err)
+        return
+    for data in (text, text.encode()):
+        got = loads(data)
+        assert json.dumps(got) == json.dumps(want)  # NaN != NaN: compare the texts
+
+
+def test_loads_refuses_a_long_integer_and_a_constant_in_a_plain_line() -> None:
+    line = assistant("a1", {"input": 10, "output": 5})
+    plain = json.dumps(line)
+    assert loads(plain.encode()) == line
+    for bad, reason in (("5", "an integer of 21 digits"), ("NaN", "a non-finite number (NaN)"),
+                        ("-Infinity", "a non-finite number (-Infinity)")):  # fmt: skip
+        text = plain.replace('"output": 5', f'"output": {"1" * 21 if bad == "5" else bad}')
+        with pytest.raises(BadFigure, match=reason.replace("(", r"\(").replace(")", r"\)")):
+            loads(text.encode())
+    with pytest.raises(UnicodeDecodeError):
+        loads(b'{"text": "\xff"}')  # bytes are strict UTF-8, as the reader decoded them

@@ -38,15 +38,34 @@ def _bounded_int(text: str) -> int:
     return int(text)
 
 
-def loads(data: str) -> Any:
-    """`json.loads` without NaN, ±Infinity or integers past 20 digits (BadFigure)."""
-    return json.loads(data, parse_constant=_no_constant, parse_int=_bounded_int)
+# ASCII digits → "0": an integer literal past `_MAX_DIGITS` digits is then a run of zeros
+# in the translated text (JSON numbers are ASCII digits only). On bytes: a str's
+# translate costs ten times as much.
+_ZEROS = bytes.maketrans(b"123456789", b"0" * 9)
+_LONG_RUN = b"0" * (_MAX_DIGITS + 1)
+
+
+def loads(data: bytes | str) -> Any:
+    """`json.loads` without NaN, ±Infinity or integers past 20 digits (BadFigure); bytes
+    are decoded as strict UTF-8 (UnicodeDecodeError)."""
+    raw = data if isinstance(data, bytes) else data.encode("utf-8", "surrogatepass")
+    text = data.decode("utf-8") if isinstance(data, bytes) else data
+    if b"NaN" in raw or b"Infinity" in raw or _LONG_RUN in raw.translate(_ZEROS):
+        # Maybe a constant or a long integer (or only a string holding one): the hooks
+        # decide.
+        return json.loads(text, parse_constant=_no_constant, parse_int=_bounded_int)
+    # Neither hook could fire: the plain decoder, which calls no Python per integer,
+    # gives the same value (the hooks were a third of a session line's parse, and a
+    # thousand agents write a line a second each).
+    return json.loads(text)
 
 
 def count(mapping: dict[str, Any], key: str) -> int:
     """A token count: 0 when absent or not a number; BadFigure when negative, non-finite
     or past MAX_TOKENS."""
     value = mapping.get(key)
+    if type(value) is int and 0 <= value <= MAX_TOKENS:
+        return value  # the common case, first (four counts a line; a bool is not an int)
     # bool is an int subclass; `true` is not a number of tokens.
     if isinstance(value, bool) or not isinstance(value, int | float):
         return 0

@@ -124,11 +124,15 @@ def _slim(entry: PathEntry) -> PathEntry:
         # Its model, usage and timings too: a record is kept per line of a long session
         # (≈ 0.7 KB of a one-line answer's 1 KB, issue 35), and `_PathState.apply` reads
         # only its time, calls, text and stop reason.
+        # Built directly: `dataclasses.replace` costs as much as the rest of the fold
+        # (a record a line: 1 000 agents, a line a second each).
         calls = tuple(ToolCall(c.id, c.name) for c in entry.tool_calls)
         stop = None if entry.stop_reason is None else sys.intern(entry.stop_reason)
-        return replace(entry, model=None, tool_calls=calls, stop_reason=stop, input=0,
-                       output=0, cache_read=0, cache_write=0, cost=0.0, started_ms=None,
-                       duration_ms=None, call=None)  # fmt: skip
+        return AssistantEntry(id=entry.id, parent_id=entry.parent_id, at_ms=entry.at_ms,
+                              model=None, text=entry.text, tool_calls=calls,
+                              stop_reason=stop, input=0, output=0, cache_read=0,
+                              cache_write=0, cost=0.0, started_ms=None, duration_ms=None,
+                              call=None, priced=entry.priced)  # fmt: skip
     if isinstance(entry, OtherEntry) and entry.text:
         return replace(entry, text="")
     return entry

@@ -205,21 +205,28 @@ class SessionReader:
         self.reads += 1
         return os.pread(self._fd, size, offset)
 
-    def _rewritten(self) -> bool:
-        """Did the bytes we already consumed change (a rewrite, not an append)?"""
+    def _rewritten(self, size: int) -> tuple[bool, bytes | None]:
+        """Did the bytes we already consumed change (a rewrite, not an append)? With the
+        first new chunk when it came in the same read as the fingerprint before the
+        offset (one read an append, not two: a thousand agents append a line a second)."""
         if self._offset == 0:
-            return False
+            return False, None
         head = self._pread(len(self._head), 0) if self._head else b""
         if head != self._head:
-            return True
+            return True, None
         if self._offset <= len(self._head):
-            return False  # the head already covers everything before the offset
-        size = len(self._before)
-        return self._pread(size, self._offset - size) != self._before
+            return False, None  # the head already covers everything before the offset
+        before = len(self._before)
+        want = min(CHUNK_BYTES, size - self._offset, self.max_bytes_per_poll)
+        data = self._pread(before + max(want, 0), self._offset - before)
+        if data[:before] != self._before:
+            return True, None
+        return False, data[before:]
 
     def _read_new(self, size: int) -> bool:
         changed = False
-        if size < self._offset or self._rewritten():
+        rewritten, first = (True, None) if size < self._offset else self._rewritten(size)
+        if rewritten:
             # Truncated, or rewritten in place: what we folded is no longer the file.
             self._restart()
             changed = True
@@ -227,7 +234,10 @@ class SessionReader:
         lines_before = self.lines
         while self._offset < size and budget > 0:
             want = min(CHUNK_BYTES, size - self._offset, budget)
-            chunk = self._pread(want, self._offset)
+            if first is not None:
+                chunk, first = first, None  # read with the fingerprint (`_rewritten`)
+            else:
+                chunk = self._pread(want, self._offset)
             if not chunk:
                 break  # the file shrank under us; the next poll sees the new size
             if len(self._head) < FINGERPRINT_BYTES:
@@ -274,7 +284,7 @@ class SessionReader:
             self._skip("over the line limit")
             return
         try:
-            value: Any = figures.loads(line.decode("utf-8"))
+            value: Any = figures.loads(line)
         except BadFigure as err:
             self._skip(str(err))
             return
