@@ -18,6 +18,8 @@ from typing import Any
 
 import pytest
 from app_helpers import canned_model, capture
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from supervisor_helpers import hosted, spawn_one, until
 from test_needs_you_exec import _exec_card
 
@@ -149,3 +151,46 @@ def test_desktop_sequences_cannot_be_cut_short_and_pass_through_tmux() -> None:
     assert desktop_sequences("hi", tmux=True) == (
         "\x1bPtmux;\x1b\x1b]9;hi\x07\x1b\\\x1bPtmux;\x1b\x1b]777;notify;legion;hi\x07\x1b\\"
     )
+
+
+STEPS = st.lists(
+    st.tuples(
+        st.integers(0, 40),  # which node
+        st.sampled_from(["call", "answer", "status"]),
+        st.sampled_from(
+            [NodeStatus.RUNNING, NodeStatus.BLOCKED, NodeStatus.SETTLED, NodeStatus.FAILED,
+             NodeStatus.RETIRED]
+        ),
+        st.floats(0.0, 400.0),  # seconds on the clock before the look
+    ),
+    max_size=25,
+)
+
+
+@settings(max_examples=60, deadline=None)
+@given(steps=STEPS)
+def test_each_look_tells_what_a_walk_over_every_node_would(
+    steps: list[tuple[int, str, NodeStatus, float]],
+) -> None:
+    """Issue 35: a look re-reads the changed nodes and the live ones that may grow worth
+    telling with the clock (a tool call in flight, a question), kept as the changes come,
+    instead of testing every live node at each look. Whatever the changes, it tells what
+    a notifier walking every node at each look tells."""
+    model = canned_model()
+    clock = [model.clock()]
+    model.clock = lambda: clock[0]
+    kept, walking = Notifier(model), Notifier(model)
+    walking._feed.take = lambda: None  # type: ignore[method-assign]  # every look: a walk
+    ids = list(model.nodes)
+    for index, action, status, wait in steps:
+        view = model.nodes[ids[index % len(ids)]]
+        if action == "call":
+            tool = InFlightTool(f"c{len(view.progress.in_flight)}", "bash", clock[0])
+            calls = [*view.progress.in_flight, tool]
+            model.set_progress(view.node.id, dataclasses.replace(view.progress, in_flight=calls))
+        elif action == "answer":
+            model.set_progress(view.node.id, dataclasses.replace(view.progress, in_flight=[]))
+        else:
+            model.upsert(dataclasses.replace(view.node, status=status))
+        clock[0] += wait
+        assert kept.news(clock[0]) == walking.news(clock[0])
