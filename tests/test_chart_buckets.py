@@ -266,3 +266,42 @@ def test_an_instant_a_rounding_step_before_the_window_is_bucketed_as_computed() 
     model = build([("root", [(-5e-324, 0.0, 1)])], base=0.0)
     got = RateBuckets().compute(model, 0.0, 2.0, 1)
     np.testing.assert_allclose(got, naive_buckets(model, 0.0, 2.0, 1), atol=1e-12)
+
+
+@settings(max_examples=120, deadline=None)
+@given(
+    nodes=st.lists(st.lists(segment, min_size=1, max_size=10), min_size=1, max_size=4),
+    frames=st.lists(
+        st.tuples(
+            st.integers(0, 4),  # the node that appends a segment before the frame (none past)
+            segment,
+            st.integers(0, 40),  # the window starts at this node's k-th point time…
+            st.sampled_from([-1e-6, 0.0, 1e-9, 1e-6]),  # …or around it (1e-9: the cut on it)
+        ),
+        min_size=1,
+        max_size=12,
+    ),
+)
+def test_a_live_nodes_cut_kept_across_frames_is_the_cut_searched_anew(
+    nodes: list[list[tuple[float, float, int]]],
+    frames: list[tuple[int, tuple[float, float, int], int, float]],
+) -> None:
+    """Issue 35: a live node keeps the first segment its last frame's cut started at
+    (and its columns) while the next cut falls in the same interval of reaches. Windows
+    moving on, back and onto a segment's end, with appends between: the frame joins the
+    same points, and buckets them to the bit, as a compute that searches every cut."""
+    model = build([("worker", segs) for segs in nodes])
+    rb = RateBuckets()
+    for who, (start, duration, tokens), k, nudge in frames:
+        if who < len(nodes):
+            view = model.nodes[f"n{who}"]
+            seg = RateSegment(T0 + start, T0 + start + duration, tokens)
+            series = [*view.progress.rate_series, seg]
+            model.set_progress(f"n{who}", SessionProgress(rate_series=series))
+        times = sorted(t for v in model.nodes.values() for s in v.progress.rate_series
+                       for t in (s.start, s.end))  # fmt: skip
+        t0 = times[k % len(times)] + nudge
+        got = rb.compute(model, t0, t0 + 30, 30).copy()
+        fresh = RateBuckets()
+        np.testing.assert_array_equal(got, fresh.compute(model, t0, t0 + 30, 30))
+        assert rb.points == fresh.points

@@ -35,7 +35,7 @@ from __future__ import annotations
 import math
 from bisect import bisect_left
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 from rich.segment import Segment
@@ -161,6 +161,9 @@ class _Store:
         return 2 * n
 
 
+_NO_POINTS: F64 = np.empty((4, 0), dtype=np.float64)  # (never written)
+
+
 @dataclass(slots=True, eq=False)  # identity equality: join keys compare objects, not arrays
 class _Points:
     """One node's segments as bucketing points (see the module docstring).
@@ -177,6 +180,29 @@ class _Points:
     store: _Store  # its points are the store's first `n_segments` (see `data`, `reach`)
     first: float  # earliest start
     last: float  # latest end
+    # The last frame's cut: the cuts in (cut_lo, cut_hi] start at the same segment, whose
+    # (self, segment) pair is `cut_at` and whose columns on are `cut_data`. A live node
+    # is cut at every frame, and the cut passes one of its segments a few times a
+    # minute: the search and the slices, for a thousand nodes, were most of a frame's
+    # join (issue 35).
+    cut_lo: float = math.inf  # (an empty interval: no cut yet)
+    cut_hi: float = -math.inf
+    cut_at: tuple[_Points, int] | None = None
+    cut_data: F64 = field(default_factory=lambda: _NO_POINTS)
+
+    def at_cut(self, cut: float) -> tuple[_Points, int]:
+        """(self, `from_segment(cut)`), the columns from there on then `cut_data`."""
+        if self.cut_lo < cut <= self.cut_hi and self.cut_at is not None:
+            return self.cut_at
+        k, n = self.from_segment(cut), self.n_segments
+        reach = self.store.reach_list
+        # from_segment is k for exactly the cuts in (reach[k − 1], reach[k]] (−∞ and +∞
+        # past the ends): it is the first segment whose reach is ≥ the cut.
+        self.cut_lo = reach[k - 1] if k > 0 else -math.inf
+        self.cut_hi = reach[k] if k < n else math.inf
+        self.cut_at = (self, k)
+        self.cut_data = self.store.data[:, 2 * k : 2 * n]
+        return self.cut_at
 
     @property
     def data(self) -> F64:
@@ -489,7 +515,7 @@ class RateBuckets:
         # names the kept set, the cut being the only thing that moves it.
         keep = self._ended_reach >= cut
         n_ended = int(np.count_nonzero(keep))
-        parts = [(pts, pts.from_segment(cut)) for pts in self._moving.values() if pts.last >= cut]
+        parts = [pts.at_cut(cut) for pts in self._moving.values() if pts.last >= cut]
         # A node's points object is replaced whenever it changes, so the tuple of
         # (object, first segment) pairs, compared by identity, says whether the joined
         # buffers are current.
@@ -497,8 +523,8 @@ class RateBuckets:
         key = (ended_key, *parts)
         if key == self._joined_key:
             return self._n_points
-        datas = [p.data[:, 2 * k :] for p, k in parts]
-        n = n_ended + sum(int(d.shape[1]) for d in datas)
+        datas = [p.cut_data for p, _k in parts]
+        n = n_ended + 2 * sum(p.n_segments - k for p, k in parts)
         if n > self._cap:
             self._alloc_points(max(n, 2 * self._cap))
         if self._ended_written != ended_key:
