@@ -114,6 +114,25 @@ def test_the_galaxy_shades_only_the_changed_stars_and_draws_what_a_full_walk_dra
         assert got == GalaxyRenderer().render(model, now + frame, 80, 24, styles)
 
 
+def test_the_galaxy_shades_every_live_star_again_at_each_rates_instant() -> None:
+    """Issue 35: within a rates instant only the changed stars are shaded again (a live
+    star's rate is the instant's); at each new instant every live one is, changed or
+    not: a quiet live node's rate falls as its last message leaves the window."""
+    model, live = legion()
+    feed = ChangeFeed(model)
+    ours = GalaxyRenderer()
+    styles = STYLES.table(palette("legion-dark"))
+    now = T0 + 100.0
+    stream(model, live, 1)  # every live node: a message at T0 + 101
+    ours.render(model, now, 80, 24, styles, changed=feed.take())
+    for frame in range(1, 60):  # quarter seconds, past the message's 10 s window
+        if frame % 7 == 0:
+            stream(model, live[:1], 1 + frame)  # one live node goes on streaming
+        at = now + frame * 0.25
+        got = ours.render(model, at, 80, 24, styles, changed=feed.take())
+        assert got == GalaxyRenderer().render(model, at, 80, 24, styles), frame
+
+
 def test_the_headers_spend_reads_only_the_changed_sessions_and_sums_what_a_full_walk_does(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:

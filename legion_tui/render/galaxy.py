@@ -155,6 +155,7 @@ class GalaxyRenderer:
         self._revs: list[int] = []
         self._live_stars: dict[int, NodeView] = {}
         self._shade_all = True  # the next shade compares every star's revision
+        self._shaded_at = math.nan  # the rates instant the live stars were last shaded at
         self.stars_read = 0  # stars the last frame looked at (tests: flat in the node count)
         self._cap = 0
         self._alloc_star_buffers(16)
@@ -351,8 +352,15 @@ class GalaxyRenderer:
         views, revs, live = layout.views, self._revs, self._live_stars
         level, key = self._level, self._key
         dim_key = (1 << PRIORITY_SHIFT) | Ink.DIM
+        at = rates_instant(now)  # the header's and the chart's: one walk a node a second
+        # A live star's shade is its rate at the instant, which for a node already asked
+        # in it stays the instant's figure (render/rates.py): all live stars are shaded
+        # once an instant, and within it only the changed ones (a thousand live stars,
+        # four frames a second).
+        every_live = at != self._shaded_at
         if changed is None or self._shade_all:
             stale = [k for k, v in enumerate(views) if v.revision != revs[k]]
+            every_live = True
             self._shade_all = False
             self.stars_read = len(views)
         else:
@@ -370,8 +378,9 @@ class GalaxyRenderer:
                 live.pop(k, None)
                 level[k] = 1 if k == 0 else 0
                 key[k] = dim_key
-        at = rates_instant(now)  # the header's and the chart's: one walk a node a second
-        for k, view in live.items():
+        self._shaded_at = at
+        shade = live.items() if every_live else [(k, live[k]) for k in stale if k in live]
+        for k, view in shade:
             rate = instant_rate(view, at)
             role = view.node.role
             if rate >= FAST_TOK_S:
