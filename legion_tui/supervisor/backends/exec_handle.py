@@ -39,7 +39,7 @@ from legion_tui.supervisor.backends.common import (
 from legion_tui.supervisor.processes.child_process import ChildProcess
 from legion_tui.supervisor.processes.process import spawn_child
 from legion_tui.supervisor.processes.pty_terminal import LineSink, PtyTerminal
-from legion_tui.supervisor.processes.tty_wait import reading_terminal
+from legion_tui.supervisor.processes.tty_wait import look
 
 __all__ = ["ExecHandle"]
 
@@ -119,9 +119,7 @@ class ExecHandle(ProcessChildHandle):
         seen = False  # reading at the last sample too
         while child.returncode is None:
             group = terminal.foreground()
-            reading = group is not None and await asyncio.to_thread(
-                reading_terminal, child.pid, group, terminal.device
-            )
+            reading = group is not None and await look(child.pid, group, terminal.device)
             if reading and seen and self.questions.current is None:
                 self.questions.ask("terminal", terminal.line or "input", lambda _text: None)
             elif not reading:
