@@ -8,10 +8,10 @@ from legion_tui.render.steps import step_of
 from legion_tui.session.live_rate import live_tok_s
 from legion_tui.state import NodeView
 
-# node id → (view, revision, now, rate) of the last answer. A frame asks for each live
-# node's rate four times (its tree row, the header total, the chart's `now`, its star);
-# the walk over the rate series is done once. Any change to a node bumps its revision;
-# the view itself is compared too, so two models with the same ids never mix.
+# node id → (view, revision, now, rate) of the last answer: a node asked again at the
+# same time and unchanged is not walked again (the tree row, the detail overlay, and
+# `instant_rate`'s first ask). Any change to a node bumps its revision; the view itself
+# is compared too, so two models with the same ids never mix.
 _memo: dict[str, tuple[NodeView, int, float, float]] = {}
 
 # The panels that sum or shade every live node (the header, the chart's `now`, the
