@@ -1,0 +1,109 @@
+"""The per-agent work of a host streaming many agents, out of the host (issue 35).
+
+Standalone: `.venv/bin/python bench/bench_live_frames.py [--agents 1000]`.
+
+Two measurements that `bench_live_agents.py` (a real host, a noisy machine) cannot tell
+apart from its noise, each on the shape of that bench (one pi assistant line, 100 output
+tokens, a second per agent):
+- watcher: µs per appended line through `SessionWatcher.poll_paths` (stat, read, parse,
+  fold, report), 500 files, one line appended to each per round, 30 rounds;
+- chart: ms per `RateBuckets.compute` frame at N live workers with 180 s of one-second
+  segments (60 s in the window), a quarter of them appending a segment before each
+  quarter-second frame, 200 frames (median), with the buckets' checksum (the same to the
+  bit from one version to the next).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
+
+from render_helpers import T0, node
+
+from legion_tui.model import NodeStatus
+from legion_tui.render.chart import RateBuckets
+from legion_tui.render.feed import ChangeFeed
+from legion_tui.session.progress import RateSegment, SessionProgress
+from legion_tui.session.watcher import SessionWatcher
+from legion_tui.state import LegionModel
+
+LINE = (
+    '{"type":"message","id":"%08x","parentId":%s,"timestamp":"2026-12-06T06:%02d:%02d.%03dZ",'
+    '"message":{"role":"assistant","content":[{"type":"text","text":"line %d"}],'
+    '"api":"anthropic-messages","provider":"bench","model":"streamer",'
+    '"usage":{"input":0,"output":100,"cacheRead":0,"cacheWrite":0,"totalTokens":100,'
+    '"cost":{"input":0,"output":0,"cacheRead":0,"cacheWrite":0,"total":0}},'
+    '"stopReason":"stop","timestamp":%d}}\n'
+)
+HEADER = ('{"type":"session","version":3,"id":"x","timestamp":"2026-12-06T06:00:00.000Z",'
+          '"cwd":"/"}\n')  # fmt: skip
+
+
+def watcher_us_per_line(files: int = 500, rounds: int = 30) -> float:
+    with tempfile.TemporaryDirectory() as folder:
+        paths = [os.path.join(folder, f"s-{i}.jsonl") for i in range(files)]
+        for path in paths:
+            Path(path).write_text(HEADER)
+        watcher = SessionWatcher(folder, lambda _nid, _progress: None)
+        watcher.poll_all()
+        spent = 0.0
+        for i in range(1, rounds + 1):
+            parent = "null" if i == 1 else f'"{i - 1:08x}"'
+            line = LINE % (i, parent, i // 60 % 60, i % 60, i % 1000, i, 1_796_000_000_000 + i)
+            for path in paths:
+                with open(path, "a") as fh:
+                    fh.write(line)
+            start = time.perf_counter()
+            watcher.poll_paths(paths)
+            spent += time.perf_counter() - start
+        watcher.close()
+    return spent / (files * rounds) * 1e6
+
+
+def chart_ms_per_frame(agents: int, history: int = 180, frames: int = 200) -> tuple[float, float]:
+    now = T0 + 1000.0
+    model = LegionModel("run", "s", started_at=T0, clock=lambda: now)
+    model.upsert(node("root", None, "root", NodeStatus.RUNNING))
+    ids = [f"w{i}" for i in range(agents)]
+    for i, nid in enumerate(ids):
+        model.upsert(node(nid, "root", "worker", NodeStatus.RUNNING))
+        offset = (i % 4) * 0.25 + 0.01 * (i % 25)  # the appends spread over the second
+        series = [RateSegment(now - history + k + offset - 1, now - history + k + offset, 100)
+                  for k in range(history)]  # fmt: skip
+        model.set_progress(nid, SessionProgress(rate_series=series))
+    feed = ChangeFeed(model)
+    buckets = RateBuckets()
+    values = buckets.compute(model, now - 60, now, 194, changed=feed.take())
+    times = []
+    for frame in range(frames):
+        now += 0.25
+        for nid in ids[frame % 4 :: 4]:
+            progress = model.nodes[nid].progress
+            last = progress.rate_series[-1]
+            progress.rate_series.append(RateSegment(last.end, last.end + 1.0, 100))
+            model.set_progress(nid, progress)
+        changed = feed.take()
+        start = time.perf_counter()
+        values = buckets.compute(model, now - 60, now, 194, changed=changed)
+        times.append(time.perf_counter() - start)
+    return statistics.median(times) * 1e3, float(values.sum())
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--agents", type=int, default=1000)
+    args = parser.parse_args()
+    print(f"watcher: {watcher_us_per_line():.1f} µs per appended line")
+    ms, checksum = chart_ms_per_frame(args.agents)
+    print(f"chart: {ms:.2f} ms per frame at {args.agents} live agents (checksum {checksum:.6f})")
+
+
+if __name__ == "__main__":
+    main()
