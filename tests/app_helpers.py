@@ -9,6 +9,7 @@ an unreadable session, an interrupted node.
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -62,6 +63,22 @@ async def open_detail(pilot: Pilot[None], app: LegionApp, node_id: str) -> Detai
     await pilot.pause()
     assert isinstance(app.screen, DetailScreen)
     return app.screen
+
+
+async def show_tab(pilot: Pilot[None], detail: DetailScreen, tab_id: str) -> None:
+    """Show a tab of the detail overlay and wait (bounded) until its content is mounted:
+    a tab other than the Transcript is built the first time it is shown."""
+    from textual.widgets import TabbedContent, TabPane
+
+    # As the overlay's own tab keys do: the focus leaves first, or a focused widget in
+    # the pane being hidden (the Mail tab's list) would bring its tab straight back.
+    detail.set_focus(None)
+    detail.query_one("#detail-tabs", TabbedContent).active = tab_id
+    deadline = time.monotonic() + 10.0
+    while not detail.query_one(f"#{tab_id}", TabPane).children:
+        assert time.monotonic() < deadline, f"the {tab_id} tab was never built"
+        await pilot.pause()
+    await pilot.pause()
 
 
 def _progress(

@@ -9,16 +9,20 @@ from pathlib import Path
 
 import pytest
 from app_helpers import (
+    NOW,
     SESSION_LINES,
     FakeOps,
     canned_model,
     fixed_clock,
     open_detail,
+    show_tab,
     write_run_files,
 )
-from textual.widgets import Static, TabbedContent
+from textual.widgets import OptionList, Static, TabPane
 
 from legion_tui.dashboard.app import LegionApp, make_app
+from legion_tui.model import MailKind, MailState, Urgency
+from legion_tui.model_records import MailboxStats, Message
 from legion_tui.widgets.overlay import terminal_view
 from legion_tui.widgets.overlay.terminal_view import TerminalView, emulate, pyte_colour
 from legion_tui.widgets.overlay.transcript_view import INDEX_STEP_BYTES, TranscriptView
@@ -92,7 +96,7 @@ async def test_appended_session_lines_and_terminal_output_show_while_open(
         app.second_tick()  # the overlay's once-a-second refresh of its node
         await until(pilot, lambda: "one more" in shown(view), "the appended entry")
 
-        detail.query_one(TabbedContent).active = "tab-terminal"
+        await show_tab(pilot, detail, "tab-terminal")
         term = detail.query_one(TerminalView)
         await until(pilot, lambda: "retrying once" in shown(term), "the terminal log")
         reloads = term.reloads
@@ -117,8 +121,7 @@ async def test_terminal_tab_honours_colours_and_carriage_returns(tmp_path: Path)
     app, _ = build(write_run_files(tmp_path))
     async with app.run_test(size=SIZE) as pilot:
         detail = await open_detail(pilot, app, "n2")
-        detail.query_one(TabbedContent).active = "tab-terminal"
-        await pilot.pause()
+        await show_tab(pilot, detail, "tab-terminal")
         term = detail.query_one(TerminalView)
         lines = [term.render_line(y).text.rstrip() for y in range(4)]
         assert lines == ["==> building api", "progress 100%",
@@ -190,9 +193,56 @@ async def test_the_overlay_activity_clock_moves_with_the_second_tick(tmp_path: P
                    run_dir=write_run_files(tmp_path))
     async with app.run_test(size=SIZE) as pilot:
         detail = await open_detail(pilot, app, "n3")
+        await show_tab(pilot, detail, "tab-activity")
         activity = detail.query_one("#activity", Static)
         assert "working · bash 00:07:31" in str(activity.render())
         now[0] += 2
         app.second_tick()  # what the 1 s timer calls
         await pilot.pause()
         assert "working · bash 00:07:33" in str(activity.render())
+
+
+def letter(id_: int, subject: str, at: float) -> Message:
+    return Message(id_, "n1", "n2", MailKind.HANDOFF, Urgency.NORMAL, subject, "body",
+                   MailState.DELIVERED, at + 5, at)
+
+
+async def test_a_tab_built_when_first_shown_shows_the_node_as_it_is_then_and_follows_it(
+    tmp_path: Path,
+) -> None:
+    """Only the Transcript's content is composed with the overlay (Enter's first frame
+    is the sooner for it); Activity, Mail, Events and Terminal are built when first
+    shown — with what the node is by then, and they follow it from there."""
+    model = canned_model()
+    now = [1_790_000_000.0]
+    model.clock = lambda: now[0]
+    app = make_app(model, FakeOps(model), clock=model.clock, timers=False,
+                   run_dir=write_run_files(tmp_path))
+    async with app.run_test(size=SIZE) as pilot:
+        detail = await open_detail(pilot, app, "n2")
+        hidden = ("tab-activity", "tab-mail", "tab-events", "tab-terminal")
+        assert [bool(detail.query_one(f"#{t}", TabPane).children) for t in hidden] == [
+            False, False, False, False]
+        assert not detail.query(TerminalView)
+        # While the tabs are unbuilt the node moves on: a letter, and time passes.
+        model.set_mail("n2", MailboxStats(delivered=1), [letter(7, "contract", NOW - 60)])
+        now[0] += 5
+        app.second_tick()
+        await pilot.pause()
+        await show_tab(pilot, detail, "tab-mail")
+        assert "subject: contract" in str(detail.query_one("#letter-body", Static).render())
+        await show_tab(pilot, detail, "tab-activity")
+        activity = detail.query_one("#activity", Static)
+        assert "read 00:00:17" in str(activity.render())  # 12 s when opened, 5 s later
+        await show_tab(pilot, detail, "tab-terminal")
+        term = detail.query_one(TerminalView)
+        await until(pilot, lambda: "retrying once" in shown(term), "the terminal log")
+        # Built, each follows the node as before.
+        model.set_mail("n2", MailboxStats(delivered=2), [
+            letter(7, "contract", NOW - 60), letter(9, "review", NOW - 10)])
+        now[0] += 2
+        app.second_tick()
+        await pilot.pause()
+        assert "read 00:00:19" in str(activity.render())
+        await show_tab(pilot, detail, "tab-mail")
+        assert detail.query_one("#letters-list", OptionList).option_count == 2

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 import pytest
-from app_helpers import FakeOps, canned_app, canned_model
+from app_helpers import FakeOps, canned_app, canned_model, show_tab
 from textual.widgets import Static
 
 from legion_tui import receipts
@@ -79,6 +79,8 @@ async def test_the_overlay_touches_a_tab_only_when_its_text_changes() -> None:
         await pilot.pause()
         screen = app.screen
         assert isinstance(screen, DetailScreen)
+        for tab in ("tab-mail", "tab-events", "tab-transcript"):  # built when first shown
+            await show_tab(pilot, screen, tab)
         updates: list[str] = []
         for selector in ("#detail-head", "#letters-counts", "#letter-body", "#events"):
             static = screen.query_one(selector, Static)

@@ -6,7 +6,14 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from app_helpers import FakeOps, canned_model, fixed_clock, open_detail, write_run_files
+from app_helpers import (
+    FakeOps,
+    canned_model,
+    fixed_clock,
+    open_detail,
+    show_tab,
+    write_run_files,
+)
 
 from legion_tui.dashboard.app import LegionApp, make_app
 from legion_tui.settings import load_settings
@@ -76,6 +83,7 @@ async def test_every_painted_widget_follows_a_theme_change_with_the_overlay_open
     app = build(write_run_files(tmp_path))
     async with app.run_test(size=(120, 40)) as pilot:
         detail = await open_detail(pilot, app, "n2")
+        await show_tab(pilot, detail, "tab-terminal")  # built when first shown
         await pilot.press("t")  # the app's key, in the overlay as on the tree
         await pilot.pause()
         assert app.theme == "legion-light" and app.screen is detail
@@ -92,7 +100,9 @@ async def test_every_painted_widget_follows_a_theme_change_with_the_overlay_open
                 "TerminalView", "ConfirmBar", "TreeHeader"} <= names
         assert {widget.theme_name for widget in followers} == {"legion-light"}
         light = palette("legion-light").page.lower()
-        for view in (detail.query_one(TranscriptView), detail.query_one(TerminalView)):
+        for tab, kind in (("tab-transcript", TranscriptView), ("tab-terminal", TerminalView)):
+            await show_tab(pilot, detail, tab)  # each view painted while it is shown
+            view = detail.query_one(kind)
             backgrounds = {
                 segment.style.bgcolor.get_truecolor().hex.lower()
                 for segment in view.render_line(0)

@@ -32,11 +32,11 @@ from app_helpers import (
     capture,
     fanout_model,
     fixed_clock,
+    show_tab,
     terminal_screen,
     write_run_files,
 )
 from textual.pilot import Pilot
-from textual.widgets import TabbedContent
 
 from legion_tui.dashboard.app import LegionApp, make_app
 from legion_tui.fanout.compare import Attempt
@@ -44,6 +44,7 @@ from legion_tui.fanout.group import group_of_row
 from legion_tui.model import NodeStatus
 from legion_tui.state import LegionModel
 from legion_tui.widgets.overlay.compare_view import CompareScreen
+from legion_tui.widgets.overlay.detail import DetailScreen
 
 pytestmark = pytest.mark.unit
 
@@ -211,8 +212,8 @@ async def open_tab(pilot: Pilot[None], app: LegionApp, node_id: str, tab: str) -
     app.railway.select(node_id)
     await pilot.press("o")
     await pilot.pause()
-    app.screen.query_one("#detail-tabs", TabbedContent).active = tab
-    await pilot.pause()
+    assert isinstance(app.screen, DetailScreen)
+    await show_tab(pilot, app.screen, tab)
 
 
 async def stalled_activity_tab(pilot: Pilot[None], app: LegionApp) -> None:
