@@ -185,12 +185,18 @@ async def test_the_galaxy_ticks_only_while_visible_and_not_paused(tmp_path: Path
         assert ticks == [1]
 
 
-async def test_the_overlay_activity_clock_moves_with_the_second_tick(tmp_path: Path) -> None:
+def clocked_app(tmp_path: Path) -> tuple[LegionApp, list[float]]:
+    """The canned legion on a clock the test moves (`now[0]`), its run files written."""
     model = canned_model()
     now = [1_790_000_000.0]
     model.clock = lambda: now[0]
     app = make_app(model, FakeOps(model), clock=model.clock, timers=False,
                    run_dir=write_run_files(tmp_path))
+    return app, now
+
+
+async def test_the_overlay_activity_clock_moves_with_the_second_tick(tmp_path: Path) -> None:
+    app, now = clocked_app(tmp_path)
     async with app.run_test(size=SIZE) as pilot:
         detail = await open_detail(pilot, app, "n3")
         await show_tab(pilot, detail, "tab-activity")
@@ -213,11 +219,8 @@ async def test_a_tab_built_when_first_shown_shows_the_node_as_it_is_then_and_fol
     """Only the Transcript's content is composed with the overlay (Enter's first frame
     is the sooner for it); Activity, Mail, Events and Terminal are built when first
     shown — with what the node is by then, and they follow it from there."""
-    model = canned_model()
-    now = [1_790_000_000.0]
-    model.clock = lambda: now[0]
-    app = make_app(model, FakeOps(model), clock=model.clock, timers=False,
-                   run_dir=write_run_files(tmp_path))
+    app, now = clocked_app(tmp_path)
+    model = app.model
     async with app.run_test(size=SIZE) as pilot:
         detail = await open_detail(pilot, app, "n2")
         hidden = ("tab-activity", "tab-mail", "tab-events", "tab-terminal")

@@ -134,13 +134,20 @@ async def test_changes_not_yet_signalled_make_the_feed_answer_unknown() -> None:
     assert feed.take() is None  # closed: it no longer hears the model
 
 
-def test_the_rate_memo_follows_the_view_its_revision_and_the_clock() -> None:
+def two_streaming_roots() -> tuple[Clock, LegionModel, LegionModel]:
+    """Two models on one clock, each a root streaming at its own rate (20, 90 tok/s)
+    with the same id and revision: an answer kept for one must not serve the other."""
     clock = Clock()
     a = LegionModel("run-a", "s", started_at=T0, clock=clock)
     b = LegionModel("run-b", "s", started_at=T0, clock=clock)
     for model, tok_s in ((a, 20.0), (b, 90.0)):
         model.upsert(node("root", None, "root", NodeStatus.RUNNING))
         model.set_progress("root", streaming(clock.now, tok_s))
+    return clock, a, b
+
+
+def test_the_rate_memo_follows_the_view_its_revision_and_the_clock() -> None:
+    clock, a, b = two_streaming_roots()
     # Same node id, same revision, same clock: two models must still not share an answer.
     assert a.nodes["root"].revision == b.nodes["root"].revision
     ra, rb = node_rate(a.nodes["root"], clock.now), node_rate(b.nodes["root"], clock.now)
@@ -159,12 +166,7 @@ def test_the_panels_take_one_rate_per_node_and_instant() -> None:
     times a second per agent. Within an instant they all get the first answer (their
     figures agree); the tree's own figure follows every change; the next instant reads
     the node as it is then."""
-    clock = Clock()
-    a = LegionModel("run-a", "s", started_at=T0, clock=clock)
-    b = LegionModel("run-b", "s", started_at=T0, clock=clock)
-    for model, tok_s in ((a, 20.0), (b, 90.0)):
-        model.upsert(node("root", None, "root", NodeStatus.RUNNING))
-        model.set_progress("root", streaming(clock.now, tok_s))
+    clock, a, b = two_streaming_roots()
     at = rates_instant(clock.now)
     first = instant_rate(a.nodes["root"], at)
     assert first == live_tok_s(a.nodes["root"].progress, at) > 0
