@@ -122,6 +122,8 @@ async def compare(
         result = attempt_result(view, checks_expected(view))
         checks = view.last(EventType.CHECKS)
         spend = total_spend([view.progress])
+        if view.node.simulated and spend.usd:  # the demo's made-up dollars, said so
+            spend = spend._replace(pretend=1)
         out.append(Attempt(
             node_id=view.node.id, name=short_name(view), path=view.node.path,
             kind=view.node.kind, model=view.progress.model, status=view.node.status.value,
@@ -145,7 +147,8 @@ def best(attempts: Sequence[Attempt]) -> Attempt | None:
 
 
 FIELDS: tuple[tuple[str, Callable[[Attempt], str]], ...] = (
-    ("kind", lambda a: a.kind + (f" · {a.model}" if a.model else "")),
+    ("kind", lambda a: ("sim (simulated)" if a.kind == "sim" else a.kind)
+     + (f" · {a.model}" if a.model else "")),
     ("status", lambda a: a.status),
     ("verdict", lambda a: a.verdict),
     ("checks", lambda a: a.checks),
