@@ -149,3 +149,15 @@ async def test_an_agents_key_on_a_group_row_says_what_the_row_is_and_asks_nothin
         assert said == [f"{FANOUT} is a fan-out, not an agent: Enter compares its attempts; "
                         "select one of them to act on it."], said  # fmt: skip
         assert not app.main_screen.confirm_bar.asking and ops.calls == []
+
+
+async def test_a_fanout_of_simulated_attempts_is_marked_sim_on_its_row() -> None:
+    model = fanout_model()
+    for node_id in ("a1", "a2", "a3"):
+        model.upsert(replace(model.nodes[node_id].node, kind="sim"))
+    app = make_app(model, FakeOps(model), clock=fixed_clock, timers=False)
+    async with app.run_test(size=(120, 40)):
+        row = app.railway.row_of(ROW)
+        assert row is not None
+        text = app.railway.render_line(row - int(app.railway.scroll_offset.y)).text
+        assert f"◇ {FANOUT} sim " in text, text

@@ -244,7 +244,7 @@ class RailwayTree(ScrollView, FollowsTheme, can_focus=True):
         label_need, phase_need = 8, 0
         for row in self.rows:
             if row.group is not None:
-                name = row.group.name + (f" +{row.hidden}" if row.hidden else "")
+                name = row.group.name + (f" +{row.hidden}" if row.hidden else "") + SIM_MARK
                 label_need = max(label_need, len(row.rail) + 3 + len(name) + 2)
                 continue
             view = self.model.nodes[row.node_id]
@@ -484,6 +484,10 @@ class RailwayTree(ScrollView, FollowsTheme, can_focus=True):
         style = paint.base if state.live else paint.dim
         label = f"{row.rail} {GROUP_GLYPH} "
         name = group.name + (f" +{row.hidden}" if row.hidden else "")
+        # Simulated attempts (the demo's): the group's row is marked as theirs are, so
+        # its summed figures never read as real work.
+        if all(v.node.simulated for v in views):
+            name += SIM_MARK
         room = max(0, cols.label - len(label))
         if len(name) > room:
             name = name[: max(0, room - 1)] + "…" if room > 0 else ""
