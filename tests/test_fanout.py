@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import signal
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -24,6 +25,7 @@ from supervisor_helpers import (
     use_git_identity,
 )
 
+from legion_tui.git.worktree import WorktreeError
 from legion_tui.model import NodeStatus
 from legion_tui.supervisor.hearing.status import render_status
 from legion_tui.wire.names import ROOT_ID, OpError
@@ -249,3 +251,17 @@ async def test_legion_spawn_fanout_starts_the_attempts_and_names_each(
             "Spawned root/try.exec-1", "Spawned root/try.exec-2"], out
         nodes = [v.node for v in sup.model.nodes.values() if v.node.attempt_group == "try"]
         assert len(nodes) == 2 and all(sup.teams.worktree_of(n.id) for n in nodes)
+
+
+async def test_an_attempt_whose_repository_went_fails_rather_than_work_in_the_project(
+    tmp_path: Path,
+) -> None:
+    """Admission read HEAD, then the repository went before the attempt's worktree was
+    made: the attempt must not fall back to the project folder (attempts there would
+    overwrite each other's work) — its worktree step refuses, and the launch fails it."""
+    project = _project(tmp_path, repo=False)
+    async with hosted(project, default_kind=None) as sup:
+        (node,) = await sup.launcher.spawn(ROOT_ID, [ChildRequest("doer", "t", name="solo")])
+        attempt = replace(node, id="solo-attempt", attempt_group="fix")
+        with pytest.raises(WorktreeError, match="no git repository now"):
+            await sup.teams.worktree_for_launch(attempt, None, resume=False)

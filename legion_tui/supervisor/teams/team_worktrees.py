@@ -71,8 +71,10 @@ class TeamWorktrees:
         attempt = node.attempt_group is not None  # of a fan-out: its own, or none at all
         own = attempt or own_worktree(node.parent_id == ROOT_ID, node.role, asked, per_agent)
         repo = self.worktree_repo(node.kind)
-        if repo is None or (node.role == "centurion" and wants is False):
+        if repo is None or (node.role == "centurion" and wants is False and not attempt):
             # No repository to branch from, or a lead dispatched without one on purpose.
+            if attempt:
+                raise WorktreeError(f"no repository to cut {node.name}'s worktree from")
             return demote_worktree(node.role, node.name, wants, own=own).warning
         try:
             # Launches of one batch run together; git's own locks are not made for two
@@ -87,6 +89,8 @@ class TeamWorktrees:
                 raise
             log.warning("no worktree for %s: %s", node.path, err)
             return f"no worktree for {node.name}: {err}"
+        if tree is None and attempt:  # the repository went since admission read its HEAD
+            raise WorktreeError(f"{repo} is no git repository now: {node.name} has no worktree")
         if tree is not None:
             self._worktrees[node.id] = tree
         if warning:
