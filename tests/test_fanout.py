@@ -265,3 +265,20 @@ async def test_an_attempt_whose_repository_went_fails_rather_than_work_in_the_pr
         attempt = replace(node, id="solo-attempt", attempt_group="fix")
         with pytest.raises(WorktreeError, match="no git repository now"):
             await sup.teams.worktree_for_launch(attempt, None, resume=False)
+
+
+@pytest.mark.parametrize(
+    ("args", "said"),
+    [
+        (["--pick", "best"], "--pick chooses among the attempts of a fan-out"),
+        (["--fanout", "2", "--json"], "--json reports one agent's run"),
+        (["--fanout", "1"], "a fan-out is 2 to 16 attempts, got 1"),
+    ],
+)
+async def test_a_bad_fanout_run_is_refused_before_any_host_exists(
+    tmp_path: Path, args: list[str], said: str
+) -> None:
+    project = _project(tmp_path, repo=False)
+    code, out, err = await run_cli("run", "doer", "--task", "t", *args, cwd=project)
+    assert code != 0 and said in err, (code, out, err)
+    assert not (project / ".legion" / "runs").exists()  # no run, no ledger, no session

@@ -251,6 +251,9 @@ async def _run_headless(args: argparse.Namespace, deadline: ExitDeadline) -> int
                              "or --kinds K,K")  # fmt: skip
         if attempts is not None and args.phases:
             raise ValueError("a fan-out's attempts are single agents: --phases is for a lead")
+        if attempts is not None and args.json:
+            raise ValueError("--json reports one agent's run; a fan-out prints its table "
+                             "(`legion status --json --session S` has every attempt)")  # fmt: skip
     except (ValueError, CardError) as err:
         print(f"legion run: {err}", file=sys.stderr)
         return 1
