@@ -302,8 +302,7 @@ class Landing:
         elif request.kind == "push":
             self._run(self._push(node_id, pending.tree))
         elif request.kind == "discard" and pending.many:
-            for tree, loss in pending.many:
-                self._run(self._discard(tree, loss))
+            self._run(self._discard_each(pending.many))
         elif request.kind == "discard":
             self._run(self._discard(pending.tree, pending.loss))
 
@@ -354,6 +353,12 @@ class Landing:
         elif pushed.said:
             said += f"\n{pushed.said}"
         self._say(said, False)
+
+    async def _discard_each(self, many: Sequence[tuple[Worktree, Loss | None]]) -> None:
+        """One after the other: git's locks are not made for two `worktree remove` (or
+        `branch -D`) at once in one repository."""
+        for tree, loss in many:
+            await self._discard(tree, loss)
 
     async def _discard(self, tree: Worktree, loss: Loss | None) -> None:
         try:
