@@ -238,6 +238,7 @@ async def test_the_form_fans_out_and_a_fanout_it_cannot_start_is_refused_in_it(
     ("text", "kind", "kinds"),
     [("", "pi", ["pi"]), ("×3", None, [None] * 3), ("x2", "codex", ["codex"] * 2),
      ("pi, claude, codex", None, ["pi", "claude", "codex"]), ("pi claude", "sim", ["pi", "claude"]),
+     ("Pi:Qwen/Qwen3-32B, PI:m2", None, ["pi:Qwen/Qwen3-32B", "pi:m2"]),
      ("1", None, "attempts: a fan-out is 2 to 16 attempts, not 1"),
      ("codex", None, "attempts: a fan-out is 2 attempts or more (×2, or two kinds)")],
 )  # fmt: skip

@@ -41,16 +41,18 @@ Spawn = Callable[[str, Sequence[ChildRequest]], Awaitable[str]]
 def attempts_of(text: str, kind: str | None) -> list[str | None] | str:
     """The Attempts field: empty → one agent; `×3` (or `x3`, `3`) → three of the chosen
     kind; `pi, claude, codex` → one of each. A string: what is wrong with it."""
-    text = text.strip().lower()
+    text = text.strip()
     if not text:
         return [kind]
-    count = text.lstrip("×x").strip()
+    count = text.lstrip("×xX").strip()
     if count.isdigit():
         n = int(count)
         if not 2 <= n <= MAX_ATTEMPTS:
             return f"attempts: a fan-out is 2 to {MAX_ATTEMPTS} attempts, not {n}"
         return [kind] * n
-    kinds = [k.strip() for k in text.replace(" ", ",").split(",") if k.strip()]
+    # A kind is read in any case; a model's name is kept as typed (`pi:Qwen/Qwen3-32B`).
+    kinds = [f"{k.partition(':')[0].lower()}{''.join(k.partition(':')[1:])}"
+             for k in text.replace(" ", ",").split(",") if k.strip()]  # fmt: skip
     unknown = [k for k in kinds if k.partition(":")[0] not in AGENT_KINDS]
     if unknown:
         return (f"attempts: {', '.join(unknown)} is no agent kind — write ×N, or kinds "
