@@ -9,6 +9,7 @@ grouping, naming and worktrees, the same for every kind; the real agents fan out
 from __future__ import annotations
 
 import asyncio
+import json
 import signal
 from dataclasses import replace
 from pathlib import Path
@@ -33,17 +34,19 @@ from legion_tui.wire.spawn_request import NEW_GROUP, ChildRequest
 
 pytestmark = pytest.mark.host
 
-# Each attempt writes where it runs: its worktree, never the project.
-CARD = (
-    "---\nname: doer\ndescription: Writes its id.\nkind: exec\nrole: worker\n"
-    'command: ["sh", "-c", "echo $LEGION_NODE_ID > out.txt"]\n---\nDo.\n'
-)
+def _exec_card(project: Path, name: str, about: str, *argv: str) -> None:
+    """`.legion/agents/<name>.md`: a worker card of kind exec running `argv`."""
+    command = ", ".join(json.dumps(word) for word in argv)
+    (project / ".legion" / "agents" / f"{name}.md").write_text(
+        f"---\nname: {name}\ndescription: {about}\nkind: exec\nrole: worker\n"
+        f"command: [{command}]\n---\nDo.\n", encoding="utf-8",
+    )  # fmt: skip
 
 
 def _project(root: Path, *, repo: bool = True) -> Path:
-    agents = root / ".legion" / "agents"
-    agents.mkdir(parents=True)
-    (agents / "doer.md").write_text(CARD, encoding="utf-8")
+    (root / ".legion" / "agents").mkdir(parents=True)
+    # Each attempt writes where it runs: its worktree, never the project.
+    _exec_card(root, "doer", "Writes its id.", "sh", "-c", "echo $LEGION_NODE_ID > out.txt")
     if repo:
         git(root, "init", "-q", "-b", "main")
         (root / "README.md").write_text("a project\n")
@@ -152,10 +155,7 @@ echo '{"ok": true, "reason": "wrote out.txt"}'
 def _fixer(project: Path, checks: str) -> None:
     script = project / ".legion" / "attempt.sh"
     script.write_text(ATTEMPT_SH)
-    (project / ".legion" / "agents" / "fixer.md").write_text(
-        "---\nname: fixer\ndescription: Writes out.txt.\nkind: exec\nrole: worker\n"
-        f'command: ["sh", "{script}"]\n---\nDo.\n', encoding="utf-8",
-    )  # fmt: skip
+    _exec_card(project, "fixer", "Writes out.txt.", "sh", str(script))
     (project / ".legion" / "settings.toml").write_text(checks)
 
 
@@ -217,10 +217,8 @@ async def test_a_fanout_run_interrupted_pauses_its_attempts_and_lands_nothing(
     exits 1, and nothing is compared or landed."""
     use_git_identity(monkeypatch)
     project = _project(tmp_path)
-    (project / ".legion" / "agents" / "sleeper.md").write_text(
-        "---\nname: sleeper\ndescription: Works a long time.\nkind: exec\nrole: worker\n"
-        'command: ["sh", "-c", "touch started; exec sleep 300"]\n---\nDo.\n', encoding="utf-8",
-    )  # fmt: skip
+    _exec_card(project, "sleeper", "Works a long time.", "sh", "-c",
+               "touch started; exec sleep 300")  # fmt: skip
     head = git(project, "rev-parse", "HEAD")
     proc = await asyncio.create_subprocess_exec(
         LEGION, "run", "sleeper", "--task", "Work.", "--fanout", "2", "--pick", "best",
