@@ -373,6 +373,25 @@ async def test_the_filter_and_steer_lines_show_what_is_typed() -> None:
             await pilot.press("escape")
 
 
+async def test_the_filter_line_covers_the_key_hints_and_the_panels_keep_their_size() -> None:
+    # A row taken from the body laid the tree, the galaxy and the chart out again one row
+    # shorter, and the galaxy redrew its whole frame: most of `/`'s time at 1 000 agents.
+    app, _ = build()
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        panels = (app.railway, app.galaxy, app.chart)
+        before = [w.region for w in panels]
+        await pilot.press("slash")
+        await pilot.pause()
+        line = app.main_screen.filter_line
+        assert line.has_focus and line.region.y == SIZE[1] - 1  # the key hints' row
+        assert [w.region for w in panels] == before
+        await pilot.press("escape")
+        await pilot.pause()
+        assert app.main_screen.query_one("KeyHints").region.y == SIZE[1] - 1
+        assert [w.region for w in panels] == before
+
+
 async def test_the_tree_has_the_keys_again_after_the_full_screen_galaxy() -> None:
     app, _ = build()
     async with app.run_test(size=SIZE) as pilot:
