@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 from app_helpers import NOW, FakeOps, big_model, canned_model, fixed_clock
+from textual.widgets import Static
 
 from legion_tui import receipts
 from legion_tui.dashboard.app import LegionApp, ModelChanged, make_app
@@ -15,7 +16,7 @@ from legion_tui.model_records import Node
 from legion_tui.state import LegionModel
 from legion_tui.widgets.confirm import ConfirmBar
 from legion_tui.widgets.galaxy import GalaxyView
-from legion_tui.widgets.help import HelpScreen
+from legion_tui.widgets.help import HelpScreen, help_text
 from legion_tui.widgets.palette import LegionCommands, SlashStop, parse_slash_stop
 
 pytestmark = pytest.mark.unit
@@ -177,6 +178,21 @@ async def test_help_galaxy_full_screen_and_chart_window() -> None:
         await pilot.press("escape")
         await pilot.pause()
         assert app.screen is app.main_screen
+
+
+async def test_the_help_wraps_its_text_to_the_terminal_it_is_resized_to() -> None:
+    app, _ = build()
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("question_mark")
+        await pilot.pause()
+        text = app.screen.query_one(Static)
+        wide = str(text.render())
+        assert wide == help_text(int(SIZE[0] * 0.9) - 6)
+        await pilot.resize_terminal(70, 40)
+        await pilot.pause()
+        await pilot.pause()
+        narrow = str(text.render())
+        assert narrow == help_text(int(70 * 0.9) - 6) and narrow != wide
 
 
 async def test_q_asks_while_agents_are_live_and_y_quits() -> None:

@@ -8,13 +8,14 @@ from typing import ClassVar
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Vertical
-from textual.screen import ModalScreen
 from textual.widgets import Static, TextArea
+
+from legion_tui.widgets.modal import Modal
 
 __all__ = ["CommitMessageScreen"]
 
 
-class CommitMessageScreen(ModalScreen[str | None]):
+class CommitMessageScreen(Modal[str | None]):
     DEFAULT_CSS = """
     CommitMessageScreen { align: center middle; }
     CommitMessageScreen #commit-frame {

@@ -5,11 +5,13 @@ from __future__ import annotations
 import textwrap
 from typing import ClassVar
 
+from textual import events
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import VerticalScroll
-from textual.screen import ModalScreen
 from textual.widgets import Static
+
+from legion_tui.widgets.modal import Modal
 
 KEYS: tuple[tuple[str, str], ...] = (
     ("↑ ↓ / j k", "select"),
@@ -104,7 +106,7 @@ def help_text(width: int | None = None) -> str:
     return "\n\n".join(blocks)
 
 
-class HelpScreen(ModalScreen[None]):
+class HelpScreen(Modal[None]):
     DEFAULT_CSS = """
     HelpScreen { align: center middle; }
     HelpScreen > VerticalScroll {
@@ -115,12 +117,18 @@ class HelpScreen(ModalScreen[None]):
     """
     BINDINGS: ClassVar[list[BindingType]] = [Binding("escape,q,question_mark", "close", "Close")]
 
-    def compose(self) -> ComposeResult:
-        with VerticalScroll():
-            yield Static(help_text(self._room()), markup=False)
+    _laid_for = 0  # the room its text was wrapped to
 
-    def on_resize(self) -> None:
-        self.query_one(Static).update(help_text(self._room()))
+    def compose(self) -> ComposeResult:
+        self._laid_for = self._room()
+        with VerticalScroll():
+            yield Static(help_text(self._laid_for), markup=False)
+
+    def on_resize(self, event: events.Resize) -> None:
+        # The first Resize comes from its own first layout: the text fits already.
+        if self._room() != self._laid_for:
+            self._laid_for = self._room()
+            self.query_one(Static).update(help_text(self._laid_for))
 
     def _room(self) -> int:
         """The text's width: the box's 90 % of the screen, less its border, padding and

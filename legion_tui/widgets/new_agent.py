@@ -16,12 +16,12 @@ from typing import ClassVar
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, VerticalScroll
-from textual.screen import ModalScreen
 from textual.widget import Widget
 from textual.widgets import Input, Select, Static, TextArea
 from textual.worker import Worker
 
 from legion_tui.agents.cards import CardSet
+from legion_tui.widgets.modal import Modal
 from legion_tui.wire.names import OpError
 from legion_tui.wire.spawn_request import NEW_GROUP, ChildRequest, split_attempt
 
@@ -75,7 +75,7 @@ def card_descriptions(cards: CardSet) -> dict[str, str]:
     return about
 
 
-class NewAgentScreen(ModalScreen[str | None]):
+class NewAgentScreen(Modal[str | None]):
     DEFAULT_CSS = """
     NewAgentScreen { align: center middle; }
     NewAgentScreen #new-agent-frame {

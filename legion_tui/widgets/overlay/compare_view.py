@@ -20,7 +20,6 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical, VerticalScroll
-from textual.screen import ModalScreen
 from textual.widgets import Static
 
 from legion_tui.fanout.compare import FIELDS, Attempt
@@ -28,6 +27,7 @@ from legion_tui.fanout.group import AttemptGroup, group_state
 from legion_tui.model import EventType
 from legion_tui.state import LegionModel
 from legion_tui.widgets.confirm import ConfirmBar
+from legion_tui.widgets.modal import Modal
 from legion_tui.widgets.overlay.diff_view import diff_lines
 from legion_tui.widgets.overlay.message_box import MessageBox
 from legion_tui.widgets.overlay.talk import MessageHistory
@@ -72,7 +72,7 @@ def file_diffs(diff: str) -> dict[str, list[str]]:
     return out
 
 
-class CompareScreen(ModalScreen[None]):
+class CompareScreen(Modal[None]):
     DEFAULT_CSS = """
     CompareScreen { align: center middle; }
     CompareScreen #compare-frame {

@@ -15,11 +15,9 @@ from pathlib import Path
 from typing import ClassVar
 
 from rich.text import Text
-from textual import events
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Vertical, VerticalScroll
-from textual.screen import ModalScreen
 from textual.widget import Widget
 from textual.widgets import Static, TabbedContent, TabPane
 
@@ -29,6 +27,7 @@ from legion_tui.runs.folder import terminal_log
 from legion_tui.state import Clock, LegionModel, NodeView
 from legion_tui.widgets.confirm import ConfirmBar
 from legion_tui.widgets.keys import agent_bindings
+from legion_tui.widgets.modal import Modal
 from legion_tui.widgets.overlay.detail_text import (
     activity_lines,
     event_lines,
@@ -46,7 +45,7 @@ from legion_tui.widgets.overlay.transcript_view import RAW_KEY, TranscriptView
 from legion_tui.widgets.paint import paint_for
 
 
-class DetailScreen(ModalScreen[None]):
+class DetailScreen(Modal[None]):
     DEFAULT_CSS = """
     DetailScreen { align: center middle; }
     DetailScreen #detail-frame {
@@ -100,7 +99,6 @@ class DetailScreen(ModalScreen[None]):
         # Mounted and not closing: only then do updates and keys reach its widgets.
         self.showing = False
         self._dismissed = False
-        self._resumed = False  # resumed once: its first showing is past
         self._built = {"tab-transcript", "tab-diff"}  # tabs whose content is (being) mounted
         # The message box (s): its history is the app's, shared with the tree's box.
         self.steer_line = MessageBox(history or MessageHistory(None), id="detail-steer")
@@ -228,15 +226,6 @@ class DetailScreen(ModalScreen[None]):
         self._branch = " · " + branch_note(seen)
         if self.showing:
             self._show("head", self._header(self.model.nodes[self.node_id]))
-
-    def on_screen_resume(self, event: events.ScreenResume) -> None:
-        # Runs before Screen's own handler (the MRO's order). The first resume follows
-        # the compose at once, which gave every widget its styles: Textual's refresh of
-        # them all again was ~15 % of Enter's time to the first frame. A later resume
-        # (the palette closed over the overlay, the theme may have changed) refreshes.
-        if not self._resumed:
-            self._resumed = True
-            event.refresh_styles = False
 
     def on_unmount(self) -> None:
         self.showing = False
