@@ -3,6 +3,11 @@
 
 Run: `.venv/bin/python bench/bench_pause_many.py [N ...]` (default 100 300 1000).
 
+Then a stop of N agents on a host that stays up (item 3's "stop of a 1 000-agent
+subtree"): `legion stop lead` of a lead with N live members, and `legion stop all` of
+root's N children, each on a fresh host; the processes of the run left after the stop
+(must be 0, the lead's own process stopped too) and its retirements in the ledger.
+
 One real host (`Supervisor`, in-process) spawns N exec agents in one batch; each is one
 bash process waiting on a pipe that never writes (fork-free: no `sleep` child), so the
 machine's process count is the host's, its watchdog and N. Once all N run, `close()` is
@@ -44,6 +49,10 @@ def _card(project: Path) -> None:
         f"---\nname: waiter\ndescription: Waits.\nkind: exec\nrole: worker\ncommand: {argv}\n"
         "---\nWait.\n"
     )
+    (agents / "lead.md").write_text(  # a lead whose members the host spawns (its budget)
+        f"---\nname: lead\ndescription: Leads.\nkind: exec\nrole: centurion\n"
+        f"maxSubagentDepth: 1\ncommand: {argv}\n---\nLead.\n"
+    )
 
 
 def _left(run_id: str) -> int:
@@ -76,6 +85,38 @@ async def pause(n: int) -> tuple[float, float, int, int]:
         return spawned, closed, _left(run_id), int(interrupted)
 
 
+async def stop(n: int, *, under_lead: bool) -> tuple[float, int, int]:
+    """(stop s, processes left, `stop` retirements in the ledger): `legion stop lead`
+    of a lead with N live members (`under_lead`), or `legion stop all` of root's N."""
+    with tempfile.TemporaryDirectory() as d:
+        project = Path(d)
+        _card(project)
+        budgets = Budgets(max_depth=3, max_children=n, max_active=n + 2)
+        sup = Supervisor(project, session="stop", stop_grace=5.0, budgets=budgets)
+        await sup.start()
+        try:
+            parent = ROOT_ID
+            if under_lead:
+                lead_request = ChildRequest("lead", "lead", name="lead")
+                (lead,) = await sup.launcher.spawn(ROOT_ID, [lead_request])
+                parent = lead.id
+            batch = [ChildRequest("waiter", "wait", name=f"w{i}") for i in range(n)]
+            await sup.launcher.spawn(parent, batch)
+            run_id, ledger = sup.run.run_id, sup.run.ledger_path
+            began = time.monotonic()
+            await sup.stops.stop(ROOT_ID, "lead" if under_lead else "all")
+            took = time.monotonic() - began
+            left = _left(run_id)
+        finally:
+            await sup.close()
+        with sqlite3.connect(ledger) as db:
+            retired = db.execute(
+                "SELECT count(*) FROM events WHERE type = 'node_retired' "
+                "AND json_extract(data, '$.reason') IN ('stop', 'parent-stop')"
+            ).fetchone()[0]
+        return took, left, int(retired)
+
+
 async def main(sizes: list[int]) -> None:
     for n in sizes:
         spawned, closed, left, interrupted = await pause(n)
@@ -83,6 +124,10 @@ async def main(sizes: list[int]) -> None:
         print(f"N={n} pause: {closed:.2f} s")
         print(f"N={n} processes left after the pause: {left}; interrupted in the ledger: "
               f"{interrupted}")
+        for under_lead, verb in ((True, "stop lead (N members)"), (False, "stop all (N)")):
+            took, left, retired = await stop(n, under_lead=under_lead)
+            print(f"N={n} {verb}: {took:.2f} s; processes left: {left}; "
+                  f"retired in the ledger: {retired}")
 
 
 if __name__ == "__main__":

@@ -106,6 +106,30 @@ async def test_a_stop_of_a_team_joins_a_stop_of_one_member_under_way(tmp_path: P
         assert [e.node_id for e in events] == [m.id, lead.id]
 
 
+async def test_stop_all_stops_every_child_at_once_and_tells_them_in_order(
+    tmp_path: Path,
+) -> None:
+    """`stop all` of root's children: each one's SIGTERM and grace at the same time, not
+    one after another (a thousand children each waited out the one before's sweep); the
+    receipt names them in the children's order."""
+    _stubborn_card(tmp_path)
+    async with hosted(tmp_path, stop_grace=60.0) as sup:
+        batch = [ChildRequest("stubborn", "t", name=f"s{i}") for i in range(3)]
+        nodes = await sup.launcher.spawn(ROOT_ID, batch)
+        views = [sup.model.nodes[n.id] for n in nodes]
+        await until(lambda: all(v.terminal_line == "ready" for v in views), 30, "all three")
+        graceful = asyncio.create_task(sup.stops.stop(ROOT_ID, "all"))
+        # Every child in its grace together: one after another, the second would wait
+        # out the first's 60 s.
+        await until(lambda: all(v.terminal_line == "termed" for v in views), 30,
+                    "SIGTERM to all three")  # fmt: skip
+        forced = await asyncio.wait_for(sup.stops.stop(ROOT_ID, "all", force=True), 15)
+        told = "\n".join(f"Stopped {n.name}." for n in nodes)
+        assert forced == told  # it joined the three stops under way, each forced now
+        assert await asyncio.wait_for(graceful, 15) == told
+        assert all(sup.names.node(n.id).status is NodeStatus.RETIRED for n in nodes)
+
+
 def _full_disk(sup: Supervisor, monkeypatch: pytest.MonkeyPatch) -> dict[str, bool]:
     """`retired` writes fail as the batch writer fails on SQLITE_FULL until freed."""
     disk = {"full": True}

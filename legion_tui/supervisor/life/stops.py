@@ -44,6 +44,9 @@ __all__ = ["Stops"]
 
 log = logging.getLogger(__name__)
 
+# A `stop all` child's receipt lines, and (execution, name) if it had ended already.
+_ChildStop = tuple[list[str], tuple[str, str] | None]
+
 
 class Stops:
     def __init__(self, ctx: HostContext, notices: Notices) -> None:
@@ -124,34 +127,44 @@ class Stops:
 
     # ----- the stop verb ------------------------------------------------------------------
     async def _stop_all(self, caller_id: str, force: bool) -> str:
-        node = self._names.node
         caller = self._names.caller(caller_id)
+        children = list(self._model.children(caller.id))
+        for child_id in children:
+            if self._names.node(child_id).live:  # a stop is in progress: no settling now
+                self._roster.stopping.add(child_id)
+        # Every child's subtree at once, as a stop of one subtree stops each level: one
+        # after another, a thousand children each waited for the one before's sweep.
+        # The receipt still reads in the children's order.
+        stopped = await asyncio.gather(*(self._stop_child(c, force) for c in children))
         lines: list[str] = []
         settled: dict[str, list[str]] = {}
-        for child_id in list(self._model.children(caller.id)):
-            child = node(child_id)
-            if child.live:  # a stop is in progress: it no longer settles on its own
-                self._roster.stopping.add(child.id)
-            below = await self._retires.retire_descendants(child, force)
-            child = node(child_id)
-            if child.status is NodeStatus.RETIRED and not self._retires.under_way(child_id):
-                lines += _unrecorded_lines(below)
-                continue
-            execution = execution_of(child.status)
-            was_live = child.live
-            done = await self._retires.retire(child, "stop", force)
-            if was_live:
-                lines.append(receipts.stopped(child.name))
-            else:
-                settled.setdefault(execution, []).append(child.name)
-            everything = [*below, (child, done)]
-            survivors = [pid for _n, r in everything for pid in r.survivors]
-            if survivors:
-                lines.append(receipts.stop_survivors(child.name, survivors))
-            lines += _unrecorded_lines(everything)
+        for child_lines, ended in stopped:
+            lines += child_lines
+            if ended is not None:
+                execution, name = ended
+                settled.setdefault(execution, []).append(name)
         for execution, names in settled.items():
             lines.append(receipts.retired_settled(names, execution))
         return "\n".join(lines) if lines else receipts.nothing_to_stop()
+
+    async def _stop_child(self, child_id: str, force: bool) -> _ChildStop:
+        """One child of a `stop all`, its subtree first: its receipt lines, and its
+        (execution, name) when it had ended already (told together, after the others)."""
+        node = self._names.node
+        below = await self._retires.retire_descendants(node(child_id), force)
+        child = node(child_id)
+        if child.status is NodeStatus.RETIRED and not self._retires.under_way(child_id):
+            return _unrecorded_lines(below), None
+        execution = execution_of(child.status)
+        was_live = child.live
+        done = await self._retires.retire(child, "stop", force)
+        lines = [receipts.stopped(child.name)] if was_live else []
+        everything = [*below, (child, done)]
+        survivors = [pid for _n, r in everything for pid in r.survivors]
+        if survivors:
+            lines.append(receipts.stop_survivors(child.name, survivors))
+        lines += _unrecorded_lines(everything)
+        return lines, None if was_live else (execution, child.name)
 
     async def _stop_target(self, target: Node, force: bool) -> str:
         if target.live:  # a stop is in progress: it no longer settles on its own
