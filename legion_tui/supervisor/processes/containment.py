@@ -86,6 +86,9 @@ class Containment:
         self._spawned: set[Key] = set()
         self._agents: dict[int, Key] = {}  # live agent pid → key
         self._sessions: dict[int, Key] = {}  # the session each agent was given → key
+        # … and back, key → sessions: each stop sweep asks for its agent's, and a walk of
+        # every session per ask made a pause of N agents O(N²).
+        self._sessions_of: dict[Key, set[int]] = {}
         self._seen: dict[int, _Seen] = {}  # processes outside those sessions (no cgroup)
         self._watchdog: WatchdogLink | None = None
         # Spawns between `prepare` and `started`: their child would look inherited.
@@ -113,7 +116,7 @@ class Containment:
     def started(self, key: Key, pid: int) -> None:
         """`key`'s child runs as `pid`, in a session of its own (sid == pid)."""
         self._agents[pid] = key
-        self._sessions[pid] = key
+        self._add_session(pid, key)
         if key not in self._groups:
             self._tell(f"+session {pid}")
 
@@ -122,7 +125,7 @@ class Containment:
         while members are left (their sid keeps the number from reuse)."""
         key = self._agents.pop(pid, None)
         if key is not None and key in self._groups:
-            self._sessions.pop(pid, None)  # the group tracks them; nothing to forget later
+            self._drop_session(pid)  # the group tracks them; nothing to forget later
 
     # ----- what the sweep asks ----------------------------------------------------------
     def contained(self, key: Key) -> bool:
@@ -135,7 +138,7 @@ class Containment:
         return [self._groups[k] for k in keys if k in self._groups]
 
     def sessions_of(self, keys: Collection[Key]) -> set[int]:
-        return {sid for sid, key in self._sessions.items() if key in keys}
+        return {sid for key in keys for sid in self._sessions_of.get(key, ())}
 
     def recorded(self, keys: Collection[Key | None]) -> list[int]:
         """Live processes the host recorded (outside every agent's session) under one of
@@ -152,14 +155,14 @@ class Containment:
             group = self._groups.get(key)
             if group is not None and not cgroups.populated(group) and cgroups.remove_tree(group):
                 del self._groups[key]
-                for sid in [s for s, k in self._sessions.items() if k == key]:
+                for sid in list(self._sessions_of.get(key, ())):
                     if sid not in self._agents:
-                        del self._sessions[sid]
+                        self._drop_session(sid)
 
     # ----- the record of what the host inherits (no cgroup) ----------------------------
     def needs_record(self) -> bool:
         """Whether any agent runs outside a cgroup (then `record` is what tracks it)."""
-        return any(key not in self._groups for key in self._sessions.values())
+        return any(key not in self._groups for key in self._sessions_of)
 
     def record(self) -> None:
         """Walk the host's tree: remember every process outside the agents' sessions,
@@ -224,10 +227,23 @@ class Containment:
         live_sessions = {stat.session for _key, stat in found.values()}
         for sid in list(self._sessions):
             if sid not in self._agents and sid not in live_sessions and not _session_alive(sid):
-                del self._sessions[sid]
+                self._drop_session(sid)
                 self._tell(f"-session {sid}")
 
     # ----- internals --------------------------------------------------------------------
+    def _add_session(self, sid: int, key: Key) -> None:
+        self._drop_session(sid)  # a session id the kernel gave out again
+        self._sessions[sid] = key
+        self._sessions_of.setdefault(key, set()).add(sid)
+
+    def _drop_session(self, sid: int) -> None:
+        key = self._sessions.pop(sid, None)
+        sids = None if key is None else self._sessions_of.get(key)
+        if key is not None and sids is not None:
+            sids.discard(sid)
+            if not sids:
+                del self._sessions_of[key]
+
     def _tell(self, line: str) -> None:
         if self._watchdog is not None:
             self._watchdog.send(line)

@@ -72,9 +72,37 @@ def process_marks() -> dict[int, Marks]:
 class ProcessPass:
     """One pass over /proc (`process_marks`), and the process tree it shows."""
 
-    def __init__(self, marks: dict[int, Marks]) -> None:
+    def __init__(self, marks: Mapping[int, Marks]) -> None:
         self.marks = marks
         self._children: dict[int, list[int]] | None = None
+        # Built at the first ask, for every sweep the pass serves: a thousand sweeps
+        # each testing every process was O(N²) (1.4 of a 5.3 s pause of 1 500 agents).
+        self._marked: tuple[str, dict[bytes, list[int]]] | None = None
+        self._in_session: dict[int, list[int]] | None = None
+        self._walked = False  # the host's tree walked for it (`walk_host_tree`)
+
+    def walk_host_tree(self, box: containment.Containment) -> None:
+        """What the host inherited, recorded once for the pass (`Containment.record`):
+        the sweeps it serves ask in the same instant, and each walk is O(agents)."""
+        if not self._walked:
+            self._walked = True
+            box.record()
+
+    def marked(self, run_id: str, node_ids: Collection[str], sessions: Collection[int] = ()
+               ) -> list[int]:  # fmt: skip
+        """Pids whose environment carries this run's marker with one of `node_ids`, or
+        that are in one of `sessions`; each once, in order."""
+        if self._marked is None or self._marked[0] != run_id:
+            self._marked = (run_id, _by_node(run_id, self.marks))
+        if self._in_session is None:
+            self._in_session = {}
+            for pid, mark in self.marks.items():
+                if mark.session is not None:
+                    self._in_session.setdefault(mark.session, []).append(pid)
+        by_node, in_session = self._marked[1], self._in_session
+        found = {pid for n in node_ids for pid in by_node.get(_node_item(n), ())}
+        found.update(pid for sid in sessions for pid in in_session.get(sid, ()))
+        return sorted(found)
 
     def descendants(self, pid: int) -> list[int]:
         """Every process below `pid` in the tree as the pass saw it. From the pass, not
@@ -103,16 +131,26 @@ def marked_pids(
     """Pids whose environment carries this run's marker with one of `node_ids`, or that
     are in one of `sessions` (the sessions the stopped agents were given). `marks`: a
     pass over /proc taken since the caller asked (None: one taken now)."""
+    return ProcessPass(process_marks() if marks is None else marks).marked(
+        run_id, node_ids, sessions
+    )
+
+
+def _node_item(node_id: str) -> bytes:
+    return f"{ENV_NODE_ID}={node_id}".encode()
+
+
+def _by_node(run_id: str, marks: Mapping[int, Marks]) -> dict[bytes, list[int]]:
+    """The pids carrying this run's marker, by their `LEGION_NODE_ID=` item."""
     want_run = f"{ENV_RUN_ID}={run_id}".encode()
-    want_nodes = {f"{ENV_NODE_ID}={n}".encode() for n in node_ids}
-
-    def wanted(session: int | None, env: frozenset[bytes] | None) -> bool:
-        if session is not None and session in sessions:
-            return True
-        return env is not None and want_run in env and not want_nodes.isdisjoint(env)
-
-    marks = process_marks() if marks is None else marks
-    return [pid for pid, (_ppid, session, env) in marks.items() if wanted(session, env)]
+    prefix = f"{ENV_NODE_ID}=".encode()
+    found: dict[bytes, list[int]] = {}
+    for pid, (_ppid, _session, env) in marks.items():
+        if env is not None and want_run in env:
+            for item in env:
+                if item.startswith(prefix):
+                    found.setdefault(item, []).append(pid)
+    return found
 
 
 class _SharedPass:
@@ -183,10 +221,10 @@ class _Scope:
         sessions: set[int] = set()
         recorded: list[int] = []
         if box is not None:
-            box.record()  # what the host inherited since its last walk
+            taken.walk_host_tree(box)  # what the host inherited since its last walk
             sessions = box.sessions_of(self.keys)
             recorded = box.recorded(self.keys)
-        found = set(marked_pids(self.run_id, self.node_ids, sessions, taken.marks))
+        found = set(taken.marked(self.run_id, self.node_ids, sessions))
         found.update(recorded)
         for group in self.groups:
             found.update(cgroups.members(group))
