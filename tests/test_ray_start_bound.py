@@ -18,6 +18,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+import ray
 from process_helpers import launch_spec
 from ray.cluster_utils import Cluster
 from ray_helpers import local_cluster
@@ -138,3 +139,39 @@ async def test_a_lead_and_two_members_run_on_two_cpus_with_the_default_ask(
         assert [(m.name, m.status) for m in members] == [
             ("worker-0", NodeStatus.SETTLED), ("worker-1", NodeStatus.SETTLED)
         ]
+
+
+# A member whose command ends: the agents a lead waits on, whose actors have nothing left
+# to run (a simulated member, like pi, stays for the next turn).
+ENDING_WORKER = (
+    "---\nname: worker\ndescription: Ends at once.\nkind: exec\nrole: worker\n"
+    'command: ["sh", "-c", "echo done"]\n---\nWork.\n'
+)
+
+
+async def test_a_member_queued_behind_its_ended_sibling_starts_when_the_sibling_ends(
+    tmp_path: Path, one_at_a_time: Cluster
+) -> None:
+    """A whole CPU each (a card's or the settings' ask) on two CPUs: the lead and one
+    member run and the other member waits — until its sibling has ended, not until the
+    team is stopped. An ended agent's actor held its slot: the lead waited on its members
+    and the last one on that slot, for ever (tried by hand on a 2-CPU head)."""
+    settings = tmp_path / ".legion" / "settings.toml"
+    settings.parent.mkdir(parents=True)
+    settings.write_text(f'[cluster]\nengine = "ray"\naddress = "{one_at_a_time.address}"\n'
+                        "numCpus = 1\n")  # fmt: skip
+    (tmp_path / ".legion" / "agents").mkdir()
+    (tmp_path / ".legion" / "agents" / "worker.md").write_text(ENDING_WORKER)
+    team = [{"role": "worker", "name": f"worker-{n}", "task": "Fix it."} for n in range(2)]
+    async with hosted(tmp_path) as sup:
+        lead = await spawn_one(sup, "centurion", name="lead", sim={"children": team})
+        await until(lambda: sup.names.node(lead.id).status is NodeStatus.SETTLED, 120.0,
+                    "the team settled")  # fmt: skip
+        members = [sup.names.node(n) for n in sup.model.children(lead.id)]
+        assert [(m.name, m.kind, m.status) for m in members] == [
+            ("worker-0", "exec", NodeStatus.SETTLED), ("worker-1", "exec", NodeStatus.SETTLED)
+        ]
+        # The members' slots are the cluster's again while the host still runs (the
+        # simulated lead's stays: it waits for a next turn).
+        await until(lambda: ray.available_resources().get("CPU", 0.0) >= 1.0, 30.0,
+                    "the members' CPUs free")  # fmt: skip

@@ -11,7 +11,11 @@ hooks a local handle calls); the team's branch travels as git bundles
 (`ray.shipping`). A start waits for as long as the cluster has no room for it yet — the
 node says so (`on_note`: `waiting for a place on the cluster: needs 0.25 CPU`), the user
 sees the queue and may stop it — and fails only when no live node could ever hold what
-it asks for (`cluster.unfit`) for the whole start bound (a node may still join).
+it asks for (`cluster.unfit`) for the whole start bound (a node may still join). An agent
+that has exited lets its actor go at once (`idle`): the actor held its slot until the
+node was stopped, and a lead's queued member waited for the CPU of a sibling that had
+settled long before, while the lead waited for both (issue 35: a team that never
+settled).
 
 A node that dies takes its actor with it (and, by the parent-death signal, the agent):
 the handle reports it once through `on_lost` and its `idle` then never returns — the
@@ -112,6 +116,7 @@ class RayHandle:
         self._branch = TeamBranch(spec)
         self._pump: asyncio.Task[None] | None = None
         self._gone = asyncio.Event()  # never set: what a lost agent's idle waits on
+        self._stopping = False  # a stop has the actor: its end is the stop's to sweep
 
     @property
     def session_file(self) -> Path:
@@ -226,6 +231,27 @@ class RayHandle:
             # Its retire (by the on_lost hearer) ends the waiting monitor; judging the
             # lost agent's "exit" would fail a node that was only interrupted.
             await self._gone.wait()
+        if self._mirror.state.exited is not None and not self._stopping:
+            await self._release()
+
+    async def _release(self) -> None:
+        """The agent has exited: nothing more runs in its actor, whose slot goes back to
+        the cluster now, not when the node is stopped. What it left on the node goes as
+        at a stop (the sweep, the last bytes, the commits, the folder). A failure here is
+        said, never a lost node: the agent's end is already known."""
+        actor, self._actor = self._actor, None  # a stop from now on has nothing to ask
+        await self._end_pump()  # the sweep pulls the last bytes itself
+        try:
+            report = await within(self._sweep_there(actor, False, STOP_GRACE),
+                                  STOP_GRACE + CALL_BOUND)  # fmt: skip
+            if report.survivors:
+                log.warning("%s: after its end, processes survived the sweep on its node: %s",
+                            self.spec.name, report.survivors)  # fmt: skip
+        except Exception as err:
+            log.warning("%s: letting its actor go after its end: %s", self.spec.name,
+                        _first_line(err))  # fmt: skip
+        with contextlib.suppress(Exception):
+            self._ray.kill(actor)
 
     async def abort(self, *, keep_queue: bool = False, bound: float = ABORT_BOUND) -> AbortResult:
         if self._actor is None or self.lost is not None:
@@ -245,7 +271,8 @@ class RayHandle:
 
     async def deliver(self, envelope: str) -> None:
         if self._actor is None or self.lost is not None:
-            raise RuntimeError(f"{self.spec.name} is not running ({self.lost or 'not started'})")
+            why = self.lost or ("it has exited" if self.placement is not None else "not started")
+            raise RuntimeError(f"{self.spec.name} is not running ({why})")
         self._update(await self._actor.deliver.remote(envelope))
 
     def turn_error(self) -> str | None:
@@ -255,29 +282,34 @@ class RayHandle:
         actor = self._actor
         if actor is None:
             return SweepReport(signalled=[], survivors=[])
+        self._stopping = True
         report = SweepReport(signalled=[], survivors=[])
         if self.placement is None:  # still waiting for a node: nothing runs there yet
             self._abandon_actor()
             return report
         if self.lost is None:
-
-            async def sweep_there() -> SweepReport:
-                signalled, survivors = await actor.stop.remote(force, grace)
-                await self._mirror.final_bytes()
-                await self._branch.bring_back(actor)
-                await actor.forget.remote()
-                return SweepReport(signalled=signalled, survivors=survivors)
-
             try:
                 # Bounded like every stop: a node that died under the stop can leave the
                 # call waiting until Ray notices, and a host closing waits on this.
-                report = await within(sweep_there(), grace + CALL_BOUND)
+                report = await within(self._sweep_there(actor, force, grace), grace + CALL_BOUND)
             except Exception as err:  # its node died under the stop: nothing is left there
                 self._lose(err)
+        await self._end_pump()
+        with contextlib.suppress(Exception):
+            self._ray.kill(actor)
+        return report
+
+    async def _sweep_there(self, actor: Any, force: bool, grace: float) -> SweepReport:
+        """The agent's tree swept on its node, its last bytes and commits brought here,
+        and its folder there gone."""
+        signalled, survivors = await actor.stop.remote(force, grace)
+        await self._mirror.final_bytes()
+        await self._branch.bring_back(actor)
+        await actor.forget.remote()
+        return SweepReport(signalled=signalled, survivors=survivors)
+
+    async def _end_pump(self) -> None:
         if self._pump is not None:
             self._pump.cancel()
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await self._pump
-        with contextlib.suppress(Exception):
-            self._ray.kill(actor)
-        return report
