@@ -9,12 +9,13 @@ import time
 from pathlib import Path
 
 import pytest
-from supervisor_helpers import hosted, settled, spawn_one
+from supervisor_helpers import hosted, settled, spawn_one, until
 
 from legion_tui import receipts
 from legion_tui.model import NodeStatus
 from legion_tui.widgets.overlay.detail_text import skipped_line
 from legion_tui.widgets.tree.rows import activity
+from legion_tui.wire.names import ROOT_ID
 
 pytestmark = pytest.mark.host
 
@@ -48,3 +49,16 @@ async def test_a_verdict_printed_last_is_the_commands_verdict(tmp_path: Path) ->
         plain = await settled(sup, quiet.id, 30)
         assert plain.status is NodeStatus.SETTLED and plain.verdict is None
         assert activity(sup.model.nodes[quiet.id], time.time()).text == "all done here"
+
+
+async def test_a_working_commands_terminal_line_is_its_row_in_the_tree(tmp_path: Path) -> None:
+    """`legion tree` says what `legion status` says an exec command does, not "between
+    tool calls" (a lead watches its members with it)."""
+    _card(tmp_path, "busy", "echo building the index\nexec tail -f /dev/null")
+    async with hosted(tmp_path) as sup:
+        busy = await spawn_one(sup, "busy", name="b")
+        await until(lambda: sup.model.nodes[busy.id].terminal_line == "building the index",
+                    30.0, "its line")  # fmt: skip
+        assert "● b (worker) — running · terminal: building the index" in sup.queries.tree_text(
+            ROOT_ID
+        )

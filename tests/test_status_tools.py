@@ -134,3 +134,22 @@ def test_a_start_waiting_for_room_says_so_in_the_row_and_in_status() -> None:
     assert f"starting · {waiting}" in render_status(doc)
     view.note = None
     assert activity(view, 2.0).text != waiting
+
+
+def test_the_tree_says_what_status_says_a_live_node_does() -> None:
+    """`legion tree` (how a lead watches its team, and `legion run`'s last word) said
+    "starting · between tool calls" of a member queued on the cluster, and of an exec
+    command at work, where `legion status` said what each did (tried on a 2-CPU head)."""
+    from legion_tui.supervisor.hearing.status import render_tree
+
+    waiting = "waiting for a place on the cluster: needs 1 CPU"
+    queued = Node("n1", "r", "root", "worker-b", "root/worker-b", "worker", "exec", "ray",
+                  status=NodeStatus.STARTING, created_at=1.0)  # fmt: skip
+    working = replace(queued, id="n2", name="worker-a", path="root/worker-a",
+                      status=NodeStatus.RUNNING)  # fmt: skip
+    rows = [(queued, SessionProgress(), 0), (working, SessionProgress(), 0)]
+    text = render_tree(rows, 2.0, terminal={"n2": "wrote a.txt"}, notes={"n1": waiting})
+    assert text.splitlines() == [
+        f"◐ worker-b (worker) — starting · {waiting}",
+        "● worker-a (worker) — running · terminal: wrote a.txt",
+    ]

@@ -249,11 +249,20 @@ class Queries:
 
         caller = self._names.caller(caller_id)
         top = caller.id if caller.id != ROOT_ID else None
-        rows = [(v.node, v.progress, d) for v, d in self._model.walk(top)]
+        walked = list(self._model.walk(top))
+        rows = [(v.node, v.progress, d) for v, d in walked]
+        views = [v for v, _d in walked]
         if top is not None:
             view = self._model.nodes[caller.id]
             rows = [(view.node, view.progress, 0)] + [(n, p, d + 1) for n, p, d in rows]
-        return render_tree(rows, self._clock())
+            views.append(view)
+        # What status says a live node does, so that a member queued on the cluster is
+        # not "between tool calls" here (a lead watches its team with `legion tree`).
+        return render_tree(
+            rows, self._clock(),
+            terminal={v.node.id: v.terminal_line for v in views if v.terminal_line},
+            notes={v.node.id: v.note for v in views if v.node.live and v.note},
+        )  # fmt: skip
 
     async def wait_idle_tree(self, node_ids: Iterable[str] | None = None) -> None:
         """Until no node (or none of `node_ids` and their subtrees) is live."""

@@ -265,8 +265,17 @@ def render_status(doc: dict[str, Any]) -> str:
     return "\n\n".join(blocks)
 
 
-def render_tree(rows: Sequence[tuple[Node, SessionProgress, int]], now: float) -> str:
-    """The tree with railway tracks, status glyphs and verdicts (plain text)."""
+def render_tree(
+    rows: Sequence[tuple[Node, SessionProgress, int]],
+    now: float,
+    *,
+    terminal: Mapping[str, str] | None = None,
+    notes: Mapping[str, str] | None = None,
+) -> str:
+    """The tree with railway tracks, status glyphs and verdicts (plain text); a live
+    node's row says what `legion status` says it does: an exec command's terminal line,
+    the host's note (a member queued on a Ray cluster, a lead waiting for its members)."""
+    lines, note_of = terminal or {}, notes or {}
     out: list[str] = []
     last_at_depth: dict[int, bool] = {}
     for i, (node, progress, depth) in enumerate(rows):
@@ -282,7 +291,7 @@ def render_tree(rows: Sequence[tuple[Node, SessionProgress, int]], now: float) -
         last_at_depth[depth] = last
         prefix = "".join("   " if last_at_depth.get(d, True) else "│  " for d in range(depth))
         branch = ("└─ " if last else "├─ ") if depth > 0 else ""
-        entry = _entry(node, progress, now)
+        entry = _entry(node, progress, now, terminal=lines.get(node.id), note=note_of.get(node.id))
         doing = _doing(entry)[0]
         phase = f" [{node.phase}]" if node.phase else ""
         glyph = receipts.STATUS_GLYPHS[node.outcome]
