@@ -23,6 +23,7 @@ waits for it).
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import re
@@ -38,7 +39,9 @@ from pathlib import Path
 import psutil
 import pytest
 from process_helpers import marked
-from supervisor_helpers import LEGION, cli_env, git
+from supervisor_helpers import LEGION, cli_env, git, run_cli, until
+
+from legion_tui.timeouts import within
 
 pytestmark = [pytest.mark.ray, pytest.mark.timeout(300)]
 
@@ -224,3 +227,42 @@ def test_a_lead_and_two_members_settle_on_a_two_cpu_head(tmp_path: Path, head: s
     _, left = psutil.wait_procs([psutil.Process(p) for p in marked(doc["run_id"])],
                                 timeout=STOP_S)  # fmt: skip
     assert left == []
+
+
+BLOCKER = (
+    "---\nname: blocker\ndescription: Says it is up, then blocks.\nkind: exec\nrole: worker\n"
+    'command: ["sh", "-c", "touch \\"$0\\"; exec tail -f /dev/null", "{up}"]\n---\nBlock.\n'
+)
+
+
+async def test_sigterm_to_a_run_on_the_cluster_pauses_its_agents(
+    tmp_path: Path, head: str
+) -> None:
+    """SIGTERM to `legion run` pauses its agents and says so, as on this machine alone.
+    ray.init had taken SIGTERM for itself: the run died with Ray's stack trace on stderr
+    and "the retirements could not be recorded", its agent left orphaned in the ledger
+    (found stopping a run tried by hand on a 2-CPU head)."""
+    project, meet = _project(tmp_path)
+    up = meet / "up"
+    (project / ".legion" / "agents" / "blocker.md").write_text(BLOCKER.format(up=up))
+    run = await asyncio.create_subprocess_exec(
+        LEGION, "run", "blocker", "--task", "Block.", "--cluster", head, "--session", "sig",
+        cwd=project, env=_env(), stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE, start_new_session=True,
+    )  # fmt: skip
+    try:
+        await until(lambda: up.exists() or run.returncode is not None, RUN_S, "the agent up")
+        assert run.returncode is None, "legion run ended before its agent was up"
+        run.send_signal(signal.SIGTERM)
+        out, err = (b.decode() for b in await within(run.communicate(), STOP_S))
+    finally:
+        if run.returncode is None:
+            os.killpg(run.pid, signal.SIGKILL)
+            await within(run.wait(), STOP_S)
+    assert run.returncode == 1, f"{out}\n{err}"
+    assert "legion run: interrupted — live agents paused" in err
+    assert "SIGTERM received" not in err and "could not be recorded" not in err, err
+    code, status, _ = await run_cli("status", "--session", "sig", "--json", cwd=project)
+    assert code == 0, status
+    (agent,) = [n for n in json.loads(status)["nodes"] if n["name"] == "blocker-0"]
+    assert (agent["status"], agent["interrupted"]) == ("retired", True)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import signal
 import time
 from collections.abc import Mapping
 from typing import Any
@@ -79,6 +80,11 @@ def connect(cluster: ClusterSettings) -> Any:
             '[cluster] engine = "ray" needs Ray: pip install "legion-tui[ray]"'
         ) from err
     if not ray.is_initialized():
+        # ray.init takes SIGTERM for itself (a driver's becomes sys.exit(15), and Ray's
+        # core puts its crash handler, which prints a stack, in front): a SIGTERM then
+        # unwound the host mid-write, its pause unrecorded and its agents left orphaned
+        # in the ledger. The host's own handler goes back: SIGTERM pauses, as without Ray.
+        host_handler = signal.getsignal(signal.SIGTERM)
         # Blocks the host's loop for the connection (≈1 s, once): ray.init must run on
         # the main thread.
         try:
@@ -87,6 +93,9 @@ def connect(cluster: ClusterSettings) -> Any:
             raise RuntimeError(
                 f"cannot reach the Ray cluster at {cluster.address}: {err}"
             ) from err
+        finally:
+            if host_handler is not None:  # None: not one Python set (nothing to give back)
+                signal.signal(signal.SIGTERM, host_handler)
     if _actor_class is None:
         _actor_class = ray.remote(max_restarts=0, max_task_retries=0)(NodeAgent)
     return ray
