@@ -184,3 +184,21 @@ async def test_the_dashboard_host_pauses_on_sigterm(tmp_path: Path) -> None:
         assert events[-1].data["reason"] == "session-shutdown"
     finally:
         await ledger.close()
+
+
+async def test_a_command_that_failed_is_reported_with_its_last_line(tmp_path: Path) -> None:
+    """Without a verdict, the run's last word on a node is why it failed and the last
+    line its command printed: a lead whose card lacked `maxSubagentDepth` read only
+    `failed · no verdict`, its reason left in the run's terminal log (tried by hand)."""
+    agents = tmp_path / ".legion" / "agents"
+    agents.mkdir(parents=True)
+    (agents / "lead.md").write_text(
+        "---\nname: lead\ndescription: Cannot dispatch.\nkind: exec\nrole: worker\n"
+        'command: ["sh", "-c", "echo dispatching; echo refused: no depth >&2; exit 3"]\n'
+        "---\nLead.\n"
+    )  # fmt: skip
+    code, out, err = await run_cli("run", "lead", "--task", "Lead.", cwd=tmp_path)
+    assert code == 1, err
+    assert "root/lead-0: failed · exited with status 3 — its last line: refused: no depth" in (
+        out.splitlines()
+    ), out

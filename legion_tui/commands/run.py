@@ -17,7 +17,7 @@ import resource
 import signal
 import sys
 import time
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from pathlib import Path
 from types import FrameType
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -167,6 +167,19 @@ def _verdict_text(verdict: Any, simulated: bool = False) -> str:
     if simulated:
         mark += " (simulated)"
     return f"{mark} — {verdict.get('reason') or ''}".rstrip(" —")
+
+
+def _end_text(entry: Mapping[str, Any]) -> str:
+    """What `legion run` says of a node at the end: its verdict; without one, why it
+    failed and a command's last terminal line — an exec command's report, where the
+    reason of a failure usually is (`legion spawn: over budget: …`), which the run
+    otherwise left in its terminal log."""
+    if isinstance(entry["verdict"], dict) or entry["status"] not in ("settled", "failed"):
+        return _verdict_text(entry["verdict"], entry["simulated"])
+    failed = entry["status"] == "failed" and entry["error"]
+    said = entry["error"] if failed else _verdict_text(None, entry["simulated"])
+    line = entry.get("terminal")
+    return f"{said} — its last line: {line}" if line else said
 
 
 SIMULATED_NOTE = (
@@ -323,8 +336,7 @@ async def _run_headless(args: argparse.Namespace, deadline: ExitDeadline) -> int
             print(sup.queries.tree_text(ROOT_ID))
             entries = doc["nodes"][1:]
             for entry in entries:
-                verdict = _verdict_text(entry["verdict"], entry["simulated"])
-                print(f"{entry['path']}: {entry['status']} · {verdict}")
+                print(f"{entry['path']}: {entry['status']} · {_end_text(entry)}")
             simulated = sum(1 for entry in entries if entry["simulated"])
             if simulated:
                 print(SIMULATED_NOTE.format(n=simulated))
