@@ -7,9 +7,9 @@ app composes that shows what the key opened (the compositor's update, before the
 it would be written as: a headless app writes none); then Esc, and the next sample once
 the app is idle. Each key three times: the wall time, the process's CPU time over it
 (which a busy shared machine moves less), and the CPU until the app is idle again (the
-work queued behind the first frame, which a live host's other work waits on). Medians of many samples, one figure per line;
-it has no alternative to stand beside, so to A/B a change run it on a worktree of each
-commit, alternated:
+work queued behind the first frame, which a live host's other work waits on). Medians
+of many samples, one figure per line; it has no alternative to stand beside, so to A/B
+a change run it on a worktree of each commit, alternated:
 
     PYTHONPATH=. .venv/bin/python bench/bench_overlay_open.py --agents 1000 --samples 40
 """
