@@ -42,7 +42,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from legion_tui import own_children
-from legion_tui.supervisor.processes import containment
+from legion_tui.supervisor.processes import child_watcher, containment
 from legion_tui.supervisor.processes.child_process import (
     ChildProcess,
     ExitReportingProtocol,
@@ -256,6 +256,7 @@ async def _spawn(
     stderr: int,
 ) -> ChildProcess:
     enable_subreaper()
+    child_watcher.install()  # a pidfd per agent, not a thread (Python 3.11's default)
     interrupts_reach_children()
     loop = asyncio.get_running_loop()
     # The group is joined after the parent-death launcher (first: the host may die at any
