@@ -9,13 +9,14 @@ tokens, a second per agent):
   fold, report), 500 files, one line appended to each per round, 30 rounds;
 - chart: ms per `RateBuckets.compute` frame at N live workers with 180 s of one-second
   segments (60 s in the window), a quarter of them appending a segment before each
-  quarter-second frame, 200 frames (median), with the buckets' checksum (the same to the
-  bit from one version to the next).
+  quarter-second frame, 200 frames (median), with the buckets' checksum and a digest of
+  every frame's buckets (both the same to the bit from one version to the next).
 """
 
 from __future__ import annotations
 
 import argparse
+import hashlib
 import os
 import statistics
 import sys
@@ -67,7 +68,9 @@ def watcher_us_per_line(files: int = 500, rounds: int = 30) -> float:
     return spent / (files * rounds) * 1e6
 
 
-def chart_ms_per_frame(agents: int, history: int = 180, frames: int = 200) -> tuple[float, float]:
+def chart_ms_per_frame(
+    agents: int, history: int = 180, frames: int = 200
+) -> tuple[float, float, str]:
     now = T0 + 1000.0
     model = LegionModel("run", "s", started_at=T0, clock=lambda: now)
     model.upsert(node("root", None, "root", NodeStatus.RUNNING))
@@ -81,6 +84,7 @@ def chart_ms_per_frame(agents: int, history: int = 180, frames: int = 200) -> tu
     feed = ChangeFeed(model)
     buckets = RateBuckets()
     values = buckets.compute(model, now - 60, now, 194, changed=feed.take())
+    digest = hashlib.sha256(values.tobytes())
     times = []
     for frame in range(frames):
         now += 0.25
@@ -93,7 +97,8 @@ def chart_ms_per_frame(agents: int, history: int = 180, frames: int = 200) -> tu
         start = time.perf_counter()
         values = buckets.compute(model, now - 60, now, 194, changed=changed)
         times.append(time.perf_counter() - start)
-    return statistics.median(times) * 1e3, float(values.sum())
+        digest.update(values.tobytes())
+    return statistics.median(times) * 1e3, float(values.sum()), digest.hexdigest()[:16]
 
 
 def main() -> None:
@@ -101,8 +106,9 @@ def main() -> None:
     parser.add_argument("--agents", type=int, default=1000)
     args = parser.parse_args()
     print(f"watcher: {watcher_us_per_line():.1f} µs per appended line")
-    ms, checksum = chart_ms_per_frame(args.agents)
-    print(f"chart: {ms:.2f} ms per frame at {args.agents} live agents (checksum {checksum:.6f})")
+    ms, checksum, digest = chart_ms_per_frame(args.agents)
+    print(f"chart: {ms:.2f} ms per frame at {args.agents} live agents "
+          f"(checksum {checksum:.6f}, every frame's buckets sha256 {digest})")  # fmt: skip
 
 
 if __name__ == "__main__":
