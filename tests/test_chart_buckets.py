@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import random
 
 import numpy as np
 import numpy.typing as npt
@@ -12,7 +13,15 @@ from hypothesis import strategies as st
 from render_helpers import T0, node
 
 from legion_tui.model import ROLES, NodeStatus, Role
-from legion_tui.render.chart import BAND_OF_ROLE, N_BANDS, POINT_MASS_S, RateBuckets
+from legion_tui.render.chart import (
+    BAND_OF_ROLE,
+    FEW_SEGMENTS,
+    N_BANDS,
+    POINT_MASS_S,
+    RateBuckets,
+    _convert,
+    _points,
+)
 from legion_tui.session.progress import RateSegment, SessionProgress
 from legion_tui.state import LegionModel
 
@@ -305,3 +314,30 @@ def test_a_live_nodes_cut_kept_across_frames_is_the_cut_searched_anew(
         fresh = RateBuckets()
         np.testing.assert_array_equal(got, fresh.compute(model, t0, t0 + 30, 30))
         assert rb.points == fresh.points
+
+
+def test_appended_tails_store_the_points_of_a_whole_conversion_to_the_bit() -> None:
+    """Issue 35: a streaming node's appended tail is written into its store one float at
+    a time (`_Store.append_few`), not by numpy. Over a seeded run of tails of 1 to
+    FEW_SEGMENTS segments — instants, clock steps back, overlaps, the buffers doubling
+    on the way — every point, reach, first start and last reach are, bit for bit, what
+    the whole series converted at once gives."""
+    rng = random.Random(35)
+    model = build([("scout", [(0.0, 1.0, 10)])])
+    view = model.nodes["n0"]
+    series = view.progress.rate_series
+    points, _copied = _points(view)
+    at = T0 + 1.0
+    while len(series) < 700:
+        for _ in range(rng.randint(1, FEW_SEGMENTS)):
+            start = at + rng.uniform(-3.0, 1.0)  # sometimes before the last one's end
+            duration = rng.choice([0.0, 1e-7, -0.5, rng.uniform(0.0, 4.0), 1.0 / 3.0])
+            series.append(RateSegment(start, start + duration, rng.randint(0, 5000)))
+            at += rng.uniform(0.0, 1.5)
+        points, copied = _points(view, points)
+        assert copied is not None  # the tail was appended, not the series converted anew
+        data, reach, first, last = _convert(series, BAND_OF_ROLE["scout"])
+        assert points.data.view(np.uint64).tolist() == data.view(np.uint64).tolist()
+        assert points.reach.view(np.uint64).tolist() == reach.view(np.uint64).tolist()
+        assert points.store.reach_list == reach.tolist()
+        assert (points.first, points.last) == (first, last)
