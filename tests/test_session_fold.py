@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import random
 from typing import Any
 
 import pytest
@@ -227,3 +228,51 @@ def test_the_agents_own_interrupt_record_ends_the_turn_aborted() -> None:
     p = f.finish()
     assert p.last_stop_reason == "aborted"  # a prompt alone does not end anything
     assert list(p.recent_user_texts) == ["[Request interrupted by user]", "next prompt"]
+
+
+def _path_figures(p: SessionProgress) -> tuple[object, ...]:
+    return (p.in_flight, p.last_text, p.verdict, p.last_stop_reason, p.empty_generation,
+            list(p.recent_user_texts))  # fmt: skip
+
+
+def test_a_path_rebuilt_from_the_kept_records_is_the_path_folded_afresh() -> None:
+    """Issue 35: an assistant line is kept for path rebuilds as a slim record (its model,
+    usage and timings dropped). Over a seeded session that jumps between branches — calls
+    in flight, results, errors, blank and verdict texts — the path figures after every
+    line are those of a fold fed only the active path, root to leaf, which reads no
+    record."""
+    rng = random.Random(35)
+    objs: dict[str, dict[str, Any]] = {}
+    parent_of: dict[str, str | None] = {}
+    incremental = SessionFold()
+    incremental.feed(interpret(header()))
+    for i in range(400):
+        eid, t = f"e{i}", 1_000 * i
+        # Mostly on from the last entry; sometimes a rewind to an older one (a branch).
+        parent = f"e{i - 1}" if i and rng.random() < 0.7 else None
+        if i and parent is None:
+            parent = rng.choice(list(objs))
+        kind = rng.choice(["user", "assistant", "assistant", "result"])
+        if kind == "user":
+            obj = user(eid, parent, rng.choice(["", "go on", f"task {i}"]), t)
+        elif kind == "result":
+            obj = tool_result(eid, parent, f"c{rng.randrange(i + 1)}x0", t)
+        else:
+            calls = [(f"c{i}x{k}", rng.choice(["bash", "edit"])) for k in range(rng.randint(0, 2))]
+            ok = rng.choice(["true", "false"])
+            text = rng.choice(["", "  ", f"step {i}", f'ok\n{{"ok": {ok}, "reason": "r{i}"}}'])
+            stop = rng.choice(["stop", "toolUse", "error", "aborted"])
+            obj = assistant(
+                eid, parent, start_ms=t - 500, end_ms=t, text=text, tools=calls, stop=stop
+            )
+        objs[eid], parent_of[eid] = obj, parent
+        incremental.feed(interpret(obj))
+        path: list[str] = []
+        at: str | None = eid
+        while at is not None:
+            path.append(at)
+            at = parent_of[at]
+        afresh = SessionFold()
+        for step in reversed(path):
+            afresh.feed(interpret(objs[step]))
+        assert _path_figures(incremental.finish()) == _path_figures(afresh.finish()), i
