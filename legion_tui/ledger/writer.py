@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import dataclasses
 import logging
 import sqlite3
 from collections.abc import Callable
@@ -141,7 +140,7 @@ class BatchWriter:
         event loop's thread.
         """
         self._check_open()
-        self._usage[node_id] = dataclasses.replace(usage)  # the caller may mutate theirs
+        self._usage[node_id] = usage.copy()  # the caller may mutate theirs
         if not self._usage_wake_pending:
             self._usage_wake_pending = True
             asyncio.get_running_loop().call_later(
