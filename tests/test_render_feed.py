@@ -4,6 +4,7 @@ changes, what they answer equals a walk over every node."""
 from __future__ import annotations
 
 import asyncio
+import random
 from dataclasses import replace
 
 import numpy as np
@@ -181,6 +182,34 @@ def test_the_panels_take_one_rate_per_node_and_instant() -> None:
     assert instant_rate(a.nodes["root"], nxt) == live_tok_s(a.nodes["root"].progress, nxt)
     a.upsert(replace(a.nodes["root"].node, status=NodeStatus.SETTLED))
     assert instant_rate(a.nodes["root"], nxt) == 0.0  # an ended node produces nothing
+
+
+def test_an_instants_rate_is_the_nodes_rate_at_that_instant_to_the_bit() -> None:
+    """`instant_rate` walks a node's series itself, not through `node_rate`'s memo (issue
+    35: the memo was a third of the Σ tok/s per node): over seeded nodes — streaming an
+    open message or not, live or ended — each instant's figure is `node_rate`'s."""
+    rng = random.Random(35)
+    now = T0 + 500.0
+    model = LegionModel("run-1", "s", started_at=T0, clock=lambda: now)
+    for i in range(60):
+        status = rng.choice([NodeStatus.RUNNING, NodeStatus.RUNNING, NodeStatus.SETTLED])
+        model.upsert(node(f"n{i}", None, "worker", status))
+        at, series = now - 40.0, []
+        while at < now:
+            span = rng.choice([0.0, rng.uniform(0.1, 3.0)])
+            series.append(RateSegment(at, at + span, rng.randint(1, 400)))
+            at += span + rng.uniform(0.0, 1.5)
+        model.set_progress(f"n{i}", SessionProgress(rate_series=series))
+        if rng.random() < 0.5:  # a message being generated after the file's last one
+            model.set_streaming(f"n{i}", RateSegment(at - rng.uniform(0.0, 4.0), now, 50))
+    seen = 0.0
+    for k in range(12):
+        instant = rates_instant(now - 6.0 + k)
+        for view in model.nodes.values():
+            got = instant_rate(view, instant)
+            assert got == node_rate(view, instant), (view.node.id, instant)
+            seen += got
+    assert seen > 0
 
 
 async def test_a_change_made_while_listeners_are_told_is_never_taken_as_seen() -> None:

@@ -9,9 +9,9 @@ from legion_tui.session.live_rate import live_tok_s
 from legion_tui.state import NodeView
 
 # node id → (view, revision, now, rate) of the last answer: a node asked again at the
-# same time and unchanged is not walked again (the tree row, the detail overlay, and
-# `instant_rate`'s first ask). Any change to a node bumps its revision; the view itself
-# is compared too, so two models with the same ids never mix.
+# same time and unchanged is not walked again (the tree row, the detail overlay). Any
+# change to a node bumps its revision; the view itself is compared too, so two models
+# with the same ids never mix.
 _memo: dict[str, tuple[NodeView, int, float, float]] = {}
 
 # The panels that sum or shade every live node (the header, the chart's `now`, the
@@ -68,6 +68,9 @@ def instant_rate(view: NodeView, at: float) -> float:
     hit = _instant.get(id(view))
     if hit is not None:
         return hit[1]
-    rate = node_rate(view, at)
+    # `node_rate`'s figure without its memo: asked once per node and instant, the walk
+    # is never repeated here, and the memo's lookup and entry were a third of the cost
+    # per node (0.7 of 2.4 µs; a thousand live nodes a second).
+    rate = live_tok_s(view.progress, at, streaming=view.streaming)
     _instant[id(view)] = (view, rate)
     return rate
