@@ -10,7 +10,10 @@ tokens, a second per agent):
 - chart: ms per `RateBuckets.compute` frame at N live workers with 180 s of one-second
   segments (60 s in the window), a quarter of them appending a segment before each
   quarter-second frame, 200 frames (median), with the buckets' checksum and a digest of
-  every frame's buckets (both the same to the bit from one version to the next).
+  every frame's buckets (both the same to the bit from one version to the next);
+- header: µs per live node for the Σ tok/s of a rates instant (`instant_rate`, one walk
+  per node an instant) at N live agents with the chart's series, each appending a
+  segment a second, 60 instants (median), with the sums' checksum (to the bit).
 """
 
 from __future__ import annotations
@@ -31,6 +34,7 @@ from render_helpers import T0, node
 from legion_tui.model import NodeStatus
 from legion_tui.render.chart import RateBuckets
 from legion_tui.render.feed import ChangeFeed
+from legion_tui.render.rates import RATES_EVERY_S, instant_rate, rates_instant
 from legion_tui.session.progress import RateSegment, SessionProgress
 from legion_tui.session.watcher import SessionWatcher
 from legion_tui.state import LegionModel
@@ -101,6 +105,35 @@ def chart_ms_per_frame(
     return statistics.median(times) * 1e3, float(values.sum()), digest.hexdigest()[:16]
 
 
+def header_us_per_node(agents: int, history: int = 180, instants: int = 60) -> tuple[float, str]:
+    now = T0 + 1000.0
+    model = LegionModel("run", "s", started_at=T0, clock=lambda: now)
+    views = []
+    for i in range(agents):
+        view = model.upsert(node(f"w{i}", None, "worker", NodeStatus.RUNNING))
+        offset = (i % 4) * 0.25 + 0.01 * (i % 25)
+        series = [RateSegment(now - history + k + offset - 1, now - history + k + offset, 100)
+                  for k in range(history)]  # fmt: skip
+        model.set_progress(view.node.id, SessionProgress(rate_series=series))
+        views.append(view)
+    times, sums = [], []
+    for _ in range(instants):
+        now += RATES_EVERY_S
+        for view in views:
+            last = view.progress.rate_series[-1]
+            view.progress.rate_series.append(RateSegment(last.end, last.end + 1.0, 100))
+            model.set_progress(view.node.id, view.progress)
+        at = rates_instant(now)
+        start = time.perf_counter()
+        total = 0.0
+        for view in views:
+            total += instant_rate(view, at)
+        times.append(time.perf_counter() - start)
+        sums.append(total)
+    digest = hashlib.sha256(repr(sums).encode()).hexdigest()[:16]
+    return statistics.median(times) / agents * 1e6, digest
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--agents", type=int, default=1000)
@@ -109,6 +142,8 @@ def main() -> None:
     ms, checksum, digest = chart_ms_per_frame(args.agents)
     print(f"chart: {ms:.2f} ms per frame at {args.agents} live agents "
           f"(checksum {checksum:.6f}, every frame's buckets sha256 {digest})")  # fmt: skip
+    us, sums = header_us_per_node(args.agents)
+    print(f"header: {us:.2f} µs per live node at each rates instant (Σ tok/s sha256 {sums})")
 
 
 if __name__ == "__main__":
