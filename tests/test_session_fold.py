@@ -10,7 +10,7 @@ from session_helpers import assistant, header, tool_result, user
 
 from legion_tui.session.entries import AssistantEntry, UserEntry, interpret
 from legion_tui.session.fold import SessionFold
-from legion_tui.session.live_rate import live_tok_s
+from legion_tui.session.live_rate import _share, live_tok_s, open_message
 from legion_tui.session.progress import RateSegment, SessionProgress
 
 pytestmark = pytest.mark.unit
@@ -182,6 +182,35 @@ def test_live_tok_s_prorates_segments_in_the_window() -> None:
     assert live_tok_s(p, now=100.0, window=10.0) == pytest.approx((50 + 40) / 10.0)
     assert live_tok_s(p, now=200.0) == 0.0
     assert live_tok_s(SessionProgress(), now=1.0) == 0.0
+
+
+def test_live_tok_s_is_each_segments_share_summed_newest_first_to_the_bit() -> None:
+    """Issue 35: a segment wholly inside the window adds its tokens without the division
+    (its share is exactly its tokens). Over seeded series — overlaps, instants, clocks
+    stepped back, segments on the window's edges and past `now`, an open message — the
+    rate is, bit for bit, the `_share` of each segment summed newest first, stopping at
+    the first that ended before the window."""
+    rng = random.Random(35)
+    for _ in range(300):
+        now, window = 1_700_000_100.0 + rng.choice([0.0, 0.25, 0.1]), rng.choice([10.0, 3.5])
+        lo, at, series = now - window, now - 20.0, []
+        while at < now + 3.0:
+            start = at + rng.choice([0.0, -0.75, 0.5, rng.uniform(-2.0, 1.0)])
+            span = rng.choice([0.0, 0.25, 1.0, -0.5, rng.uniform(0.0, 3.0)])
+            series.append(RateSegment(start, start + span, rng.randint(1, 5000)))
+            at += rng.choice([0.25, 0.5, 1.0, rng.uniform(0.0, 1.5)])
+        progress = SessionProgress(rate_series=series)
+        open_now = RateSegment(series[-1].end + 0.5, now + 1.0, 70)
+        streaming = rng.choice([None, open_now])
+        want = 0.0
+        for seg in reversed(series):
+            if seg.end <= lo:
+                break
+            want += _share(seg, lo, now)
+        pending = open_message(progress, streaming)
+        if pending is not None:
+            want += _share(pending, lo, now)
+        assert live_tok_s(progress, now, window, streaming) == want / window
 
 
 def _piece(call: str | None, at_ms: float, *, output: int = 0, start_ms: float | None = None,
