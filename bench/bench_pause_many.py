@@ -61,13 +61,29 @@ def _left(run_id: str) -> int:
     return sum(want in (environ_of(pid) or ()) for pid in pids())
 
 
+def _supervisor(project: Path, n: int, session: str) -> Supervisor:
+    """A host for N agents (and a lead) in `project`, its cards written."""
+    _card(project)
+    budgets = Budgets(max_depth=3, max_children=n, max_active=n + 2)
+    return Supervisor(project, session=session, stop_grace=5.0, budgets=budgets)
+
+
+def _retired(ledger: Path, *reasons: str) -> int:
+    """The run's `node_retired` events for one of `reasons`."""
+    marks = ", ".join("?" * len(reasons))
+    with sqlite3.connect(ledger) as db:
+        found = db.execute(
+            "SELECT count(*) FROM events WHERE type = 'node_retired' "
+            f"AND json_extract(data, '$.reason') IN ({marks})",
+            reasons,
+        ).fetchone()[0]
+    return int(found)
+
+
 async def pause(n: int) -> tuple[float, float, int, int]:
     """(spawn s, close s, processes left, interrupted in the ledger)."""
     with tempfile.TemporaryDirectory() as d:
-        project = Path(d)
-        _card(project)
-        budgets = Budgets(max_depth=2, max_children=n, max_active=n + 1)
-        sup = Supervisor(project, session="pause", stop_grace=5.0, budgets=budgets)
+        sup = _supervisor(Path(d), n, "pause")
         await sup.start()
         began = time.monotonic()
         batch = [ChildRequest("waiter", "wait", name=f"w{i}") for i in range(n)]
@@ -77,22 +93,14 @@ async def pause(n: int) -> tuple[float, float, int, int]:
         began = time.monotonic()
         await sup.close()
         closed = time.monotonic() - began
-        with sqlite3.connect(ledger) as db:
-            interrupted = db.execute(
-                "SELECT count(*) FROM events WHERE type = 'node_retired' "
-                "AND json_extract(data, '$.reason') = 'session-shutdown'"
-            ).fetchone()[0]
-        return spawned, closed, _left(run_id), int(interrupted)
+        return spawned, closed, _left(run_id), _retired(ledger, "session-shutdown")
 
 
 async def stop(n: int, *, under_lead: bool) -> tuple[float, int, int]:
     """(stop s, processes left, `stop` retirements in the ledger): `legion stop lead`
     of a lead with N live members (`under_lead`), or `legion stop all` of root's N."""
     with tempfile.TemporaryDirectory() as d:
-        project = Path(d)
-        _card(project)
-        budgets = Budgets(max_depth=3, max_children=n, max_active=n + 2)
-        sup = Supervisor(project, session="stop", stop_grace=5.0, budgets=budgets)
+        sup = _supervisor(Path(d), n, "stop")
         await sup.start()
         try:
             parent = ROOT_ID
@@ -109,12 +117,7 @@ async def stop(n: int, *, under_lead: bool) -> tuple[float, int, int]:
             left = _left(run_id)
         finally:
             await sup.close()
-        with sqlite3.connect(ledger) as db:
-            retired = db.execute(
-                "SELECT count(*) FROM events WHERE type = 'node_retired' "
-                "AND json_extract(data, '$.reason') IN ('stop', 'parent-stop')"
-            ).fetchone()[0]
-        return took, left, int(retired)
+        return took, left, _retired(ledger, "stop", "parent-stop")
 
 
 async def main(sizes: list[int]) -> None:

@@ -24,6 +24,7 @@ waits for it).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import re
@@ -89,20 +90,13 @@ def _session_of(leader: int, private: str) -> list[psutil.Process]:
 def _stop_cluster(leader: int, private: str) -> None:
     """SIGTERM to each of the cluster's processes, by pid; SIGKILL to any still there
     after TERM_GRACE_S; waited for, bounded."""
-    procs = _session_of(leader, private)
-    for proc in procs:
-        try:
-            proc.terminate()
-        except psutil.Error:
-            continue
-    _, alive = psutil.wait_procs(procs, timeout=TERM_GRACE_S)
-    for proc in alive:
-        try:
-            proc.kill()
-        except psutil.Error:
-            continue
-    _, left = psutil.wait_procs(alive, timeout=STOP_S)
-    assert left == [], f"the cluster's processes outlived SIGKILL: {left}"
+    alive = _session_of(leader, private)
+    for end, bound in ((psutil.Process.terminate, TERM_GRACE_S), (psutil.Process.kill, STOP_S)):
+        for proc in alive:
+            with contextlib.suppress(psutil.Error):
+                end(proc)
+        _, alive = psutil.wait_procs(alive, timeout=bound)
+    assert alive == [], f"the cluster's processes outlived SIGKILL: {alive}"
 
 
 @pytest.fixture(scope="module")
