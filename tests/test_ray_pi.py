@@ -34,6 +34,7 @@ from real_pi_helpers import (
     by_env,
     entries,
     pi_host,
+    released_then_woken,
     settle,
     spawn_pi,
     until,
@@ -167,3 +168,33 @@ async def test_a_pi_on_a_cluster_node_mirrors_its_session_and_resumes_it_on_the_
         finally:
             ray.kill(hog)
         assert link.readlink() == mirror  # the run's file: still pi's one file
+
+
+async def test_an_idle_pi_on_a_cluster_lets_its_slot_go_and_a_follow_up_starts_it_again(
+    world: PiWorld, cluster: Cluster
+) -> None:
+    """Issue 35 item 4: a settled pi kept its actor, and with it its slot, until it was
+    stopped — a lead whose members settle one after another could fill a small cluster
+    with idle members and queue the next for ever. Released as a local one is (after
+    `idle_release` without a turn), its slot goes back; a follow-up places it again and
+    it answers on its own session."""
+    project_on(world.project, cluster)
+    write_card(world.project, command=(str(_launcher(world)), "--provider", PROVIDER,
+                                       "--model", MODEL))  # fmt: skip
+    world.server.script(
+        Text(f"First.\n{verdict_line('first')}", tokens=4),
+        Text(f"Again.\n{verdict_line('followed up')}", tokens=4),
+        Text(f"Read.\n{verdict_line('letter read')}", tokens=4),
+    )
+    async with pi_host(world) as sup:
+        sup.ctx.options.idle_release = 0.5
+        node = await spawn_pi(sup, "idler", "Say first.")
+        assert handle_of(sup, node.id).placement is not None  # on a cluster node
+        await settle(sup, node.id)
+        view = sup.model.nodes[node.id]
+        await until(lambda: view.released, 30, "its release")
+        # Its actor is gone: the whole of both nodes' CPUs is free again.
+        await until(lambda: ray.available_resources().get("CPU", 0.0) >= 2 * NODE_CPUS, 30,
+                    "its slot back")  # fmt: skip
+        await released_then_woken(sup, node.id, world.server)
+        assert handle_of(sup, node.id).placement is not None  # woken on the cluster

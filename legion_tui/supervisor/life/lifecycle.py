@@ -169,13 +169,13 @@ class Lifecycle:
         return True
 
     def _releasable(self, node_id: str, handle: AgentHandle) -> bool:
-        """A settled real agent (pi, Claude Code, Codex, on this machine) that nothing is
-        stopping, whose handle is still the node's."""
+        """A settled real agent (pi, Claude Code, Codex; on this machine or a cluster's
+        node, where its actor's slot goes back too) that nothing is stopping, whose
+        handle is still the node's."""
         node = self._names.node(node_id)
         return (
             node.status is NodeStatus.SETTLED
             and node.kind in SESSION_AGENT_KINDS
-            and self._ctx.options.cluster.engine != "ray"
             and handle.exited is None
             and self._roster.handle(node_id) is handle
             and node_id not in self._roster.stopping
