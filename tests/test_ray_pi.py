@@ -34,7 +34,6 @@ from real_pi_helpers import (
     by_env,
     entries,
     pi_host,
-    released_then_woken,
     settle,
     spawn_pi,
     until,
@@ -45,6 +44,7 @@ from real_pi_helpers import server as server  # the scripted model server fixtur
 from real_pi_helpers import world as world  # one per pi line
 from supervisor_helpers import GIT_ENV
 
+from legion_tui import receipts
 from legion_tui.git.worktree import create_sandbox_repo
 from legion_tui.model import NodeStatus
 from legion_tui.sim.script import SANDBOX_FILES
@@ -176,15 +176,14 @@ async def test_an_idle_pi_on_a_cluster_lets_its_slot_go_and_a_follow_up_starts_i
     """Issue 35 item 4: a settled pi kept its actor, and with it its slot, until it was
     stopped — a lead whose members settle one after another could fill a small cluster
     with idle members and queue the next for ever. Released as a local one is (after
-    `idle_release` without a turn), its slot goes back; a follow-up places it again and
-    it answers on its own session."""
+    `idle_release` without a turn), its slot goes back; a follow-up places it on the
+    cluster again, and it answers on its own session."""
     project_on(world.project, cluster)
     write_card(world.project, command=(str(_launcher(world)), "--provider", PROVIDER,
                                        "--model", MODEL))  # fmt: skip
     world.server.script(
         Text(f"First.\n{verdict_line('first')}", tokens=4),
         Text(f"Again.\n{verdict_line('followed up')}", tokens=4),
-        Text(f"Read.\n{verdict_line('letter read')}", tokens=4),
     )
     async with pi_host(world) as sup:
         sup.ctx.options.idle_release = 0.5
@@ -193,8 +192,18 @@ async def test_an_idle_pi_on_a_cluster_lets_its_slot_go_and_a_follow_up_starts_i
         await settle(sup, node.id)
         view = sup.model.nodes[node.id]
         await until(lambda: view.released, 30, "its release")
+        assert view.node.status is NodeStatus.SETTLED and by_env("LEGION_NODE_ID", node.id) == []
         # Its actor is gone: the whole of both nodes' CPUs is free again.
         await until(lambda: ray.available_resources().get("CPU", 0.0) >= 2 * NODE_CPUS, 30,
                     "its slot back")  # fmt: skip
-        await released_then_woken(sup, node.id, world.server)
-        assert handle_of(sup, node.id).placement is not None  # woken on the cluster
+        sup.ctx.options.idle_release = 0.0  # woken, it stays: where it runs is looked at
+        link = view.node.session_file
+        asked = len(world.server.requests())
+        _outcome, receipt = await sup.control.steer(ROOT_ID, "idler", "FOLLOW-UP-35: and now?")
+        assert receipt.startswith(receipts.woken("idler")), receipt
+        await until(lambda: len(world.server.requests()) > asked, TURN_LIMIT, "its request")
+        done = await settle(sup, node.id)
+        assert done.verdict is not None and "followed up" in done.verdict, done.verdict
+        assert "FOLLOW-UP-35" in json.dumps(world.server.requests()[-1].body)
+        assert handle_of(sup, node.id).placement is not None  # on a cluster node again
+        assert sup.names.node(node.id).session_file == link  # its own session, grown
